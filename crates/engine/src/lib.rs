@@ -1,0 +1,1 @@
+//! steady-engine: see ../shared/DESIGN.md; filled by the issues that build this layer.

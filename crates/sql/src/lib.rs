@@ -1,0 +1,1 @@
+//! steady-sql: see ../shared/DESIGN.md; filled by the issues that build this layer.

@@ -1,0 +1,768 @@
+//! The buffer pool: a fixed budget of page frames shared by every space.
+//!
+//! ```text
+//!  page table (sharded)          frames                         flush list
+//!  (space,page) -> frame    [pins|latch|page bytes|meta]   BTreeSet<(oldest LSN, frame)>
+//! ```
+//!
+//! * **Hit path.** One shard mutex (of [`SHARDS`]) to find the frame and pin it, then the frame's own
+//!   read/write latch. No global mutex is taken on a hit.
+//! * **Pins and identity.** A frame's identity (space, page, space version) changes only while it has no
+//!   pins, under the lock of the shard that maps it; a pin is only taken under that same lock. So a
+//!   pinned frame always holds the page it was pinned for, and only pinned users hold latches.
+//! * **Replacement (2Q over CLOCK).** A page enters *cold*. A later ordinary hit promotes it to *hot*;
+//!   hits from scans ([`AccessHint::Scan`]) never do. The clock hand evicts cold frames in load order
+//!   and gives hot frames a second chance through their reference bit; hot frames are demoted only
+//!   while the hot region is larger than [`HOT_FRACTION`] of the pool. A scan of a table ten times the
+//!   pool therefore cycles through the cold region and leaves the hot working set where it is.
+//! * **Space versions.** Each frame remembers the version its space had when the page was loaded.
+//!   Dropping or truncating a space bumps the version (O(1), see [`Space::invalidate`]); a frame whose
+//!   version is stale is a miss for lookups, is never written back, and is reused when the clock reaches
+//!   it. The pool is never scanned for a space.
+//! * **Dirty pages.** A page becomes dirty when a mini-transaction that modified it commits; it joins the
+//!   flush list with its oldest-modification LSN and leaves it when written. A background flusher
+//!   writes the oldest pages when dirty pages exceed [`PoolConfig::max_dirty_fraction`]; eviction
+//!   writes a dirty victim itself only when no clean one is found.
+
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::io::AlignedBuf;
+use crate::page::{self, PageMut};
+use crate::space::Space;
+use crate::{Lsn, PageNo, Result, SpaceId, StorageError};
+
+/// Number of page-table shards.
+pub const SHARDS: usize = 64;
+/// Largest share of the frames the hot region may keep before hot frames are demoted.
+pub const HOT_FRACTION: f64 = 0.625;
+
+type FrameId = usize;
+
+/// How a page is being accessed, for the replacement policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessHint {
+    /// Point access: a repeated access makes the page hot.
+    Normal,
+    /// Part of a scan or read-ahead: never makes the page hot.
+    Scan,
+}
+
+/// Sizing and flushing settings of the pool.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    pub page_size: usize,
+    /// Number of frames (the memory budget is `frames * page_size`).
+    pub frames: usize,
+    /// Dirty share above which the background flusher writes the oldest pages.
+    pub max_dirty_fraction: f64,
+    /// Whether to run the background flusher thread.
+    pub background_flush: bool,
+}
+
+impl PoolConfig {
+    /// A pool of `bytes` worth of `page_size` frames (at least 16 frames).
+    pub fn with_budget(page_size: usize, bytes: usize) -> Self {
+        PoolConfig {
+            page_size,
+            frames: (bytes / page_size).max(16),
+            max_dirty_fraction: 0.5,
+            background_flush: true,
+        }
+    }
+}
+
+/// Counters of the pool, as reported by [`BufferPool::stats`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub frames: usize,
+    pub read_requests: u64,
+    pub reads: u64,
+    pub read_ahead_reads: u64,
+    pub pages_written: u64,
+    pub evictions: u64,
+    pub dirty_pages: usize,
+    pub hot_pages: usize,
+}
+
+#[derive(Default)]
+struct Counters {
+    read_requests: AtomicU64,
+    reads: AtomicU64,
+    read_ahead_reads: AtomicU64,
+    pages_written: AtomicU64,
+    evictions: AtomicU64,
+}
+
+/// What a frame holds; changed only with no pins, under the mapping shard's lock.
+#[derive(Default)]
+struct FrameMeta {
+    space: Option<Arc<Space>>,
+    /// LSN of the first change not yet written; 0 when clean.
+    oldest_lsn: Lsn,
+    /// The page failed to load; the frame is reusable once unpinned.
+    failed: bool,
+}
+
+struct Frame {
+    data: RwLock<AlignedBuf>,
+    pins: AtomicU32,
+    key: AtomicU64,
+    version: AtomicU64,
+    hot: AtomicBool,
+    referenced: AtomicBool,
+    meta: Mutex<FrameMeta>,
+}
+
+const NO_KEY: u64 = u64::MAX;
+
+fn page_key(space: SpaceId, page: PageNo) -> u64 {
+    ((space as u64) << 32) | page as u64
+}
+
+fn shard_of(key: u64) -> usize {
+    (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % SHARDS
+}
+
+/// The shared page cache.
+pub struct BufferPool {
+    page_size: usize,
+    frames: Box<[Frame]>,
+    table: Box<[Mutex<HashMap<u64, FrameId>>]>,
+    clock_hand: Mutex<FrameId>,
+    flush_list: Mutex<BTreeSet<(Lsn, FrameId)>>,
+    hot_count: AtomicUsize,
+    hot_limit: usize,
+    max_dirty: usize,
+    next_lsn: AtomicU64,
+    counters: Counters,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+    flusher_wake: Condvar,
+    flusher_state: Mutex<FlusherState>,
+}
+
+#[derive(Default)]
+struct FlusherState {
+    stop: bool,
+}
+
+impl BufferPool {
+    /// Creates the pool and, if configured, its background flusher.
+    pub fn new(config: PoolConfig) -> Result<Arc<Self>> {
+        page::validate_page_size(config.page_size)?;
+        if config.frames < 16 {
+            return Err(StorageError::Config(format!(
+                "buffer pool of {} frames is too small (at least 16)",
+                config.frames
+            )));
+        }
+        let frames = (0..config.frames)
+            .map(|_| Frame {
+                data: RwLock::new(AlignedBuf::zeroed(config.page_size)),
+                pins: AtomicU32::new(0),
+                key: AtomicU64::new(NO_KEY),
+                version: AtomicU64::new(0),
+                hot: AtomicBool::new(false),
+                referenced: AtomicBool::new(false),
+                meta: Mutex::new(FrameMeta::default()),
+            })
+            .collect();
+        let pool = Arc::new(BufferPool {
+            page_size: config.page_size,
+            frames,
+            table: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            clock_hand: Mutex::new(0),
+            flush_list: Mutex::new(BTreeSet::new()),
+            hot_count: AtomicUsize::new(0),
+            hot_limit: (config.frames as f64 * HOT_FRACTION) as usize,
+            max_dirty: ((config.frames as f64 * config.max_dirty_fraction) as usize).max(1),
+            next_lsn: AtomicU64::new(1),
+            counters: Counters::default(),
+            flusher: Mutex::new(None),
+            flusher_wake: Condvar::new(),
+            flusher_state: Mutex::new(FlusherState::default()),
+        });
+        if config.background_flush {
+            let weak = Arc::downgrade(&pool);
+            let handle = std::thread::Builder::new()
+                .name("steady-flusher".into())
+                .spawn(move || run_flusher(weak))
+                .map_err(|e| StorageError::io("starting the page flusher", e))?;
+            *pool.flusher.lock() = Some(handle);
+        }
+        Ok(pool)
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Pins `page_no` of `space` and latches it for reading, loading it on a miss.
+    pub fn fetch_read(
+        &self,
+        space: &Arc<Space>,
+        page_no: PageNo,
+        hint: AccessHint,
+    ) -> Result<PageReadGuard<'_>> {
+        let frame_id = self.pin_page(space, page_no, hint, Load::Read)?;
+        let data = self.frames[frame_id].data.read();
+        Ok(PageReadGuard {
+            pool: self,
+            frame_id,
+            page_no,
+            data: Some(data),
+        })
+    }
+
+    /// Pins `page_no` of `space` and latches it for writing, loading it on a miss.
+    pub fn fetch_write(&self, space: &Arc<Space>, page_no: PageNo) -> Result<PageWriteGuard<'_>> {
+        let frame_id = self.pin_page(space, page_no, AccessHint::Normal, Load::Read)?;
+        Ok(self.write_guard(space, frame_id, page_no))
+    }
+
+    /// Pins and write-latches a frame for a freshly allocated page without reading it; the caller
+    /// formats it. Any cached copy of the page is reused.
+    pub fn create_page(&self, space: &Arc<Space>, page_no: PageNo) -> Result<PageWriteGuard<'_>> {
+        let frame_id = self.pin_page(space, page_no, AccessHint::Normal, Load::Zero)?;
+        let mut guard = self.write_guard(space, frame_id, page_no);
+        guard.page_mut().fill(0);
+        Ok(guard)
+    }
+
+    fn write_guard(
+        &self,
+        space: &Arc<Space>,
+        frame_id: FrameId,
+        page_no: PageNo,
+    ) -> PageWriteGuard<'_> {
+        let data = self.frames[frame_id].data.write();
+        PageWriteGuard {
+            pool: self,
+            frame_id,
+            space_id: space.id(),
+            page_no,
+            data: Some(data),
+            modified: false,
+        }
+    }
+
+    /// Reads pages ahead of a scan into the cold region, without pinning them afterwards. Pages already
+    /// cached are skipped. Returns how many were read.
+    pub fn prefetch(&self, space: &Arc<Space>, pages: &[PageNo]) -> Result<usize> {
+        let mut read = 0;
+        for &page_no in pages {
+            if self.lookup(space, page_no).is_some() {
+                continue;
+            }
+            let before = self.counters.reads.load(Ordering::Relaxed);
+            let frame_id = self.pin_page(space, page_no, AccessHint::Scan, Load::Read)?;
+            self.unpin(frame_id);
+            if self.counters.reads.load(Ordering::Relaxed) > before {
+                self.counters
+                    .read_ahead_reads
+                    .fetch_add(1, Ordering::Relaxed);
+                read += 1;
+            }
+        }
+        Ok(read)
+    }
+
+    /// The frame holding a current copy of the page, if any (no pin is taken).
+    fn lookup(&self, space: &Space, page_no: PageNo) -> Option<FrameId> {
+        let key = page_key(space.id(), page_no);
+        let shard = self.table[shard_of(key)].lock();
+        let &frame_id = shard.get(&key)?;
+        (self.frames[frame_id].version.load(Ordering::Acquire) == space.version())
+            .then_some(frame_id)
+    }
+
+    /// Whether a current copy of the page is cached.
+    pub fn contains(&self, space: &Space, page_no: PageNo) -> bool {
+        self.lookup(space, page_no).is_some()
+    }
+
+    fn pin_page(
+        &self,
+        space: &Arc<Space>,
+        page_no: PageNo,
+        hint: AccessHint,
+        load: Load,
+    ) -> Result<FrameId> {
+        self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        let key = page_key(space.id(), page_no);
+        loop {
+            let version = space.version();
+            if space.is_dropped() {
+                return Err(StorageError::SpaceDropped(space.id()));
+            }
+            {
+                let shard = self.table[shard_of(key)].lock();
+                if let Some(&frame_id) = shard.get(&key) {
+                    let frame = &self.frames[frame_id];
+                    if frame.version.load(Ordering::Acquire) == version {
+                        frame.pins.fetch_add(1, Ordering::AcqRel);
+                        drop(shard);
+                        if self.wait_loaded(frame_id) {
+                            self.note_hit(frame, hint);
+                            return Ok(frame_id);
+                        }
+                        continue;
+                    }
+                }
+            }
+            if let Some(frame_id) = self.load_page(space, page_no, key, version, hint, load)? {
+                return Ok(frame_id);
+            }
+        }
+    }
+
+    /// Waits for a concurrent load of a pinned frame; false (and unpinned) if that load failed.
+    fn wait_loaded(&self, frame_id: FrameId) -> bool {
+        let frame = &self.frames[frame_id];
+        drop(frame.data.read());
+        if frame.meta.lock().failed {
+            self.unpin(frame_id);
+            return false;
+        }
+        true
+    }
+
+    fn note_hit(&self, frame: &Frame, hint: AccessHint) {
+        if hint == AccessHint::Scan {
+            return;
+        }
+        if !frame.referenced.load(Ordering::Relaxed) {
+            frame.referenced.store(true, Ordering::Relaxed);
+        }
+        if !frame.hot.load(Ordering::Relaxed) && !frame.hot.swap(true, Ordering::AcqRel) {
+            self.hot_count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Loads a page into a victim frame; `None` if another thread mapped the page meanwhile.
+    fn load_page(
+        &self,
+        space: &Arc<Space>,
+        page_no: PageNo,
+        key: u64,
+        version: u64,
+        hint: AccessHint,
+        load: Load,
+    ) -> Result<Option<FrameId>> {
+        let frame_id = self.claim_victim()?;
+        let frame = &self.frames[frame_id];
+        let mut data = frame.data.write();
+        {
+            let mut shard = self.table[shard_of(key)].lock();
+            if let Some(&other) = shard.get(&key) {
+                if self.frames[other].version.load(Ordering::Acquire) == version {
+                    frame.pins.store(0, Ordering::Release);
+                    return Ok(None);
+                }
+            }
+            frame.key.store(key, Ordering::Release);
+            frame.version.store(version, Ordering::Release);
+            *frame.meta.lock() = FrameMeta {
+                space: Some(space.clone()),
+                oldest_lsn: 0,
+                failed: false,
+            };
+            shard.insert(key, frame_id);
+        }
+        let loaded = match load {
+            Load::Zero => {
+                data.fill(0);
+                Ok(())
+            }
+            Load::Read => self.read_page(space, page_no, &mut data),
+        };
+        if let Err(err) = loaded {
+            self.forget_frame(frame_id, key);
+            frame.meta.lock().failed = true;
+            drop(data);
+            self.unpin(frame_id);
+            return Err(err);
+        }
+        frame.hot.store(false, Ordering::Relaxed);
+        frame
+            .referenced
+            .store(hint == AccessHint::Normal, Ordering::Relaxed);
+        Ok(Some(frame_id))
+    }
+
+    fn read_page(&self, space: &Space, page_no: PageNo, buf: &mut [u8]) -> Result<()> {
+        self.counters.reads.fetch_add(1, Ordering::Relaxed);
+        space.read_page(page_no, buf)?;
+        page::verify(buf, space.id(), page_no)
+    }
+
+    /// Removes the table entry of `key` if it still maps to `frame_id`.
+    fn forget_frame(&self, frame_id: FrameId, key: u64) {
+        let mut shard = self.table[shard_of(key)].lock();
+        if shard.get(&key) == Some(&frame_id) {
+            shard.remove(&key);
+        }
+    }
+
+    /// Finds a frame to reuse and returns it pinned once, unmapped and clean.
+    fn claim_victim(&self) -> Result<FrameId> {
+        let frames = self.frames.len();
+        for pass in 0..4 {
+            for _ in 0..frames {
+                let frame_id = {
+                    let mut hand = self.clock_hand.lock();
+                    let id = *hand;
+                    *hand = (id + 1) % frames;
+                    id
+                };
+                match self.try_claim(frame_id, pass) {
+                    Claim::Taken => return Ok(frame_id),
+                    Claim::Dirty if pass >= 2 => self.write_back(frame_id)?,
+                    Claim::Dirty | Claim::Skip => {}
+                }
+            }
+        }
+        Err(StorageError::PoolExhausted { frames })
+    }
+
+    fn try_claim(&self, frame_id: FrameId, pass: usize) -> Claim {
+        let frame = &self.frames[frame_id];
+        if frame.pins.load(Ordering::Acquire) > 0 {
+            return Claim::Skip;
+        }
+        let key = frame.key.load(Ordering::Acquire);
+        let reusable_now = {
+            let Some(meta) = frame.meta.try_lock() else {
+                return Claim::Skip;
+            };
+            match &meta.space {
+                None => true,
+                Some(space)
+                    if meta.failed || space.version() != frame.version.load(Ordering::Acquire) =>
+                {
+                    true
+                }
+                Some(_) if meta.oldest_lsn != 0 => return Claim::Dirty,
+                Some(_) => false,
+            }
+        };
+        if !reusable_now && !self.second_chance_spent(frame, pass) {
+            return Claim::Skip;
+        }
+        let mut shard = (key != NO_KEY).then(|| self.table[shard_of(key)].lock());
+        if frame.pins.load(Ordering::Acquire) > 0 || frame.key.load(Ordering::Acquire) != key {
+            return Claim::Skip;
+        }
+        let mut meta = frame.meta.lock();
+        if meta.oldest_lsn != 0 && !reusable_now {
+            return Claim::Dirty;
+        }
+        if meta.oldest_lsn != 0 {
+            self.flush_list.lock().remove(&(meta.oldest_lsn, frame_id));
+        }
+        if let Some(shard) = shard.as_mut() {
+            if shard.get(&key) == Some(&frame_id) {
+                shard.remove(&key);
+            }
+        }
+        if meta.space.is_some() && !meta.failed {
+            self.counters.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+        *meta = FrameMeta::default();
+        frame.key.store(NO_KEY, Ordering::Release);
+        if frame.hot.swap(false, Ordering::AcqRel) {
+            self.hot_count.fetch_sub(1, Ordering::Relaxed);
+        }
+        frame.pins.store(1, Ordering::Release);
+        Claim::Taken
+    }
+
+    /// The clock's judgement on a valid, clean, unpinned frame: true when it may be evicted now.
+    fn second_chance_spent(&self, frame: &Frame, pass: usize) -> bool {
+        if frame.hot.load(Ordering::Relaxed) {
+            if frame.referenced.swap(false, Ordering::Relaxed) {
+                return false;
+            }
+            if self.hot_count.load(Ordering::Relaxed) > self.hot_limit
+                && frame.hot.swap(false, Ordering::AcqRel)
+            {
+                self.hot_count.fetch_sub(1, Ordering::Relaxed);
+                return false;
+            }
+            return pass >= 1;
+        }
+        true
+    }
+
+    /// Writes one dirty frame to its file if it is still dirty (used by eviction and flushing).
+    fn write_back(&self, frame_id: FrameId) -> Result<()> {
+        let frame = &self.frames[frame_id];
+        let key = frame.key.load(Ordering::Acquire);
+        if key == NO_KEY {
+            return Ok(());
+        }
+        {
+            let shard = self.table[shard_of(key)].lock();
+            if shard.get(&key) != Some(&frame_id) {
+                return Ok(());
+            }
+            frame.pins.fetch_add(1, Ordering::AcqRel);
+        }
+        let result = self.write_pinned(frame_id);
+        self.unpin(frame_id);
+        result
+    }
+
+    fn write_pinned(&self, frame_id: FrameId) -> Result<()> {
+        let frame = &self.frames[frame_id];
+        let mut copy = AlignedBuf::zeroed(self.page_size);
+        let (space, oldest_lsn) = {
+            let data = frame.data.read();
+            let mut meta = frame.meta.lock();
+            let oldest_lsn = meta.oldest_lsn;
+            if oldest_lsn == 0 {
+                return Ok(());
+            }
+            self.flush_list.lock().remove(&(oldest_lsn, frame_id));
+            meta.oldest_lsn = 0;
+            copy.copy_from_slice(&data);
+            (meta.space.clone(), oldest_lsn)
+        };
+        let Some(space) = space else { return Ok(()) };
+        if space.version() != frame.version.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        page::stamp_checksum(&mut copy);
+        let page_no = page::Page::new(&copy).page_no();
+        match space.write_page(page_no, &copy) {
+            Ok(written) => {
+                if written {
+                    self.counters.pages_written.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(())
+            }
+            Err(err) => {
+                self.mark_dirty(frame_id, oldest_lsn);
+                Err(err)
+            }
+        }
+    }
+
+    fn unpin(&self, frame_id: FrameId) {
+        let previous = self.frames[frame_id].pins.fetch_sub(1, Ordering::AcqRel);
+        debug_assert!(previous > 0, "unpin of an unpinned frame");
+    }
+
+    /// A new LSN for a modification. The redo log will supply these once it exists; until then the
+    /// sequence only orders the flush list.
+    pub fn next_lsn(&self) -> Lsn {
+        self.next_lsn.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Marks a write-latched frame dirty as of `lsn` (keeping an earlier oldest LSN).
+    fn mark_dirty(&self, frame_id: FrameId, lsn: Lsn) {
+        let mut meta = self.frames[frame_id].meta.lock();
+        if meta.oldest_lsn == 0 {
+            meta.oldest_lsn = lsn;
+            let dirty = {
+                let mut list = self.flush_list.lock();
+                list.insert((lsn, frame_id));
+                list.len()
+            };
+            if dirty > self.max_dirty {
+                self.flusher_wake.notify_one();
+            }
+        }
+    }
+
+    /// Writes the `limit` oldest dirty pages; returns how many were written.
+    pub fn flush_oldest(&self, limit: usize) -> Result<usize> {
+        let batch: Vec<FrameId> = self
+            .flush_list
+            .lock()
+            .iter()
+            .take(limit)
+            .map(|&(_, f)| f)
+            .collect();
+        for &frame_id in &batch {
+            self.write_back(frame_id)?;
+        }
+        Ok(batch.len())
+    }
+
+    /// Writes every dirty page (of every space) and syncs the spaces' files.
+    pub fn flush_all(&self) -> Result<()> {
+        loop {
+            if self.flush_oldest(256)? == 0 {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Current counters.
+    pub fn stats(&self) -> PoolStats {
+        let c = &self.counters;
+        PoolStats {
+            frames: self.frames.len(),
+            read_requests: c.read_requests.load(Ordering::Relaxed),
+            reads: c.reads.load(Ordering::Relaxed),
+            read_ahead_reads: c.read_ahead_reads.load(Ordering::Relaxed),
+            pages_written: c.pages_written.load(Ordering::Relaxed),
+            evictions: c.evictions.load(Ordering::Relaxed),
+            dirty_pages: self.flush_list.lock().len(),
+            hot_pages: self.hot_count.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops the background flusher (dirty pages stay in memory; call `flush_all` first to keep them).
+    pub fn stop_flusher(&self) {
+        self.flusher_state.lock().stop = true;
+        self.flusher_wake.notify_all();
+        if let Some(handle) = self.flusher.lock().take() {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        self.stop_flusher();
+    }
+}
+
+/// The background flusher: keeps dirty pages under the configured share, oldest first.
+fn run_flusher(pool: Weak<BufferPool>) {
+    loop {
+        let Some(pool) = pool.upgrade() else { return };
+        {
+            let mut state = pool.flusher_state.lock();
+            if state.stop {
+                return;
+            }
+            pool.flusher_wake
+                .wait_for(&mut state, Duration::from_millis(100));
+            if state.stop {
+                return;
+            }
+        }
+        let dirty = pool.flush_list.lock().len();
+        if dirty > pool.max_dirty / 2 {
+            let excess = dirty - pool.max_dirty / 2;
+            if let Err(err) = pool.flush_oldest(excess.min(1024)) {
+                eprintln!("steady: background flush failed: {err}");
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Load {
+    Read,
+    Zero,
+}
+
+enum Claim {
+    Taken,
+    Dirty,
+    Skip,
+}
+
+/// A pinned, read-latched page.
+pub struct PageReadGuard<'a> {
+    pool: &'a BufferPool,
+    frame_id: FrameId,
+    page_no: PageNo,
+    data: Option<RwLockReadGuard<'a, AlignedBuf>>,
+}
+
+impl PageReadGuard<'_> {
+    pub fn page_no(&self) -> PageNo {
+        self.page_no
+    }
+}
+
+impl Deref for PageReadGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.data.as_ref().expect("latched until drop")
+    }
+}
+
+impl Drop for PageReadGuard<'_> {
+    fn drop(&mut self) {
+        self.data.take();
+        self.pool.unpin(self.frame_id);
+    }
+}
+
+/// A pinned, write-latched page. Changes made through [`PageWriteGuard::page_mut`] make the page dirty
+/// when the guard is committed by its mini-transaction (or, failing that, when it is dropped).
+pub struct PageWriteGuard<'a> {
+    pool: &'a BufferPool,
+    frame_id: FrameId,
+    space_id: SpaceId,
+    page_no: PageNo,
+    data: Option<RwLockWriteGuard<'a, AlignedBuf>>,
+    modified: bool,
+}
+
+impl PageWriteGuard<'_> {
+    pub fn page_no(&self) -> PageNo {
+        self.page_no
+    }
+
+    pub fn space_id(&self) -> SpaceId {
+        self.space_id
+    }
+
+    /// Whether the page was changed through this guard.
+    pub fn is_modified(&self) -> bool {
+        self.modified
+    }
+
+    /// The page bytes, for changing them.
+    pub fn page_mut(&mut self) -> &mut [u8] {
+        self.modified = true;
+        self.data.as_mut().expect("latched until drop")
+    }
+
+    /// Stamps `lsn` into a modified page and marks it dirty; called by the mini-transaction at commit.
+    pub(crate) fn commit_changes(&mut self, lsn: Lsn) {
+        if !self.modified {
+            return;
+        }
+        PageMut::new(self.page_mut()).set_lsn(lsn);
+        self.pool.mark_dirty(self.frame_id, lsn);
+        self.modified = false;
+    }
+}
+
+impl Deref for PageWriteGuard<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.data.as_ref().expect("latched until drop")
+    }
+}
+
+impl Drop for PageWriteGuard<'_> {
+    fn drop(&mut self) {
+        if self.modified {
+            let lsn = self.pool.next_lsn();
+            self.commit_changes(lsn);
+        }
+        self.data.take();
+        self.pool.unpin(self.frame_id);
+    }
+}

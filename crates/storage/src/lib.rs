@@ -1,0 +1,22 @@
+//! steady-storage: keys and values in B+trees on paged files, durably.
+//!
+//! This crate knows nothing of rows, transactions or SQL. Its layers, bottom up:
+//! [`io`] (the file seam), [`page`] (the page format), [`space`] (files of extents and segments),
+//! [`buffer_pool`] (the page cache), [`mtr`] (pages that change together), [`btree`] (the index
+//! structure), [`store`] (a data directory of spaces) and [`check`] (offline verification).
+
+pub mod buffer_pool;
+pub mod error;
+pub mod io;
+pub mod mtr;
+pub mod page;
+pub mod space;
+
+pub use error::{Result, StorageError};
+
+/// Identifies a space (one file) within a database.
+pub type SpaceId = u32;
+/// A page's number within its space.
+pub type PageNo = u32;
+/// A log sequence number.
+pub type Lsn = u64;

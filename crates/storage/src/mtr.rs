@@ -1,0 +1,155 @@
+//! Mini-transactions: the unit in which pages change together.
+//!
+//! A mini-transaction (mtr) write-latches the pages it changes and keeps them latched until
+//! [`Mtr::commit`], which stamps one LSN into every modified page and marks them dirty at once. A
+//! B+tree split (three pages), an allocation (the extent map) and the tree change that needed it are one
+//! mtr, so no other thread — and, once the redo log records mtrs as units, no recovery — sees half of
+//! it.
+//!
+//! Latch order, which every caller follows so that mtrs cannot deadlock:
+//! 1. tree pages top-down, and left to right among siblings;
+//! 2. then a space's allocation lock ([`Mtr::lock_allocation`], taken by the first allocation or free
+//!    in that space and held until commit), and under it the space's header and extent-map pages.
+//!
+//! After its first allocation or free in a space, an mtr latches no tree page of that space other than
+//! pages it has just allocated.
+
+use std::sync::Arc;
+
+use parking_lot::{lock_api::ArcMutexGuard, RawMutex};
+
+use crate::buffer_pool::{BufferPool, PageWriteGuard};
+use crate::space::Space;
+use crate::{PageNo, Result, SpaceId};
+
+/// Index of a page latched by an mtr.
+pub type PageHandle = usize;
+
+/// A set of page changes that become visible and durable together.
+pub struct Mtr<'a> {
+    pool: &'a BufferPool,
+    pages: Vec<Option<PageWriteGuard<'a>>>,
+    allocation_locks: Vec<(SpaceId, ArcMutexGuard<RawMutex, ()>)>,
+}
+
+impl<'a> Mtr<'a> {
+    pub fn new(pool: &'a BufferPool) -> Self {
+        Mtr {
+            pool,
+            pages: Vec::new(),
+            allocation_locks: Vec::new(),
+        }
+    }
+
+    pub fn pool(&self) -> &'a BufferPool {
+        self.pool
+    }
+
+    /// The handle of a page this mtr already holds.
+    pub fn find(&self, space: SpaceId, page_no: PageNo) -> Option<PageHandle> {
+        self.pages.iter().position(|slot| {
+            slot.as_ref()
+                .is_some_and(|g| g.space_id() == space && g.page_no() == page_no)
+        })
+    }
+
+    /// Write-latches a page (reading it if needed); a page already held is returned as is.
+    pub fn latch(&mut self, space: &Arc<Space>, page_no: PageNo) -> Result<PageHandle> {
+        if let Some(handle) = self.find(space.id(), page_no) {
+            return Ok(handle);
+        }
+        let guard = self.pool.fetch_write(space, page_no)?;
+        Ok(self.adopt(guard))
+    }
+
+    /// Write-latches a freshly allocated page, zeroed, without reading it.
+    pub fn create(&mut self, space: &Arc<Space>, page_no: PageNo) -> Result<PageHandle> {
+        if let Some(handle) = self.find(space.id(), page_no) {
+            self.page_mut(handle).fill(0);
+            return Ok(handle);
+        }
+        let guard = self.pool.create_page(space, page_no)?;
+        Ok(self.adopt(guard))
+    }
+
+    /// Takes over a write guard obtained elsewhere (e.g. during a latch-coupled descent).
+    pub fn adopt(&mut self, guard: PageWriteGuard<'a>) -> PageHandle {
+        self.pages.push(Some(guard));
+        self.pages.len() - 1
+    }
+
+    fn guard(&self, handle: PageHandle) -> &PageWriteGuard<'a> {
+        self.pages[handle]
+            .as_ref()
+            .expect("page handle used after release")
+    }
+
+    fn guard_mut(&mut self, handle: PageHandle) -> &mut PageWriteGuard<'a> {
+        self.pages[handle]
+            .as_mut()
+            .expect("page handle used after release")
+    }
+
+    pub fn page_no(&self, handle: PageHandle) -> PageNo {
+        self.guard(handle).page_no()
+    }
+
+    pub fn page(&self, handle: PageHandle) -> &[u8] {
+        self.guard(handle)
+    }
+
+    /// The page bytes for changing them; the page is committed with the mtr.
+    pub fn page_mut(&mut self, handle: PageHandle) -> &mut [u8] {
+        self.guard_mut(handle).page_mut()
+    }
+
+    /// Two distinct pages for changing them together (moving records between them).
+    pub fn pages_mut2(&mut self, a: PageHandle, b: PageHandle) -> (&mut [u8], &mut [u8]) {
+        assert_ne!(a, b, "the same page twice");
+        let (low, high, swapped) = if a < b { (a, b, false) } else { (b, a, true) };
+        let (left, right) = self.pages.split_at_mut(high);
+        let first = left[low]
+            .as_mut()
+            .expect("page handle used after release")
+            .page_mut();
+        let second = right[0]
+            .as_mut()
+            .expect("page handle used after release")
+            .page_mut();
+        if swapped {
+            (second, first)
+        } else {
+            (first, second)
+        }
+    }
+
+    /// Releases an unmodified page early (latch coupling). Modified pages stay until commit.
+    pub fn release(&mut self, handle: PageHandle) {
+        if !self.guard(handle).is_modified() {
+            self.pages[handle] = None;
+        }
+    }
+
+    /// Serialises allocation in `space` with other mtrs until this one commits.
+    pub(crate) fn lock_allocation(&mut self, space: &Space) {
+        if self
+            .allocation_locks
+            .iter()
+            .any(|(id, _)| *id == space.id())
+        {
+            return;
+        }
+        let guard = space.allocation_lock().lock_arc();
+        self.allocation_locks.push((space.id(), guard));
+    }
+
+    /// Makes every change of this mtr visible as one unit, then releases all latches.
+    pub fn commit(mut self) {
+        let lsn = self.pool.next_lsn();
+        for guard in self.pages.iter_mut().flatten() {
+            guard.commit_changes(lsn);
+        }
+        while self.pages.pop().is_some() {}
+        self.allocation_locks.clear();
+    }
+}
