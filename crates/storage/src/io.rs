@@ -30,7 +30,7 @@ pub trait FileIo: Send + Sync {
     /// Writes all of `buf` at `offset`, extending the file if needed.
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
     /// Current length in bytes.
-    fn len(&self) -> io::Result<u64>;
+    fn file_len(&self) -> io::Result<u64>;
     /// Grows (with zeros) or shrinks the file.
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// Makes every completed write durable.
@@ -122,7 +122,7 @@ impl FileIo for OsFile {
         self.file.write_all_at(buf, offset)
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn file_len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
 
@@ -215,7 +215,7 @@ impl FileIo for MemFile {
         Ok(())
     }
 
-    fn len(&self) -> io::Result<u64> {
+    fn file_len(&self) -> io::Result<u64> {
         Ok(self.data.lock().len() as u64)
     }
 
@@ -298,7 +298,7 @@ mod tests {
         page[10] = 7;
         file.write_at(&page, 8192).unwrap();
         file.sync_data().unwrap();
-        assert_eq!(file.len().unwrap(), 12288);
+        assert_eq!(file.file_len().unwrap(), 12288);
         let mut back = AlignedBuf::zeroed(4096);
         file.read_at(&mut back, 8192).unwrap();
         assert_eq!(back[10], 7);

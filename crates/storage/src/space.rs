@@ -166,7 +166,7 @@ impl Geometry {
         )
     }
     fn starts_group(&self, extent: usize) -> bool {
-        extent % self.extents_per_group == 0
+        extent.is_multiple_of(self.extents_per_group)
     }
 }
 
@@ -246,7 +246,7 @@ impl Space {
     fn open_file(file: Arc<dyn FileIo>, id: SpaceId, page_size: usize) -> Result<Arc<Space>> {
         let geometry = Geometry::new(page_size);
         let len = file
-            .len()
+            .file_len()
             .map_err(|e| StorageError::io(format!("reading the size of space {id}"), e))?;
         let extent_count = (len as usize / EXTENT_BYTES).max(1);
         let mut buf = AlignedBuf::zeroed(page_size);
