@@ -11,6 +11,7 @@ pub mod io;
 pub mod mtr;
 pub mod page;
 pub mod space;
+pub mod store;
 
 pub use error::{Result, StorageError};
 
