@@ -327,9 +327,11 @@ impl BufferPool {
     }
 
     /// Waits for a concurrent load of a pinned frame; false (and unpinned) if that load failed.
+    /// A recursive read is used so that a thread already holding this page's read latch cannot
+    /// deadlock behind a queued writer here.
     fn wait_loaded(&self, frame_id: FrameId) -> bool {
         let frame = &self.frames[frame_id];
-        drop(frame.data.read());
+        drop(frame.data.read_recursive());
         if frame.meta.lock().failed {
             self.unpin(frame_id);
             return false;
