@@ -12,6 +12,7 @@ pub mod mtr;
 pub mod page;
 pub mod space;
 pub mod store;
+pub mod wal;
 
 pub use error::{Result, StorageError};
 

@@ -1,0 +1,431 @@
+//! The redo log: a preallocated, circular file of checksummed records, written with group commit.
+//!
+//! ```text
+//! redo.log
+//! | header block (4 KiB)                     | record area (capacity bytes, circular)           |
+//! | slot A (0..64) | slot B (2048..2112)     | ..][crc|len|lsn|payload][crc|len|lsn|payload][.. |
+//! ```
+//!
+//! * An **LSN** is a byte position in the endless log stream; record bytes for LSN `l` live at
+//!   `HEADER_BLOCK + l % capacity`. A record may wrap around the end of the area.
+//! * A **record** is one mini-transaction: `crc32c u32 | payload length u32 | lsn u64 | payload`, the
+//!   checksum covering everything after itself. Recovery stops at the first record whose checksum or
+//!   LSN does not match: a half-written tail, or the previous lap's bytes, is recognised and cut,
+//!   never replayed.
+//! * **Checkpoint slots** (two, alternating, each checksummed): the checkpoint LSN, from which
+//!   recovery redoes, and a counter telling which slot is newer. A torn slot write leaves the other.
+//! * **Group commit**: appends go to an in-memory buffer under a short mutex; [`Wal::flush`] makes
+//!   everything up to an LSN durable. One thread at a time writes and syncs, taking everything appended
+//!   so far, so one `fdatasync` serves every committer that waited behind it.
+//! * The file is preallocated once and overwritten in place (an overwrite's fdatasync is cheaper than
+//!   an append's here: ~100 µs against ~260 µs, measured). Invariant: `checkpoint_lsn <= flushed_lsn
+//!   <= current_lsn` and `current_lsn - checkpoint_lsn <= capacity`; [`Wal::reserve`] refuses to
+//!   overwrite the log a checkpoint still needs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::io::{FileIo, Vfs};
+use crate::page::{read_u32, read_u64, write_u32, write_u64};
+use crate::{Lsn, Result, StorageError};
+
+/// Name of the log file in the data directory.
+pub const LOG_FILE: &str = "redo.log";
+/// Size of the header block holding the checkpoint slots.
+pub const HEADER_BLOCK: u64 = 4096;
+/// Bytes of a record header.
+pub const RECORD_HEADER: usize = 16;
+/// The first LSN of a new log (LSN 0 means "never logged").
+pub const FIRST_LSN: Lsn = 16;
+
+const SLOT_OFFSETS: [u64; 2] = [0, 2048];
+const SLOT_MAGIC: u32 = 0x5354_4c47;
+const SLOT_SIZE: usize = 32;
+
+/// Counters of the log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WalStats {
+    pub current_lsn: Lsn,
+    pub flushed_lsn: Lsn,
+    pub checkpoint_lsn: Lsn,
+    pub bytes_written: u64,
+    pub fsyncs: u64,
+    pub capacity: u64,
+}
+
+struct Buffer {
+    /// LSN of the first byte in `bytes`.
+    start: Lsn,
+    bytes: Vec<u8>,
+}
+
+/// The redo log of one data directory.
+pub struct Wal {
+    file: Arc<dyn FileIo>,
+    capacity: u64,
+    buffer: Mutex<Buffer>,
+    current: AtomicU64,
+    flushed: AtomicU64,
+    checkpoint: AtomicU64,
+    checkpoint_counter: AtomicU64,
+    flush_lock: Mutex<()>,
+    space_freed: Condvar,
+    space_lock: Mutex<()>,
+    bytes_written: AtomicU64,
+    fsyncs: AtomicU64,
+}
+
+/// What opening an existing log found: where to redo from.
+pub struct OpenedLog {
+    pub wal: Wal,
+    /// Records from the checkpoint to the end of the valid log, in order: `(lsn, payload)`.
+    pub records: Vec<(Lsn, Vec<u8>)>,
+}
+
+impl Wal {
+    /// Creates a new log of `capacity` bytes (rounded up to 4 KiB), preallocated.
+    pub fn create(vfs: &dyn Vfs, capacity: u64) -> Result<Wal> {
+        let capacity = capacity.max(64 * 1024).div_ceil(4096) * 4096;
+        let file = vfs
+            .open(LOG_FILE, true)
+            .map_err(|e| StorageError::io("creating the redo log", e))?;
+        file.set_len(HEADER_BLOCK + capacity)
+            .and_then(|_| preallocate(file.as_ref(), capacity))
+            .map_err(|e| StorageError::io("preallocating the redo log", e))?;
+        let wal = Self::with_state(file, capacity, FIRST_LSN, FIRST_LSN, 0);
+        wal.write_checkpoint(FIRST_LSN)?;
+        vfs.sync_dir()
+            .map_err(|e| StorageError::io("syncing the data directory", e))?;
+        Ok(wal)
+    }
+
+    /// Opens an existing log and reads every record after its last checkpoint.
+    pub fn open(vfs: &dyn Vfs) -> Result<OpenedLog> {
+        let file = vfs
+            .open(LOG_FILE, false)
+            .map_err(|e| StorageError::io("opening the redo log", e))?;
+        let len = file
+            .file_len()
+            .map_err(|e| StorageError::io("reading the redo log size", e))?;
+        let capacity = len.saturating_sub(HEADER_BLOCK);
+        if capacity < 4096 {
+            return Err(StorageError::Format(format!(
+                "redo log of {len} bytes is too small"
+            )));
+        }
+        let (checkpoint, counter) = read_checkpoint(file.as_ref())?;
+        let records = scan_records(file.as_ref(), capacity, checkpoint)?;
+        let end = records.last().map_or(checkpoint, |(lsn, payload)| {
+            lsn + (RECORD_HEADER + payload.len()) as u64
+        });
+        let wal = Self::with_state(file, capacity, end, checkpoint, counter);
+        Ok(OpenedLog { wal, records })
+    }
+
+    fn with_state(
+        file: Arc<dyn FileIo>,
+        capacity: u64,
+        end: Lsn,
+        checkpoint: Lsn,
+        counter: u64,
+    ) -> Wal {
+        Wal {
+            file,
+            capacity,
+            buffer: Mutex::new(Buffer {
+                start: end,
+                bytes: Vec::new(),
+            }),
+            current: AtomicU64::new(end),
+            flushed: AtomicU64::new(end),
+            checkpoint: AtomicU64::new(checkpoint),
+            checkpoint_counter: AtomicU64::new(counter),
+            flush_lock: Mutex::new(()),
+            space_freed: Condvar::new(),
+            space_lock: Mutex::new(()),
+            bytes_written: AtomicU64::new(0),
+            fsyncs: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes of log the checkpoint still needs.
+    pub fn checkpoint_age(&self) -> u64 {
+        self.current.load(Ordering::Acquire) - self.checkpoint.load(Ordering::Acquire)
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    pub fn current_lsn(&self) -> Lsn {
+        self.current.load(Ordering::Acquire)
+    }
+
+    pub fn flushed_lsn(&self) -> Lsn {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    pub fn checkpoint_lsn(&self) -> Lsn {
+        self.checkpoint.load(Ordering::Acquire)
+    }
+
+    /// Whether a record of `payload_len` bytes fits without overwriting log the checkpoint needs.
+    pub fn has_room(&self, payload_len: usize) -> bool {
+        self.checkpoint_age() + (RECORD_HEADER + payload_len) as u64 <= self.capacity
+    }
+
+    /// Appends one record; returns its start and end LSN. The record is durable after
+    /// `flush(end)`. The caller must have made room (see [`Wal::has_room`]).
+    pub fn append(&self, payload: &[u8]) -> Result<(Lsn, Lsn)> {
+        let size = (RECORD_HEADER + payload.len()) as u64;
+        if size > self.capacity / 2 {
+            return Err(StorageError::Config(format!(
+                "a log record of {size} bytes does not fit a redo log of {} bytes",
+                self.capacity
+            )));
+        }
+        let mut buffer = self.buffer.lock();
+        let lsn = self.current.load(Ordering::Acquire);
+        let mut header = [0u8; RECORD_HEADER];
+        write_u32(&mut header, 4, payload.len() as u32);
+        write_u64(&mut header, 8, lsn);
+        let mut crc = crc32c::crc32c(&header[4..]);
+        crc = crc32c::crc32c_append(crc, payload);
+        write_u32(&mut header, 0, crc);
+        buffer.bytes.extend_from_slice(&header);
+        buffer.bytes.extend_from_slice(payload);
+        self.current.store(lsn + size, Ordering::Release);
+        Ok((lsn, lsn + size))
+    }
+
+    /// Makes every record up to `lsn` durable. Concurrent callers share one write and one fsync.
+    pub fn flush(&self, lsn: Lsn) -> Result<()> {
+        if self.flushed.load(Ordering::Acquire) >= lsn {
+            return Ok(());
+        }
+        let _flusher = self.flush_lock.lock();
+        if self.flushed.load(Ordering::Acquire) >= lsn {
+            return Ok(());
+        }
+        let (start, bytes) = {
+            let mut buffer = self.buffer.lock();
+            let start = buffer.start;
+            let bytes = std::mem::take(&mut buffer.bytes);
+            buffer.start = start + bytes.len() as u64;
+            (start, bytes)
+        };
+        self.write_circular(start, &bytes)?;
+        self.file
+            .sync_data()
+            .map_err(|e| StorageError::io("syncing the redo log", e))?;
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.bytes_written
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        self.flushed
+            .store(start + bytes.len() as u64, Ordering::Release);
+        Ok(())
+    }
+
+    /// Flushes everything appended so far.
+    pub fn flush_all(&self) -> Result<()> {
+        self.flush(self.current_lsn())
+    }
+
+    fn write_circular(&self, lsn: Lsn, bytes: &[u8]) -> Result<()> {
+        let mut done = 0;
+        while done < bytes.len() {
+            let position = (lsn + done as u64) % self.capacity;
+            let room = (self.capacity - position) as usize;
+            let chunk = room.min(bytes.len() - done);
+            self.file
+                .write_at(&bytes[done..done + chunk], HEADER_BLOCK + position)
+                .map_err(|e| StorageError::io("writing the redo log", e))?;
+            done += chunk;
+        }
+        Ok(())
+    }
+
+    /// Records a new checkpoint: recovery will redo from `lsn`. The caller has made every page change
+    /// below `lsn` durable in the data files.
+    pub fn write_checkpoint(&self, lsn: Lsn) -> Result<()> {
+        self.flush(lsn)?;
+        let counter = self.checkpoint_counter.fetch_add(1, Ordering::AcqRel) + 1;
+        let mut slot = [0u8; SLOT_SIZE];
+        write_u32(&mut slot, 4, SLOT_MAGIC);
+        write_u64(&mut slot, 8, lsn);
+        write_u64(&mut slot, 16, counter);
+        write_u64(&mut slot, 24, self.capacity);
+        let crc = crc32c::crc32c(&slot[4..]);
+        write_u32(&mut slot, 0, crc);
+        self.file
+            .write_at(&slot, SLOT_OFFSETS[(counter % 2) as usize])
+            .and_then(|_| self.file.sync_data())
+            .map_err(|e| StorageError::io("writing a checkpoint", e))?;
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.checkpoint.fetch_max(lsn, Ordering::AcqRel);
+        let _room = self.space_lock.lock();
+        self.space_freed.notify_all();
+        Ok(())
+    }
+
+    /// Waits (up to `timeout`) until the log has room for `payload_len` bytes; true if it has.
+    pub fn wait_for_room(&self, payload_len: usize, timeout: std::time::Duration) -> bool {
+        let mut guard = self.space_lock.lock();
+        if !self.has_room(payload_len) {
+            self.space_freed.wait_for(&mut guard, timeout);
+        }
+        self.has_room(payload_len)
+    }
+
+    pub fn stats(&self) -> WalStats {
+        WalStats {
+            current_lsn: self.current_lsn(),
+            flushed_lsn: self.flushed_lsn(),
+            checkpoint_lsn: self.checkpoint_lsn(),
+            bytes_written: self.bytes_written.load(Ordering::Relaxed),
+            fsyncs: self.fsyncs.load(Ordering::Relaxed),
+            capacity: self.capacity,
+        }
+    }
+}
+
+fn preallocate(file: &dyn FileIo, capacity: u64) -> std::io::Result<()> {
+    let zeros = vec![0u8; 1 << 20];
+    let mut at = 0;
+    while at < capacity {
+        let chunk = (capacity - at).min(zeros.len() as u64) as usize;
+        file.write_at(&zeros[..chunk], HEADER_BLOCK + at)?;
+        at += chunk as u64;
+    }
+    file.sync_data()
+}
+
+fn read_checkpoint(file: &dyn FileIo) -> Result<(Lsn, u64)> {
+    let mut best: Option<(Lsn, u64)> = None;
+    for offset in SLOT_OFFSETS {
+        let mut slot = [0u8; SLOT_SIZE];
+        file.read_at(&mut slot, offset)
+            .map_err(|e| StorageError::io("reading a checkpoint slot", e))?;
+        let valid =
+            read_u32(&slot, 4) == SLOT_MAGIC && read_u32(&slot, 0) == crc32c::crc32c(&slot[4..]);
+        if valid {
+            let (lsn, counter) = (read_u64(&slot, 8), read_u64(&slot, 16));
+            if best.is_none_or(|(_, c)| counter > c) {
+                best = Some((lsn, counter));
+            }
+        }
+    }
+    best.ok_or_else(|| StorageError::Format("the redo log has no valid checkpoint".into()))
+}
+
+fn read_circular(
+    file: &dyn FileIo,
+    capacity: u64,
+    lsn: Lsn,
+    buf: &mut [u8],
+) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let position = (lsn + done as u64) % capacity;
+        let chunk = ((capacity - position) as usize).min(buf.len() - done);
+        file.read_at(&mut buf[done..done + chunk], HEADER_BLOCK + position)?;
+        done += chunk;
+    }
+    Ok(())
+}
+
+/// Reads records from `start` until the first one that is not whole and valid.
+fn scan_records(file: &dyn FileIo, capacity: u64, start: Lsn) -> Result<Vec<(Lsn, Vec<u8>)>> {
+    let mut records = Vec::new();
+    let mut lsn = start;
+    let io = |e| StorageError::io("reading the redo log", e);
+    loop {
+        let mut header = [0u8; RECORD_HEADER];
+        read_circular(file, capacity, lsn, &mut header).map_err(io)?;
+        let len = read_u32(&header, 4) as u64;
+        if read_u64(&header, 8) != lsn
+            || len + RECORD_HEADER as u64 > capacity / 2
+            || lsn - start + len > capacity
+        {
+            break;
+        }
+        let mut payload = vec![0u8; len as usize];
+        read_circular(file, capacity, lsn + RECORD_HEADER as u64, &mut payload).map_err(io)?;
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&header[4..]), &payload);
+        if crc != read_u32(&header, 0) {
+            break;
+        }
+        records.push((lsn, payload));
+        lsn += RECORD_HEADER as u64 + len;
+    }
+    Ok(records)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::MemVfs;
+
+    #[test]
+    fn records_survive_reopen_and_a_torn_tail_is_cut() {
+        let vfs = MemVfs::new();
+        let wal = Wal::create(&vfs, 64 * 1024).unwrap();
+        let mut ends = Vec::new();
+        for i in 0..400u32 {
+            let payload = vec![i as u8; (i as usize * 37) % 700];
+            let (_, end) = wal.append(&payload).unwrap();
+            ends.push(end);
+            if !wal.has_room(1000) {
+                wal.flush_all().unwrap();
+                wal.write_checkpoint(end).unwrap();
+            }
+        }
+        wal.flush_all().unwrap();
+        let checkpoint = wal.checkpoint_lsn();
+        let opened = Wal::open(&vfs).unwrap();
+        let expected: Vec<Lsn> = ends.iter().copied().filter(|&e| e > checkpoint).collect();
+        let got: Vec<Lsn> = opened
+            .records
+            .iter()
+            .map(|(lsn, p)| lsn + (RECORD_HEADER + p.len()) as u64)
+            .collect();
+        assert_eq!(
+            got, expected,
+            "every record after the checkpoint, wrapping included"
+        );
+        assert!(
+            wal.current_lsn() > wal.capacity(),
+            "the log wrapped at least once"
+        );
+
+        let last = opened.records.last().unwrap().0;
+        let file = vfs.open(LOG_FILE, false).unwrap();
+        let at = HEADER_BLOCK + (last + RECORD_HEADER as u64) % wal.capacity();
+        file.write_at(&[0xEE], at).unwrap();
+        let reopened = Wal::open(&vfs).unwrap();
+        assert_eq!(reopened.records.len(), opened.records.len() - 1);
+        assert_eq!(reopened.wal.current_lsn(), last);
+    }
+
+    #[test]
+    fn concurrent_committers_share_fsyncs() {
+        let vfs = MemVfs::new();
+        let wal = Wal::create(&vfs, 1 << 20).unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..200 {
+                        let (_, end) = wal.append(&[1u8; 50]).unwrap();
+                        wal.flush(end).unwrap();
+                        assert!(wal.flushed_lsn() >= end);
+                    }
+                });
+            }
+        });
+        let stats = wal.stats();
+        assert_eq!(stats.flushed_lsn, stats.current_lsn);
+        assert!(stats.fsyncs <= 1601);
+    }
+}
