@@ -27,7 +27,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -35,7 +35,9 @@ use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::io::AlignedBuf;
 use crate::page::{self, PageMut};
+use crate::redo;
 use crate::space::Space;
+use crate::wal::Wal;
 use crate::{Lsn, PageNo, Result, SpaceId, StorageError};
 
 /// Number of page-table shards.
@@ -145,6 +147,9 @@ pub struct BufferPool {
     flusher: Mutex<Option<JoinHandle<()>>>,
     flusher_wake: Condvar,
     flusher_state: Mutex<FlusherState>,
+    wal: OnceLock<Arc<Wal>>,
+    /// Spaces written since the last checkpoint, to be synced by it.
+    unsynced: Mutex<HashMap<SpaceId, Arc<Space>>>,
 }
 
 #[derive(Default)]
@@ -187,6 +192,8 @@ impl BufferPool {
             flusher: Mutex::new(None),
             flusher_wake: Condvar::new(),
             flusher_state: Mutex::new(FlusherState::default()),
+            wal: OnceLock::new(),
+            unsynced: Mutex::new(HashMap::new()),
         });
         if config.background_flush {
             let weak = Arc::downgrade(&pool);
@@ -201,6 +208,35 @@ impl BufferPool {
 
     pub fn page_size(&self) -> usize {
         self.page_size
+    }
+
+    /// Connects the redo log: from now on every change is logged before it can reach a data file.
+    pub fn attach_wal(&self, wal: Arc<Wal>) {
+        if self.wal.set(wal).is_err() {
+            panic!("a redo log is already attached to this buffer pool");
+        }
+    }
+
+    pub fn wal(&self) -> Option<&Arc<Wal>> {
+        self.wal.get()
+    }
+
+    /// Makes every change up to `lsn` durable (a no-op without a redo log).
+    pub fn make_durable(&self, lsn: Lsn) -> Result<()> {
+        match self.wal() {
+            Some(wal) => wal.flush(lsn),
+            None => Ok(()),
+        }
+    }
+
+    /// Called before a mini-transaction starts: if the log is nearly full, waits while the flusher
+    /// checkpoints (a writer never overwrites log that recovery still needs).
+    pub(crate) fn reserve_log(&self) {
+        let Some(wal) = self.wal() else { return };
+        while wal.checkpoint_age() > wal.capacity() / 4 * 3 {
+            self.flusher_wake.notify_one();
+            wal.wait_for_room((wal.capacity() / 4) as usize, Duration::from_millis(10));
+        }
     }
 
     pub fn frame_count(&self) -> usize {
@@ -235,6 +271,7 @@ impl BufferPool {
     pub fn create_page(&self, space: &Arc<Space>, page_no: PageNo) -> Result<PageWriteGuard<'_>> {
         let frame_id = self.pin_page(space, page_no, AccessHint::Normal, Load::Zero)?;
         let mut guard = self.write_guard(space, frame_id, page_no);
+        guard.fresh = true;
         guard.page_mut().fill(0);
         Ok(guard)
     }
@@ -253,6 +290,8 @@ impl BufferPool {
             page_no,
             data: Some(data),
             modified: false,
+            fresh: false,
+            before: None,
         }
     }
 
@@ -544,12 +583,19 @@ impl BufferPool {
         if space.version() != frame.version.load(Ordering::Acquire) {
             return Ok(());
         }
+        let (page_no, page_lsn) = (
+            page::Page::new(&copy).page_no(),
+            page::Page::new(&copy).lsn(),
+        );
         page::stamp_checksum(&mut copy);
-        let page_no = page::Page::new(&copy).page_no();
-        match space.write_page(page_no, &copy) {
+        let written = self
+            .make_durable(page_lsn)
+            .and_then(|_| space.write_page(page_no, &copy));
+        match written {
             Ok(written) => {
                 if written {
                     self.counters.pages_written.fetch_add(1, Ordering::Relaxed);
+                    self.unsynced.lock().entry(space.id()).or_insert(space);
                 }
                 Ok(())
             }
@@ -602,7 +648,45 @@ impl BufferPool {
         Ok(batch.len())
     }
 
-    /// Writes every dirty page (of every space) and syncs the spaces' files.
+    /// A fuzzy checkpoint: writes the pages changed before the redo point, syncs the files written,
+    /// and records the redo point in the log. Returns the redo point (0 without a log).
+    pub fn checkpoint(&self) -> Result<Lsn> {
+        let Some(wal) = self.wal() else {
+            self.flush_all()?;
+            self.sync_written()?;
+            return Ok(0);
+        };
+        let redo = wal.begin_checkpoint();
+        loop {
+            let batch: Vec<FrameId> = {
+                let list = self.flush_list.lock();
+                list.iter()
+                    .take_while(|(lsn, _)| *lsn < redo)
+                    .take(256)
+                    .map(|&(_, f)| f)
+                    .collect()
+            };
+            if batch.is_empty() {
+                break;
+            }
+            for frame_id in batch {
+                self.write_back(frame_id)?;
+            }
+        }
+        self.sync_written()?;
+        wal.write_checkpoint(redo)?;
+        Ok(redo)
+    }
+
+    fn sync_written(&self) -> Result<()> {
+        let spaces: Vec<Arc<Space>> = self.unsynced.lock().drain().map(|(_, s)| s).collect();
+        for space in spaces.iter().filter(|s| !s.is_dropped()) {
+            space.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty page (of every space) to the files, without syncing them.
     pub fn flush_all(&self) -> Result<()> {
         loop {
             if self.flush_oldest(256)? == 0 {
@@ -657,6 +741,13 @@ fn run_flusher(pool: Weak<BufferPool>) {
                 .wait_for(&mut state, Duration::from_millis(100));
             if state.stop {
                 return;
+            }
+        }
+        if let Some(wal) = pool.wal() {
+            if wal.checkpoint_age() > wal.capacity() / 2 {
+                if let Err(err) = pool.checkpoint() {
+                    eprintln!("steady: background checkpoint failed: {err}");
+                }
             }
         }
         let dirty = pool.flush_list.lock().len();
@@ -718,6 +809,10 @@ pub struct PageWriteGuard<'a> {
     page_no: PageNo,
     data: Option<RwLockWriteGuard<'a, AlignedBuf>>,
     modified: bool,
+    /// A freshly allocated page: its first change is logged as a full image.
+    fresh: bool,
+    /// The page as it was before the first change through this guard (kept only with a redo log).
+    before: Option<Box<[u8]>>,
 }
 
 impl PageWriteGuard<'_> {
@@ -737,7 +832,21 @@ impl PageWriteGuard<'_> {
     /// The page bytes, for changing them.
     pub fn page_mut(&mut self) -> &mut [u8] {
         self.modified = true;
-        self.data.as_mut().expect("latched until drop")
+        let data = self.data.as_mut().expect("latched until drop");
+        if self.before.is_none() && !self.fresh && self.pool.wal.get().is_some() {
+            self.before = Some(Box::from(&data[..]));
+        }
+        data
+    }
+
+    /// Appends this page's redo to a record payload: a full image for a fresh page or one whose LSN
+    /// is below the checkpoint `horizon`, otherwise the changed byte ranges.
+    pub(crate) fn encode_redo(&self, out: &mut Vec<u8>, horizon: Lsn) {
+        let before = self
+            .before
+            .as_deref()
+            .filter(|before| !self.fresh && page::Page::new(before).lsn() >= horizon);
+        redo::encode_change(out, self.space_id, self.page_no, before, self);
     }
 
     /// Stamps `lsn` into a modified page and marks it dirty; called by the mini-transaction at commit.
@@ -748,6 +857,8 @@ impl PageWriteGuard<'_> {
         PageMut::new(self.page_mut()).set_lsn(lsn);
         self.pool.mark_dirty(self.frame_id, lsn);
         self.modified = false;
+        self.fresh = false;
+        self.before = None;
     }
 }
 
@@ -761,8 +872,8 @@ impl Deref for PageWriteGuard<'_> {
 impl Drop for PageWriteGuard<'_> {
     fn drop(&mut self) {
         if self.modified {
-            let lsn = self.pool.next_lsn();
-            self.commit_changes(lsn);
+            let pool = self.pool;
+            crate::mtr::commit_guards(pool, std::iter::once(&mut *self));
         }
         self.data.take();
         self.pool.unpin(self.frame_id);

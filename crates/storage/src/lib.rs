@@ -10,6 +10,7 @@ pub mod error;
 pub mod io;
 pub mod mtr;
 pub mod page;
+pub mod redo;
 pub mod space;
 pub mod store;
 pub mod wal;

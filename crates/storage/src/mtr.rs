@@ -20,7 +20,7 @@ use parking_lot::{lock_api::ArcMutexGuard, RawMutex};
 
 use crate::buffer_pool::{BufferPool, PageWriteGuard};
 use crate::space::Space;
-use crate::{PageNo, Result, SpaceId};
+use crate::{Lsn, PageNo, Result, SpaceId};
 
 /// Index of a page latched by an mtr.
 pub type PageHandle = usize;
@@ -34,6 +34,7 @@ pub struct Mtr<'a> {
 
 impl<'a> Mtr<'a> {
     pub fn new(pool: &'a BufferPool) -> Self {
+        pool.reserve_log();
         Mtr {
             pool,
             pages: Vec::new(),
@@ -143,13 +144,47 @@ impl<'a> Mtr<'a> {
         self.allocation_locks.push((space.id(), guard));
     }
 
-    /// Makes every change of this mtr visible as one unit, then releases all latches.
-    pub fn commit(mut self) {
-        let lsn = self.pool.next_lsn();
-        for guard in self.pages.iter_mut().flatten() {
-            guard.commit_changes(lsn);
-        }
+    /// Logs every change of this mtr as one redo record, makes them visible as one unit, and releases
+    /// all latches. Returns the record's end LSN: the changes are durable once the log is flushed to
+    /// it ([`BufferPool::make_durable`]).
+    pub fn commit(mut self) -> Lsn {
+        let lsn = commit_guards(self.pool, self.pages.iter_mut().flatten());
         while self.pages.pop().is_some() {}
         self.allocation_locks.clear();
+        lsn
     }
+}
+
+/// Logs the modified pages among `guards` as one record and stamps them with its end LSN (or, without
+/// a redo log, with the next modification number).
+pub(crate) fn commit_guards<'a, 'g>(
+    pool: &BufferPool,
+    guards: impl Iterator<Item = &'g mut PageWriteGuard<'a>>,
+) -> Lsn
+where
+    'a: 'g,
+{
+    let mut modified: Vec<&mut PageWriteGuard<'a>> = guards.filter(|g| g.is_modified()).collect();
+    let lsn = match pool.wal() {
+        None => pool.next_lsn(),
+        Some(_) if modified.is_empty() => return 0,
+        Some(wal) => {
+            let (_, end) = wal
+                .append_with(|horizon| {
+                    let mut payload = Vec::new();
+                    for guard in &modified {
+                        guard.encode_redo(&mut payload, horizon);
+                    }
+                    payload
+                })
+                .expect(
+                    "a mini-transaction's record fits the redo log (capacity checked at creation)",
+                );
+            end
+        }
+    };
+    for guard in modified.iter_mut() {
+        guard.commit_changes(lsn);
+    }
+    lsn
 }

@@ -37,6 +37,8 @@ pub const LOG_FILE: &str = "redo.log";
 pub const HEADER_BLOCK: u64 = 4096;
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 16;
+/// Smallest log: large enough that any mini-transaction's record fits in half of it.
+pub const MIN_CAPACITY: u64 = 16 << 20;
 /// The first LSN of a new log (LSN 0 means "never logged").
 pub const FIRST_LSN: Lsn = 16;
 
@@ -69,6 +71,7 @@ pub struct Wal {
     current: AtomicU64,
     flushed: AtomicU64,
     checkpoint: AtomicU64,
+    horizon: AtomicU64,
     checkpoint_counter: AtomicU64,
     flush_lock: Mutex<()>,
     space_freed: Condvar,
@@ -85,9 +88,10 @@ pub struct OpenedLog {
 }
 
 impl Wal {
-    /// Creates a new log of `capacity` bytes (rounded up to 4 KiB), preallocated.
+    /// Creates a new log of `capacity` bytes (at least [`MIN_CAPACITY`], rounded up to 4 KiB),
+    /// preallocated.
     pub fn create(vfs: &dyn Vfs, capacity: u64) -> Result<Wal> {
-        let capacity = capacity.max(64 * 1024).div_ceil(4096) * 4096;
+        let capacity = capacity.max(MIN_CAPACITY).div_ceil(4096) * 4096;
         let file = vfs
             .open(LOG_FILE, true)
             .map_err(|e| StorageError::io("creating the redo log", e))?;
@@ -141,6 +145,7 @@ impl Wal {
             current: AtomicU64::new(end),
             flushed: AtomicU64::new(end),
             checkpoint: AtomicU64::new(checkpoint),
+            horizon: AtomicU64::new(checkpoint),
             checkpoint_counter: AtomicU64::new(counter),
             flush_lock: Mutex::new(()),
             space_freed: Condvar::new(),
@@ -179,6 +184,15 @@ impl Wal {
     /// Appends one record; returns its start and end LSN. The record is durable after
     /// `flush(end)`. The caller must have made room (see [`Wal::has_room`]).
     pub fn append(&self, payload: &[u8]) -> Result<(Lsn, Lsn)> {
+        self.append_with(|_| payload.to_vec())
+    }
+
+    /// Appends the record `build` makes, given the current full-page-image horizon: a page whose
+    /// LSN is below it must be logged as a full image. Building under the log's lock guarantees that
+    /// no record after a checkpoint's redo point was built with an older horizon.
+    pub fn append_with(&self, build: impl FnOnce(Lsn) -> Vec<u8>) -> Result<(Lsn, Lsn)> {
+        let mut buffer = self.buffer.lock();
+        let payload = build(self.horizon.load(Ordering::Acquire));
         let size = (RECORD_HEADER + payload.len()) as u64;
         if size > self.capacity / 2 {
             return Err(StorageError::Config(format!(
@@ -186,18 +200,25 @@ impl Wal {
                 self.capacity
             )));
         }
-        let mut buffer = self.buffer.lock();
         let lsn = self.current.load(Ordering::Acquire);
         let mut header = [0u8; RECORD_HEADER];
         write_u32(&mut header, 4, payload.len() as u32);
         write_u64(&mut header, 8, lsn);
-        let mut crc = crc32c::crc32c(&header[4..]);
-        crc = crc32c::crc32c_append(crc, payload);
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&header[4..]), &payload);
         write_u32(&mut header, 0, crc);
         buffer.bytes.extend_from_slice(&header);
-        buffer.bytes.extend_from_slice(payload);
+        buffer.bytes.extend_from_slice(&payload);
         self.current.store(lsn + size, Ordering::Release);
         Ok((lsn, lsn + size))
+    }
+
+    /// Starts a checkpoint: returns its redo point (the current LSN) and makes it the full-page-image
+    /// horizon, so every page changed after it is first logged whole.
+    pub fn begin_checkpoint(&self) -> Lsn {
+        let _buffer = self.buffer.lock();
+        let redo = self.current.load(Ordering::Acquire);
+        self.horizon.store(redo, Ordering::Release);
+        redo
     }
 
     /// Makes every record up to `lsn` durable. Concurrent callers share one write and one fsync.
@@ -371,13 +392,13 @@ mod tests {
     #[test]
     fn records_survive_reopen_and_a_torn_tail_is_cut() {
         let vfs = MemVfs::new();
-        let wal = Wal::create(&vfs, 64 * 1024).unwrap();
+        let wal = Wal::create(&vfs, MIN_CAPACITY).unwrap();
         let mut ends = Vec::new();
         for i in 0..400u32 {
-            let payload = vec![i as u8; (i as usize * 37) % 700];
+            let payload = vec![i as u8; (i as usize * 37) % 700 * 1000];
             let (_, end) = wal.append(&payload).unwrap();
             ends.push(end);
-            if !wal.has_room(1000) {
+            if !wal.has_room(800_000) {
                 wal.flush_all().unwrap();
                 wal.write_checkpoint(end).unwrap();
             }
