@@ -295,6 +295,26 @@ impl BufferPool {
         }
     }
 
+    /// Replays one logged page change during recovery (before the log is attached): a full image is
+    /// installed without reading the page (which may be torn); byte ranges are applied to the page
+    /// read from disk unless it already carries this record's LSN.
+    pub fn redo_change(
+        &self,
+        space: &Arc<Space>,
+        change: &redo::PageChange,
+        end_lsn: Lsn,
+    ) -> Result<()> {
+        let mut guard = match change.body {
+            redo::ChangeBody::Full(_) => self.create_page(space, change.page)?,
+            redo::ChangeBody::Ranges(_) => self.fetch_write(space, change.page)?,
+        };
+        if page::Page::new(&guard).lsn() < end_lsn {
+            redo::apply(&change.body, guard.page_mut(), end_lsn);
+            guard.commit_changes(end_lsn);
+        }
+        Ok(())
+    }
+
     /// Reads pages ahead of a scan into the cold region, without pinning them afterwards. Pages already
     /// cached are skipped. Returns how many were read.
     pub fn prefetch(&self, space: &Arc<Space>, pages: &[PageNo]) -> Result<usize> {
@@ -649,7 +669,9 @@ impl BufferPool {
     }
 
     /// A fuzzy checkpoint: writes the pages changed before the redo point, syncs the files written,
-    /// and records the redo point in the log. Returns the redo point (0 without a log).
+    /// and records the redo point in the log. Returns the redo point (0 without a log). A page's
+    /// oldest LSN is the *end* of the record that first dirtied it, so a page whose oldest LSN equals
+    /// the redo point was changed by a record that recovery will not replay: it is written too.
     pub fn checkpoint(&self) -> Result<Lsn> {
         let Some(wal) = self.wal() else {
             self.flush_all()?;
@@ -661,7 +683,7 @@ impl BufferPool {
             let batch: Vec<FrameId> = {
                 let list = self.flush_list.lock();
                 list.iter()
-                    .take_while(|(lsn, _)| *lsn < redo)
+                    .take_while(|(lsn, _)| *lsn <= redo)
                     .take(256)
                     .map(|&(_, f)| f)
                     .collect()

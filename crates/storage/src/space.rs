@@ -233,18 +233,61 @@ impl Space {
         Self::open_file(file, id, page_size)
     }
 
-    /// Opens an existing space file.
+    /// Opens an existing space file and loads its allocation state.
     pub fn open(vfs: &dyn Vfs, id: SpaceId) -> Result<Arc<Space>> {
+        let space = Self::open_unloaded(vfs, id)?;
+        space.load_allocation()?;
+        Ok(space)
+    }
+
+    /// Opens a space file without reading its allocation state, as recovery does before the header
+    /// and extent-map pages have been repaired from the log; call [`Space::load_allocation`] after.
+    pub fn open_unloaded(vfs: &dyn Vfs, id: SpaceId) -> Result<Arc<Space>> {
         let name = Self::file_name(id);
         let file = vfs
             .open(&name, false)
             .map_err(|e| StorageError::io(format!("opening {name}"), e))?;
         let page_size = read_page_size(file.as_ref(), id)?;
-        Self::open_file(file, id, page_size)
+        let len = file
+            .file_len()
+            .map_err(|e| StorageError::io(format!("reading the size of space {id}"), e))?;
+        let extent_count = (len as usize / EXTENT_BYTES).max(1);
+        Ok(Self::unloaded(file, id, page_size, extent_count))
     }
 
     fn open_file(file: Arc<dyn FileIo>, id: SpaceId, page_size: usize) -> Result<Arc<Space>> {
+        let space = Self::unloaded(file, id, page_size, 1);
+        space.load_allocation()?;
+        Ok(space)
+    }
+
+    fn unloaded(
+        file: Arc<dyn FileIo>,
+        id: SpaceId,
+        page_size: usize,
+        extents: usize,
+    ) -> Arc<Space> {
         let geometry = Geometry::new(page_size);
+        Arc::new(Space {
+            id,
+            file,
+            geometry,
+            version: AtomicU64::new(fresh_version()),
+            dropped: AtomicBool::new(false),
+            allocation_lock: Arc::new(Mutex::new(())),
+            alloc: Mutex::new(AllocState {
+                extents: Vec::new(),
+                next_segment: SYSTEM_SEGMENT + 1,
+                trees: Vec::new(),
+            }),
+            size: RwLock::new((extents * geometry.pages_per_extent) as u32),
+        })
+    }
+
+    /// Reads the header and extent map from the file into the in-memory allocation state.
+    pub fn load_allocation(&self) -> Result<()> {
+        let (id, page_size, geometry) = (self.id, self.page_size(), self.geometry);
+        let file = &self.file;
         let len = file
             .file_len()
             .map_err(|e| StorageError::io(format!("reading the size of space {id}"), e))?;
@@ -275,20 +318,22 @@ impl Space {
             }
             extents.push(ExtentDescriptor::decode(&buf[offset..offset + DESCRIPTOR]));
         }
-        Ok(Arc::new(Space {
-            id,
-            file,
-            geometry,
-            version: AtomicU64::new(fresh_version()),
-            dropped: AtomicBool::new(false),
-            allocation_lock: Arc::new(Mutex::new(())),
-            alloc: Mutex::new(AllocState {
-                extents,
-                next_segment,
-                trees,
-            }),
-            size: RwLock::new((extent_count * geometry.pages_per_extent) as u32),
-        }))
+        *self.alloc.lock() = AllocState {
+            extents,
+            next_segment,
+            trees,
+        };
+        *self.size.write() = (extent_count * geometry.pages_per_extent) as u32;
+        Ok(())
+    }
+
+    /// Grows the file so that it holds page `page_no` (recovery replays changes to pages of extents
+    /// whose file extension was not yet durable).
+    pub fn ensure_page(&self, page_no: PageNo) -> Result<()> {
+        if page_no < self.size_in_pages() {
+            return Ok(());
+        }
+        self.grow_file(self.geometry.extent_of(page_no) + 1)
     }
 
     pub fn id(&self) -> SpaceId {
@@ -640,18 +685,6 @@ fn read_verified(file: &dyn FileIo, id: SpaceId, page_no: PageNo, buf: &mut [u8]
     file.read_at(buf, page_no as u64 * buf.len() as u64)
         .map_err(|e| StorageError::io(format!("reading page {page_no} of space {id}"), e))?;
     page::verify(buf, id, page_no)
-}
-
-/// Opens every space file of a data directory.
-pub fn open_spaces(vfs: &dyn Vfs) -> Result<Vec<Arc<Space>>> {
-    let names = vfs
-        .list()
-        .map_err(|e| StorageError::io("listing the data directory", e))?;
-    names
-        .iter()
-        .filter_map(|name| Space::id_from_file_name(name))
-        .map(|id| Space::open(vfs, id))
-        .collect()
 }
 
 #[cfg(test)]

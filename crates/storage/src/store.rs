@@ -19,7 +19,9 @@ use parking_lot::RwLock;
 use crate::buffer_pool::{BufferPool, PoolConfig, PoolStats};
 use crate::io::{OsVfs, Vfs};
 use crate::page::DEFAULT_PAGE_SIZE;
+use crate::redo;
 use crate::space::Space;
+use crate::wal::{Wal, WalStats, LOG_FILE};
 use crate::{Result, SpaceId, StorageError};
 
 /// The space holding the catalog.
@@ -36,6 +38,8 @@ pub struct StoreConfig {
     pub direct_io: bool,
     /// Run the background flusher.
     pub background_flush: bool,
+    /// Size of the redo log of a new directory, in bytes.
+    pub log_capacity: u64,
 }
 
 impl Default for StoreConfig {
@@ -45,6 +49,7 @@ impl Default for StoreConfig {
             buffer_pool_bytes: 128 << 20,
             direct_io: false,
             background_flush: true,
+            log_capacity: 256 << 20,
         }
     }
 }
@@ -65,11 +70,17 @@ impl Store {
         Self::open(Arc::new(vfs), config)
     }
 
-    /// Opens the data directory behind `vfs`, creating the system space if it is new.
+    /// Opens the data directory behind `vfs`, creating it if it is new and recovering it from the
+    /// redo log otherwise.
     pub fn open(vfs: Arc<dyn Vfs>, config: &StoreConfig) -> Result<Store> {
         let mut spaces = BTreeMap::new();
-        for space in crate::space::open_spaces(vfs.as_ref())? {
-            spaces.insert(space.id(), space);
+        for name in vfs
+            .list()
+            .map_err(|e| StorageError::io("listing the data directory", e))?
+        {
+            if let Some(id) = Space::id_from_file_name(&name) {
+                spaces.insert(id, Space::open_unloaded(vfs.as_ref(), id)?);
+            }
         }
         let system = match spaces.get(&SYSTEM_SPACE) {
             Some(system) => system.clone(),
@@ -94,11 +105,33 @@ impl Store {
         }
         let mut pool_config = PoolConfig::with_budget(page_size, config.buffer_pool_bytes);
         pool_config.background_flush = config.background_flush;
+        let pool = BufferPool::new(pool_config)?;
+        if vfs.exists(LOG_FILE) {
+            recover(vfs.as_ref(), &pool, &spaces)?;
+        } else {
+            pool.attach_wal(Arc::new(Wal::create(vfs.as_ref(), config.log_capacity)?));
+        }
+        for space in spaces.values() {
+            space.load_allocation()?;
+        }
         Ok(Store {
             vfs,
-            pool: BufferPool::new(pool_config)?,
+            pool,
             spaces: RwLock::new(spaces),
         })
+    }
+
+    /// Counters of the redo log.
+    pub fn wal_stats(&self) -> WalStats {
+        self.pool.wal().map(|wal| wal.stats()).unwrap_or_default()
+    }
+
+    /// Makes every change made so far durable (one group-committed log flush).
+    pub fn sync_log(&self) -> Result<()> {
+        match self.pool.wal() {
+            Some(wal) => wal.flush_all(),
+            None => Ok(()),
+        }
     }
 
     pub fn pool(&self) -> &Arc<BufferPool> {
@@ -159,12 +192,13 @@ impl Store {
             .map_err(|e| StorageError::io(format!("removing the file of space {id}"), e))
     }
 
-    /// Writes every dirty page, makes the files durable and returns free tail extents to the OS.
+    /// A checkpoint (see [`BufferPool::checkpoint`]), then free tail extents go back to the OS.
     pub fn checkpoint(&self) -> Result<()> {
-        self.pool.flush_all()?;
+        self.pool.checkpoint()?;
         for space in self.spaces() {
-            space.shrink()?;
-            space.sync()?;
+            if space.shrink()? > 0 {
+                space.sync()?;
+            }
         }
         Ok(())
     }
@@ -175,6 +209,29 @@ impl Store {
         self.pool.stop_flusher();
         Ok(())
     }
+}
+
+/// Redoes every logged change after the last checkpoint, then attaches the log and checkpoints, so
+/// that the directory is consistent before anything reads it. Changes to spaces whose files are gone
+/// (dropped after the checkpoint) are skipped.
+fn recover(
+    vfs: &dyn Vfs,
+    pool: &Arc<BufferPool>,
+    spaces: &BTreeMap<SpaceId, Arc<Space>>,
+) -> Result<()> {
+    let opened = Wal::open(vfs)?;
+    for (lsn, payload) in &opened.records {
+        let end = lsn + (crate::wal::RECORD_HEADER + payload.len()) as u64;
+        for change in redo::decode(payload, pool.page_size())? {
+            if let Some(space) = spaces.get(&change.space) {
+                space.ensure_page(change.page)?;
+                pool.redo_change(space, &change, end)?;
+            }
+        }
+    }
+    pool.attach_wal(Arc::new(opened.wal));
+    pool.checkpoint()?;
+    Ok(())
 }
 
 #[cfg(test)]
