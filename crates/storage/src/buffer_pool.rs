@@ -44,6 +44,8 @@ use crate::{Lsn, PageNo, Result, SpaceId, StorageError};
 pub const SHARDS: usize = 64;
 /// Largest share of the frames the hot region may keep before hot frames are demoted.
 pub const HOT_FRACTION: f64 = 0.625;
+/// How long a load waits for a frame to be unpinned before the pool reports itself exhausted.
+pub const PIN_WAIT: Duration = Duration::from_secs(10);
 
 type FrameId = usize;
 
@@ -229,11 +231,19 @@ impl BufferPool {
         }
     }
 
-    /// Called before a mini-transaction starts: if the log is nearly full, waits while the flusher
-    /// checkpoints (a writer never overwrites log that recovery still needs).
+    /// Called before a mini-transaction starts, with no page latched: if the log is nearly full,
+    /// waits while the flusher checkpoints, or checkpoints itself when no flusher runs (a writer
+    /// never overwrites log that recovery still needs).
     pub(crate) fn reserve_log(&self) {
         let Some(wal) = self.wal() else { return };
         while wal.checkpoint_age() > wal.capacity() / 4 * 3 {
+            if self.flusher.lock().is_none() {
+                if let Err(err) = self.checkpoint() {
+                    eprintln!("steady: checkpoint to free redo log space failed: {err}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                continue;
+            }
             self.flusher_wake.notify_one();
             wal.wait_for_room((wal.capacity() / 4) as usize, Duration::from_millis(10));
         }
@@ -475,8 +485,24 @@ impl BufferPool {
         }
     }
 
-    /// Finds a frame to reuse and returns it pinned once, unmapped and clean.
+    /// Finds a frame to reuse and returns it pinned once, unmapped and clean. When every frame is
+    /// pinned, waits for other threads to unpin some (up to [`PIN_WAIT`]) before giving up.
     fn claim_victim(&self) -> Result<FrameId> {
+        let deadline = std::time::Instant::now() + PIN_WAIT;
+        loop {
+            if let Some(frame_id) = self.try_claim_victim()? {
+                return Ok(frame_id);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(StorageError::PoolExhausted {
+                    frames: self.frames.len(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn try_claim_victim(&self) -> Result<Option<FrameId>> {
         let frames = self.frames.len();
         for pass in 0..4 {
             for _ in 0..frames {
@@ -487,13 +513,13 @@ impl BufferPool {
                     id
                 };
                 match self.try_claim(frame_id, pass) {
-                    Claim::Taken => return Ok(frame_id),
+                    Claim::Taken => return Ok(Some(frame_id)),
                     Claim::Dirty if pass >= 2 => self.write_back(frame_id)?,
                     Claim::Dirty | Claim::Skip => {}
                 }
             }
         }
-        Err(StorageError::PoolExhausted { frames })
+        Ok(None)
     }
 
     fn try_claim(&self, frame_id: FrameId, pass: usize) -> Claim {
@@ -871,6 +897,20 @@ impl PageWriteGuard<'_> {
         redo::encode_change(out, self.space_id, self.page_no, before, self);
     }
 
+    /// Logs a freshly created page now (into `out`, as a full image) and marks it dirty without an
+    /// LSN stamp, so the mini-transaction can release it before it commits. Only for pages nothing
+    /// can reach until that commit: if the page reaches disk first, it is an unreferenced free page.
+    pub(crate) fn spill_fresh(&mut self, out: &mut Vec<u8>) {
+        assert!(self.fresh, "only a freshly created page can be spilled");
+        self.encode_redo(out, 0);
+        let provisional = match self.pool.wal() {
+            Some(wal) => wal.current_lsn(),
+            None => self.pool.next_lsn(),
+        };
+        self.pool.mark_dirty(self.frame_id, provisional);
+        self.modified = false;
+    }
+
     /// Stamps `lsn` into a modified page and marks it dirty; called by the mini-transaction at commit.
     pub(crate) fn commit_changes(&mut self, lsn: Lsn) {
         if !self.modified {
@@ -895,7 +935,7 @@ impl Drop for PageWriteGuard<'_> {
     fn drop(&mut self) {
         if self.modified {
             let pool = self.pool;
-            crate::mtr::commit_guards(pool, std::iter::once(&mut *self));
+            crate::mtr::commit_guards(pool, &[], std::iter::once(&mut *self));
         }
         self.data.take();
         self.pool.unpin(self.frame_id);

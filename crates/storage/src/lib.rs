@@ -5,7 +5,9 @@
 //! [`buffer_pool`] (the page cache), [`mtr`] (pages that change together), [`btree`] (the index
 //! structure), [`store`] (a data directory of spaces) and [`check`] (offline verification).
 
+pub mod btree;
 pub mod buffer_pool;
+pub mod check;
 pub mod error;
 pub mod io;
 pub mod mtr;

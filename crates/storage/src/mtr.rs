@@ -29,6 +29,8 @@ pub type PageHandle = usize;
 pub struct Mtr<'a> {
     pool: &'a BufferPool,
     pages: Vec<Option<PageWriteGuard<'a>>>,
+    /// Redo of pages already released by [`Mtr::spill_fresh`].
+    spilled: Vec<u8>,
     allocation_locks: Vec<(SpaceId, ArcMutexGuard<RawMutex, ()>)>,
 }
 
@@ -38,6 +40,7 @@ impl<'a> Mtr<'a> {
         Mtr {
             pool,
             pages: Vec::new(),
+            spilled: Vec::new(),
             allocation_locks: Vec::new(),
         }
     }
@@ -131,6 +134,16 @@ impl<'a> Mtr<'a> {
         }
     }
 
+    /// Logs a freshly created page that is complete and releases it before commit, so that writing
+    /// many new pages (a long overflow chain) does not pin them all. The page must be reachable only
+    /// through changes this mtr has yet to commit.
+    pub fn spill_fresh(&mut self, handle: PageHandle) {
+        let mut guard = self.pages[handle]
+            .take()
+            .expect("page handle used after release");
+        guard.spill_fresh(&mut self.spilled);
+    }
+
     /// Serialises allocation in `space` with other mtrs until this one commits.
     pub(crate) fn lock_allocation(&mut self, space: &Space) {
         if self
@@ -148,17 +161,18 @@ impl<'a> Mtr<'a> {
     /// all latches. Returns the record's end LSN: the changes are durable once the log is flushed to
     /// it ([`BufferPool::make_durable`]).
     pub fn commit(mut self) -> Lsn {
-        let lsn = commit_guards(self.pool, self.pages.iter_mut().flatten());
+        let lsn = commit_guards(self.pool, &self.spilled, self.pages.iter_mut().flatten());
         while self.pages.pop().is_some() {}
         self.allocation_locks.clear();
         lsn
     }
 }
 
-/// Logs the modified pages among `guards` as one record and stamps them with its end LSN (or, without
-/// a redo log, with the next modification number).
+/// Logs the modified pages among `guards`, after the already encoded `spilled` changes, as one record
+/// and stamps them with its end LSN (or, without a redo log, with the next modification number).
 pub(crate) fn commit_guards<'a, 'g>(
     pool: &BufferPool,
+    spilled: &[u8],
     guards: impl Iterator<Item = &'g mut PageWriteGuard<'a>>,
 ) -> Lsn
 where
@@ -167,11 +181,11 @@ where
     let mut modified: Vec<&mut PageWriteGuard<'a>> = guards.filter(|g| g.is_modified()).collect();
     let lsn = match pool.wal() {
         None => pool.next_lsn(),
-        Some(_) if modified.is_empty() => return 0,
+        Some(_) if modified.is_empty() && spilled.is_empty() => return 0,
         Some(wal) => {
             let (_, end) = wal
                 .append_with(|horizon| {
-                    let mut payload = Vec::new();
+                    let mut payload = spilled.to_vec();
                     for guard in &modified {
                         guard.encode_redo(&mut payload, horizon);
                     }

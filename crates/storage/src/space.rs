@@ -445,6 +445,60 @@ impl Space {
         Ok(())
     }
 
+    /// Sets the root page of a registered tree within `mtr` (a bulk build registers its tree with
+    /// root [`page::NO_PAGE`] and sets the root when it finishes).
+    pub fn set_tree_root(
+        self: &Arc<Self>,
+        mtr: &mut Mtr<'_>,
+        index_id: u64,
+        root: PageNo,
+    ) -> Result<()> {
+        mtr.lock_allocation(self);
+        let header = mtr.latch(self, HEADER_PAGE)?;
+        let mut state = self.alloc.lock();
+        let tree = state
+            .trees
+            .iter_mut()
+            .find(|t| t.index_id == index_id)
+            .ok_or_else(|| {
+                StorageError::Format(format!("no index {index_id} in space {}", self.id))
+            })?;
+        tree.root = root;
+        encode_trees(mtr.page_mut(header), &state.trees);
+        Ok(())
+    }
+
+    /// Removes a tree within `mtr`: every extent of its two segments returns to the free pool and its
+    /// entry leaves the header. Its pages are not touched (their cached copies just become free
+    /// pages, reused when allocated again).
+    pub fn drop_tree(self: &Arc<Self>, mtr: &mut Mtr<'_>, index_id: u64) -> Result<()> {
+        mtr.lock_allocation(self);
+        let header = mtr.latch(self, HEADER_PAGE)?;
+        let freed: Vec<usize> = {
+            let mut state = self.alloc.lock();
+            let position = state
+                .trees
+                .iter()
+                .position(|t| t.index_id == index_id)
+                .ok_or_else(|| {
+                    StorageError::Format(format!("no index {index_id} in space {}", self.id))
+                })?;
+            let tree = state.trees.remove(position);
+            encode_trees(mtr.page_mut(header), &state.trees);
+            let segments = [tree.leaf_segment, tree.branch_segment];
+            let owned: Vec<usize> = (0..state.extents.len())
+                .filter(|&e| segments.contains(&state.extents[e].owner))
+                .collect();
+            for &extent in &owned {
+                state.extents[extent] = ExtentDescriptor::default();
+            }
+            owned
+        };
+        freed
+            .into_iter()
+            .try_for_each(|extent| self.persist_descriptor(mtr, extent))
+    }
+
     /// Allocates one page for `segment` within `mtr`; the caller formats it via [`Mtr::create`].
     pub fn allocate_page(
         self: &Arc<Self>,

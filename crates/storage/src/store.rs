@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
+use crate::btree;
 use crate::buffer_pool::{BufferPool, PoolConfig, PoolStats};
 use crate::io::{OsVfs, Vfs};
 use crate::page::DEFAULT_PAGE_SIZE;
@@ -113,6 +114,7 @@ impl Store {
         }
         for space in spaces.values() {
             space.load_allocation()?;
+            btree::discard_unfinished_builds(&pool, space)?;
         }
         Ok(Store {
             vfs,

@@ -1,0 +1,904 @@
+//! B+trees: byte-string keys in memcmp order mapped to values of up to [`MAX_VALUE_LEN`] bytes.
+//!
+//! ```text
+//!                      root (fixed page, level 2)
+//!                 /              |               \
+//!         branch (level 1)   branch            branch          records: child | key
+//!          /    |    \
+//!      leaf <-> leaf <-> leaf <-> ...                          records: key | value or overflow ref
+//! ```
+//!
+//! * **Pages.** Leaves hold the records (formats in [`node`]); values that would make a record too
+//!   large live in overflow chains ([`overflow`]). Leaves are linked both ways; branch pages are not.
+//!   A tree's leaves and overflow pages come from its leaf segment, its branch pages from its branch
+//!   segment, so the leaves fill extents of their own (seed 003).
+//! * **Fixed root.** The root page never moves: when it splits, its halves move to two new pages and
+//!   it becomes their parent; when it is left with one child, that child's records move up into it.
+//!   So the space header names the root once and never changes.
+//! * **Concurrency without a tree-wide lock.** Every latch is taken top-down with latch coupling (a
+//!   child is latched before its parent is released), and siblings are latched only while their
+//!   parent is write-latched, left to right across parents. Readers hold at most two pages at once.
+//!   A writer first descends with read latches and write-latches only the leaf (the common case);
+//!   if the change would split or underfill the leaf, it starts again from the root with write
+//!   latches, releasing every ancestor above a child that cannot split (or underflow). Scans hold one
+//!   leaf at a time and find the next leaf by a fresh descent from the bound they reached, so they
+//!   never latch sideways.
+//! * **Atomicity.** One change (with its splits, merges and allocations) is one mini-transaction.
+//!   Pages are allocated and freed only after every tree page the change needs is latched (the latch
+//!   order of [`crate::mtr`]), and structural changes are planned before any page is modified.
+//! * **Balance.** Any full page plus one record splits into two pages that fit (records are at most a
+//!   third of a page). A non-root page below a quarter full merges with a sibling when both fit in one
+//!   page; otherwise it stays as it is.
+
+mod bulk;
+mod cursor;
+mod node;
+mod overflow;
+mod verify;
+
+use std::sync::Arc;
+
+use crate::buffer_pool::{AccessHint, BufferPool, PageReadGuard};
+use crate::mtr::{Mtr, PageHandle};
+use crate::page::{Page, PageMut, PageType, NO_PAGE};
+use crate::space::{SegmentId, Space, TreeEntry};
+use crate::{PageNo, Result, StorageError};
+
+pub use bulk::{discard_unfinished_builds, BuildProgress};
+pub use cursor::RangeIter;
+pub use verify::{TreeStats, Verified};
+
+use node::{Limits, StoredValue};
+
+/// The largest value a tree stores.
+pub const MAX_VALUE_LEN: usize = 65536;
+
+/// One B+tree of a space.
+pub struct BTree {
+    pool: Arc<BufferPool>,
+    space: Arc<Space>,
+    entry: TreeEntry,
+    limits: Limits,
+}
+
+/// A page of the write path: its handle and its position in its parent (0 for the top of a path).
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    handle: PageHandle,
+    position: usize,
+}
+
+/// A split decided before any page is modified: `page` keeps `left`, the new page `right_page`
+/// receives `right`, and `separator` (the smallest key of the right side) goes to the parent.
+struct Split {
+    depth: usize,
+    left: Vec<Vec<u8>>,
+    right: Vec<Vec<u8>>,
+    right_page: PageNo,
+    separator: Vec<u8>,
+}
+
+/// Where a page's new separator record goes once the splits below it are done.
+enum Top {
+    /// Into the page at this depth of the path, at this slot.
+    Insert {
+        depth: usize,
+        slot: usize,
+        record: Vec<u8>,
+    },
+    /// The root split: its two halves move to `left_page` and the split's `right_page`.
+    GrowRoot { left_page: PageNo },
+}
+
+impl BTree {
+    /// Creates an empty tree in `space` (the root starts as an empty leaf).
+    pub fn create(pool: Arc<BufferPool>, space: Arc<Space>, index_id: u64) -> Result<BTree> {
+        ensure_absent(&space, index_id)?;
+        let mut mtr = Mtr::new(&pool);
+        let leaf_segment = space.create_segment(&mut mtr)?;
+        let branch_segment = space.create_segment(&mut mtr)?;
+        let root = space.allocate_page(&mut mtr, branch_segment)?;
+        let handle = mtr.create(&space, root)?;
+        PageMut::new(mtr.page_mut(handle)).format(PageType::Leaf, space.id(), root, index_id, 0);
+        let entry = TreeEntry {
+            index_id,
+            root,
+            leaf_segment,
+            branch_segment,
+        };
+        space.register_tree(&mut mtr, entry)?;
+        mtr.commit();
+        Ok(Self::with_entry(pool, space, entry))
+    }
+
+    /// Opens the tree `index_id` listed in the header of `space`.
+    pub fn open(pool: Arc<BufferPool>, space: Arc<Space>, index_id: u64) -> Result<BTree> {
+        let entry = space
+            .trees()
+            .into_iter()
+            .find(|t| t.index_id == index_id)
+            .ok_or_else(|| {
+                StorageError::Format(format!("no index {index_id} in space {}", space.id()))
+            })?;
+        if entry.root == NO_PAGE {
+            return Err(StorageError::Format(format!(
+                "index {index_id} of space {} was never finished building",
+                space.id()
+            )));
+        }
+        Ok(Self::with_entry(pool, space, entry))
+    }
+
+    fn with_entry(pool: Arc<BufferPool>, space: Arc<Space>, entry: TreeEntry) -> BTree {
+        let limits = Limits::new(space.page_size());
+        BTree {
+            pool,
+            space,
+            entry,
+            limits,
+        }
+    }
+
+    pub fn index_id(&self) -> u64 {
+        self.entry.index_id
+    }
+
+    pub fn root(&self) -> PageNo {
+        self.entry.root
+    }
+
+    pub fn space(&self) -> &Arc<Space> {
+        &self.space
+    }
+
+    /// The longest key this tree accepts (it depends on the page size).
+    pub fn max_key_len(&self) -> usize {
+        self.limits.max_key
+    }
+
+    /// The value stored under `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let leaf = self.descend_read(cursor::Seek::AtOrAfter(key), AccessHint::Normal, false)?;
+        let page = Page::new(&leaf.guard);
+        match node::leaf_search(page, key) {
+            Ok(slot) => Ok(Some(self.load_value(page.record(slot))?)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Stores `value` under `key`, returning the value it replaces.
+    pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_sizes(key, value)?;
+        if let Some(replaced) = self.insert_in_leaf(key, value)? {
+            return Ok(replaced);
+        }
+        self.insert_with_splits(key, value)
+    }
+
+    /// Removes `key`, returning the value it had.
+    pub fn delete(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if key.len() > self.limits.max_key {
+            return Ok(None);
+        }
+        if let Some(removed) = self.delete_in_leaf(key)? {
+            return Ok(removed);
+        }
+        self.delete_with_merges(key)
+    }
+
+    fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        if key.len() > self.limits.max_key {
+            return Err(StorageError::KeyTooLarge {
+                len: key.len(),
+                max: self.limits.max_key,
+            });
+        }
+        if value.len() > MAX_VALUE_LEN {
+            return Err(StorageError::ValueTooLarge {
+                len: value.len(),
+                max: MAX_VALUE_LEN,
+            });
+        }
+        Ok(())
+    }
+
+    /// The value of a leaf record, reading its overflow chain if it has one.
+    fn load_value(&self, record: &[u8]) -> Result<Vec<u8>> {
+        Ok(self.load_value_and_chain(record)?.0)
+    }
+
+    fn load_value_and_chain(&self, record: &[u8]) -> Result<(Vec<u8>, Vec<PageNo>)> {
+        match node::leaf_value(record) {
+            StoredValue::Inline(bytes) => Ok((bytes.to_vec(), Vec::new())),
+            StoredValue::Overflow { len, first } => {
+                overflow::read_chain(&self.pool, &self.space, self.entry.index_id, first, len)
+            }
+        }
+    }
+
+    /// Builds the leaf record for `key` and `value`, writing an overflow chain if the value does not
+    /// stay inline. Allocates: call only once every tree page the change needs is latched.
+    fn make_record(&self, mtr: &mut Mtr<'_>, key: &[u8], value: &[u8]) -> Result<Vec<u8>> {
+        if self.limits.is_inline(key.len(), value.len()) {
+            return Ok(node::encode_leaf(key, StoredValue::Inline(value)));
+        }
+        let first = overflow::write_chain(
+            mtr,
+            &self.space,
+            self.entry.leaf_segment,
+            self.entry.index_id,
+            value,
+        )?;
+        Ok(node::encode_leaf(
+            key,
+            StoredValue::Overflow {
+                len: value.len() as u32,
+                first,
+            },
+        ))
+    }
+
+    /// Checks that a page reached from a parent (or as the root) is a tree page of this index at the
+    /// expected level.
+    fn check_page(&self, bytes: &[u8], page_no: PageNo, level: Option<u16>) -> Result<()> {
+        let page = Page::new(bytes);
+        let expected_type = match page.level() {
+            0 => PageType::Leaf,
+            _ => PageType::Branch,
+        };
+        if page.page_type() != expected_type
+            || page.index_id() != self.entry.index_id
+            || level.is_some_and(|l| l != page.level())
+        {
+            return Err(StorageError::corrupt(
+                self.space.id(),
+                page_no,
+                format!(
+                    "expected a page of index {} at level {level:?}, found {:?} of index {} at level {}",
+                    self.entry.index_id,
+                    page.page_type(),
+                    page.index_id(),
+                    page.level()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn fetch_checked(
+        &self,
+        page_no: PageNo,
+        level: Option<u16>,
+        hint: AccessHint,
+    ) -> Result<PageReadGuard<'_>> {
+        let guard = self.pool.fetch_read(&self.space, page_no, hint)?;
+        self.check_page(&guard, page_no, level)?;
+        Ok(guard)
+    }
+
+    /// Read-couples down to the leaf `seek` selects, returning it with its key bounds.
+    fn descend_read(
+        &self,
+        seek: cursor::Seek<'_>,
+        leaf_hint: AccessHint,
+        track_bounds: bool,
+    ) -> Result<cursor::Leaf<'_>> {
+        let mut guard = self.fetch_checked(self.entry.root, None, AccessHint::Normal)?;
+        let mut bounds = cursor::Bounds::default();
+        loop {
+            let page = Page::new(&guard);
+            let level = page.level();
+            if level == 0 {
+                return Ok(cursor::Leaf { guard, bounds });
+            }
+            let slot = seek.branch_slot(page);
+            if track_bounds {
+                bounds.narrow(page, slot);
+            }
+            let child = node::branch_child(page.record(slot));
+            let hint = if level == 1 {
+                leaf_hint
+            } else {
+                AccessHint::Normal
+            };
+            guard = self.fetch_checked(child, Some(level - 1), hint)?;
+        }
+    }
+
+    /// Read-couples down to the leaf for `key` and write-latches only that leaf, in `mtr`.
+    fn latch_leaf<'a>(&'a self, mtr: &mut Mtr<'a>, key: &[u8]) -> Result<PageHandle> {
+        let pool = mtr.pool();
+        let root = self.entry.root;
+        let mut guard = self.fetch_checked(root, None, AccessHint::Normal)?;
+        if Page::new(&guard).level() == 0 {
+            drop(guard);
+            let leaf = pool.fetch_write(&self.space, root)?;
+            self.check_page(&leaf, root, None)?;
+            if Page::new(&leaf).level() == 0 {
+                return Ok(mtr.adopt(leaf));
+            }
+            drop(leaf);
+            guard = self.fetch_checked(root, None, AccessHint::Normal)?;
+        }
+        loop {
+            let page = Page::new(&guard);
+            let level = page.level();
+            let child = node::branch_child(page.record(node::branch_search(page, key, false)));
+            if level == 1 {
+                let leaf = pool.fetch_write(&self.space, child)?;
+                self.check_page(&leaf, child, Some(0))?;
+                drop(guard);
+                return Ok(mtr.adopt(leaf));
+            }
+            guard = self.fetch_checked(child, Some(level - 1), AccessHint::Normal)?;
+        }
+    }
+
+    /// Write-latches the path from the root to the leaf for `key`, releasing every ancestor above a
+    /// child that `safe` says will absorb the change without passing it up.
+    fn latch_path<'a>(
+        &'a self,
+        mtr: &mut Mtr<'a>,
+        key: &[u8],
+        safe: impl Fn(Page<'_>) -> bool,
+    ) -> Result<Vec<Step>> {
+        let root = mtr.latch(&self.space, self.entry.root)?;
+        self.check_page(mtr.page(root), self.entry.root, None)?;
+        let mut path = vec![Step {
+            handle: root,
+            position: 0,
+        }];
+        loop {
+            let top = path.last().expect("the path holds the root").handle;
+            let page = Page::new(mtr.page(top));
+            let level = page.level();
+            if level == 0 {
+                return Ok(path);
+            }
+            let position = node::branch_search(page, key, false);
+            let child_no = node::branch_child(page.record(position));
+            let child = mtr.latch(&self.space, child_no)?;
+            self.check_page(mtr.page(child), child_no, Some(level - 1))?;
+            if safe(Page::new(mtr.page(child))) {
+                for step in path.drain(..) {
+                    mtr.release(step.handle);
+                }
+            }
+            path.push(Step {
+                handle: child,
+                position,
+            });
+        }
+    }
+
+    /// The common insert: only the leaf changes. `None` if the record does not fit (nothing done).
+    fn insert_in_leaf(&self, key: &[u8], value: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+        let mut mtr = Mtr::new(&self.pool);
+        let leaf = self.latch_leaf(&mut mtr, key)?;
+        let needed = Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
+        let page = Page::new(mtr.page(leaf));
+        let found = node::leaf_search(page, key);
+        let room = page.free_space()
+            + found.map_or(0, |slot| Page::record_footprint(page.record(slot).len()));
+        if room < needed {
+            return Ok(None);
+        }
+        let old = match found {
+            Ok(slot) => Some(self.load_value_and_chain(page.record(slot))?),
+            Err(_) => None,
+        };
+        let record = self.make_record(&mut mtr, key, value)?;
+        let mut page = PageMut::new(mtr.page_mut(leaf));
+        match found {
+            Ok(slot) => page.replace(slot, &record),
+            Err(slot) => page.insert(slot, &record),
+        }
+        .expect("room was checked with the leaf latched");
+        Ok(Some(self.finish_replace(mtr, old)?))
+    }
+
+    /// Frees the replaced value's chain, commits, and returns the replaced value.
+    fn finish_replace(
+        &self,
+        mut mtr: Mtr<'_>,
+        old: Option<(Vec<u8>, Vec<PageNo>)>,
+    ) -> Result<Option<Vec<u8>>> {
+        if let Some((_, chain)) = &old {
+            overflow::free_chain(&mut mtr, &self.space, chain)?;
+        }
+        mtr.commit();
+        Ok(old.map(|(value, _)| value))
+    }
+
+    /// An insert that may split pages up to the root.
+    fn insert_with_splits(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut mtr = Mtr::new(&self.pool);
+        let needed = Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
+        let max_separator = Page::record_footprint(self.limits.max_record);
+        let path = self.latch_path(&mut mtr, key, |page| {
+            let needs = if page.level() == 0 {
+                needed
+            } else {
+                max_separator
+            };
+            page.free_space() >= needs
+        })?;
+        let leaf = path.last().expect("a path ends at a leaf").handle;
+        let page = Page::new(mtr.page(leaf));
+        let found = node::leaf_search(page, key);
+        let room = page.free_space()
+            + found.map_or(0, |slot| Page::record_footprint(page.record(slot).len()));
+        let old = match found {
+            Ok(slot) => Some(self.load_value_and_chain(page.record(slot))?),
+            Err(_) => None,
+        };
+        if room >= needed {
+            let record = self.make_record(&mut mtr, key, value)?;
+            let mut page = PageMut::new(mtr.page_mut(leaf));
+            match found {
+                Ok(slot) => page.replace(slot, &record),
+                Err(slot) => page.insert(slot, &record),
+            }
+            .expect("room was checked with the leaf latched");
+            return self.finish_replace(mtr, old);
+        }
+        let right_sibling = match Page::new(mtr.page(leaf)).next() {
+            NO_PAGE => None,
+            next => Some(mtr.latch(&self.space, next)?),
+        };
+        let record = self.make_record(&mut mtr, key, value)?;
+        let mut records: Vec<Vec<u8>> = Page::new(mtr.page(leaf))
+            .records()
+            .map(<[u8]>::to_vec)
+            .collect();
+        let appending = match found {
+            Ok(slot) => {
+                records[slot] = record;
+                false
+            }
+            Err(slot) => {
+                records.insert(slot, record);
+                slot == records.len() - 1
+            }
+        };
+        let (splits, top) = self.plan_splits(&mut mtr, &path, records, appending)?;
+        self.apply_splits(&mut mtr, &path, splits, top, right_sibling)?;
+        self.finish_replace(mtr, old)
+    }
+
+    /// Decides the splits an overfull leaf causes, bottom up, allocating their new pages.
+    fn plan_splits(
+        &self,
+        mtr: &mut Mtr<'_>,
+        path: &[Step],
+        mut records: Vec<Vec<u8>>,
+        appending: bool,
+    ) -> Result<(Vec<Split>, Top)> {
+        let mut splits = Vec::new();
+        let mut depth = path.len() - 1;
+        loop {
+            let is_leaf = depth == path.len() - 1;
+            let at = split_point(&records, is_leaf && appending);
+            let mut right = records.split_off(at);
+            let separator = if is_leaf {
+                node::shortest_separator(
+                    node::leaf_key(records.last().expect("left half is not empty")),
+                    node::leaf_key(&right[0]),
+                )
+            } else {
+                let separator = node::branch_key(&right[0]).to_vec();
+                right[0] = node::encode_branch(b"", node::branch_child(&right[0]));
+                separator
+            };
+            let segment = self.segment_for(is_leaf);
+            let right_page = self.space.allocate_page(mtr, segment)?;
+            let separator_record = node::encode_branch(&separator, right_page);
+            let split = Split {
+                depth,
+                left: records,
+                right,
+                right_page,
+                separator,
+            };
+            splits.push(split);
+            if depth == 0 {
+                debug_assert_eq!(
+                    mtr.page_no(path[0].handle),
+                    self.entry.root,
+                    "only the root splits without its parent latched"
+                );
+                let left_page = self.space.allocate_page(mtr, segment)?;
+                return Ok((splits, Top::GrowRoot { left_page }));
+            }
+            let parent = Page::new(mtr.page(path[depth - 1].handle));
+            let slot = path[depth].position + 1;
+            if parent.free_space() >= Page::record_footprint(separator_record.len()) {
+                let top = Top::Insert {
+                    depth: depth - 1,
+                    slot,
+                    record: separator_record,
+                };
+                return Ok((splits, top));
+            }
+            records = parent.records().map(<[u8]>::to_vec).collect();
+            records.insert(slot, separator_record);
+            depth -= 1;
+        }
+    }
+
+    fn segment_for(&self, leaf: bool) -> SegmentId {
+        if leaf {
+            self.entry.leaf_segment
+        } else {
+            self.entry.branch_segment
+        }
+    }
+
+    /// Carries out planned splits. The root keeps its page: when it splits, both halves move to new
+    /// pages and it becomes their parent, one level up.
+    fn apply_splits(
+        &self,
+        mtr: &mut Mtr<'_>,
+        path: &[Step],
+        splits: Vec<Split>,
+        top: Top,
+        right_sibling: Option<PageHandle>,
+    ) -> Result<()> {
+        let space_id = self.space.id();
+        let index_id = self.entry.index_id;
+        for split in splits {
+            let handle = path[split.depth].handle;
+            let old = Page::new(mtr.page(handle));
+            let (level, old_next) = (old.level(), old.next());
+            let page_type = old.page_type();
+            let grows_root = split.depth == 0 && matches!(top, Top::GrowRoot { .. });
+            let left_handle = match &top {
+                Top::GrowRoot { left_page } if grows_root => {
+                    let left = mtr.create(&self.space, *left_page)?;
+                    PageMut::new(mtr.page_mut(left))
+                        .format(page_type, space_id, *left_page, index_id, level);
+                    left
+                }
+                _ => handle,
+            };
+            let left_no = mtr.page_no(left_handle);
+            let right = mtr.create(&self.space, split.right_page)?;
+            let mut right_page = PageMut::new(mtr.page_mut(right));
+            right_page.format(page_type, space_id, split.right_page, index_id, level);
+            fill(&mut right_page, &split.right);
+            if level == 0 {
+                right_page.set_prev(left_no);
+                right_page.set_next(old_next);
+            }
+            let mut left_page = PageMut::new(mtr.page_mut(left_handle));
+            left_page.clear_records();
+            fill(&mut left_page, &split.left);
+            if level == 0 {
+                left_page.set_next(split.right_page);
+                if let Some(sibling) = right_sibling {
+                    PageMut::new(mtr.page_mut(sibling)).set_prev(split.right_page);
+                }
+            }
+            if grows_root {
+                let mut root = PageMut::new(mtr.page_mut(handle));
+                root.format(
+                    PageType::Branch,
+                    space_id,
+                    self.entry.root,
+                    index_id,
+                    level + 1,
+                );
+                fill(
+                    &mut root,
+                    &[
+                        node::encode_branch(b"", left_no),
+                        node::encode_branch(&split.separator, split.right_page),
+                    ],
+                );
+            }
+        }
+        if let Top::Insert {
+            depth,
+            slot,
+            record,
+        } = top
+        {
+            PageMut::new(mtr.page_mut(path[depth].handle))
+                .insert(slot, &record)
+                .expect("the separator's room was checked with the page latched");
+        }
+        Ok(())
+    }
+
+    /// The common delete: only the leaf changes. `None` if the leaf would underflow (nothing done).
+    fn delete_in_leaf(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+        let mut mtr = Mtr::new(&self.pool);
+        let leaf = self.latch_leaf(&mut mtr, key)?;
+        let page = Page::new(mtr.page(leaf));
+        let Ok(slot) = node::leaf_search(page, key) else {
+            return Ok(Some(None));
+        };
+        let record = page.record(slot);
+        let remaining = page.used_space() - Page::record_footprint(record.len());
+        let is_root = mtr.page_no(leaf) == self.entry.root;
+        if remaining < self.limits.merge_threshold && !is_root {
+            return Ok(None);
+        }
+        let old = self.load_value_and_chain(record)?;
+        PageMut::new(mtr.page_mut(leaf)).remove(slot);
+        self.finish_replace(mtr, Some(old)).map(Some)
+    }
+
+    /// A delete that may merge pages up to the root.
+    fn delete_with_merges(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut mtr = Mtr::new(&self.pool);
+        let threshold = self.limits.merge_threshold;
+        let max_record = Page::record_footprint(self.limits.max_record);
+        let path = self.latch_path(&mut mtr, key, |page| {
+            page.used_space() >= threshold + max_record && page.slot_count() > 2
+        })?;
+        let leaf = path.last().expect("a path ends at a leaf").handle;
+        let page = Page::new(mtr.page(leaf));
+        let Ok(slot) = node::leaf_search(page, key) else {
+            return Ok(None);
+        };
+        let (value, chain) = self.load_value_and_chain(page.record(slot))?;
+        PageMut::new(mtr.page_mut(leaf)).remove(slot);
+        let mut freed = self.rebalance(&mut mtr, &path)?;
+        freed.extend(chain);
+        for page_no in freed {
+            self.space.free_page(&mut mtr, page_no)?;
+        }
+        mtr.commit();
+        Ok(Some(value))
+    }
+
+    /// Merges underfull pages of the path bottom up; returns the pages to free.
+    fn rebalance(&self, mtr: &mut Mtr<'_>, path: &[Step]) -> Result<Vec<PageNo>> {
+        let mut freed = Vec::new();
+        for depth in (0..path.len()).rev() {
+            let handle = path[depth].handle;
+            if depth == 0 {
+                if mtr.page_no(handle) == self.entry.root {
+                    self.shrink_root(mtr, handle, &mut freed)?;
+                }
+                break;
+            }
+            if Page::new(mtr.page(handle)).used_space() >= self.limits.merge_threshold {
+                break;
+            }
+            let parent = path[depth - 1].handle;
+            if !self.merge_with_sibling(mtr, parent, path[depth], &mut freed)? {
+                break;
+            }
+        }
+        Ok(freed)
+    }
+
+    /// Merges the child at `step` with a neighbour under the same parent if both fit in one page: the
+    /// right page's records move to the left page and the right page is freed. False if not merged.
+    fn merge_with_sibling(
+        &self,
+        mtr: &mut Mtr<'_>,
+        parent: PageHandle,
+        step: Step,
+        freed: &mut Vec<PageNo>,
+    ) -> Result<bool> {
+        let parent_page = Page::new(mtr.page(parent));
+        let count = parent_page.slot_count();
+        let (left_slot, right_slot) = if step.position + 1 < count {
+            (step.position, step.position + 1)
+        } else if step.position > 0 {
+            (step.position - 1, step.position)
+        } else {
+            return Ok(false);
+        };
+        let separator = node::branch_key(parent_page.record(right_slot)).to_vec();
+        let left_no = node::branch_child(parent_page.record(left_slot));
+        let right_no = node::branch_child(parent_page.record(right_slot));
+        let level = Page::new(mtr.page(step.handle)).level();
+        let left = mtr.latch(&self.space, left_no)?;
+        self.check_page(mtr.page(left), left_no, Some(level))?;
+        let right = mtr.latch(&self.space, right_no)?;
+        self.check_page(mtr.page(right), right_no, Some(level))?;
+        let mut moved: Vec<Vec<u8>> = Page::new(mtr.page(right))
+            .records()
+            .map(<[u8]>::to_vec)
+            .collect();
+        if level > 0 {
+            moved[0] = node::encode_branch(&separator, node::branch_child(&moved[0]));
+        }
+        let moved_bytes: usize = moved.iter().map(|r| Page::record_footprint(r.len())).sum();
+        if Page::new(mtr.page(left)).used_space() + moved_bytes > self.limits.usable {
+            return Ok(false);
+        }
+        let right_next = Page::new(mtr.page(right)).next();
+        if level == 0 && right_next != NO_PAGE {
+            let after = mtr.latch(&self.space, right_next)?;
+            PageMut::new(mtr.page_mut(after)).set_prev(left_no);
+        }
+        let mut left_page = PageMut::new(mtr.page_mut(left));
+        let start = left_page.view().slot_count();
+        for (i, record) in moved.iter().enumerate() {
+            left_page
+                .insert(start + i, record)
+                .expect("the merged records' room was checked");
+        }
+        if level == 0 {
+            left_page.set_next(right_next);
+        }
+        PageMut::new(mtr.page_mut(parent)).remove(right_slot);
+        freed.push(right_no);
+        Ok(true)
+    }
+
+    /// A root branch with a single child takes over that child's records, one level down.
+    fn shrink_root(
+        &self,
+        mtr: &mut Mtr<'_>,
+        root: PageHandle,
+        freed: &mut Vec<PageNo>,
+    ) -> Result<()> {
+        let page = Page::new(mtr.page(root));
+        if page.level() == 0 || page.slot_count() != 1 {
+            return Ok(());
+        }
+        let (child_no, root_level) = (node::branch_child(page.record(0)), page.level());
+        let child = mtr.latch(&self.space, child_no)?;
+        self.check_page(mtr.page(child), child_no, Some(root_level - 1))?;
+        let child_page = Page::new(mtr.page(child));
+        let (level, page_type) = (child_page.level(), child_page.page_type());
+        let records: Vec<Vec<u8>> = child_page.records().map(<[u8]>::to_vec).collect();
+        let mut root_page = PageMut::new(mtr.page_mut(root));
+        root_page.format(
+            page_type,
+            self.space.id(),
+            self.entry.root,
+            self.entry.index_id,
+            level,
+        );
+        fill(&mut root_page, &records);
+        freed.push(child_no);
+        Ok(())
+    }
+}
+
+fn ensure_absent(space: &Space, index_id: u64) -> Result<()> {
+    if space.trees().iter().any(|t| t.index_id == index_id) {
+        return Err(StorageError::Format(format!(
+            "index {index_id} already exists in space {}",
+            space.id()
+        )));
+    }
+    Ok(())
+}
+
+/// Appends `records` to a page that has room for them.
+fn fill(page: &mut PageMut<'_>, records: &[Vec<u8>]) {
+    let start = page.view().slot_count();
+    for (i, record) in records.iter().enumerate() {
+        page.insert(start + i, record)
+            .expect("a split or merge half fits its page");
+    }
+}
+
+/// Where to split an overfull run of records: half the bytes to each side, or, when the new record
+/// was appended at the end of a leaf (ascending inserts), everything but that record to the left, so
+/// sequential loads leave full pages behind.
+fn split_point(records: &[Vec<u8>], appending: bool) -> usize {
+    if appending {
+        return records.len() - 1;
+    }
+    let total: usize = records
+        .iter()
+        .map(|r| Page::record_footprint(r.len()))
+        .sum();
+    let mut left = 0;
+    for (i, record) in records.iter().enumerate() {
+        left += Page::record_footprint(record.len());
+        if left * 2 >= total {
+            return (i + 1).clamp(1, records.len() - 1);
+        }
+    }
+    records.len() - 1
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ops::Bound;
+
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+
+    use super::*;
+    use crate::io::MemVfs;
+    use crate::store::{Store, StoreConfig};
+
+    fn store(page_size: usize, frames: usize) -> Store {
+        let config = StoreConfig {
+            page_size,
+            buffer_pool_bytes: frames * page_size,
+            background_flush: false,
+            log_capacity: 16 << 20,
+            ..Default::default()
+        };
+        Store::open(Arc::new(MemVfs::new()), &config).unwrap()
+    }
+
+    fn content(tree: &BTree) -> Vec<(Vec<u8>, Vec<u8>)> {
+        tree.range(Bound::Unbounded, Bound::Unbounded)
+            .map(|e| e.unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn random_operations_match_a_model_and_shrink_back() {
+        let store = store(4096, 64);
+        let tree = BTree::create(store.pool().clone(), store.create_space().unwrap(), 1).unwrap();
+        let mut model = BTreeMap::new();
+        let mut rng = StdRng::seed_from_u64(1);
+        for _ in 0..20_000 {
+            let key = format!("k{:05}", rng.gen_range(0..3000)).into_bytes();
+            if rng.gen_bool(0.3) {
+                assert_eq!(tree.delete(&key).unwrap(), model.remove(&key));
+            } else {
+                let len = if rng.gen_bool(0.02) {
+                    rng.gen_range(2000..70000)
+                } else {
+                    rng.gen_range(0..300)
+                };
+                let value = vec![rng.gen::<u8>(); len.min(MAX_VALUE_LEN)];
+                assert_eq!(tree.insert(&key, &value).unwrap(), model.insert(key, value));
+            }
+        }
+        let verified = tree.verify().unwrap();
+        assert!(verified.problems.is_empty(), "{:?}", verified.problems);
+        let expected: Vec<_> = model.clone().into_iter().collect();
+        assert_eq!(content(&tree), expected);
+        let mut reversed = expected.clone();
+        reversed.reverse();
+        let backward: Vec<_> = tree
+            .range_rev(Bound::Unbounded, Bound::Unbounded)
+            .map(|e| e.unwrap())
+            .collect();
+        assert_eq!(backward, reversed);
+        for key in model.keys() {
+            tree.delete(key).unwrap().unwrap();
+        }
+        let verified = tree.verify().unwrap();
+        assert!(verified.problems.is_empty(), "{:?}", verified.problems);
+        assert_eq!(tree.stats().unwrap().height, 1);
+        assert_eq!(verified.pages.len(), 1);
+    }
+
+    #[test]
+    fn bulk_build_equals_inserting() {
+        let store = store(4096, 64);
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..20_000u32)
+            .map(|i| {
+                (
+                    i.to_be_bytes().to_vec(),
+                    vec![i as u8; (i % 50) as usize + if i % 997 == 0 { 9000 } else { 0 }],
+                )
+            })
+            .collect();
+        let space = store.create_space().unwrap();
+        let built = BTree::bulk_build(
+            store.pool().clone(),
+            space,
+            7,
+            entries.clone().into_iter().map(Ok),
+            &mut |_| {},
+        )
+        .unwrap();
+        let verified = built.verify().unwrap();
+        assert!(verified.problems.is_empty(), "{:?}", verified.problems);
+        assert_eq!(content(&built), entries);
+        assert_eq!(
+            built.get(&77u32.to_be_bytes()).unwrap(),
+            Some(entries[77].1.clone())
+        );
+        built.insert(b"\x00\x00\x00\x05x", b"between").unwrap();
+        assert!(built.verify().unwrap().problems.is_empty());
+    }
+}

@@ -1,0 +1,235 @@
+//! Record formats of B+tree pages and the searches over them.
+//!
+//! ```text
+//! leaf record    key_len u16 | key | kind u8 | value
+//!                kind 0: value = the value's bytes (inline)
+//!                kind 1: value = total length u32 | first overflow page u32
+//! branch record  child u32 | key
+//! ```
+//!
+//! Records are kept in key order in the page's slot array. In a branch page the key of record `i` is
+//! the lower bound of child `i`'s keys; the key of record 0 is never compared (the page's own lower
+//! bound, known from its parent, stands in for it), so it is stored empty.
+
+use std::cmp::Ordering;
+
+use crate::page::{read_u16, read_u32, Page};
+use crate::PageNo;
+
+const KIND_INLINE: u8 = 0;
+const KIND_OVERFLOW: u8 = 1;
+/// Bytes of a leaf record besides key and value: key length and kind.
+pub const LEAF_OVERHEAD: usize = 3;
+/// Bytes of an overflow reference in a leaf record.
+pub const OVERFLOW_REF: usize = 8;
+/// Bytes of a branch record besides its key.
+pub const BRANCH_OVERHEAD: usize = 4;
+
+/// Where a leaf record's value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredValue<'a> {
+    Inline(&'a [u8]),
+    Overflow { len: u32, first: PageNo },
+}
+
+/// Size limits derived from the page size.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Bytes a page offers to records (slots included).
+    pub usable: usize,
+    /// Largest record, so that any full page plus one record splits into two pages that fit.
+    pub max_record: usize,
+    /// Largest leaf record whose value is kept inline.
+    pub inline_limit: usize,
+    /// Longest key.
+    pub max_key: usize,
+    /// A non-root page using fewer bytes than this is merged with a sibling when they fit together.
+    pub merge_threshold: usize,
+}
+
+impl Limits {
+    pub fn new(page_size: usize) -> Self {
+        let usable = Page::usable_space(page_size);
+        let max_record = usable / 3 - Page::record_footprint(0);
+        Limits {
+            usable,
+            max_record,
+            inline_limit: max_record / 2,
+            max_key: max_record - LEAF_OVERHEAD - OVERFLOW_REF,
+            merge_threshold: usable / 4,
+        }
+    }
+
+    /// Whether a value of `value_len` bytes under a key of `key_len` bytes is kept inline.
+    pub fn is_inline(&self, key_len: usize, value_len: usize) -> bool {
+        value_len <= OVERFLOW_REF || leaf_len(key_len, value_len) <= self.inline_limit
+    }
+
+    /// Bytes of the leaf record for this key and value, wherever the value goes.
+    pub fn leaf_record_len(&self, key_len: usize, value_len: usize) -> usize {
+        if self.is_inline(key_len, value_len) {
+            leaf_len(key_len, value_len)
+        } else {
+            leaf_len(key_len, OVERFLOW_REF)
+        }
+    }
+}
+
+fn leaf_len(key_len: usize, value_len: usize) -> usize {
+    LEAF_OVERHEAD + key_len + value_len
+}
+
+pub fn leaf_key(record: &[u8]) -> &[u8] {
+    let len = read_u16(record, 0) as usize;
+    &record[2..2 + len]
+}
+
+pub fn leaf_value(record: &[u8]) -> StoredValue<'_> {
+    let len = read_u16(record, 0) as usize;
+    let at = 2 + len;
+    if record[at] == KIND_OVERFLOW {
+        StoredValue::Overflow {
+            len: read_u32(record, at + 1),
+            first: read_u32(record, at + 5),
+        }
+    } else {
+        StoredValue::Inline(&record[at + 1..])
+    }
+}
+
+pub fn encode_leaf(key: &[u8], value: StoredValue<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(LEAF_OVERHEAD + key.len() + OVERFLOW_REF);
+    out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    out.extend_from_slice(key);
+    match value {
+        StoredValue::Inline(bytes) => {
+            out.push(KIND_INLINE);
+            out.extend_from_slice(bytes);
+        }
+        StoredValue::Overflow { len, first } => {
+            out.push(KIND_OVERFLOW);
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&first.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// Structural check of a leaf record, for verification.
+pub fn leaf_record_is_well_formed(record: &[u8]) -> bool {
+    if record.len() < LEAF_OVERHEAD {
+        return false;
+    }
+    let at = 2 + read_u16(record, 0) as usize;
+    match record.get(at) {
+        Some(&KIND_INLINE) => true,
+        Some(&KIND_OVERFLOW) => record.len() == at + 1 + OVERFLOW_REF,
+        _ => false,
+    }
+}
+
+pub fn branch_child(record: &[u8]) -> PageNo {
+    read_u32(record, 0)
+}
+
+pub fn branch_key(record: &[u8]) -> &[u8] {
+    &record[BRANCH_OVERHEAD..]
+}
+
+pub fn encode_branch(key: &[u8], child: PageNo) -> Vec<u8> {
+    let mut out = Vec::with_capacity(BRANCH_OVERHEAD + key.len());
+    out.extend_from_slice(&child.to_le_bytes());
+    out.extend_from_slice(key);
+    out
+}
+
+/// Binary search of a leaf: `Ok(i)` if record `i` has `key`, else `Err(i)` where it would go.
+pub fn leaf_search(page: Page<'_>, key: &[u8]) -> Result<usize, usize> {
+    let (mut low, mut high) = (0, page.slot_count());
+    while low < high {
+        let mid = (low + high) / 2;
+        match leaf_key(page.record(mid)).cmp(key) {
+            Ordering::Less => low = mid + 1,
+            Ordering::Greater => high = mid,
+            Ordering::Equal => return Ok(mid),
+        }
+    }
+    Err(low)
+}
+
+/// The child of a branch page to follow for `key`: the last record whose key is `<= key` (or
+/// `< key` when `strict`), record 0 standing for everything below record 1.
+pub fn branch_search(page: Page<'_>, key: &[u8], strict: bool) -> usize {
+    let (mut low, mut high) = (1, page.slot_count());
+    while low < high {
+        let mid = (low + high) / 2;
+        let below = match branch_key(page.record(mid)).cmp(key) {
+            Ordering::Less => true,
+            Ordering::Equal => !strict,
+            Ordering::Greater => false,
+        };
+        if below {
+            low = mid + 1;
+        } else {
+            high = mid;
+        }
+    }
+    low - 1
+}
+
+/// The shortest separator `s` with `left < s <= right` (suffix truncation of leaf separators).
+pub fn shortest_separator(left: &[u8], right: &[u8]) -> Vec<u8> {
+    let common = left.iter().zip(right).take_while(|(a, b)| a == b).count();
+    right[..(common + 1).min(right.len())].to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::page::{PageMut, PageType};
+
+    #[test]
+    fn separators_are_short_and_between() {
+        assert_eq!(shortest_separator(b"apple", b"apricot"), b"apr".to_vec());
+        assert_eq!(shortest_separator(b"a", b"ab"), b"ab".to_vec());
+        assert_eq!(shortest_separator(b"", b"b"), b"b".to_vec());
+    }
+
+    #[test]
+    fn branch_search_picks_the_covering_child() {
+        let mut buf = vec![0u8; 4096];
+        let mut page = PageMut::new(&mut buf);
+        page.format(PageType::Branch, 1, 1, 1, 1);
+        for (i, (key, child)) in [(&b""[..], 10), (b"g", 11), (b"p", 12)].iter().enumerate() {
+            page.insert(i, &encode_branch(key, *child)).unwrap();
+        }
+        let view = page.view();
+        assert_eq!(branch_search(view, b"a", false), 0);
+        assert_eq!(branch_search(view, b"g", false), 1);
+        assert_eq!(branch_search(view, b"g", true), 0);
+        assert_eq!(branch_search(view, b"z", false), 2);
+    }
+
+    #[test]
+    fn leaf_records_round_trip() {
+        let inline = encode_leaf(b"key", StoredValue::Inline(b"value"));
+        assert_eq!(leaf_key(&inline), b"key");
+        assert_eq!(leaf_value(&inline), StoredValue::Inline(b"value"));
+        let far = encode_leaf(
+            b"k",
+            StoredValue::Overflow {
+                len: 70000,
+                first: 9,
+            },
+        );
+        assert_eq!(
+            leaf_value(&far),
+            StoredValue::Overflow {
+                len: 70000,
+                first: 9
+            }
+        );
+        assert!(leaf_record_is_well_formed(&far));
+        assert!(!leaf_record_is_well_formed(&far[..far.len() - 1]));
+    }
+}
