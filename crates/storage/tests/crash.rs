@@ -171,7 +171,7 @@ fn run_child_until_killed(dir: &Path, seed: u64, millis: u64) -> usize {
         .env(CHILD_ENV, dir)
         .env(SEED_ENV, seed.to_string())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -179,7 +179,7 @@ fn run_child_until_killed(dir: &Path, seed: u64, millis: u64) -> usize {
     let reader = std::thread::spawn(move || {
         let mut acknowledged = 0;
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if line == "ready" {
+            if line.ends_with("ready") {
                 let _ = ready_tx.send(());
             } else if let Ok(id) = line.trim().parse::<usize>() {
                 acknowledged = id + 1;
