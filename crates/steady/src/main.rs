@@ -1,1 +1,92 @@
-fn main() {}
+//! `steady`: the SteadyDB command-line tool.
+//!
+//! Subcommands: `shell` (an embedded session on a data directory), `check` (offline verification of
+//! every page and tree), `bench` (the benchmark scenarios).
+
+mod bench;
+mod check;
+mod shell;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Default data directory, relative to the working directory.
+pub const DEFAULT_DATA_DIR: &str = "steady-data";
+
+#[derive(Parser)]
+#[command(
+    name = "steady",
+    version,
+    about = "SteadyDB: a transactional database engine with steady performance"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Open a data directory (created if new) and run commands on it interactively or from stdin.
+    Shell {
+        /// Data directory.
+        #[arg(default_value = DEFAULT_DATA_DIR)]
+        dir: PathBuf,
+        /// Page size for a new directory (4096 to 65536).
+        #[arg(long, default_value_t = steady_storage::page::DEFAULT_PAGE_SIZE)]
+        page_size: usize,
+    },
+    /// Verify every page checksum and B+tree invariant of a stopped database.
+    Check {
+        /// Data directory.
+        dir: PathBuf,
+    },
+    /// Run a benchmark scenario and print its figures.
+    Bench {
+        /// Scenario name (run `steady bench list` to see them).
+        scenario: String,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Scale factor for the data sizes (1.0 = the documented sizes).
+        #[arg(long, default_value_t = 1.0)]
+        scale: f64,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Shell { dir, page_size } => shell::run(&dir, page_size),
+        Command::Check { dir } => check::run(&dir),
+        Command::Bench {
+            scenario,
+            json,
+            scale,
+        } => run_bench(&scenario, json, scale),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("steady: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_bench(scenario: &str, json: bool, scale: f64) -> anyhow::Result<ExitCode> {
+    if scenario == "list" {
+        for (name, what) in bench::SCENARIOS {
+            println!("{name:<20} {what}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let report = bench::run(scenario, scale)?;
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(ExitCode::SUCCESS)
+}

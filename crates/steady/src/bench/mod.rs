@@ -1,0 +1,117 @@
+//! `steady bench SCENARIO`: benchmarks that print a table and, with `--json`, one JSON object.
+//!
+//! Each scenario measures ratios within one run (the machines are noisy) and reports the figures it
+//! is judged by next to the goal, so a reader sees at once whether the goal holds.
+
+mod drop_space;
+mod group_commit;
+mod scan_resistance;
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+/// The scenarios, by name.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "scan-resistance",
+        "hot-set hit rate while a scan of a tree 10x the pool runs",
+    ),
+    (
+        "drop-space",
+        "time to invalidate a space with 100,000 pages in the pool",
+    ),
+    (
+        "group-commit",
+        "durable commits/s with 8 threads vs 1: one fsync serves many commits",
+    ),
+];
+
+/// One measured figure.
+#[derive(Debug, Serialize)]
+pub struct Figure {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+}
+
+/// What a scenario reports.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub scenario: String,
+    pub figures: Vec<Figure>,
+    /// Goals as text with whether they held.
+    pub goals: Vec<Goal>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Goal {
+    pub description: String,
+    pub met: bool,
+}
+
+impl Report {
+    pub fn new(scenario: &str) -> Self {
+        Report {
+            scenario: scenario.to_string(),
+            figures: Vec::new(),
+            goals: Vec::new(),
+        }
+    }
+
+    pub fn figure(&mut self, name: &str, value: f64, unit: &str) {
+        self.figures.push(Figure {
+            name: name.to_string(),
+            value,
+            unit: unit.to_string(),
+        });
+    }
+
+    pub fn goal(&mut self, description: String, met: bool) {
+        self.goals.push(Goal { description, met });
+    }
+
+    /// A readable table of the figures and goals.
+    pub fn table(&self) -> String {
+        let width = self.figures.iter().map(|f| f.name.len()).max().unwrap_or(0);
+        let mut out = format!("steady bench {}\n", self.scenario);
+        for f in &self.figures {
+            let _ = writeln!(
+                out,
+                "  {:<width$}  {:>14}  {}",
+                f.name,
+                format_value(f.value),
+                f.unit
+            );
+        }
+        for g in &self.goals {
+            let mark = if g.met { "met" } else { "NOT MET" };
+            let _ = writeln!(out, "  goal: {} ... {mark}", g.description);
+        }
+        out
+    }
+}
+
+fn format_value(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+/// Runs a scenario by name.
+pub fn run(scenario: &str, scale: f64) -> anyhow::Result<Report> {
+    match scenario {
+        "scan-resistance" => scan_resistance::run(scale),
+        "drop-space" => drop_space::run(scale),
+        "group-commit" => group_commit::run(scale),
+        other => {
+            let names: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
+            anyhow::bail!(
+                "unknown scenario {other:?}; scenarios: {}",
+                names.join(", ")
+            )
+        }
+    }
+}
