@@ -73,7 +73,9 @@ pub struct Wal {
     checkpoint: AtomicU64,
     horizon: AtomicU64,
     checkpoint_counter: AtomicU64,
-    flush_lock: Mutex<()>,
+    /// Whether a thread is writing and syncing; waiters sleep on `flushed_advanced`.
+    flushing: Mutex<bool>,
+    flushed_advanced: Condvar,
     space_freed: Condvar,
     space_lock: Mutex<()>,
     bytes_written: AtomicU64,
@@ -147,7 +149,8 @@ impl Wal {
             checkpoint: AtomicU64::new(checkpoint),
             horizon: AtomicU64::new(checkpoint),
             checkpoint_counter: AtomicU64::new(counter),
-            flush_lock: Mutex::new(()),
+            flushing: Mutex::new(false),
+            flushed_advanced: Condvar::new(),
             space_freed: Condvar::new(),
             space_lock: Mutex::new(()),
             bytes_written: AtomicU64::new(0),
@@ -221,15 +224,36 @@ impl Wal {
         redo
     }
 
-    /// Makes every record up to `lsn` durable. Concurrent callers share one write and one fsync.
+    /// Makes every record up to `lsn` durable. One thread at a time writes and syncs everything
+    /// appended so far; the others sleep until it is done and are all woken at once, so those whose
+    /// records it covered return without touching the file, and one of the rest leads the next sync.
     pub fn flush(&self, lsn: Lsn) -> Result<()> {
-        if self.flushed.load(Ordering::Acquire) >= lsn {
-            return Ok(());
+        loop {
+            if self.flushed.load(Ordering::Acquire) >= lsn {
+                return Ok(());
+            }
+            let mut flushing = self.flushing.lock();
+            if self.flushed.load(Ordering::Acquire) >= lsn {
+                return Ok(());
+            }
+            if *flushing {
+                self.flushed_advanced.wait(&mut flushing);
+                continue;
+            }
+            *flushing = true;
+            drop(flushing);
+            let written = self.write_and_sync();
+            *self.flushing.lock() = false;
+            self.flushed_advanced.notify_all();
+            written?;
         }
-        let _flusher = self.flush_lock.lock();
-        if self.flushed.load(Ordering::Acquire) >= lsn {
-            return Ok(());
-        }
+    }
+
+    /// Writes and syncs everything appended so far (called by one thread at a time). The leader
+    /// first yields its core once, so that committers woken by the previous sync can append and
+    /// share this one.
+    fn write_and_sync(&self) -> Result<()> {
+        std::thread::yield_now();
         let (start, bytes) = {
             let mut buffer = self.buffer.lock();
             let start = buffer.start;
