@@ -195,3 +195,109 @@ fn run_child_until_killed(dir: &Path, seed: u64, millis: u64) -> usize {
     assert!(ready.is_ok(), "the child never became ready");
     acknowledged
 }
+
+const BUILD_CHILD_ENV: &str = "STEADY_BUILD_CHILD_DIR";
+const SMALL_INDEX: u64 = 1;
+const BUILT_INDEX: u64 = 2;
+const BUILD_ENTRIES: u32 = 2_000_000;
+
+fn build_entry(i: u32) -> (Vec<u8>, Vec<u8>) {
+    (i.to_be_bytes().to_vec(), vec![(i % 251) as u8; 40])
+}
+
+/// The child of the bulk-build crash test: a small tree made durable, then a long bulk build.
+#[test]
+#[ignore = "run only as the child process of a_crash_during_a_bulk_build_leaves_no_trace"]
+fn build_child() {
+    let dir = std::env::var(BUILD_CHILD_ENV).expect("child needs a directory");
+    let store = Store::open_dir(Path::new(&dir), &config()).unwrap();
+    let space = store.create_space().unwrap();
+    let small = BTree::create(store.pool().clone(), space.clone(), SMALL_INDEX).unwrap();
+    for i in 0..500u32 {
+        small.insert(&i.to_be_bytes(), b"small").unwrap();
+    }
+    store.sync_log().unwrap();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready").unwrap();
+    out.flush().unwrap();
+    let entries = (0..BUILD_ENTRIES).map(|i| Ok(build_entry(i)));
+    BTree::bulk_build(
+        store.pool().clone(),
+        space,
+        BUILT_INDEX,
+        entries,
+        &mut |_| {},
+    )
+    .unwrap();
+    store.sync_log().unwrap();
+    writeln!(out, "built").unwrap();
+    out.flush().unwrap();
+}
+
+/// A bulk build killed at a random moment leaves the database as if it had never started: the other
+/// tree is intact, the built index is absent (or, if the build finished, complete), and the offline
+/// check finds no leaked page.
+#[test]
+fn a_crash_during_a_bulk_build_leaves_no_trace() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let mut interrupted = 0;
+    for cycle in 0..6 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "build_child",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(BUILD_CHILD_ENV, dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let ready = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.ends_with("ready"));
+        assert!(ready, "cycle {cycle}: the child never became ready");
+        std::thread::sleep(Duration::from_millis(rng.gen_range(10..800)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let built = lines.map_while(Result::ok).any(|l| l == "built");
+
+        let store = Store::open_dir(dir.path(), &config()).unwrap();
+        let space = store.space(1).unwrap();
+        let small = BTree::open(store.pool().clone(), space.clone(), SMALL_INDEX).unwrap();
+        assert_eq!(small.range(Bound::Unbounded, Bound::Unbounded).count(), 500);
+        let indexes: Vec<u64> = space.trees().iter().map(|t| t.index_id).collect();
+        if built {
+            let tree = BTree::open(store.pool().clone(), space, BUILT_INDEX).unwrap();
+            assert_eq!(
+                tree.range(Bound::Unbounded, Bound::Unbounded).count(),
+                BUILD_ENTRIES as usize
+            );
+        } else {
+            interrupted += 1;
+            assert_eq!(
+                indexes,
+                vec![SMALL_INDEX],
+                "cycle {cycle}: an unfinished build survived"
+            );
+        }
+        drop(small);
+        store.close().unwrap();
+        let vfs = OsVfs::new(dir.path(), false).unwrap();
+        let report = steady_storage::check::check_directory(&vfs, &mut |_| {}).unwrap();
+        assert!(
+            report.problems.is_empty(),
+            "cycle {cycle}: {:?}",
+            report.problems
+        );
+    }
+    assert!(
+        interrupted > 0,
+        "no build was interrupted: make the build longer"
+    );
+}

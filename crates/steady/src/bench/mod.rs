@@ -3,6 +3,7 @@
 //! Each scenario measures ratios within one run (the machines are noisy) and reports the figures it
 //! is judged by next to the goal, so a reader sees at once whether the goal holds.
 
+mod bulk_build;
 mod drop_space;
 mod group_commit;
 mod scan_resistance;
@@ -20,6 +21,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "drop-space",
         "time to invalidate a space with 100,000 pages in the pool",
+    ),
+    (
+        "bulk-build",
+        "bottom-up B+tree build vs one-at-a-time inserts: time and redo log bytes",
     ),
     (
         "group-commit",
@@ -106,6 +111,7 @@ pub fn run(scenario: &str, scale: f64) -> anyhow::Result<Report> {
         "scan-resistance" => scan_resistance::run(scale),
         "drop-space" => drop_space::run(scale),
         "group-commit" => group_commit::run(scale),
+        "bulk-build" => bulk_build::run(scale),
         other => {
             let names: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
             anyhow::bail!(
