@@ -1,1 +1,12 @@
-//! steady-engine: see ../shared/DESIGN.md; filled by the issues that build this layer.
+//! steady-engine: rows, transactions and versions on top of the storage layer's B+trees.
+//!
+//! This crate knows nothing of SQL text. Its parts: [`txn`] (transaction ids, CSNs, snapshots),
+//! [`lock`] (row locks, deadlock detection), [`version`] (the formats of row versions, history and
+//! undo entries), [`engine`] (the database: writes, reads at each isolation level, commit, rollback,
+//! recovery, purge) and [`error`].
+
+pub mod engine;
+pub mod error;
+pub mod lock;
+pub mod txn;
+pub mod version;

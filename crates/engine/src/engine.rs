@@ -1,0 +1,825 @@
+//! The database: indexes in spaces, the system trees, transactions over them, recovery and purge.
+//!
+//! ```text
+//! system space 0:  meta tree (1)      next transaction id block, next index id
+//!                  history tree (2)   old versions, keyed (index, pk, !start csn)   see [`crate::version`]
+//!                  undo tree (3)      each transaction's writes, then its commit marker
+//! space n:         the trees of one table: clustered index (and, later, its secondary indexes)
+//! ```
+//!
+//! * **A write** (under an exclusive row lock held to the end of the transaction) is three
+//!   mini-transactions in this order: the undo entry, the replaced version into history (on the
+//!   transaction's first write of that row), the new version in place naming its writer. A crash after
+//!   any prefix is undone by recovery, which is idempotent: it puts back the history version only if
+//!   the in-place record names the dead writer, and drops history entries the dead writer added.
+//! * **Commit** appends the commit marker to the undo tree, makes the log durable (group commit), and
+//!   only then hands out the CSN that makes the writes visible.
+//! * **Reads** take the in-place version if its writer committed at or before the snapshot (or is
+//!   the reader), else seek the history store once.
+//! * **Recovery** (in [`Engine::open`]) rolls back every transaction in the undo tree without a commit
+//!   marker, then empties the history and undo trees: after a restart no snapshot can need an old
+//!   version. Transaction ids are handed out in blocks recorded in the meta tree, so ids never repeat
+//!   across restarts, and every id from an earlier run reads as committed.
+//! * **Purge** ([`Engine::purge`]) removes a history version as soon as no open snapshot falls in the
+//!   CSN range it was valid for (so versions between two open snapshots go too), and a delete-marked
+//!   row once every snapshot sees the delete; then the transaction's undo entries.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use steady_storage::btree::BTree;
+use steady_storage::io::{OsVfs, Vfs};
+use steady_storage::space::Space;
+use steady_storage::store::{Store, StoreConfig, SYSTEM_SPACE};
+use steady_storage::StorageError;
+
+use crate::error::{EngineError, Result};
+use crate::lock::{LockKey, LockManager, LockMode};
+use crate::txn::{Csn, TxnId, TxnManager, TxnStatus};
+use crate::version::{
+    history_key, history_prefix, split_undo_key, undo_key, IndexId, OldVersion, UndoAction,
+    UndoEntry, Version, COMMIT_MARKER,
+};
+
+const META_INDEX: IndexId = 1;
+const HISTORY_INDEX: IndexId = 2;
+const UNDO_INDEX: IndexId = 3;
+/// The first id of a user index; smaller ids are the system trees'.
+const FIRST_USER_INDEX: IndexId = 16;
+const META_NEXT_TXN: &[u8] = b"next_txn";
+const META_NEXT_INDEX: &[u8] = b"next_index";
+/// Transaction ids reserved (and recorded durably) at a time.
+const TXN_BLOCK: TxnId = 1 << 20;
+/// The transaction id purge uses to take row locks.
+const PURGE_TXN: TxnId = u64::MAX - 1;
+/// Entries read from an index per descent by a scan.
+const SCAN_BATCH: usize = 256;
+
+/// How to open a database.
+#[derive(Debug, Clone, Default)]
+pub struct EngineConfig {
+    pub store: StoreConfig,
+    /// How long a row lock is waited for before the statement fails (None: forever).
+    pub lock_timeout: Option<Duration>,
+}
+
+/// The four isolation levels, with PostgreSQL's semantics (and a true READ UNCOMMITTED).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    ReadUncommitted,
+    ReadCommitted,
+    RepeatableRead,
+    Serializable,
+}
+
+/// A committed transaction's writes waiting for purge, each with whether the version it replaced
+/// has been removed from history.
+struct PurgeItem {
+    txn: TxnId,
+    csn: Csn,
+    writes: Vec<(UndoEntry, bool)>,
+}
+
+/// An open database.
+pub struct Engine {
+    store: Store,
+    txns: TxnManager,
+    locks: LockManager,
+    meta: BTree,
+    history: BTree,
+    undo: BTree,
+    indexes: RwLock<HashMap<IndexId, Arc<BTree>>>,
+    txn_block_end: Mutex<TxnId>,
+    lock_timeout: Option<Duration>,
+    purge_queue: Mutex<VecDeque<PurgeItem>>,
+    history_length: AtomicI64,
+}
+
+impl Engine {
+    /// Opens (or creates) the database in directory `dir`.
+    pub fn open(dir: &Path, config: &EngineConfig) -> Result<Engine> {
+        let vfs = OsVfs::new(dir, config.store.direct_io).map_err(|e| {
+            StorageError::io(format!("opening data directory {}", dir.display()), e)
+        })?;
+        Self::open_vfs(Arc::new(vfs), config)
+    }
+
+    /// Opens (or creates) the database behind `vfs`, recovering it if it was not shut down cleanly.
+    pub fn open_vfs(vfs: Arc<dyn Vfs>, config: &EngineConfig) -> Result<Engine> {
+        let store = Store::open(vfs, &config.store)?;
+        let system = store
+            .space(SYSTEM_SPACE)
+            .expect("a store has a system space");
+        let meta = open_or_create(&store, &system, META_INDEX)?;
+        let indexes = open_user_indexes(&store)?;
+        let first_txn = read_counter(&meta, META_NEXT_TXN)?.unwrap_or(1);
+        let history = open_or_create(&store, &system, HISTORY_INDEX)?;
+        let undo = open_or_create(&store, &system, UNDO_INDEX)?;
+        roll_back_unfinished(&undo, &history, &indexes)?;
+        let history = recreate(&store, &system, history)?;
+        let undo = recreate(&store, &system, undo)?;
+        meta.insert(META_NEXT_TXN, &(first_txn + TXN_BLOCK).to_le_bytes())?;
+        store.sync_log()?;
+        Ok(Engine {
+            store,
+            txns: TxnManager::new(first_txn, 0),
+            locks: LockManager::new(),
+            meta,
+            history,
+            undo,
+            indexes: RwLock::new(indexes),
+            txn_block_end: Mutex::new(first_txn + TXN_BLOCK),
+            lock_timeout: config.lock_timeout,
+            purge_queue: Mutex::new(VecDeque::new()),
+            history_length: AtomicI64::new(0),
+        })
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn locks(&self) -> &LockManager {
+        &self.locks
+    }
+
+    /// A checkpoint, then a clean shutdown of the store.
+    pub fn close(self) -> Result<()> {
+        let Engine { store, .. } = self;
+        store.close()?;
+        Ok(())
+    }
+
+    /// Creates an empty index in a space of its own and returns its id.
+    pub fn create_index(&self) -> Result<IndexId> {
+        let id = read_counter(&self.meta, META_NEXT_INDEX)?.unwrap_or(FIRST_USER_INDEX);
+        self.meta.insert(META_NEXT_INDEX, &(id + 1).to_le_bytes())?;
+        let space = self.store.create_space()?;
+        let tree = BTree::create(self.store.pool().clone(), space, id)?;
+        self.store.sync_log()?;
+        self.indexes.write().insert(id, Arc::new(tree));
+        Ok(id)
+    }
+
+    fn tree(&self, index: IndexId) -> Result<Arc<BTree>> {
+        self.indexes
+            .read()
+            .get(&index)
+            .cloned()
+            .ok_or(EngineError::NoSuchIndex(index))
+    }
+
+    /// Starts a transaction.
+    pub fn begin(&self, isolation: Isolation) -> Result<Transaction<'_>> {
+        let id = self.txns.begin();
+        self.extend_txn_block(id)?;
+        Ok(Transaction {
+            engine: self,
+            id,
+            isolation,
+            snapshot: None,
+            writes: Vec::new(),
+            first_writes: HashSet::new(),
+            ended: false,
+        })
+    }
+
+    /// Records a new block of transaction ids durably before the first id of it is used.
+    fn extend_txn_block(&self, id: TxnId) -> Result<()> {
+        let mut end = self.txn_block_end.lock();
+        if id >= *end {
+            *end = id + TXN_BLOCK;
+            self.meta.insert(META_NEXT_TXN, &end.to_le_bytes())?;
+            self.store.sync_log()?;
+        }
+        Ok(())
+    }
+
+    /// Counters of the engine.
+    pub fn stats(&self) -> EngineStats {
+        let txns = self.txns.stats();
+        EngineStats {
+            active_transactions: txns.active,
+            open_snapshots: txns.snapshots,
+            last_csn: txns.last_csn,
+            history_length: self.history_length.load(Ordering::Relaxed).max(0) as u64,
+            purge_lag: self.purge_queue.lock().len(),
+        }
+    }
+
+    /// The version of `pk` that `snapshot` sees, given the in-place record (`None`: the newest,
+    /// as READ UNCOMMITTED reads), from the point of view of transaction `reader`.
+    fn visible(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        record: Option<Version>,
+        reader: TxnId,
+        snapshot: Option<Csn>,
+    ) -> Result<Option<Vec<u8>>> {
+        let Some(version) = record else {
+            return Ok(None);
+        };
+        let Some(snapshot) = snapshot else {
+            return Ok((!version.deleted).then_some(version.row));
+        };
+        if version.writer == reader || self.committed_by(version.writer, snapshot) {
+            return Ok((!version.deleted).then_some(version.row));
+        }
+        self.history_version(index, pk, snapshot)
+    }
+
+    /// Whether `writer` committed at or before `snapshot`.
+    fn committed_by(&self, writer: TxnId, snapshot: Csn) -> bool {
+        matches!(self.txns.status(writer), TxnStatus::Committed(csn) if csn <= snapshot)
+    }
+
+    /// The row as `snapshot` saw it, from the history store: one seek.
+    fn history_version(&self, index: IndexId, pk: &[u8], snapshot: Csn) -> Result<Option<Vec<u8>>> {
+        let from = history_key(index, pk, snapshot);
+        let Some(entry) = self
+            .history
+            .range(Bound::Included(&from), Bound::Unbounded)
+            .next()
+        else {
+            return Ok(None);
+        };
+        let (key, value) = entry?;
+        if !key.starts_with(&history_prefix(index, pk)) {
+            return Ok(None);
+        }
+        let old = OldVersion::decode(&value)?;
+        Ok((!old.version.deleted).then_some(old.version.row))
+    }
+
+    fn history_insert(&self, key: &[u8], old: &OldVersion) -> Result<()> {
+        if self.history.insert(key, &old.encode())?.is_none() {
+            self.history_length.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Removes a history entry if transaction `txn` put it there (the same key may since hold a
+    /// version a later transaction replaced).
+    fn history_delete_if_superseded_by(&self, key: &[u8], txn: TxnId) -> Result<bool> {
+        let Some(bytes) = self.history.get(key)? else {
+            return Ok(false);
+        };
+        if OldVersion::decode(&bytes)?.superseded_by != txn {
+            return Ok(false);
+        }
+        self.history.delete(key)?;
+        self.history_length.fetch_sub(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// Removes old versions no snapshot can see, delete-marked rows every snapshot sees as deleted,
+    /// and the undo entries of fully purged transactions. Returns how many versions were removed.
+    pub fn purge(&self) -> Result<usize> {
+        let horizon = self.txns.horizon();
+        let mut removed = 0;
+        let mut queue = self.purge_queue.lock();
+        let mut kept = VecDeque::with_capacity(queue.len());
+        while let Some(mut item) = queue.pop_front() {
+            removed += self.purge_versions(&mut item, horizon)?;
+            if item.csn <= horizon {
+                removed += self.purge_delete_marks(&item)?;
+                self.delete_undo(item.txn)?;
+            } else {
+                kept.push_back(item);
+            }
+        }
+        *queue = kept;
+        self.txns.forget_below(horizon);
+        Ok(removed)
+    }
+
+    /// Removes the versions a committed transaction replaced that no open snapshot can see.
+    fn purge_versions(&self, item: &mut PurgeItem, horizon: Csn) -> Result<usize> {
+        let mut removed = 0;
+        for (write, done) in item.writes.iter_mut().filter(|(_, done)| !done) {
+            let UndoAction::Replaced { previous_start } = write.action else {
+                *done = true;
+                continue;
+            };
+            if item.csn > horizon && self.txns.snapshot_within(previous_start, item.csn) {
+                continue;
+            }
+            let key = history_key(write.index, &write.pk, previous_start);
+            removed += usize::from(self.history_delete_if_superseded_by(&key, item.txn)?);
+            *done = true;
+        }
+        Ok(removed)
+    }
+
+    /// Removes rows a purged transaction left delete-marked, unless written again since.
+    fn purge_delete_marks(&self, item: &PurgeItem) -> Result<usize> {
+        let mut removed = 0;
+        for (write, _) in &item.writes {
+            let key = LockKey {
+                index_id: write.index,
+                key: write.pk.clone(),
+            };
+            if self
+                .locks
+                .lock(PURGE_TXN, key, LockMode::Exclusive, Some(Duration::ZERO))
+                .is_err()
+            {
+                continue;
+            }
+            let tree = self.tree(write.index)?;
+            if let Some(bytes) = tree.get(&write.pk)? {
+                let version = Version::decode(&bytes)?;
+                if version.deleted && version.writer == item.txn {
+                    tree.delete(&write.pk)?;
+                    removed += 1;
+                }
+            }
+            self.locks.release_all(PURGE_TXN);
+        }
+        Ok(removed)
+    }
+
+    fn delete_undo(&self, txn: TxnId) -> Result<()> {
+        let from = undo_key(txn, 0);
+        let to = undo_key(txn, COMMIT_MARKER);
+        let keys: Vec<Vec<u8>> = self
+            .undo
+            .range(Bound::Included(&from), Bound::Included(&to))
+            .map(|entry| entry.map(|(key, _)| key))
+            .collect::<std::result::Result<_, _>>()?;
+        for key in keys {
+            self.undo.delete(&key)?;
+        }
+        Ok(())
+    }
+}
+
+/// Figures of the engine.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    pub active_transactions: usize,
+    pub open_snapshots: usize,
+    pub last_csn: Csn,
+    /// Versions in the history store.
+    pub history_length: u64,
+    /// Committed transactions not yet fully purged.
+    pub purge_lag: usize,
+}
+
+/// One transaction. Dropped without commit, it rolls back.
+pub struct Transaction<'e> {
+    engine: &'e Engine,
+    id: TxnId,
+    isolation: Isolation,
+    snapshot: Option<Csn>,
+    writes: Vec<UndoEntry>,
+    first_writes: HashSet<(IndexId, Vec<u8>)>,
+    ended: bool,
+}
+
+/// What a write does to a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WriteKind {
+    Insert,
+    Update,
+    Delete,
+}
+
+impl<'e> Transaction<'e> {
+    pub fn id(&self) -> TxnId {
+        self.id
+    }
+
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    /// Marks the start of a statement: READ COMMITTED takes a new snapshot for each.
+    pub fn begin_statement(&mut self) {
+        if self.isolation == Isolation::ReadCommitted {
+            if let Some(old) = self.snapshot.take() {
+                self.engine.txns.release_snapshot(old);
+            }
+        }
+    }
+
+    /// The snapshot reads use (`None` for READ UNCOMMITTED), taken at the first read.
+    fn snapshot(&mut self) -> Option<Csn> {
+        if self.isolation == Isolation::ReadUncommitted {
+            return None;
+        }
+        Some(
+            *self
+                .snapshot
+                .get_or_insert_with(|| self.engine.txns.take_snapshot()),
+        )
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.ended {
+            return Err(EngineError::TransactionEnded);
+        }
+        Ok(())
+    }
+
+    /// The row stored under `pk` in `index`, as this transaction sees it.
+    pub fn get(&mut self, index: IndexId, pk: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let tree = self.engine.tree(index)?;
+        let record = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+        let snapshot = self.snapshot();
+        self.engine.visible(index, pk, record, self.id, snapshot)
+    }
+
+    /// The rows of `index` with keys in the range, in key order, as this transaction sees them.
+    pub fn scan(
+        &mut self,
+        index: IndexId,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Result<Scan<'e>> {
+        self.check_open()?;
+        let tree = self.engine.tree(index)?;
+        let snapshot = self.snapshot();
+        Ok(Scan {
+            engine: self.engine,
+            reader: self.id,
+            tree,
+            index,
+            snapshot,
+            next_start: start.map(<[u8]>::to_vec),
+            end: end.map(<[u8]>::to_vec),
+            batch: VecDeque::new(),
+            exhausted: false,
+        })
+    }
+
+    /// Inserts a new row; fails with a unique violation if the key holds a live row.
+    pub fn insert(&mut self, index: IndexId, pk: &[u8], row: &[u8]) -> Result<()> {
+        self.write(index, pk, Some(row), WriteKind::Insert)
+            .map(drop)
+    }
+
+    /// Replaces the row this transaction sees under `pk`; false if it sees none.
+    pub fn update(&mut self, index: IndexId, pk: &[u8], row: &[u8]) -> Result<bool> {
+        self.write(index, pk, Some(row), WriteKind::Update)
+    }
+
+    /// Deletes the row this transaction sees under `pk`; false if it sees none.
+    pub fn delete(&mut self, index: IndexId, pk: &[u8]) -> Result<bool> {
+        self.write(index, pk, None, WriteKind::Delete)
+    }
+
+    fn write(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        row: Option<&[u8]>,
+        kind: WriteKind,
+    ) -> Result<bool> {
+        self.check_open()?;
+        let engine = self.engine;
+        let tree = engine.tree(index)?;
+        let key = LockKey {
+            index_id: index,
+            key: pk.to_vec(),
+        };
+        engine
+            .locks
+            .lock(self.id, key, LockMode::Exclusive, engine.lock_timeout)?;
+        let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+        if !self.may_write(index, pk, current.as_ref(), kind)? {
+            return Ok(false);
+        }
+        if self.first_writes.insert((index, pk.to_vec())) {
+            self.log_first_write(index, pk, current)?;
+        }
+        let version = Version {
+            writer: self.id,
+            deleted: row.is_none(),
+            row: row.unwrap_or_default().to_vec(),
+        };
+        tree.insert(pk, &version.encode())?;
+        Ok(true)
+    }
+
+    /// Decides, with the row locked, whether the write applies: false when an update or delete finds
+    /// no row; a unique violation when an insert finds one; a serialization failure when a snapshot
+    /// transaction would overwrite a version committed after its snapshot.
+    fn may_write(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<&Version>,
+        kind: WriteKind,
+    ) -> Result<bool> {
+        let live = current.is_some_and(|v| !v.deleted);
+        if kind == WriteKind::Insert {
+            return if live {
+                Err(EngineError::UniqueViolation { index })
+            } else {
+                Ok(true)
+            };
+        }
+        let snapshot = self.snapshot();
+        let seen = self
+            .engine
+            .visible(index, pk, current.cloned(), self.id, snapshot)?;
+        if seen.is_none() {
+            return Ok(false);
+        }
+        let newer = match (current, snapshot) {
+            (Some(v), Some(snapshot)) => {
+                v.writer != self.id && !self.engine.committed_by(v.writer, snapshot)
+            }
+            _ => false,
+        };
+        let snapshot_isolation = matches!(
+            self.isolation,
+            Isolation::RepeatableRead | Isolation::Serializable
+        );
+        if newer && snapshot_isolation {
+            return Err(EngineError::SerializationFailure);
+        }
+        Ok(live)
+    }
+
+    /// Before the first change of a row: the undo entry, then the replaced version into history.
+    fn log_first_write(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<Version>,
+    ) -> Result<()> {
+        let engine = self.engine;
+        let action = match &current {
+            None => UndoAction::Inserted,
+            Some(version) => UndoAction::Replaced {
+                previous_start: match engine.txns.status(version.writer) {
+                    TxnStatus::Committed(csn) => csn,
+                    TxnStatus::Active => {
+                        return Err(EngineError::Corrupt(format!(
+                            "row locked by transaction {} still names active writer {}",
+                            self.id, version.writer
+                        )))
+                    }
+                },
+            },
+        };
+        let entry = UndoEntry {
+            index,
+            pk: pk.to_vec(),
+            action: action.clone(),
+        };
+        engine.undo.insert(
+            &undo_key(self.id, self.writes.len() as u64),
+            &entry.encode(),
+        )?;
+        if let (Some(version), UndoAction::Replaced { previous_start }) = (current, action) {
+            let old = OldVersion {
+                version,
+                superseded_by: self.id,
+            };
+            engine.history_insert(&history_key(index, pk, previous_start), &old)?;
+        }
+        self.writes.push(entry);
+        Ok(())
+    }
+
+    /// Makes the transaction's writes durable, then visible.
+    pub fn commit(mut self) -> Result<()> {
+        self.check_open()?;
+        let engine = self.engine;
+        if !self.writes.is_empty() {
+            engine.undo.insert(&undo_key(self.id, COMMIT_MARKER), &[])?;
+            engine.store.sync_log()?;
+        }
+        let csn = engine.txns.commit(self.id);
+        if !self.writes.is_empty() {
+            engine.purge_queue.lock().push_back(PurgeItem {
+                txn: self.id,
+                csn,
+                writes: std::mem::take(&mut self.writes)
+                    .into_iter()
+                    .map(|write| (write, false))
+                    .collect(),
+            });
+        }
+        self.end();
+        Ok(())
+    }
+
+    /// Undoes the transaction's writes, newest first.
+    pub fn rollback(mut self) -> Result<()> {
+        self.check_open()?;
+        self.undo_all()
+    }
+
+    fn undo_all(&mut self) -> Result<()> {
+        let engine = self.engine;
+        let trees = engine.indexes.read().clone();
+        for entry in self.writes.iter().rev() {
+            if undo_write(&engine.history, &trees, self.id, entry)? {
+                engine.history_length.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        engine.delete_undo(self.id)?;
+        engine.txns.abort(self.id);
+        self.end();
+        Ok(())
+    }
+
+    fn end(&mut self) {
+        if let Some(snapshot) = self.snapshot.take() {
+            self.engine.txns.release_snapshot(snapshot);
+        }
+        self.engine.locks.release_all(self.id);
+        self.ended = true;
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if !self.ended {
+            if let Err(err) = self.undo_all() {
+                eprintln!("steady: rolling back transaction {} failed: {err}", self.id);
+                self.end();
+            }
+        }
+    }
+}
+
+/// The rows of a range as a transaction sees them (its snapshot, its own writes); each item is
+/// `Ok((pk, row))`. It borrows no transaction, so the transaction may write while scanning.
+pub struct Scan<'e> {
+    engine: &'e Engine,
+    reader: TxnId,
+    tree: Arc<BTree>,
+    index: IndexId,
+    snapshot: Option<Csn>,
+    next_start: Bound<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    batch: VecDeque<(Vec<u8>, Vec<u8>)>,
+    exhausted: bool,
+}
+
+impl Scan<'_> {
+    /// Reads the next batch of in-place records, without holding any latch between batches.
+    fn refill(&mut self) -> Result<()> {
+        let start = self.next_start.as_ref().map(Vec::as_slice);
+        let end = self.end.as_ref().map(Vec::as_slice);
+        let mut read = 0;
+        for entry in self.tree.range(start, end).take(SCAN_BATCH) {
+            let (pk, bytes) = entry?;
+            read += 1;
+            let version = Version::decode(&bytes)?;
+            let engine = self.engine;
+            if let Some(row) =
+                engine.visible(self.index, &pk, Some(version), self.reader, self.snapshot)?
+            {
+                self.batch.push_back((pk.clone(), row));
+            }
+            self.next_start = Bound::Excluded(pk);
+        }
+        self.exhausted = read < SCAN_BATCH;
+        Ok(())
+    }
+}
+
+impl Iterator for Scan<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(row) = self.batch.pop_front() {
+                return Some(Ok(row));
+            }
+            if self.exhausted {
+                return None;
+            }
+            if let Err(err) = self.refill() {
+                self.exhausted = true;
+                return Some(Err(err));
+            }
+        }
+    }
+}
+
+/// Rolls back one write of transaction `txn`; safe to repeat and to run on a write that was only
+/// partly done (recovery). Returns whether a history entry was removed.
+fn undo_write(
+    history: &BTree,
+    trees: &HashMap<IndexId, Arc<BTree>>,
+    txn: TxnId,
+    entry: &UndoEntry,
+) -> Result<bool> {
+    let tree = trees
+        .get(&entry.index)
+        .ok_or(EngineError::NoSuchIndex(entry.index))?;
+    let current = tree
+        .get(&entry.pk)?
+        .map(|b| Version::decode(&b))
+        .transpose()?;
+    let written = current.is_some_and(|v| v.writer == txn);
+    match entry.action {
+        UndoAction::Inserted => {
+            if written {
+                tree.delete(&entry.pk)?;
+            }
+            Ok(false)
+        }
+        UndoAction::Replaced { previous_start } => {
+            let key = history_key(entry.index, &entry.pk, previous_start);
+            let Some(bytes) = history.get(&key)? else {
+                return Ok(false);
+            };
+            let old = OldVersion::decode(&bytes)?;
+            if old.superseded_by != txn {
+                return Ok(false);
+            }
+            if written {
+                tree.insert(&entry.pk, &old.version.encode())?;
+            }
+            history.delete(&key)?;
+            Ok(true)
+        }
+    }
+}
+
+/// Rolls back every transaction in the undo tree that has no commit marker.
+fn roll_back_unfinished(
+    undo: &BTree,
+    history: &BTree,
+    trees: &HashMap<IndexId, Arc<BTree>>,
+) -> Result<()> {
+    let mut by_txn: HashMap<TxnId, (Vec<UndoEntry>, bool)> = HashMap::new();
+    for entry in undo.range(Bound::Unbounded, Bound::Unbounded) {
+        let (key, value) = entry?;
+        let (txn, sequence) = split_undo_key(&key)?;
+        let slot = by_txn.entry(txn).or_default();
+        if sequence == COMMIT_MARKER {
+            slot.1 = true;
+        } else {
+            slot.0.push(UndoEntry::decode(&value)?);
+        }
+    }
+    for (txn, (writes, committed)) in by_txn {
+        if !committed {
+            for entry in writes.iter().rev() {
+                undo_write(history, trees, txn, entry)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn open_or_create(store: &Store, space: &Arc<Space>, index: IndexId) -> Result<BTree> {
+    let pool = store.pool().clone();
+    let tree = if space.trees().iter().any(|t| t.index_id == index) {
+        BTree::open(pool, space.clone(), index)?
+    } else {
+        BTree::create(pool, space.clone(), index)?
+    };
+    Ok(tree)
+}
+
+/// Drops a system tree with all its pages and creates it again, empty.
+fn recreate(store: &Store, space: &Arc<Space>, tree: BTree) -> Result<BTree> {
+    let index = tree.index_id();
+    drop(tree);
+    let mut mtr = steady_storage::mtr::Mtr::new(store.pool());
+    space.drop_tree(&mut mtr, index)?;
+    mtr.commit();
+    Ok(BTree::create(store.pool().clone(), space.clone(), index)?)
+}
+
+fn open_user_indexes(store: &Store) -> Result<HashMap<IndexId, Arc<BTree>>> {
+    let mut indexes = HashMap::new();
+    for space in store.spaces() {
+        if space.id() == SYSTEM_SPACE {
+            continue;
+        }
+        for entry in space.trees() {
+            let tree = BTree::open(store.pool().clone(), space.clone(), entry.index_id)?;
+            indexes.insert(entry.index_id, Arc::new(tree));
+        }
+    }
+    Ok(indexes)
+}
+
+fn read_counter(meta: &BTree, key: &[u8]) -> Result<Option<u64>> {
+    meta.get(key)?
+        .map(|bytes| {
+            let array: [u8; 8] = bytes.as_slice().try_into().map_err(|_| {
+                EngineError::Corrupt(format!("meta counter of {} bytes", bytes.len()))
+            })?;
+            Ok(u64::from_le_bytes(array))
+        })
+        .transpose()
+}

@@ -1,0 +1,46 @@
+//! The one error type of the engine, each with the PostgreSQL SQLSTATE a client should see.
+
+use steady_storage::StorageError;
+
+use crate::lock::LockError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error("could not serialize access due to concurrent update")]
+    SerializationFailure,
+    #[error("duplicate key value violates unique constraint on index {index}")]
+    UniqueViolation { index: u64 },
+    #[error("snapshot too old: it is older than max_snapshot_age")]
+    SnapshotTooOld,
+    #[error("no index {0}")]
+    NoSuchIndex(u64),
+    #[error("the transaction has already ended")]
+    TransactionEnded,
+    #[error("corrupt engine data: {0}")]
+    Corrupt(String),
+}
+
+impl EngineError {
+    /// The PostgreSQL SQLSTATE of this error.
+    pub fn sqlstate(&self) -> &'static str {
+        match self {
+            EngineError::Storage(StorageError::KeyTooLarge { .. })
+            | EngineError::Storage(StorageError::ValueTooLarge { .. }) => "54000",
+            EngineError::Storage(StorageError::Corrupt { .. }) | EngineError::Corrupt(_) => "XX001",
+            EngineError::Storage(_) => "58030",
+            EngineError::Lock(err) => err.sqlstate(),
+            EngineError::SerializationFailure => "40001",
+            EngineError::UniqueViolation { .. } => "23505",
+            EngineError::SnapshotTooOld => "72000",
+            EngineError::NoSuchIndex(_) => "42P01",
+            EngineError::TransactionEnded => "25P01",
+        }
+    }
+}
+
+/// Result of every fallible engine operation.
+pub type Result<T> = std::result::Result<T, EngineError>;

@@ -1,0 +1,189 @@
+//! Transaction ids, commit sequence numbers and snapshots.
+//!
+//! A writer gets a [`TxnId`] when it begins; at commit it gets the next [`Csn`] from one counter. A
+//! snapshot is the last CSN handed out when it was taken: it sees exactly the versions whose writer
+//! committed with a CSN at or below it (plus its own writes).
+//!
+//! ```text
+//! txn ids:  [ from earlier runs: all committed ][ this run: active | committed(csn) | aborted ]
+//!           0                           first_of_run                                 next
+//! ```
+//!
+//! Invariants: every id below `first_of_run` belongs to a transaction that committed before the last
+//! restart (recovery rolled back the others), so its versions are visible to every snapshot. An
+//! aborted transaction has undone all its writes before it leaves the active set, so a record never
+//! names an aborted writer. Committed transactions are forgotten once their CSN is at or below every
+//! open snapshot ([`TxnManager::forget_below`]); a forgotten id reads as committed at CSN 0.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use parking_lot::Mutex;
+
+/// Identifies a transaction.
+pub type TxnId = u64;
+/// A commit sequence number; a snapshot is the CSN it was taken at.
+pub type Csn = u64;
+
+/// What is known of a transaction that wrote a version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnStatus {
+    Active,
+    Committed(Csn),
+}
+
+/// Transaction bookkeeping shared by all sessions.
+pub struct TxnManager {
+    state: Mutex<State>,
+}
+
+struct State {
+    first_of_run: TxnId,
+    next_txn: TxnId,
+    last_csn: Csn,
+    active: HashSet<TxnId>,
+    committed: HashMap<TxnId, Csn>,
+    /// Open snapshots, as a multiset of CSNs.
+    snapshots: BTreeMap<Csn, usize>,
+}
+
+impl TxnManager {
+    /// Starts handing out ids at `first_of_run` (every smaller id is an earlier run's committed
+    /// transaction) and CSNs after `last_csn`.
+    pub fn new(first_of_run: TxnId, last_csn: Csn) -> Self {
+        TxnManager {
+            state: Mutex::new(State {
+                first_of_run,
+                next_txn: first_of_run,
+                last_csn,
+                active: HashSet::new(),
+                committed: HashMap::new(),
+                snapshots: BTreeMap::new(),
+            }),
+        }
+    }
+
+    /// A new active transaction id.
+    pub fn begin(&self) -> TxnId {
+        let mut state = self.state.lock();
+        let id = state.next_txn;
+        state.next_txn += 1;
+        state.active.insert(id);
+        id
+    }
+
+    /// The next id `begin` will hand out.
+    pub fn next_txn(&self) -> TxnId {
+        self.state.lock().next_txn
+    }
+
+    /// Takes a snapshot and registers it until [`TxnManager::release_snapshot`].
+    pub fn take_snapshot(&self) -> Csn {
+        let mut state = self.state.lock();
+        let csn = state.last_csn;
+        *state.snapshots.entry(csn).or_insert(0) += 1;
+        csn
+    }
+
+    pub fn release_snapshot(&self, csn: Csn) {
+        let mut state = self.state.lock();
+        if let Some(count) = state.snapshots.get_mut(&csn) {
+            *count -= 1;
+            if *count == 0 {
+                state.snapshots.remove(&csn);
+            }
+        }
+    }
+
+    /// Commits an active transaction: it gets the next CSN, visible to snapshots taken from now on.
+    pub fn commit(&self, txn: TxnId) -> Csn {
+        let mut state = self.state.lock();
+        state.last_csn += 1;
+        let csn = state.last_csn;
+        state.active.remove(&txn);
+        state.committed.insert(txn, csn);
+        csn
+    }
+
+    /// Ends an aborted transaction (after its writes were undone).
+    pub fn abort(&self, txn: TxnId) {
+        self.state.lock().active.remove(&txn);
+    }
+
+    /// The status of the writer of a version.
+    pub fn status(&self, txn: TxnId) -> TxnStatus {
+        let state = self.state.lock();
+        if txn >= state.first_of_run && state.active.contains(&txn) {
+            return TxnStatus::Active;
+        }
+        TxnStatus::Committed(state.committed.get(&txn).copied().unwrap_or(0))
+    }
+
+    /// The CSN below which no open snapshot (or future one) can see a difference: the oldest open
+    /// snapshot, or the last CSN when none is open.
+    pub fn horizon(&self) -> Csn {
+        let state = self.state.lock();
+        state
+            .snapshots
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(state.last_csn)
+    }
+
+    /// Whether some open snapshot lies in `from..to` (it would see a version valid over that range).
+    pub fn snapshot_within(&self, from: Csn, to: Csn) -> bool {
+        from < to && self.state.lock().snapshots.range(from..to).next().is_some()
+    }
+
+    /// Forgets committed transactions whose CSN is at or below `horizon`: every snapshot sees them.
+    pub fn forget_below(&self, horizon: Csn) {
+        self.state.lock().committed.retain(|_, csn| *csn > horizon);
+    }
+
+    /// Counters: open transactions and snapshots, the last CSN.
+    pub fn stats(&self) -> TxnStats {
+        let state = self.state.lock();
+        TxnStats {
+            active: state.active.len(),
+            snapshots: state.snapshots.values().sum(),
+            last_csn: state.last_csn,
+            oldest_snapshot: state.snapshots.keys().next().copied(),
+        }
+    }
+}
+
+/// Figures of the transaction manager.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TxnStats {
+    pub active: usize,
+    pub snapshots: usize,
+    pub last_csn: Csn,
+    pub oldest_snapshot: Option<Csn>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_see_commits_at_or_before_them() {
+        let txns = TxnManager::new(100, 0);
+        assert_eq!(
+            txns.status(5),
+            TxnStatus::Committed(0),
+            "ids of earlier runs are committed"
+        );
+        let a = txns.begin();
+        let before = txns.take_snapshot();
+        assert_eq!(txns.status(a), TxnStatus::Active);
+        let csn = txns.commit(a);
+        assert!(csn > before);
+        assert_eq!(txns.status(a), TxnStatus::Committed(csn));
+        assert!(txns.snapshot_within(before, csn));
+        assert_eq!(txns.horizon(), before);
+        txns.release_snapshot(before);
+        assert_eq!(txns.horizon(), csn);
+        txns.forget_below(csn);
+        assert_eq!(txns.status(a), TxnStatus::Committed(0));
+    }
+}

@@ -1,0 +1,288 @@
+//! Transactions at the engine API: what each isolation level lets a reader see, first-updater-wins,
+//! row-lock waits, rollback, one-seek history reads, purge (also between open snapshots), and
+//! recovery after a crash that leaves a transaction unfinished.
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::Duration;
+
+use steady_engine::engine::{Engine, EngineConfig, Isolation};
+use steady_engine::error::EngineError;
+use steady_storage::io::{MemVfs, Vfs};
+use steady_storage::store::StoreConfig;
+
+fn config() -> EngineConfig {
+    EngineConfig {
+        store: StoreConfig {
+            page_size: 4096,
+            buffer_pool_bytes: 512 * 4096,
+            background_flush: false,
+            log_capacity: 16 << 20,
+            ..Default::default()
+        },
+        lock_timeout: Some(Duration::from_secs(5)),
+    }
+}
+
+fn engine() -> (Arc<dyn Vfs>, Engine) {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
+    (vfs, engine)
+}
+
+fn value(bytes: Option<Vec<u8>>) -> Option<String> {
+    bytes.map(|b| String::from_utf8(b).unwrap())
+}
+
+#[test]
+fn snapshots_see_what_committed_before_them() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut writer = engine.begin(Isolation::ReadCommitted).unwrap();
+    writer.insert(table, b"k", b"v1").unwrap();
+    let mut repeatable = engine.begin(Isolation::RepeatableRead).unwrap();
+    let mut committed = engine.begin(Isolation::ReadCommitted).unwrap();
+    let mut dirty = engine.begin(Isolation::ReadUncommitted).unwrap();
+    assert_eq!(repeatable.get(table, b"k").unwrap(), None);
+    assert_eq!(committed.get(table, b"k").unwrap(), None);
+    assert_eq!(
+        value(dirty.get(table, b"k").unwrap()).as_deref(),
+        Some("v1"),
+        "a dirty read"
+    );
+    assert_eq!(
+        value(writer.get(table, b"k").unwrap()).as_deref(),
+        Some("v1"),
+        "own write"
+    );
+    writer.commit().unwrap();
+    assert_eq!(
+        repeatable.get(table, b"k").unwrap(),
+        None,
+        "the snapshot is the transaction's"
+    );
+    assert_eq!(
+        committed.get(table, b"k").unwrap(),
+        None,
+        "same statement, same snapshot"
+    );
+    committed.begin_statement();
+    assert_eq!(
+        value(committed.get(table, b"k").unwrap()).as_deref(),
+        Some("v1")
+    );
+}
+
+#[test]
+fn the_first_updater_wins_under_repeatable_read() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    setup.insert(table, b"k", b"v0").unwrap();
+    setup.commit().unwrap();
+    let mut first = engine.begin(Isolation::RepeatableRead).unwrap();
+    let mut second = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(
+        value(first.get(table, b"k").unwrap()).as_deref(),
+        Some("v0")
+    );
+    assert_eq!(
+        value(second.get(table, b"k").unwrap()).as_deref(),
+        Some("v0")
+    );
+    assert!(second.update(table, b"k", b"v2").unwrap());
+    second.commit().unwrap();
+    let err = first.update(table, b"k", b"v1").unwrap_err();
+    assert!(matches!(err, EngineError::SerializationFailure), "{err}");
+    assert_eq!(err.sqlstate(), "40001");
+    assert_eq!(
+        value(first.get(table, b"k").unwrap()).as_deref(),
+        Some("v0"),
+        "still its snapshot"
+    );
+}
+
+#[test]
+fn a_writer_waits_for_the_row_lock_and_read_committed_updates_the_new_version() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    setup.insert(table, b"k", b"0").unwrap();
+    setup.commit().unwrap();
+    let mut first = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert!(first.update(table, b"k", b"1").unwrap());
+    std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            let mut second = engine.begin(Isolation::ReadCommitted).unwrap();
+            assert!(second.update(table, b"k", b"2").unwrap());
+            second.commit().unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            !waiter.is_finished(),
+            "the second writer must wait for the row lock"
+        );
+        first.commit().unwrap();
+        waiter.join().unwrap();
+    });
+    let mut reader = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(
+        value(reader.get(table, b"k").unwrap()).as_deref(),
+        Some("2")
+    );
+}
+
+#[test]
+fn rollback_restores_every_row() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    setup.insert(table, b"a", b"a0").unwrap();
+    setup.insert(table, b"b", b"b0").unwrap();
+    setup.commit().unwrap();
+    let mut txn = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert!(txn.update(table, b"a", b"a1").unwrap());
+    assert!(txn.update(table, b"a", b"a2").unwrap());
+    assert!(txn.delete(table, b"b").unwrap());
+    txn.insert(table, b"c", b"c1").unwrap();
+    assert!(!txn.delete(table, b"zz").unwrap());
+    txn.rollback().unwrap();
+    let mut reader = engine.begin(Isolation::RepeatableRead).unwrap();
+    let rows: Vec<(Vec<u8>, Vec<u8>)> = reader
+        .scan(table, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (b"a".to_vec(), b"a0".to_vec()),
+            (b"b".to_vec(), b"b0".to_vec())
+        ]
+    );
+    assert_eq!(engine.stats().history_length, 0);
+}
+
+#[test]
+fn an_old_snapshot_reads_its_version_in_one_seek_and_purge_keeps_only_what_snapshots_need() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let write = |v: u32| {
+        let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+        txn.update(table, b"hot", v.to_string().as_bytes()).unwrap();
+        txn.commit().unwrap();
+    };
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    setup.insert(table, b"hot", b"0").unwrap();
+    setup.commit().unwrap();
+    let mut old = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(value(old.get(table, b"hot").unwrap()).as_deref(), Some("0"));
+    (1..=500).for_each(write);
+    let mut middle = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(
+        value(middle.get(table, b"hot").unwrap()).as_deref(),
+        Some("500")
+    );
+    (501..=1000).for_each(write);
+    assert_eq!(engine.stats().history_length, 1000);
+    engine.purge().unwrap();
+    assert_eq!(
+        engine.stats().history_length,
+        2,
+        "only the versions the two open snapshots see stay"
+    );
+    assert_eq!(value(old.get(table, b"hot").unwrap()).as_deref(), Some("0"));
+    assert_eq!(
+        value(middle.get(table, b"hot").unwrap()).as_deref(),
+        Some("500")
+    );
+    old.commit().unwrap();
+    middle.commit().unwrap();
+    engine.purge().unwrap();
+    assert_eq!(engine.stats().history_length, 0);
+    assert_eq!(engine.stats().purge_lag, 0);
+}
+
+#[test]
+fn purge_removes_deleted_rows_once_no_snapshot_sees_them() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    for i in 0..100u32 {
+        setup.insert(table, &i.to_be_bytes(), b"row").unwrap();
+    }
+    setup.commit().unwrap();
+    let mut reader = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(
+        reader
+            .scan(table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        100
+    );
+    let mut deleter = engine.begin(Isolation::ReadCommitted).unwrap();
+    for i in 0..100u32 {
+        assert!(deleter.delete(table, &i.to_be_bytes()).unwrap());
+    }
+    deleter.commit().unwrap();
+    engine.purge().unwrap();
+    assert_eq!(
+        reader
+            .scan(table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        100
+    );
+    reader.commit().unwrap();
+    engine.purge().unwrap();
+    let mut after = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        after
+            .scan(table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        0
+    );
+    assert_eq!(engine.stats().history_length, 0);
+}
+
+#[test]
+fn a_crash_keeps_committed_transactions_and_rolls_back_the_rest() {
+    let (vfs, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut committed = engine.begin(Isolation::ReadCommitted).unwrap();
+    committed.insert(table, b"kept", b"1").unwrap();
+    committed.insert(table, b"changed", b"old").unwrap();
+    committed.commit().unwrap();
+    let mut unfinished = engine.begin(Isolation::ReadCommitted).unwrap();
+    unfinished.insert(table, b"lost", b"x").unwrap();
+    unfinished.update(table, b"changed", b"new").unwrap();
+    unfinished.delete(table, b"kept").unwrap();
+    engine.store().sync_log().unwrap();
+    std::mem::forget(unfinished);
+    drop(engine);
+    let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
+    let mut reader = engine.begin(Isolation::RepeatableRead).unwrap();
+    let rows: Vec<(Vec<u8>, Vec<u8>)> = reader
+        .scan(table, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (b"changed".to_vec(), b"old".to_vec()),
+            (b"kept".to_vec(), b"1".to_vec())
+        ]
+    );
+    let mut writer = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert!(
+        writer.update(table, b"kept", b"2").unwrap(),
+        "ids of the earlier run read as committed"
+    );
+    writer.commit().unwrap();
+    reader.commit().unwrap();
+    engine.close().unwrap();
+    let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
