@@ -27,9 +27,10 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use steady_storage::btree::BTree;
@@ -40,7 +41,7 @@ use steady_storage::StorageError;
 
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockManager, LockMode};
-use crate::txn::{Csn, TxnId, TxnManager, TxnStatus};
+use crate::txn::{Csn, Snapshot, TxnId, TxnManager, TxnStatus};
 use crate::version::{
     history_key, history_prefix, split_undo_key, undo_key, IndexId, OldVersion, UndoAction,
     UndoEntry, Version, COMMIT_MARKER,
@@ -57,15 +58,33 @@ const META_NEXT_INDEX: &[u8] = b"next_index";
 const TXN_BLOCK: TxnId = 1 << 20;
 /// The transaction id purge uses to take row locks.
 const PURGE_TXN: TxnId = u64::MAX - 1;
+/// Pause between background purge passes.
+const PURGE_INTERVAL: Duration = Duration::from_millis(10);
 /// Entries read from an index per descent by a scan.
 const SCAN_BATCH: usize = 256;
 
 /// How to open a database.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EngineConfig {
     pub store: StoreConfig,
     /// How long a row lock is waited for before the statement fails (None: forever).
     pub lock_timeout: Option<Duration>,
+    /// Run purge in a background thread.
+    pub background_purge: bool,
+    /// A snapshot older than this is refused ("snapshot too old") and no longer holds back purge
+    /// (None: snapshots may grow as old as they like).
+    pub max_snapshot_age: Option<Duration>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            store: StoreConfig::default(),
+            lock_timeout: None,
+            background_purge: true,
+            max_snapshot_age: None,
+        }
+    }
 }
 
 /// The four isolation levels, with PostgreSQL's semantics (and a true READ UNCOMMITTED).
@@ -97,12 +116,17 @@ pub struct Engine {
     txn_block_end: Mutex<TxnId>,
     lock_timeout: Option<Duration>,
     purge_queue: Mutex<VecDeque<PurgeItem>>,
+    /// Held by a purge pass, so that passes do not overlap.
+    purge_running: Mutex<()>,
+    purge_thread: Mutex<Option<JoinHandle<()>>>,
+    stop_purge: AtomicBool,
+    max_snapshot_age: Option<Duration>,
     history_length: AtomicI64,
 }
 
 impl Engine {
     /// Opens (or creates) the database in directory `dir`.
-    pub fn open(dir: &Path, config: &EngineConfig) -> Result<Engine> {
+    pub fn open(dir: &Path, config: &EngineConfig) -> Result<Arc<Engine>> {
         let vfs = OsVfs::new(dir, config.store.direct_io).map_err(|e| {
             StorageError::io(format!("opening data directory {}", dir.display()), e)
         })?;
@@ -110,7 +134,7 @@ impl Engine {
     }
 
     /// Opens (or creates) the database behind `vfs`, recovering it if it was not shut down cleanly.
-    pub fn open_vfs(vfs: Arc<dyn Vfs>, config: &EngineConfig) -> Result<Engine> {
+    pub fn open_vfs(vfs: Arc<dyn Vfs>, config: &EngineConfig) -> Result<Arc<Engine>> {
         let store = Store::open(vfs, &config.store)?;
         let system = store
             .space(SYSTEM_SPACE)
@@ -125,7 +149,7 @@ impl Engine {
         let undo = recreate(&store, &system, undo)?;
         meta.insert(META_NEXT_TXN, &(first_txn + TXN_BLOCK).to_le_bytes())?;
         store.sync_log()?;
-        Ok(Engine {
+        let engine = Arc::new(Engine {
             store,
             txns: TxnManager::new(first_txn, 0),
             locks: LockManager::new(),
@@ -136,8 +160,16 @@ impl Engine {
             txn_block_end: Mutex::new(first_txn + TXN_BLOCK),
             lock_timeout: config.lock_timeout,
             purge_queue: Mutex::new(VecDeque::new()),
+            purge_running: Mutex::new(()),
+            purge_thread: Mutex::new(None),
+            stop_purge: AtomicBool::new(false),
+            max_snapshot_age: config.max_snapshot_age,
             history_length: AtomicI64::new(0),
-        })
+        });
+        if config.background_purge {
+            engine.start_purge()?;
+        }
+        Ok(engine)
     }
 
     pub fn store(&self) -> &Store {
@@ -148,10 +180,18 @@ impl Engine {
         &self.locks
     }
 
-    /// A checkpoint, then a clean shutdown of the store.
-    pub fn close(self) -> Result<()> {
-        let Engine { store, .. } = self;
-        store.close()?;
+    /// Stops purge, then shuts the store down cleanly (a checkpoint). Fails if other handles to
+    /// the engine are still alive.
+    pub fn close(self: Arc<Self>) -> Result<()> {
+        self.stop_purge.store(true, Ordering::Release);
+        let purge = self.purge_thread.lock().take();
+        if let Some(handle) = purge {
+            let _ = handle.join();
+        }
+        let engine = Arc::try_unwrap(self).map_err(|_| {
+            EngineError::Corrupt("the engine is still in use and cannot be closed".into())
+        })?;
+        engine.store.close()?;
         Ok(())
     }
 
@@ -183,6 +223,7 @@ impl Engine {
             id,
             isolation,
             snapshot: None,
+            snapshot_taken: Instant::now(),
             writes: Vec::new(),
             first_writes: HashSet::new(),
             ended: false,
@@ -278,71 +319,116 @@ impl Engine {
         Ok(true)
     }
 
-    /// Removes old versions no snapshot can see, delete-marked rows every snapshot sees as deleted,
-    /// and the undo entries of fully purged transactions. Returns how many versions were removed.
+    /// One purge pass: removes old versions no snapshot can see, delete-marked rows every snapshot
+    /// sees as deleted, and the undo entries of fully purged transactions. Each kind of removal is
+    /// sorted by key and applied in that order (seed 000). Returns how many records were removed.
     pub fn purge(&self) -> Result<usize> {
-        let horizon = self.txns.horizon();
-        let mut removed = 0;
-        let mut queue = self.purge_queue.lock();
-        let mut kept = VecDeque::with_capacity(queue.len());
-        while let Some(mut item) = queue.pop_front() {
-            removed += self.purge_versions(&mut item, horizon)?;
-            if item.csn <= horizon {
-                removed += self.purge_delete_marks(&item)?;
-                self.delete_undo(item.txn)?;
-            } else {
-                kept.push_back(item);
-            }
+        let _pass = self.purge_running.lock();
+        let horizon = self.txns.horizon(self.max_snapshot_age);
+        let mut items = std::mem::take(&mut *self.purge_queue.lock());
+        let mut removed = self.purge_versions(&mut items, horizon)?;
+        let (done, kept): (Vec<PurgeItem>, Vec<PurgeItem>) =
+            items.into_iter().partition(|item| item.csn <= horizon);
+        removed += self.purge_delete_marks(&done)?;
+        for item in &done {
+            self.delete_undo(item.txn)?;
         }
-        *queue = kept;
+        let mut queue = self.purge_queue.lock();
+        for item in kept.into_iter().rev() {
+            queue.push_front(item);
+        }
+        drop(queue);
         self.txns.forget_below(horizon);
         Ok(removed)
     }
 
-    /// Removes the versions a committed transaction replaced that no open snapshot can see.
-    fn purge_versions(&self, item: &mut PurgeItem, horizon: Csn) -> Result<usize> {
-        let mut removed = 0;
-        for (write, done) in item.writes.iter_mut().filter(|(_, done)| !done) {
-            let UndoAction::Replaced { previous_start } = write.action else {
+    /// Removes the versions committed transactions replaced that no open snapshot can see: every
+    /// version older than the horizon, and versions valid only between two open snapshots.
+    fn purge_versions(&self, items: &mut VecDeque<PurgeItem>, horizon: Csn) -> Result<usize> {
+        let mut garbage = Vec::new();
+        for item in items.iter_mut() {
+            for (write, done) in item.writes.iter_mut().filter(|(_, done)| !done) {
+                let UndoAction::Replaced { previous_start } = write.action else {
+                    *done = true;
+                    continue;
+                };
+                if item.csn > horizon && self.txns.snapshot_within(previous_start, item.csn) {
+                    continue;
+                }
+                garbage.push((
+                    history_key(write.index, &write.pk, previous_start),
+                    item.txn,
+                ));
                 *done = true;
-                continue;
-            };
-            if item.csn > horizon && self.txns.snapshot_within(previous_start, item.csn) {
-                continue;
             }
-            let key = history_key(write.index, &write.pk, previous_start);
-            removed += usize::from(self.history_delete_if_superseded_by(&key, item.txn)?);
-            *done = true;
+        }
+        garbage.sort_unstable();
+        let mut removed = 0;
+        for (key, txn) in garbage {
+            removed += usize::from(self.history_delete_if_superseded_by(&key, txn)?);
         }
         Ok(removed)
     }
 
-    /// Removes rows a purged transaction left delete-marked, unless written again since.
-    fn purge_delete_marks(&self, item: &PurgeItem) -> Result<usize> {
+    /// Removes rows that purged transactions left delete-marked, unless written again since.
+    fn purge_delete_marks(&self, items: &[PurgeItem]) -> Result<usize> {
+        let mut marks: Vec<(IndexId, &[u8], TxnId)> = items
+            .iter()
+            .flat_map(|item| {
+                item.writes
+                    .iter()
+                    .map(move |(w, _)| (w.index, w.pk.as_slice(), item.txn))
+            })
+            .collect();
+        marks.sort_unstable();
         let mut removed = 0;
-        for (write, _) in &item.writes {
-            let key = LockKey {
-                index_id: write.index,
-                key: write.pk.clone(),
-            };
-            if self
-                .locks
-                .lock(PURGE_TXN, key, LockMode::Exclusive, Some(Duration::ZERO))
-                .is_err()
-            {
-                continue;
-            }
-            let tree = self.tree(write.index)?;
-            if let Some(bytes) = tree.get(&write.pk)? {
-                let version = Version::decode(&bytes)?;
-                if version.deleted && version.writer == item.txn {
-                    tree.delete(&write.pk)?;
-                    removed += 1;
-                }
-            }
-            self.locks.release_all(PURGE_TXN);
+        for (index, pk, txn) in marks {
+            removed += usize::from(self.remove_delete_mark(index, pk, txn)?);
         }
         Ok(removed)
+    }
+
+    fn remove_delete_mark(&self, index: IndexId, pk: &[u8], txn: TxnId) -> Result<bool> {
+        let key = LockKey {
+            index_id: index,
+            key: pk.to_vec(),
+        };
+        if self
+            .locks
+            .lock(PURGE_TXN, key, LockMode::Exclusive, Some(Duration::ZERO))
+            .is_err()
+        {
+            return Ok(false);
+        }
+        let removed = self.delete_if_marked_by(index, pk, txn);
+        self.locks.release_all(PURGE_TXN);
+        removed
+    }
+
+    fn delete_if_marked_by(&self, index: IndexId, pk: &[u8], txn: TxnId) -> Result<bool> {
+        let Ok(tree) = self.tree(index) else {
+            return Ok(false);
+        };
+        let Some(bytes) = tree.get(pk)? else {
+            return Ok(false);
+        };
+        let version = Version::decode(&bytes)?;
+        if version.deleted && version.writer == txn {
+            tree.delete(pk)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Runs purge passes in the background until the engine is dropped or closed.
+    fn start_purge(self: &Arc<Self>) -> Result<()> {
+        let weak = Arc::downgrade(self);
+        let handle = std::thread::Builder::new()
+            .name("steady-purge".into())
+            .spawn(move || run_purge(weak))
+            .map_err(|e| StorageError::io("starting the purge thread", e))?;
+        *self.purge_thread.lock() = Some(handle);
+        Ok(())
     }
 
     fn delete_undo(&self, txn: TxnId) -> Result<()> {
@@ -357,6 +443,25 @@ impl Engine {
             self.undo.delete(&key)?;
         }
         Ok(())
+    }
+}
+
+/// The background purge: a pass whenever committed transactions wait, until told to stop.
+fn run_purge(engine: Weak<Engine>) {
+    loop {
+        let Some(engine) = engine.upgrade() else {
+            return;
+        };
+        if engine.stop_purge.load(Ordering::Acquire) {
+            return;
+        }
+        if !engine.purge_queue.lock().is_empty() {
+            if let Err(err) = engine.purge() {
+                eprintln!("steady: purge failed: {err}");
+            }
+        }
+        drop(engine);
+        std::thread::sleep(PURGE_INTERVAL);
     }
 }
 
@@ -377,7 +482,8 @@ pub struct Transaction<'e> {
     engine: &'e Engine,
     id: TxnId,
     isolation: Isolation,
-    snapshot: Option<Csn>,
+    snapshot: Option<Snapshot>,
+    snapshot_taken: Instant,
     writes: Vec<UndoEntry>,
     first_writes: HashSet<(IndexId, Vec<u8>)>,
     ended: bool,
@@ -409,16 +515,27 @@ impl<'e> Transaction<'e> {
         }
     }
 
-    /// The snapshot reads use (`None` for READ UNCOMMITTED), taken at the first read.
-    fn snapshot(&mut self) -> Option<Csn> {
+    /// The snapshot reads use (`None` for READ UNCOMMITTED), taken at the first read; refused once
+    /// older than `max_snapshot_age`.
+    fn snapshot(&mut self) -> Result<Option<Csn>> {
         if self.isolation == Isolation::ReadUncommitted {
-            return None;
+            return Ok(None);
         }
-        Some(
-            *self
-                .snapshot
-                .get_or_insert_with(|| self.engine.txns.take_snapshot()),
-        )
+        if let Some(snapshot) = self.snapshot {
+            let expired = self
+                .engine
+                .max_snapshot_age
+                .is_some_and(|age| self.snapshot_taken.elapsed() > age);
+            return if expired {
+                Err(EngineError::SnapshotTooOld)
+            } else {
+                Ok(Some(snapshot.csn))
+            };
+        }
+        self.snapshot_taken = Instant::now();
+        Ok(Some(
+            self.snapshot.insert(self.engine.txns.take_snapshot()).csn,
+        ))
     }
 
     fn check_open(&self) -> Result<()> {
@@ -433,7 +550,7 @@ impl<'e> Transaction<'e> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
         let record = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
-        let snapshot = self.snapshot();
+        let snapshot = self.snapshot()?;
         self.engine.visible(index, pk, record, self.id, snapshot)
     }
 
@@ -446,7 +563,7 @@ impl<'e> Transaction<'e> {
     ) -> Result<Scan<'e>> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
-        let snapshot = self.snapshot();
+        let snapshot = self.snapshot()?;
         Ok(Scan {
             engine: self.engine,
             reader: self.id,
@@ -486,13 +603,7 @@ impl<'e> Transaction<'e> {
         self.check_open()?;
         let engine = self.engine;
         let tree = engine.tree(index)?;
-        let key = LockKey {
-            index_id: index,
-            key: pk.to_vec(),
-        };
-        engine
-            .locks
-            .lock(self.id, key, LockMode::Exclusive, engine.lock_timeout)?;
+        self.lock_exclusive(index, pk)?;
         let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
         if !self.may_write(index, pk, current.as_ref(), kind)? {
             return Ok(false);
@@ -510,8 +621,7 @@ impl<'e> Transaction<'e> {
     }
 
     /// Decides, with the row locked, whether the write applies: false when an update or delete finds
-    /// no row; a unique violation when an insert finds one; a serialization failure when a snapshot
-    /// transaction would overwrite a version committed after its snapshot.
+    /// no row; a unique violation when an insert finds a live one.
     fn may_write(
         &mut self,
         index: IndexId,
@@ -519,27 +629,36 @@ impl<'e> Transaction<'e> {
         current: Option<&Version>,
         kind: WriteKind,
     ) -> Result<bool> {
-        let live = current.is_some_and(|v| !v.deleted);
-        if kind == WriteKind::Insert {
-            return if live {
-                Err(EngineError::UniqueViolation { index })
-            } else {
-                Ok(true)
-            };
+        if kind != WriteKind::Insert {
+            return Ok(self.row_to_change(index, pk, current)?.is_some());
         }
-        let snapshot = self.snapshot();
+        if current.is_some_and(|v| !v.deleted) {
+            return Err(EngineError::UniqueViolation { index });
+        }
+        Ok(true)
+    }
+
+    /// With the row locked: the version an update or delete would change. None if this transaction
+    /// does not see the row, or (READ COMMITTED) a later commit deleted it. Under REPEATABLE READ and
+    /// SERIALIZABLE, a version committed after the snapshot is a serialization failure
+    /// (first-updater-wins); READ COMMITTED changes the newest version, and its caller re-checks
+    /// the statement's conditions on it.
+    fn row_to_change(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<&Version>,
+    ) -> Result<Option<Vec<u8>>> {
+        let snapshot = self.snapshot()?;
         let seen = self
             .engine
             .visible(index, pk, current.cloned(), self.id, snapshot)?;
-        if seen.is_none() {
-            return Ok(false);
-        }
-        let newer = match (current, snapshot) {
-            (Some(v), Some(snapshot)) => {
-                v.writer != self.id && !self.engine.committed_by(v.writer, snapshot)
-            }
-            _ => false,
+        let (Some(_), Some(current)) = (seen, current) else {
+            return Ok(None);
         };
+        let newer = snapshot.is_some_and(|snapshot| {
+            current.writer != self.id && !self.engine.committed_by(current.writer, snapshot)
+        });
         let snapshot_isolation = matches!(
             self.isolation,
             Isolation::RepeatableRead | Isolation::Serializable
@@ -547,7 +666,29 @@ impl<'e> Transaction<'e> {
         if newer && snapshot_isolation {
             return Err(EngineError::SerializationFailure);
         }
-        Ok(live)
+        Ok((!current.deleted).then(|| current.row.clone()))
+    }
+
+    /// Locks a row for writing (waiting for its current writer to finish) and returns the version an
+    /// update would change, as `SELECT ... FOR UPDATE` does: see `row_to_change`.
+    pub fn lock_row(&mut self, index: IndexId, pk: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let engine = self.engine;
+        let tree = engine.tree(index)?;
+        self.lock_exclusive(index, pk)?;
+        let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+        self.row_to_change(index, pk, current.as_ref())
+    }
+
+    fn lock_exclusive(&self, index: IndexId, pk: &[u8]) -> Result<()> {
+        let key = LockKey {
+            index_id: index,
+            key: pk.to_vec(),
+        };
+        let engine = self.engine;
+        Ok(engine
+            .locks
+            .lock(self.id, key, LockMode::Exclusive, engine.lock_timeout)?)
     }
 
     /// Before the first change of a row: the undo entry, then the replaced version into history.

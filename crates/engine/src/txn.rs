@@ -16,6 +16,7 @@
 //! open snapshot ([`TxnManager::forget_below`]); a forgotten id reads as committed at CSN 0.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -23,6 +24,13 @@ use parking_lot::Mutex;
 pub type TxnId = u64;
 /// A commit sequence number; a snapshot is the CSN it was taken at.
 pub type Csn = u64;
+
+/// An open snapshot: the CSN it sees up to, and a serial number telling it from others at that CSN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Snapshot {
+    pub csn: Csn,
+    serial: u64,
+}
 
 /// What is known of a transaction that wrote a version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +50,9 @@ struct State {
     last_csn: Csn,
     active: HashSet<TxnId>,
     committed: HashMap<TxnId, Csn>,
-    /// Open snapshots, as a multiset of CSNs.
-    snapshots: BTreeMap<Csn, usize>,
+    /// Open snapshots by (CSN, serial number), with when each was taken.
+    snapshots: BTreeMap<Snapshot, Instant>,
+    next_serial: u64,
 }
 
 impl TxnManager {
@@ -58,6 +67,7 @@ impl TxnManager {
                 active: HashSet::new(),
                 committed: HashMap::new(),
                 snapshots: BTreeMap::new(),
+                next_serial: 0,
             }),
         }
     }
@@ -77,21 +87,19 @@ impl TxnManager {
     }
 
     /// Takes a snapshot and registers it until [`TxnManager::release_snapshot`].
-    pub fn take_snapshot(&self) -> Csn {
+    pub fn take_snapshot(&self) -> Snapshot {
         let mut state = self.state.lock();
-        let csn = state.last_csn;
-        *state.snapshots.entry(csn).or_insert(0) += 1;
-        csn
+        state.next_serial += 1;
+        let snapshot = Snapshot {
+            csn: state.last_csn,
+            serial: state.next_serial,
+        };
+        state.snapshots.insert(snapshot, Instant::now());
+        snapshot
     }
 
-    pub fn release_snapshot(&self, csn: Csn) {
-        let mut state = self.state.lock();
-        if let Some(count) = state.snapshots.get_mut(&csn) {
-            *count -= 1;
-            if *count == 0 {
-                state.snapshots.remove(&csn);
-            }
-        }
+    pub fn release_snapshot(&self, snapshot: Snapshot) {
+        self.state.lock().snapshots.remove(&snapshot);
     }
 
     /// Commits an active transaction: it gets the next CSN, visible to snapshots taken from now on.
@@ -119,20 +127,31 @@ impl TxnManager {
     }
 
     /// The CSN below which no open snapshot (or future one) can see a difference: the oldest open
-    /// snapshot, or the last CSN when none is open.
-    pub fn horizon(&self) -> Csn {
+    /// snapshot, or the last CSN when none is open. Snapshots older than `max_age` do not count:
+    /// their transactions are refused further reads.
+    pub fn horizon(&self, max_age: Option<Duration>) -> Csn {
         let state = self.state.lock();
         state
             .snapshots
-            .keys()
-            .next()
-            .copied()
-            .unwrap_or(state.last_csn)
+            .iter()
+            .find(|(_, taken)| max_age.is_none_or(|age| taken.elapsed() <= age))
+            .map_or(state.last_csn, |(snapshot, _)| snapshot.csn)
     }
 
     /// Whether some open snapshot lies in `from..to` (it would see a version valid over that range).
     pub fn snapshot_within(&self, from: Csn, to: Csn) -> bool {
-        from < to && self.state.lock().snapshots.range(from..to).next().is_some()
+        let lowest = Snapshot {
+            csn: from,
+            serial: 0,
+        };
+        from < to
+            && self
+                .state
+                .lock()
+                .snapshots
+                .range(lowest..)
+                .next()
+                .is_some_and(|(snapshot, _)| snapshot.csn < to)
     }
 
     /// Forgets committed transactions whose CSN is at or below `horizon`: every snapshot sees them.
@@ -145,9 +164,9 @@ impl TxnManager {
         let state = self.state.lock();
         TxnStats {
             active: state.active.len(),
-            snapshots: state.snapshots.values().sum(),
+            snapshots: state.snapshots.len(),
             last_csn: state.last_csn,
-            oldest_snapshot: state.snapshots.keys().next().copied(),
+            oldest_snapshot: state.snapshots.keys().next().map(|s| s.csn),
         }
     }
 }
@@ -174,15 +193,22 @@ mod tests {
             "ids of earlier runs are committed"
         );
         let a = txns.begin();
-        let before = txns.take_snapshot();
+        let snapshot = txns.take_snapshot();
+        let before = snapshot.csn;
         assert_eq!(txns.status(a), TxnStatus::Active);
         let csn = txns.commit(a);
         assert!(csn > before);
         assert_eq!(txns.status(a), TxnStatus::Committed(csn));
         assert!(txns.snapshot_within(before, csn));
-        assert_eq!(txns.horizon(), before);
-        txns.release_snapshot(before);
-        assert_eq!(txns.horizon(), csn);
+        assert!(!txns.snapshot_within(csn, csn + 5));
+        assert_eq!(txns.horizon(None), before);
+        assert_eq!(
+            txns.horizon(Some(Duration::ZERO)),
+            csn,
+            "an expired snapshot holds nothing back"
+        );
+        txns.release_snapshot(snapshot);
+        assert_eq!(txns.horizon(None), csn);
         txns.forget_below(csn);
         assert_eq!(txns.status(a), TxnStatus::Committed(0));
     }

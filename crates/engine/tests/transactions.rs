@@ -21,10 +21,12 @@ fn config() -> EngineConfig {
             ..Default::default()
         },
         lock_timeout: Some(Duration::from_secs(5)),
+        background_purge: false,
+        max_snapshot_age: None,
     }
 }
 
-fn engine() -> (Arc<dyn Vfs>, Engine) {
+fn engine() -> (Arc<dyn Vfs>, Arc<Engine>) {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
     (vfs, engine)
@@ -285,4 +287,64 @@ fn a_crash_keeps_committed_transactions_and_rolls_back_the_rest() {
     engine.close().unwrap();
     let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn a_snapshot_older_than_max_snapshot_age_is_refused_and_holds_nothing_back() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let config = EngineConfig {
+        max_snapshot_age: Some(Duration::from_millis(100)),
+        ..config()
+    };
+    let engine = Engine::open_vfs(vfs, &config).unwrap();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    setup.insert(table, b"k", b"0").unwrap();
+    setup.commit().unwrap();
+    let mut old = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert!(old.get(table, b"k").unwrap().is_some());
+    std::thread::sleep(Duration::from_millis(150));
+    for v in 1..=10u8 {
+        let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+        txn.update(table, b"k", &[v]).unwrap();
+        txn.commit().unwrap();
+    }
+    engine.purge().unwrap();
+    assert_eq!(
+        engine.stats().history_length,
+        0,
+        "the expired snapshot kept no history: {:?}",
+        engine.stats()
+    );
+    let err = old.get(table, b"k").unwrap_err();
+    assert_eq!(err.sqlstate(), "72000", "{err}");
+}
+
+#[test]
+fn background_purge_keeps_history_short() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let config = EngineConfig {
+        background_purge: true,
+        ..config()
+    };
+    let engine = Engine::open_vfs(vfs, &config).unwrap();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    setup.insert(table, b"k", b"0").unwrap();
+    setup.commit().unwrap();
+    for v in 0..200u32 {
+        let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+        txn.update(table, b"k", &v.to_be_bytes()).unwrap();
+        txn.commit().unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while engine.stats().history_length > 0 || engine.stats().purge_lag > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "purge did not catch up: {:?}",
+            engine.stats()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    engine.close().unwrap();
 }
