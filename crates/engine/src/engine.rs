@@ -22,7 +22,13 @@
 //!   across restarts, and every id from an earlier run reads as committed.
 //! * **Purge** ([`Engine::purge`]) removes a history version as soon as no open snapshot falls in the
 //!   CSN range it was valid for (so versions between two open snapshots go too), and a delete-marked
-//!   row once every snapshot sees the delete; then the transaction's undo entries.
+//!   row once every snapshot sees the delete; then the transaction's undo entries. A committed
+//!   transaction is then forgotten: its versions read as committed at CSN 0, and a version it wrote
+//!   goes to history under start 0. That is safe only because (a) a commit takes its CSN and joins
+//!   the purge queue atomically (under the queue's lock, which a pass also holds while it reads the
+//!   horizon), so a pass at horizon `h` holds every transaction committed at or below `h`, and (b)
+//!   such a pass removes every history version those transactions replaced before forgetting them:
+//!   no entry with a real start CSN can remain below a start-0 entry of the same row.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Bound;
@@ -206,6 +212,13 @@ impl Engine {
         Ok(id)
     }
 
+    /// The ids of every user index, in order.
+    pub fn index_ids(&self) -> Vec<IndexId> {
+        let mut ids: Vec<IndexId> = self.indexes.read().keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
     fn tree(&self, index: IndexId) -> Result<Arc<BTree>> {
         self.indexes
             .read()
@@ -253,26 +266,39 @@ impl Engine {
         }
     }
 
-    /// The version of `pk` that `snapshot` sees, given the in-place record (`None`: the newest,
-    /// as READ UNCOMMITTED reads), from the point of view of transaction `reader`.
+    /// The version of `pk` that `snapshot` sees, given the in-place record read from `tree`
+    /// (`snapshot` None: the newest, as READ UNCOMMITTED reads), from the point of view of
+    /// transaction `reader`. When the history store must be consulted, the in-place record is read
+    /// again afterwards: if its writer changed meanwhile (it rolled back, which puts the old version
+    /// back in place *before* removing it from history), the decision is made again.
     fn visible(
         &self,
+        tree: &BTree,
         index: IndexId,
         pk: &[u8],
-        record: Option<Version>,
+        mut record: Option<Version>,
         reader: TxnId,
         snapshot: Option<Csn>,
     ) -> Result<Option<Vec<u8>>> {
-        let Some(version) = record else {
-            return Ok(None);
-        };
-        let Some(snapshot) = snapshot else {
-            return Ok((!version.deleted).then_some(version.row));
-        };
-        if version.writer == reader || self.committed_by(version.writer, snapshot) {
-            return Ok((!version.deleted).then_some(version.row));
+        loop {
+            let Some(version) = record else {
+                return Ok(None);
+            };
+            let Some(snapshot) = snapshot else {
+                return Ok((!version.deleted).then_some(version.row));
+            };
+            if version.writer == reader || self.committed_by(version.writer, snapshot) {
+                return Ok((!version.deleted).then_some(version.row));
+            }
+            let old = self.history_version(index, pk, snapshot)?;
+            record = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+            if record
+                .as_ref()
+                .is_some_and(|again| again.writer == version.writer)
+            {
+                return Ok(old);
+            }
         }
-        self.history_version(index, pk, snapshot)
     }
 
     /// Whether `writer` committed at or before `snapshot`.
@@ -324,8 +350,11 @@ impl Engine {
     /// sorted by key and applied in that order (seed 000). Returns how many records were removed.
     pub fn purge(&self) -> Result<usize> {
         let _pass = self.purge_running.lock();
-        let horizon = self.txns.horizon(self.max_snapshot_age);
-        let mut items = std::mem::take(&mut *self.purge_queue.lock());
+        let (horizon, mut items) = {
+            let mut queue = self.purge_queue.lock();
+            let horizon = self.txns.horizon(self.max_snapshot_age);
+            (horizon, std::mem::take(&mut *queue))
+        };
         let mut removed = self.purge_versions(&mut items, horizon)?;
         let (done, kept): (Vec<PurgeItem>, Vec<PurgeItem>) =
             items.into_iter().partition(|item| item.csn <= horizon);
@@ -551,7 +580,8 @@ impl<'e> Transaction<'e> {
         let tree = self.engine.tree(index)?;
         let record = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
         let snapshot = self.snapshot()?;
-        self.engine.visible(index, pk, record, self.id, snapshot)
+        self.engine
+            .visible(&tree, index, pk, record, self.id, snapshot)
     }
 
     /// The rows of `index` with keys in the range, in key order, as this transaction sees them.
@@ -650,9 +680,10 @@ impl<'e> Transaction<'e> {
         current: Option<&Version>,
     ) -> Result<Option<Vec<u8>>> {
         let snapshot = self.snapshot()?;
+        let tree = self.engine.tree(index)?;
         let seen = self
             .engine
-            .visible(index, pk, current.cloned(), self.id, snapshot)?;
+            .visible(&tree, index, pk, current.cloned(), self.id, snapshot)?;
         let (Some(_), Some(current)) = (seen, current) else {
             return Ok(None);
         };
@@ -704,7 +735,7 @@ impl<'e> Transaction<'e> {
             Some(version) => UndoAction::Replaced {
                 previous_start: match engine.txns.status(version.writer) {
                     TxnStatus::Committed(csn) => csn,
-                    TxnStatus::Active => {
+                    TxnStatus::Active | TxnStatus::Aborted => {
                         return Err(EngineError::Corrupt(format!(
                             "row locked by transaction {} still names active writer {}",
                             self.id, version.writer
@@ -737,21 +768,25 @@ impl<'e> Transaction<'e> {
     pub fn commit(mut self) -> Result<()> {
         self.check_open()?;
         let engine = self.engine;
-        if !self.writes.is_empty() {
-            engine.undo.insert(&undo_key(self.id, COMMIT_MARKER), &[])?;
-            engine.store.sync_log()?;
+        if self.writes.is_empty() {
+            engine.txns.finish_read_only(self.id);
+            self.end();
+            return Ok(());
         }
+        engine.undo.insert(&undo_key(self.id, COMMIT_MARKER), &[])?;
+        engine.store.sync_log()?;
+        let writes = std::mem::take(&mut self.writes)
+            .into_iter()
+            .map(|write| (write, false))
+            .collect();
+        let mut queue = engine.purge_queue.lock();
         let csn = engine.txns.commit(self.id);
-        if !self.writes.is_empty() {
-            engine.purge_queue.lock().push_back(PurgeItem {
-                txn: self.id,
-                csn,
-                writes: std::mem::take(&mut self.writes)
-                    .into_iter()
-                    .map(|write| (write, false))
-                    .collect(),
-            });
-        }
+        queue.push_back(PurgeItem {
+            txn: self.id,
+            csn,
+            writes,
+        });
+        drop(queue);
         self.end();
         Ok(())
     }
@@ -770,8 +805,12 @@ impl<'e> Transaction<'e> {
                 engine.history_length.fetch_sub(1, Ordering::Relaxed);
             }
         }
-        engine.delete_undo(self.id)?;
-        engine.txns.abort(self.id);
+        if self.writes.is_empty() {
+            engine.txns.finish_read_only(self.id);
+        } else {
+            engine.delete_undo(self.id)?;
+            engine.txns.abort(self.id);
+        }
         self.end();
         Ok(())
     }
@@ -821,9 +860,14 @@ impl Scan<'_> {
             read += 1;
             let version = Version::decode(&bytes)?;
             let engine = self.engine;
-            if let Some(row) =
-                engine.visible(self.index, &pk, Some(version), self.reader, self.snapshot)?
-            {
+            if let Some(row) = engine.visible(
+                &self.tree,
+                self.index,
+                &pk,
+                Some(version),
+                self.reader,
+                self.snapshot,
+            )? {
                 self.batch.push_back((pk.clone(), row));
             }
             self.next_start = Bound::Excluded(pk);

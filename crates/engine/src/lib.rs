@@ -5,8 +5,10 @@
 //! undo entries), [`engine`] (the database: writes, reads at each isolation level, commit, rollback,
 //! recovery, purge) and [`error`].
 
+pub mod codec;
 pub mod engine;
 pub mod error;
 pub mod lock;
 pub mod txn;
+pub mod types;
 pub mod version;

@@ -37,6 +37,8 @@ pub struct Snapshot {
 pub enum TxnStatus {
     Active,
     Committed(Csn),
+    /// Rolled back: its versions are gone, but a reader may still hold one it read just before.
+    Aborted,
 }
 
 /// Transaction bookkeeping shared by all sessions.
@@ -50,6 +52,9 @@ struct State {
     last_csn: Csn,
     active: HashSet<TxnId>,
     committed: HashMap<TxnId, Csn>,
+    /// Rolled-back transactions, each with the next id at the time: remembered until every
+    /// transaction that was running then has ended.
+    aborted: HashMap<TxnId, TxnId>,
     /// Open snapshots by (CSN, serial number), with when each was taken.
     snapshots: BTreeMap<Snapshot, Instant>,
     next_serial: u64,
@@ -66,6 +71,7 @@ impl TxnManager {
                 last_csn,
                 active: HashSet::new(),
                 committed: HashMap::new(),
+                aborted: HashMap::new(),
                 snapshots: BTreeMap::new(),
                 next_serial: 0,
             }),
@@ -112,9 +118,17 @@ impl TxnManager {
         csn
     }
 
-    /// Ends an aborted transaction (after its writes were undone).
-    pub fn abort(&self, txn: TxnId) {
+    /// Ends a transaction that wrote nothing.
+    pub fn finish_read_only(&self, txn: TxnId) {
         self.state.lock().active.remove(&txn);
+    }
+
+    /// Ends a rolled-back transaction (after its writes were undone).
+    pub fn abort(&self, txn: TxnId) {
+        let mut state = self.state.lock();
+        state.active.remove(&txn);
+        let next = state.next_txn;
+        state.aborted.insert(txn, next);
     }
 
     /// The status of the writer of a version.
@@ -122,6 +136,9 @@ impl TxnManager {
         let state = self.state.lock();
         if txn >= state.first_of_run && state.active.contains(&txn) {
             return TxnStatus::Active;
+        }
+        if state.aborted.contains_key(&txn) {
+            return TxnStatus::Aborted;
         }
         TxnStatus::Committed(state.committed.get(&txn).copied().unwrap_or(0))
     }
@@ -154,9 +171,13 @@ impl TxnManager {
                 .is_some_and(|(snapshot, _)| snapshot.csn < to)
     }
 
-    /// Forgets committed transactions whose CSN is at or below `horizon`: every snapshot sees them.
+    /// Forgets committed transactions whose CSN is at or below `horizon` (every snapshot sees them),
+    /// and rolled-back ones no running transaction can have met.
     pub fn forget_below(&self, horizon: Csn) {
-        self.state.lock().committed.retain(|_, csn| *csn > horizon);
+        let mut state = self.state.lock();
+        state.committed.retain(|_, csn| *csn > horizon);
+        let oldest_running = state.active.iter().min().copied().unwrap_or(state.next_txn);
+        state.aborted.retain(|_, next| *next > oldest_running);
     }
 
     /// Counters: open transactions and snapshots, the last CSN.
