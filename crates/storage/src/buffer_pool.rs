@@ -22,7 +22,9 @@
 //! * **Dirty pages.** A page becomes dirty when a mini-transaction that modified it commits; it joins the
 //!   flush list with its oldest-modification LSN and leaves it when written. A background flusher
 //!   writes the oldest pages when dirty pages exceed [`PoolConfig::max_dirty_fraction`]; eviction
-//!   writes a dirty victim itself only when no clean one is found.
+//!   writes a dirty victim itself only when no clean one is found. Write-backs of one page are
+//!   serialised by a per-frame lock held from copying the page to the end of its write, so an
+//!   older copy never lands on disk after a newer one.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Deref;
@@ -116,6 +118,10 @@ struct FrameMeta {
 
 struct Frame {
     data: RwLock<AlignedBuf>,
+    /// Held from taking a copy of the page to the end of writing it, so two write-backs of one
+    /// page reach the file in the order their copies were taken. Taken by write-back code only,
+    /// before the page latch, while holding no other latch.
+    write_back: Mutex<()>,
     pins: AtomicU32,
     key: AtomicU64,
     version: AtomicU64,
@@ -172,6 +178,7 @@ impl BufferPool {
         let frames = (0..config.frames)
             .map(|_| Frame {
                 data: RwLock::new(AlignedBuf::zeroed(config.page_size)),
+                write_back: Mutex::new(()),
                 pins: AtomicU32::new(0),
                 key: AtomicU64::new(NO_KEY),
                 version: AtomicU64::new(0),
@@ -605,7 +612,10 @@ impl BufferPool {
             }
             frame.pins.fetch_add(1, Ordering::AcqRel);
         }
-        let result = self.write_pinned(frame_id);
+        let result = {
+            let _in_order = frame.write_back.lock();
+            self.write_pinned(frame_id)
+        };
         self.unpin(frame_id);
         result
     }

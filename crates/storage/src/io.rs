@@ -3,7 +3,7 @@
 //! The seam is as narrow as redb's `StorageBackend` so that tests can swap in [`MemVfs`] (and, for the
 //! crash tests of the redo log, a backend that forgets unsynced writes). [`OsVfs`] is the real one:
 //! positioned reads and writes (`pread`/`pwrite`), optional `O_DIRECT`, and `fsync` of the directory
-//! after a file is created or removed.
+//! after a file is created, renamed or removed.
 //!
 //! Invariant: page I/O always uses [`AlignedBuf`] buffers and page-aligned offsets, so `O_DIRECT`
 //! can be switched on without touching callers (the kernel here does not reject misaligned direct I/O,
@@ -43,11 +43,13 @@ pub trait Vfs: Send + Sync {
     fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn FileIo>>;
     /// Removes `name` (the directory entry; open handles stay usable).
     fn remove(&self, name: &str) -> io::Result<()>;
+    /// Renames `from` to `to` atomically, replacing `to` if it exists (open handles stay usable).
+    fn rename(&self, from: &str, to: &str) -> io::Result<()>;
     /// Whether `name` exists.
     fn exists(&self, name: &str) -> bool;
     /// The names of all files in the directory.
     fn list(&self) -> io::Result<Vec<String>>;
-    /// Makes creations and removals of directory entries durable.
+    /// Makes creations, renames and removals of directory entries durable.
     fn sync_dir(&self) -> io::Result<()>;
 }
 
@@ -86,6 +88,10 @@ impl Vfs for OsVfs {
 
     fn remove(&self, name: &str) -> io::Result<()> {
         std::fs::remove_file(self.dir.join(name))
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        std::fs::rename(self.dir.join(from), self.dir.join(to))
     }
 
     fn exists(&self, name: &str) -> bool {
@@ -166,6 +172,15 @@ impl Vfs for MemVfs {
             Some(_) => Ok(()),
             None => Err(io::Error::new(io::ErrorKind::NotFound, name.to_string())),
         }
+    }
+
+    fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let mut files = self.files.lock();
+        let file = files
+            .remove(from)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, from.to_string()))?;
+        files.insert(to.to_string(), file);
+        Ok(())
     }
 
     fn exists(&self, name: &str) -> bool {
@@ -304,7 +319,9 @@ mod tests {
         assert_eq!(back[10], 7);
         assert!(file.read_at(&mut back, 12288).is_err());
         assert_eq!(vfs.list().unwrap(), vec!["a".to_string()]);
-        vfs.remove("a").unwrap();
-        assert!(!vfs.exists("a"));
+        vfs.rename("a", "b").unwrap();
+        assert_eq!(vfs.list().unwrap(), vec!["b".to_string()]);
+        vfs.remove("b").unwrap();
+        assert!(!vfs.exists("b"));
     }
 }

@@ -2,19 +2,60 @@
 //!
 //! ```text
 //! steady-data/
-//!   space_000000.sdb   system space (catalog and history store, later issues)
-//!   space_000001.sdb   one file per table: its clustered index and secondary indexes
+//!   space_000000.sdb           system space (catalog and history store, later issues)
+//!   space_000001.sdb           one file per table: its clustered index and secondary indexes
+//!   space_000007.sdb.dropped   the file of a dropped space, being shrunk and removed (trash)
+//!   redo.log                   the redo log
 //! ```
 //!
 //! The page size is chosen when the directory is created and read back from the system space's
 //! header afterwards; a configured page size that disagrees with an existing directory is an error.
 //! Invariant: every open space is registered here exactly once, under its id.
+//!
+//! # Dropping a space (seed 004)
+//!
+//! Removing a large file stalls this kind of disk: `rm` of a 3 GiB file takes over a second on
+//! ext4, and a concurrent fdatasync waits up to 190 ms meanwhile. So [`Store::drop_space`] does O(1)
+//! work and leaves the file to the **reclaimer**, a background thread of the store:
+//!
+//! ```text
+//!  drop_space (foreground)                          reclaimer (background)
+//!  leave the map, mark dropped (version bump)
+//!  rename space_N.sdb -> space_N.sdb.dropped,  -->  set_len(len - slice), pause, ... set_len(0),
+//!  sync the directory                               remove the file, sync the directory
+//! ```
+//!
+//! 1. The space leaves the map and is marked dropped: its cached pages are invalid at once through
+//!    the space version (no pool scan), are never written back, and any further access fails.
+//! 2. The rename to the trash name, made durable by syncing the directory, *is* the drop: after it
+//!    no open or recovery sees the space again. It needs no log record.
+//! 3. The reclaimer shrinks the trash file with `ftruncate` in slices of
+//!    [`StoreConfig::reclaim_slice_bytes`] (64 MiB), pausing [`StoreConfig::reclaim_pause`] between
+//!    them, so the file system frees the blocks in bounded steps; then it removes the empty file.
+//!
+//! Invariants:
+//! * A trash file is never a space: [`Space::id_from_file_name`] does not match the `.dropped`
+//!   suffix, so open, `check` and recovery ignore it (recovery skips the redo of spaces without a
+//!   file).
+//! * The reclaimer holds no lock a query or the buffer pool needs: only its own queue's mutex, and
+//!   never across I/O.
+//! * A crash or a close in the middle leaves a (shorter) trash file; [`Store::open`] hands every
+//!   trash file it finds to the reclaimer once recovery is done.
+//! * Within a process a space id is never handed out twice, and never while a file or trash file of
+//!   that id exists: the log may still hold records of a dropped space until the next checkpoint,
+//!   and recovery would replay them into a new space of the same id. After a restart an id whose
+//!   files are all gone may come back, as recovery has checkpointed past every record of the old
+//!   space.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::io;
 use std::path::Path;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
 
-use parking_lot::RwLock;
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::btree;
 use crate::buffer_pool::{BufferPool, PoolConfig, PoolStats};
@@ -27,6 +68,12 @@ use crate::{Result, SpaceId, StorageError};
 
 /// The space holding the catalog.
 pub const SYSTEM_SPACE: SpaceId = 0;
+
+/// The open spaces of a directory, by id.
+type SpaceMap = BTreeMap<SpaceId, Arc<Space>>;
+
+/// Suffix of a dropped space's file name until the reclaimer has removed it.
+const TRASH_SUFFIX: &str = ".dropped";
 
 /// How to open or create a data directory.
 #[derive(Debug, Clone)]
@@ -41,6 +88,10 @@ pub struct StoreConfig {
     pub background_flush: bool,
     /// Size of the redo log of a new directory, in bytes.
     pub log_capacity: u64,
+    /// Bytes the reclaimer cuts off a dropped space's file at a time (more than 0).
+    pub reclaim_slice_bytes: u64,
+    /// The reclaimer's pause between two slices, which spreads the file system's work out.
+    pub reclaim_pause: Duration,
 }
 
 impl Default for StoreConfig {
@@ -51,6 +102,8 @@ impl Default for StoreConfig {
             direct_io: false,
             background_flush: true,
             log_capacity: 256 << 20,
+            reclaim_slice_bytes: 64 << 20,
+            reclaim_pause: Duration::from_millis(10),
         }
     }
 }
@@ -59,7 +112,23 @@ impl Default for StoreConfig {
 pub struct Store {
     vfs: Arc<dyn Vfs>,
     pool: Arc<BufferPool>,
-    spaces: RwLock<BTreeMap<SpaceId, Arc<Space>>>,
+    spaces: RwLock<SpaceMap>,
+    /// The lowest id `create_space` may hand out; only grows, under the write lock of `spaces`.
+    next_id: AtomicU32,
+    reclaimer: Reclaimer,
+}
+
+/// Counters of the reclaimer, which shrinks and removes the files of dropped spaces.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReclaimStats {
+    /// Trash files queued or being shrunk (a file abandoned at close stays counted).
+    pub pending: usize,
+    /// Trash files removed.
+    pub files_reclaimed: u64,
+    /// Bytes cut off trash files.
+    pub bytes_reclaimed: u64,
+    /// Trash files given up after an I/O error; the next open retries them.
+    pub failures: u64,
 }
 
 impl Store {
@@ -72,17 +141,10 @@ impl Store {
     }
 
     /// Opens the data directory behind `vfs`, creating it if it is new and recovering it from the
-    /// redo log otherwise.
+    /// redo log otherwise. Trash files left by an interrupted drop go to the reclaimer once
+    /// recovery is done.
     pub fn open(vfs: Arc<dyn Vfs>, config: &StoreConfig) -> Result<Store> {
-        let mut spaces = BTreeMap::new();
-        for name in vfs
-            .list()
-            .map_err(|e| StorageError::io("listing the data directory", e))?
-        {
-            if let Some(id) = Space::id_from_file_name(&name) {
-                spaces.insert(id, Space::open_unloaded(vfs.as_ref(), id)?);
-            }
-        }
+        let (mut spaces, trash) = scan_directory(vfs.as_ref())?;
         let system = match spaces.get(&SYSTEM_SPACE) {
             Some(system) => system.clone(),
             None if spaces.is_empty() => {
@@ -116,10 +178,17 @@ impl Store {
             space.load_allocation()?;
             btree::discard_unfinished_builds(&pool, space)?;
         }
+        let last_id = spaces.keys().chain(&trash).max().copied();
+        let reclaimer = Reclaimer::start(vfs.clone(), config)?;
+        for &id in &trash {
+            reclaimer.queue.push(trash_name(id));
+        }
         Ok(Store {
             vfs,
             pool,
             spaces: RwLock::new(spaces),
+            next_id: AtomicU32::new(last_id.map_or(SYSTEM_SPACE, |id| id + 1)),
+            reclaimer,
         })
     }
 
@@ -162,36 +231,64 @@ impl Store {
         self.spaces.read().values().cloned().collect()
     }
 
-    /// Creates a new, empty space with the next free id.
+    /// Creates a new, empty space with an id never handed out before by this store and with no file
+    /// or trash file in the directory.
     pub fn create_space(&self) -> Result<Arc<Space>> {
         let mut spaces = self.spaces.write();
-        let id = spaces
-            .keys()
-            .next_back()
-            .map_or(SYSTEM_SPACE, |last| last + 1);
+        let mut id = self.next_id.load(Ordering::Relaxed);
+        while self.vfs.exists(&Space::file_name(id)) || self.vfs.exists(&trash_name(id)) {
+            id += 1;
+        }
+        self.next_id.store(id + 1, Ordering::Relaxed);
         let space = Space::create(self.vfs.as_ref(), id, self.page_size())?;
         spaces.insert(id, space.clone());
         Ok(space)
     }
 
-    /// Drops a space: its cached pages become invalid at once (no pool scan), then its file is
-    /// removed.
+    /// Drops a space in O(1): its cached pages become invalid at once (no pool scan) and its file
+    /// is durably renamed to the trash name; the reclaimer shrinks and removes it in the
+    /// background. If syncing the directory fails, the trash file waits for the next open.
     pub fn drop_space(&self, id: SpaceId) -> Result<()> {
         if id == SYSTEM_SPACE {
             return Err(StorageError::Config(
                 "the system space cannot be dropped".into(),
             ));
         }
-        let space = self
-            .spaces
-            .write()
-            .remove(&id)
-            .ok_or(StorageError::SpaceDropped(id))?;
+        let trash = trash_name(id);
+        let space = {
+            let mut spaces = self.spaces.write();
+            let space = spaces.remove(&id).ok_or(StorageError::SpaceDropped(id))?;
+            if let Err(err) = self.vfs.rename(&Space::file_name(id), &trash) {
+                spaces.insert(id, space);
+                return Err(StorageError::io(
+                    format!("renaming the file of space {id}"),
+                    err,
+                ));
+            }
+            space
+        };
         space.mark_dropped();
         self.vfs
-            .remove(&Space::file_name(id))
-            .and_then(|_| self.vfs.sync_dir())
-            .map_err(|e| StorageError::io(format!("removing the file of space {id}"), e))
+            .sync_dir()
+            .map_err(|e| StorageError::io(format!("syncing the drop of space {id}"), e))?;
+        self.reclaimer.queue.push(trash);
+        Ok(())
+    }
+
+    /// Counters of the reclaimer.
+    pub fn reclaim_stats(&self) -> ReclaimStats {
+        self.reclaimer.queue.state.lock().stats
+    }
+
+    /// Trash files not yet removed by the reclaimer.
+    pub fn pending_reclaims(&self) -> usize {
+        self.reclaim_stats().pending
+    }
+
+    /// Waits up to `timeout` for the reclaimer to have removed every trash file; returns whether it
+    /// has.
+    pub fn wait_reclaimed(&self, timeout: Duration) -> bool {
+        self.reclaimer.queue.wait_idle(timeout)
     }
 
     /// A checkpoint (see [`BufferPool::checkpoint`]), then free tail extents go back to the OS.
@@ -205,7 +302,9 @@ impl Store {
         Ok(())
     }
 
-    /// A clean shutdown: checkpoint, then stop background work.
+    /// A clean shutdown: checkpoint, then stop background work. The reclaimer (stopped when the
+    /// store is dropped, closed or not) abandons the file it is shrinking; the next open finishes
+    /// it.
     pub fn close(self) -> Result<()> {
         self.checkpoint()?;
         self.pool.stop_flusher();
@@ -213,14 +312,175 @@ impl Store {
     }
 }
 
+/// The file name of dropped space `id` until the reclaimer has removed it.
+fn trash_name(id: SpaceId) -> String {
+    format!("{}{TRASH_SUFFIX}", Space::file_name(id))
+}
+
+/// Opens the space files of a directory (unloaded, for recovery) and finds its trash files.
+fn scan_directory(vfs: &dyn Vfs) -> Result<(SpaceMap, Vec<SpaceId>)> {
+    let mut spaces = BTreeMap::new();
+    let mut trash = Vec::new();
+    for name in vfs
+        .list()
+        .map_err(|e| StorageError::io("listing the data directory", e))?
+    {
+        if let Some(id) = Space::id_from_file_name(&name) {
+            spaces.insert(id, Space::open_unloaded(vfs, id)?);
+        } else if let Some(id) = name
+            .strip_suffix(TRASH_SUFFIX)
+            .and_then(Space::id_from_file_name)
+        {
+            trash.push(id);
+        }
+    }
+    Ok((spaces, trash))
+}
+
+/// The reclaimer's thread; dropping it stops the thread, abandoning the file being shrunk.
+struct Reclaimer {
+    queue: Arc<ReclaimQueue>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Trash files waiting for the reclaimer, shared with its thread.
+struct ReclaimQueue {
+    vfs: Arc<dyn Vfs>,
+    slice_bytes: u64,
+    pause: Duration,
+    state: Mutex<ReclaimState>,
+    /// Wakes the thread: a file was queued or the store is closing.
+    wake: Condvar,
+    /// Wakes `wait_idle`: nothing is pending any more.
+    idle: Condvar,
+}
+
+#[derive(Default)]
+struct ReclaimState {
+    files: VecDeque<String>,
+    stop: bool,
+    stats: ReclaimStats,
+}
+
+impl Reclaimer {
+    fn start(vfs: Arc<dyn Vfs>, config: &StoreConfig) -> Result<Reclaimer> {
+        if config.reclaim_slice_bytes == 0 {
+            return Err(StorageError::Config(
+                "reclaim_slice_bytes must be more than 0".into(),
+            ));
+        }
+        let queue = Arc::new(ReclaimQueue {
+            vfs,
+            slice_bytes: config.reclaim_slice_bytes,
+            pause: config.reclaim_pause,
+            state: Mutex::new(ReclaimState::default()),
+            wake: Condvar::new(),
+            idle: Condvar::new(),
+        });
+        let worker = queue.clone();
+        let thread = std::thread::Builder::new()
+            .name("steady-reclaimer".into())
+            .spawn(move || worker.run())
+            .map_err(|e| StorageError::io("starting the space reclaimer", e))?;
+        Ok(Reclaimer {
+            queue,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Reclaimer {
+    fn drop(&mut self) {
+        self.queue.state.lock().stop = true;
+        self.queue.wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl ReclaimQueue {
+    fn push(&self, name: String) {
+        let mut state = self.state.lock();
+        state.files.push_back(name);
+        state.stats.pending += 1;
+        self.wake.notify_one();
+    }
+
+    fn wait_idle(&self, timeout: Duration) -> bool {
+        let mut state = self.state.lock();
+        self.idle
+            .wait_while_for(&mut state, |s| s.stats.pending > 0, timeout);
+        state.stats.pending == 0
+    }
+
+    fn run(&self) {
+        while let Some(name) = self.next_file() {
+            let outcome = self.reclaim(&name);
+            self.finish(&name, outcome);
+        }
+    }
+
+    /// The next trash file, waiting for one; `None` once the store is closing.
+    fn next_file(&self) -> Option<String> {
+        let mut state = self.state.lock();
+        self.wake
+            .wait_while(&mut state, |s| !s.stop && s.files.is_empty());
+        if state.stop {
+            return None;
+        }
+        state.files.pop_front()
+    }
+
+    /// Cuts trash file `name` down slice by slice, then removes it. `Ok(false)`: the store is
+    /// closing and the file was abandoned.
+    fn reclaim(&self, name: &str) -> io::Result<bool> {
+        let file = self.vfs.open(name, false)?;
+        let mut len = file.file_len()?;
+        while len > 0 {
+            let shorter = len.saturating_sub(self.slice_bytes);
+            file.set_len(shorter)?;
+            self.state.lock().stats.bytes_reclaimed += len - shorter;
+            len = shorter;
+            if len > 0 && !self.pause_unless_stopped() {
+                return Ok(false);
+            }
+        }
+        drop(file);
+        self.vfs.remove(name)?;
+        self.vfs.sync_dir()?;
+        Ok(true)
+    }
+
+    /// Waits the pause between two slices; false if the store is closing.
+    fn pause_unless_stopped(&self) -> bool {
+        let mut state = self.state.lock();
+        self.wake
+            .wait_while_for(&mut state, |s| !s.stop, self.pause);
+        !state.stop
+    }
+
+    fn finish(&self, name: &str, outcome: io::Result<bool>) {
+        let mut state = self.state.lock();
+        match outcome {
+            Ok(false) => return,
+            Ok(true) => state.stats.files_reclaimed += 1,
+            Err(err) => {
+                eprintln!("steady: reclaiming {name} failed, the next open retries it: {err}");
+                state.stats.failures += 1;
+            }
+        }
+        state.stats.pending -= 1;
+        if state.stats.pending == 0 {
+            self.idle.notify_all();
+        }
+    }
+}
+
 /// Redoes every logged change after the last checkpoint, then attaches the log and checkpoints, so
-/// that the directory is consistent before anything reads it. Changes to spaces whose files are gone
-/// (dropped after the checkpoint) are skipped.
-fn recover(
-    vfs: &dyn Vfs,
-    pool: &Arc<BufferPool>,
-    spaces: &BTreeMap<SpaceId, Arc<Space>>,
-) -> Result<()> {
+/// that the directory is consistent before anything reads it. Changes to spaces without a file
+/// (dropped after the checkpoint: removed, or renamed to trash) are skipped.
+fn recover(vfs: &dyn Vfs, pool: &Arc<BufferPool>, spaces: &SpaceMap) -> Result<()> {
     let opened = Wal::open(vfs)?;
     for (lsn, payload) in &opened.records {
         let end = lsn + (crate::wal::RECORD_HEADER + payload.len()) as u64;
