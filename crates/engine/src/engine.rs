@@ -47,6 +47,7 @@ use steady_storage::StorageError;
 
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockManager, LockMode};
+use crate::ssi::{Conflict, SsiTracker};
 use crate::txn::{Csn, Snapshot, TxnId, TxnManager, TxnStatus};
 use crate::version::{
     history_key, history_prefix, split_undo_key, undo_key, IndexId, OldVersion, UndoAction,
@@ -115,6 +116,7 @@ pub struct Engine {
     store: Store,
     txns: TxnManager,
     locks: LockManager,
+    ssi: SsiTracker,
     meta: BTree,
     history: BTree,
     undo: BTree,
@@ -159,6 +161,7 @@ impl Engine {
             store,
             txns: TxnManager::new(first_txn, 0),
             locks: LockManager::new(),
+            ssi: SsiTracker::new(),
             meta,
             history,
             undo,
@@ -562,9 +565,11 @@ impl<'e> Transaction<'e> {
             };
         }
         self.snapshot_taken = Instant::now();
-        Ok(Some(
-            self.snapshot.insert(self.engine.txns.take_snapshot()).csn,
-        ))
+        let snapshot = *self.snapshot.insert(self.engine.txns.take_snapshot());
+        if self.isolation == Isolation::Serializable {
+            self.engine.ssi.register(self.id, snapshot.csn);
+        }
+        Ok(Some(snapshot.csn))
     }
 
     fn check_open(&self) -> Result<()> {
@@ -578,10 +583,32 @@ impl<'e> Transaction<'e> {
     pub fn get(&mut self, index: IndexId, pk: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
-        let record = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
         let snapshot = self.snapshot()?;
-        self.engine
-            .visible(&tree, index, pk, record, self.id, snapshot)
+        let record = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+        let row = self
+            .engine
+            .visible(&tree, index, pk, record, self.id, snapshot)?;
+        self.track_read(index, Bound::Included(pk), Bound::Included(pk))?;
+        Ok(row)
+    }
+
+    /// SERIALIZABLE: records a read for the dependency tracker, failing if it completes a
+    /// dangerous structure.
+    fn track_read(&self, index: IndexId, low: Bound<&[u8]>, high: Bound<&[u8]>) -> Result<()> {
+        if self.isolation != Isolation::Serializable {
+            return Ok(());
+        }
+        let ssi = &self.engine.ssi;
+        let tracked = match (low, high) {
+            (Bound::Included(a), Bound::Included(b)) if a == b => ssi.read_point(self.id, index, a),
+            _ => ssi.read_range(
+                self.id,
+                index,
+                low.map(<[u8]>::to_vec),
+                high.map(<[u8]>::to_vec),
+            ),
+        };
+        tracked.map_err(dependency_failure)
     }
 
     /// The rows of `index` with keys in the range, in key order, as this transaction sees them.
@@ -594,6 +621,7 @@ impl<'e> Transaction<'e> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
         let snapshot = self.snapshot()?;
+        self.track_read(index, start, end)?;
         Ok(Scan {
             engine: self.engine,
             reader: self.id,
@@ -633,10 +661,17 @@ impl<'e> Transaction<'e> {
         self.check_open()?;
         let engine = self.engine;
         let tree = engine.tree(index)?;
+        self.snapshot()?;
         self.lock_exclusive(index, pk)?;
         let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
         if !self.may_write(index, pk, current.as_ref(), kind)? {
             return Ok(false);
+        }
+        if self.isolation == Isolation::Serializable {
+            engine
+                .ssi
+                .write(self.id, index, pk)
+                .map_err(dependency_failure)?;
         }
         if self.first_writes.insert((index, pk.to_vec())) {
             self.log_first_write(index, pk, current)?;
@@ -684,6 +719,7 @@ impl<'e> Transaction<'e> {
         let seen = self
             .engine
             .visible(&tree, index, pk, current.cloned(), self.id, snapshot)?;
+        self.track_read(index, Bound::Included(pk), Bound::Included(pk))?;
         let (Some(_), Some(current)) = (seen, current) else {
             return Ok(None);
         };
@@ -706,6 +742,7 @@ impl<'e> Transaction<'e> {
         self.check_open()?;
         let engine = self.engine;
         let tree = engine.tree(index)?;
+        self.snapshot()?;
         self.lock_exclusive(index, pk)?;
         let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
         self.row_to_change(index, pk, current.as_ref())
@@ -768,8 +805,13 @@ impl<'e> Transaction<'e> {
     pub fn commit(mut self) -> Result<()> {
         self.check_open()?;
         let engine = self.engine;
+        if self.isolation == Isolation::Serializable && engine.ssi.check_commit(self.id).is_err() {
+            self.undo_all()?;
+            return Err(EngineError::SerializationDependency);
+        }
         if self.writes.is_empty() {
             engine.txns.finish_read_only(self.id);
+            engine.ssi.committed(self.id, engine.txns.stats().last_csn);
             self.end();
             return Ok(());
         }
@@ -781,6 +823,7 @@ impl<'e> Transaction<'e> {
             .collect();
         let mut queue = engine.purge_queue.lock();
         let csn = engine.txns.commit(self.id);
+        engine.ssi.committed(self.id, csn);
         queue.push_back(PurgeItem {
             txn: self.id,
             csn,
@@ -805,6 +848,7 @@ impl<'e> Transaction<'e> {
                 engine.history_length.fetch_sub(1, Ordering::Relaxed);
             }
         }
+        engine.ssi.aborted(self.id);
         if self.writes.is_empty() {
             engine.txns.finish_read_only(self.id);
         } else {
@@ -894,6 +938,10 @@ impl Iterator for Scan<'_> {
             }
         }
     }
+}
+
+fn dependency_failure(_: Conflict) -> EngineError {
+    EngineError::SerializationDependency
 }
 
 /// Rolls back one write of transaction `txn`; safe to repeat and to run on a write that was only

@@ -12,6 +12,8 @@ pub enum EngineError {
     Lock(#[from] LockError),
     #[error("could not serialize access due to concurrent update")]
     SerializationFailure,
+    #[error("could not serialize access due to read/write dependencies among transactions")]
+    SerializationDependency,
     #[error("duplicate key value violates unique constraint on index {index}")]
     UniqueViolation { index: u64 },
     #[error("snapshot too old: it is older than max_snapshot_age")]
@@ -33,7 +35,7 @@ impl EngineError {
             EngineError::Storage(StorageError::Corrupt { .. }) | EngineError::Corrupt(_) => "XX001",
             EngineError::Storage(_) => "58030",
             EngineError::Lock(err) => err.sqlstate(),
-            EngineError::SerializationFailure => "40001",
+            EngineError::SerializationFailure | EngineError::SerializationDependency => "40001",
             EngineError::UniqueViolation { .. } => "23505",
             EngineError::SnapshotTooOld => "72000",
             EngineError::NoSuchIndex(_) => "42P01",

@@ -1,7 +1,8 @@
 //! steady-engine: rows, transactions and versions on top of the storage layer's B+trees.
 //!
 //! This crate knows nothing of SQL text. Its parts: [`txn`] (transaction ids, CSNs, snapshots),
-//! [`lock`] (row locks, deadlock detection), [`version`] (the formats of row versions, history and
+//! [`lock`] (row locks, deadlock detection), [`ssi`] (read/write dependencies of SERIALIZABLE
+//! transactions), [`version`] (the formats of row versions, history and
 //! undo entries), [`engine`] (the database: writes, reads at each isolation level, commit, rollback,
 //! recovery, purge) and [`error`].
 
@@ -9,6 +10,7 @@ pub mod codec;
 pub mod engine;
 pub mod error;
 pub mod lock;
+pub mod ssi;
 pub mod txn;
 pub mod types;
 pub mod version;

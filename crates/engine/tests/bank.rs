@@ -134,13 +134,19 @@ fn bank_run(isolation: Isolation) {
         scope.spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 let mut txn = engine.begin(isolation).unwrap();
-                let sum = total(&mut txn, index).unwrap();
+                let sum = match total(&mut txn, index) {
+                    Err(err) if retryable(&err) => continue,
+                    sum => sum.unwrap(),
+                };
                 assert_eq!(
                     sum,
                     INITIAL * ACCOUNTS as i64,
                     "a snapshot saw money appear or vanish"
                 );
-                txn.commit().unwrap();
+                match txn.commit() {
+                    Err(err) if retryable(&err) => continue,
+                    committed => committed.unwrap(),
+                }
                 checks.fetch_add(1, Ordering::Relaxed);
             }
         });
