@@ -45,6 +45,7 @@ use steady_storage::space::Space;
 use steady_storage::store::{Store, StoreConfig, SYSTEM_SPACE};
 use steady_storage::StorageError;
 
+use crate::catalog::{TableDef, TABLE_PREFIX};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockManager, LockMode};
 use crate::ssi::{Conflict, SsiTracker};
@@ -61,6 +62,9 @@ const UNDO_INDEX: IndexId = 3;
 const FIRST_USER_INDEX: IndexId = 16;
 const META_NEXT_TXN: &[u8] = b"next_txn";
 const META_NEXT_INDEX: &[u8] = b"next_index";
+const META_NEXT_ROW_ID: &[u8] = b"next_row_id";
+/// Hidden row ids reserved (and recorded durably) at a time.
+const ROW_ID_BLOCK: u64 = 1 << 16;
 /// Transaction ids reserved (and recorded durably) at a time.
 const TXN_BLOCK: TxnId = 1 << 20;
 /// The transaction id purge uses to take row locks.
@@ -113,23 +117,30 @@ struct PurgeItem {
 
 /// An open database.
 pub struct Engine {
-    store: Store,
-    txns: TxnManager,
-    locks: LockManager,
-    ssi: SsiTracker,
-    meta: BTree,
-    history: BTree,
-    undo: BTree,
-    indexes: RwLock<HashMap<IndexId, Arc<BTree>>>,
-    txn_block_end: Mutex<TxnId>,
-    lock_timeout: Option<Duration>,
+    pub(crate) store: Store,
+    pub(crate) txns: TxnManager,
+    pub(crate) locks: LockManager,
+    pub(crate) ssi: SsiTracker,
+    pub(crate) meta: BTree,
+    pub(crate) history: BTree,
+    pub(crate) undo: BTree,
+    pub(crate) indexes: RwLock<HashMap<IndexId, Arc<BTree>>>,
+    pub(crate) txn_block_end: Mutex<TxnId>,
+    pub(crate) lock_timeout: Option<Duration>,
     purge_queue: Mutex<VecDeque<PurgeItem>>,
     /// Held by a purge pass, so that passes do not overlap.
-    purge_running: Mutex<()>,
-    purge_thread: Mutex<Option<JoinHandle<()>>>,
-    stop_purge: AtomicBool,
-    max_snapshot_age: Option<Duration>,
-    history_length: AtomicI64,
+    pub(crate) purge_running: Mutex<()>,
+    pub(crate) purge_thread: Mutex<Option<JoinHandle<()>>>,
+    pub(crate) stop_purge: AtomicBool,
+    pub(crate) max_snapshot_age: Option<Duration>,
+    pub(crate) history_length: AtomicI64,
+    /// Tables by id (the id of their clustered index).
+    pub(crate) catalog: RwLock<HashMap<IndexId, Arc<TableDef>>>,
+    /// Held shared by each row write and exclusively by DDL.
+    pub(crate) ddl: RwLock<()>,
+    id_allocation: Mutex<()>,
+    /// The hidden row ids reserved: next to hand out, end of the block.
+    row_ids: Mutex<(u64, u64)>,
 }
 
 impl Engine {
@@ -148,6 +159,7 @@ impl Engine {
             .space(SYSTEM_SPACE)
             .expect("a store has a system space");
         let meta = open_or_create(&store, &system, META_INDEX)?;
+        let catalog = load_catalog(&meta)?;
         let indexes = open_user_indexes(&store)?;
         let first_txn = read_counter(&meta, META_NEXT_TXN)?.unwrap_or(1);
         let history = open_or_create(&store, &system, HISTORY_INDEX)?;
@@ -174,6 +186,10 @@ impl Engine {
             stop_purge: AtomicBool::new(false),
             max_snapshot_age: config.max_snapshot_age,
             history_length: AtomicI64::new(0),
+            catalog: RwLock::new(catalog),
+            ddl: RwLock::new(()),
+            id_allocation: Mutex::new(()),
+            row_ids: Mutex::new((0, 0)),
         });
         if config.background_purge {
             engine.start_purge()?;
@@ -206,13 +222,48 @@ impl Engine {
 
     /// Creates an empty index in a space of its own and returns its id.
     pub fn create_index(&self) -> Result<IndexId> {
-        let id = read_counter(&self.meta, META_NEXT_INDEX)?.unwrap_or(FIRST_USER_INDEX);
-        self.meta.insert(META_NEXT_INDEX, &(id + 1).to_le_bytes())?;
+        let id = self.allocate_index_id()?;
         let space = self.store.create_space()?;
         let tree = BTree::create(self.store.pool().clone(), space, id)?;
         self.store.sync_log()?;
         self.indexes.write().insert(id, Arc::new(tree));
         Ok(id)
+    }
+
+    /// A new index id (recorded in the meta tree; durable with the next log flush).
+    pub(crate) fn allocate_index_id(&self) -> Result<IndexId> {
+        let _serial = self.id_allocation.lock();
+        let id = read_counter(&self.meta, META_NEXT_INDEX)?.unwrap_or(FIRST_USER_INDEX);
+        self.meta.insert(META_NEXT_INDEX, &(id + 1).to_le_bytes())?;
+        Ok(id)
+    }
+
+    /// A new hidden row id for a table without a primary key. Ids are reserved in durable blocks,
+    /// like transaction ids, so none repeats after a restart.
+    pub(crate) fn allocate_row_id(&self) -> Result<u64> {
+        let mut block = self.row_ids.lock();
+        if block.0 >= block.1 {
+            let start = read_counter(&self.meta, META_NEXT_ROW_ID)?
+                .unwrap_or(1)
+                .max(block.0);
+            self.meta
+                .insert(META_NEXT_ROW_ID, &(start + ROW_ID_BLOCK).to_le_bytes())?;
+            self.store.sync_log()?;
+            *block = (start, start + ROW_ID_BLOCK);
+        }
+        block.0 += 1;
+        Ok(block.0 - 1)
+    }
+
+    /// How many records an index holds (all versions' entries, live or not): a full scan.
+    pub fn index_records(&self, index: IndexId) -> Result<u64> {
+        let tree = self.tree(index)?;
+        let mut count = 0;
+        for entry in tree.range(Bound::Unbounded, Bound::Unbounded) {
+            entry?;
+            count += 1;
+        }
+        Ok(count)
     }
 
     /// The ids of every user index, in order.
@@ -222,7 +273,7 @@ impl Engine {
         ids
     }
 
-    fn tree(&self, index: IndexId) -> Result<Arc<BTree>> {
+    pub(crate) fn tree(&self, index: IndexId) -> Result<Arc<BTree>> {
         self.indexes
             .read()
             .get(&index)
@@ -274,7 +325,7 @@ impl Engine {
     /// transaction `reader`. When the history store must be consulted, the in-place record is read
     /// again afterwards: if its writer changed meanwhile (it rolled back, which puts the old version
     /// back in place *before* removing it from history), the decision is made again.
-    fn visible(
+    pub(crate) fn visible(
         &self,
         tree: &BTree,
         index: IndexId,
@@ -305,12 +356,17 @@ impl Engine {
     }
 
     /// Whether `writer` committed at or before `snapshot`.
-    fn committed_by(&self, writer: TxnId, snapshot: Csn) -> bool {
+    pub(crate) fn committed_by(&self, writer: TxnId, snapshot: Csn) -> bool {
         matches!(self.txns.status(writer), TxnStatus::Committed(csn) if csn <= snapshot)
     }
 
     /// The row as `snapshot` saw it, from the history store: one seek.
-    fn history_version(&self, index: IndexId, pk: &[u8], snapshot: Csn) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn history_version(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        snapshot: Csn,
+    ) -> Result<Option<Vec<u8>>> {
         let from = history_key(index, pk, snapshot);
         let Some(entry) = self
             .history
@@ -335,17 +391,22 @@ impl Engine {
     }
 
     /// Removes a history entry if transaction `txn` put it there (the same key may since hold a
-    /// version a later transaction replaced).
-    fn history_delete_if_superseded_by(&self, key: &[u8], txn: TxnId) -> Result<bool> {
+    /// version a later transaction replaced); returns the removed version.
+    fn history_delete_if_superseded_by(
+        &self,
+        key: &[u8],
+        txn: TxnId,
+    ) -> Result<Option<OldVersion>> {
         let Some(bytes) = self.history.get(key)? else {
-            return Ok(false);
+            return Ok(None);
         };
-        if OldVersion::decode(&bytes)?.superseded_by != txn {
-            return Ok(false);
+        let old = OldVersion::decode(&bytes)?;
+        if old.superseded_by != txn {
+            return Ok(None);
         }
         self.history.delete(key)?;
         self.history_length.fetch_sub(1, Ordering::Relaxed);
-        Ok(true)
+        Ok(Some(old))
     }
 
     /// One purge pass: removes old versions no snapshot can see, delete-marked rows every snapshot
@@ -387,19 +448,47 @@ impl Engine {
                 if item.csn > horizon && self.txns.snapshot_within(previous_start, item.csn) {
                     continue;
                 }
-                garbage.push((
-                    history_key(write.index, &write.pk, previous_start),
-                    item.txn,
-                ));
+                let key = history_key(write.index, &write.pk, previous_start);
+                garbage.push((key, item.txn, write.index, write.pk.clone()));
                 *done = true;
             }
         }
         garbage.sort_unstable();
         let mut removed = 0;
-        for (key, txn) in garbage {
-            removed += usize::from(self.history_delete_if_superseded_by(&key, txn)?);
+        for (key, txn, index, pk) in garbage {
+            if let Some(old) = self.history_delete_if_superseded_by(&key, txn)? {
+                removed += 1;
+                self.remove_stale_entries_locked(index, &pk, &old)?;
+            }
         }
         Ok(removed)
+    }
+
+    /// Drops the secondary entries only a purged version had, with its row locked (skipped if a
+    /// writer holds the row: the entries are then still a writer's concern).
+    fn remove_stale_entries_locked(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        old: &OldVersion,
+    ) -> Result<()> {
+        let Some(table) = self.table_by_id(index).filter(|t| !t.indexes.is_empty()) else {
+            return Ok(());
+        };
+        let key = LockKey {
+            index_id: index,
+            key: pk.to_vec(),
+        };
+        if self
+            .locks
+            .lock(PURGE_TXN, key, LockMode::Exclusive, Some(Duration::ZERO))
+            .is_err()
+        {
+            return Ok(());
+        }
+        let removed = self.remove_stale_entries(&table, pk, old);
+        self.locks.release_all(PURGE_TXN);
+        removed
     }
 
     /// Removes rows that purged transactions left delete-marked, unless written again since.
@@ -409,6 +498,7 @@ impl Engine {
             .flat_map(|item| {
                 item.writes
                     .iter()
+                    .filter(|(w, _)| w.action != UndoAction::IndexEntry)
                     .map(move |(w, _)| (w.index, w.pk.as_slice(), item.txn))
             })
             .collect();
@@ -511,14 +601,14 @@ pub struct EngineStats {
 
 /// One transaction. Dropped without commit, it rolls back.
 pub struct Transaction<'e> {
-    engine: &'e Engine,
-    id: TxnId,
-    isolation: Isolation,
-    snapshot: Option<Snapshot>,
-    snapshot_taken: Instant,
-    writes: Vec<UndoEntry>,
-    first_writes: HashSet<(IndexId, Vec<u8>)>,
-    ended: bool,
+    pub(crate) engine: &'e Engine,
+    pub(crate) id: TxnId,
+    pub(crate) isolation: Isolation,
+    pub(crate) snapshot: Option<Snapshot>,
+    pub(crate) snapshot_taken: Instant,
+    pub(crate) writes: Vec<UndoEntry>,
+    pub(crate) first_writes: HashSet<(IndexId, Vec<u8>)>,
+    pub(crate) ended: bool,
 }
 
 /// What a write does to a row.
@@ -549,7 +639,7 @@ impl<'e> Transaction<'e> {
 
     /// The snapshot reads use (`None` for READ UNCOMMITTED), taken at the first read; refused once
     /// older than `max_snapshot_age`.
-    fn snapshot(&mut self) -> Result<Option<Csn>> {
+    pub(crate) fn snapshot(&mut self) -> Result<Option<Csn>> {
         if self.isolation == Isolation::ReadUncommitted {
             return Ok(None);
         }
@@ -572,7 +662,7 @@ impl<'e> Transaction<'e> {
         Ok(Some(snapshot.csn))
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.ended {
             return Err(EngineError::TransactionEnded);
         }
@@ -748,7 +838,7 @@ impl<'e> Transaction<'e> {
         self.row_to_change(index, pk, current.as_ref())
     }
 
-    fn lock_exclusive(&self, index: IndexId, pk: &[u8]) -> Result<()> {
+    pub(crate) fn lock_exclusive(&self, index: IndexId, pk: &[u8]) -> Result<()> {
         let key = LockKey {
             index_id: index,
             key: pk.to_vec(),
@@ -781,15 +871,11 @@ impl<'e> Transaction<'e> {
                 },
             },
         };
-        let entry = UndoEntry {
+        self.append_undo(UndoEntry {
             index,
             pk: pk.to_vec(),
             action: action.clone(),
-        };
-        engine.undo.insert(
-            &undo_key(self.id, self.writes.len() as u64),
-            &entry.encode(),
-        )?;
+        })?;
         if let (Some(version), UndoAction::Replaced { previous_start }) = (current, action) {
             let old = OldVersion {
                 version,
@@ -797,6 +883,13 @@ impl<'e> Transaction<'e> {
             };
             engine.history_insert(&history_key(index, pk, previous_start), &old)?;
         }
+        Ok(())
+    }
+
+    /// Appends an entry to this transaction's undo log (durable with the next log flush).
+    pub(crate) fn append_undo(&mut self, entry: UndoEntry) -> Result<()> {
+        let key = undo_key(self.id, self.writes.len() as u64);
+        self.engine.undo.insert(&key, &entry.encode())?;
         self.writes.push(entry);
         Ok(())
     }
@@ -945,23 +1038,27 @@ fn dependency_failure(_: Conflict) -> EngineError {
 }
 
 /// Rolls back one write of transaction `txn`; safe to repeat and to run on a write that was only
-/// partly done (recovery). Returns whether a history entry was removed.
+/// partly done (recovery), or on an index dropped since. Returns whether a history entry was removed.
 fn undo_write(
     history: &BTree,
     trees: &HashMap<IndexId, Arc<BTree>>,
     txn: TxnId,
     entry: &UndoEntry,
 ) -> Result<bool> {
-    let tree = trees
-        .get(&entry.index)
-        .ok_or(EngineError::NoSuchIndex(entry.index))?;
+    let Some(tree) = trees.get(&entry.index) else {
+        return Ok(false);
+    };
+    if entry.action == UndoAction::IndexEntry {
+        tree.delete(&entry.pk)?;
+        return Ok(false);
+    }
     let current = tree
         .get(&entry.pk)?
         .map(|b| Version::decode(&b))
         .transpose()?;
     let written = current.is_some_and(|v| v.writer == txn);
     match entry.action {
-        UndoAction::Inserted => {
+        UndoAction::Inserted | UndoAction::IndexEntry => {
             if written {
                 tree.delete(&entry.pk)?;
             }
@@ -1044,6 +1141,20 @@ fn open_user_indexes(store: &Store) -> Result<HashMap<IndexId, Arc<BTree>>> {
         }
     }
     Ok(indexes)
+}
+
+fn load_catalog(meta: &BTree) -> Result<HashMap<IndexId, Arc<TableDef>>> {
+    let mut tables = HashMap::new();
+    for entry in meta.range(Bound::Included(TABLE_PREFIX), Bound::Unbounded) {
+        let (key, value) = entry?;
+        if !key.starts_with(TABLE_PREFIX) {
+            break;
+        }
+        let table: TableDef = serde_json::from_slice(&value)
+            .map_err(|e| EngineError::Corrupt(format!("catalog entry: {e}")))?;
+        tables.insert(table.id, Arc::new(table));
+    }
+    Ok(tables)
 }
 
 fn read_counter(meta: &BTree, key: &[u8]) -> Result<Option<u64>> {

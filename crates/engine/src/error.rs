@@ -20,6 +20,16 @@ pub enum EngineError {
     SnapshotTooOld,
     #[error("no index {0}")]
     NoSuchIndex(u64),
+    #[error("relation \"{0}\" does not exist")]
+    NoSuchTable(String),
+    #[error("relation \"{0}\" already exists")]
+    DuplicateTable(String),
+    #[error("index \"{0}\" does not exist")]
+    NoSuchIndexName(String),
+    #[error("relation \"{0}\" already exists")]
+    DuplicateIndex(String),
+    #[error("index \"{0}\" was built after this transaction's snapshot")]
+    IndexNotReady(String),
     #[error("the transaction has already ended")]
     TransactionEnded,
     #[error("corrupt engine data: {0}")]
@@ -38,7 +48,10 @@ impl EngineError {
             EngineError::SerializationFailure | EngineError::SerializationDependency => "40001",
             EngineError::UniqueViolation { .. } => "23505",
             EngineError::SnapshotTooOld => "72000",
-            EngineError::NoSuchIndex(_) => "42P01",
+            EngineError::NoSuchIndex(_) | EngineError::NoSuchTable(_) => "42P01",
+            EngineError::NoSuchIndexName(_) => "42704",
+            EngineError::DuplicateTable(_) | EngineError::DuplicateIndex(_) => "42P07",
+            EngineError::IndexNotReady(_) => "0A000",
             EngineError::TransactionEnded => "25P01",
         }
     }

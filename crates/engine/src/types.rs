@@ -66,7 +66,7 @@ use std::str::FromStr;
 use rust_decimal::{Decimal, RoundingStrategy};
 
 /// The type of a column or expression. Length and precision modifiers are part of the type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum DataType {
     Boolean,
     SmallInt,

@@ -8,6 +8,7 @@
 //! undo value               kind u8 | index u64 | pk length u32 | pk | previous start csn u64
 //!                          kind 1: the transaction inserted the row (no previous version)
 //!                          kind 2: the previous version went to history under its start csn
+//!                          kind 3: the transaction added a secondary-index entry (pk = its key)
 //! ```
 //!
 //! A version's *start* is the CSN of the transaction that wrote it. History keys put the versions of
@@ -130,6 +131,8 @@ pub enum UndoAction {
     Inserted,
     /// The row replaced a version that started at this CSN, now in history: put it back.
     Replaced { previous_start: Csn },
+    /// A secondary-index entry (`pk` holds its whole key) was added: remove it.
+    IndexEntry,
 }
 
 /// One write of a transaction, as logged for rollback and purge.
@@ -142,6 +145,7 @@ pub struct UndoEntry {
 
 const KIND_INSERTED: u8 = 1;
 const KIND_REPLACED: u8 = 2;
+const KIND_INDEX_ENTRY: u8 = 3;
 /// The sequence number of a transaction's commit marker.
 pub const COMMIT_MARKER: u64 = u64::MAX;
 
@@ -171,6 +175,7 @@ impl UndoEntry {
         let (kind, start) = match self.action {
             UndoAction::Inserted => (KIND_INSERTED, 0),
             UndoAction::Replaced { previous_start } => (KIND_REPLACED, previous_start),
+            UndoAction::IndexEntry => (KIND_INDEX_ENTRY, 0),
         };
         out.push(kind);
         out.extend_from_slice(&self.index.to_le_bytes());
@@ -197,6 +202,7 @@ impl UndoEntry {
             KIND_REPLACED => UndoAction::Replaced {
                 previous_start: start,
             },
+            KIND_INDEX_ENTRY => UndoAction::IndexEntry,
             _ => return Err(corrupt()),
         };
         Ok(UndoEntry { index, pk, action })

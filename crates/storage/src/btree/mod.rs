@@ -305,32 +305,34 @@ impl BTree {
         }
     }
 
-    /// Read-couples down to the leaf for `key` and write-latches only that leaf, in `mtr`.
+    /// Read-couples down to the leaf for `key` and write-latches only that leaf, in `mtr`. A root
+    /// that is a leaf is write-latched directly; if it has grown (or shrunk) meanwhile, start over.
     fn latch_leaf<'a>(&'a self, mtr: &mut Mtr<'a>, key: &[u8]) -> Result<PageHandle> {
         let pool = mtr.pool();
         let root = self.entry.root;
-        let mut guard = self.fetch_checked(root, None, AccessHint::Normal)?;
-        if Page::new(&guard).level() == 0 {
-            drop(guard);
-            let leaf = pool.fetch_write(&self.space, root)?;
-            self.check_page(&leaf, root, None)?;
-            if Page::new(&leaf).level() == 0 {
-                return Ok(mtr.adopt(leaf));
-            }
-            drop(leaf);
-            guard = self.fetch_checked(root, None, AccessHint::Normal)?;
-        }
         loop {
-            let page = Page::new(&guard);
-            let level = page.level();
-            let child = node::branch_child(page.record(node::branch_search(page, key, false)));
-            if level == 1 {
-                let leaf = pool.fetch_write(&self.space, child)?;
-                self.check_page(&leaf, child, Some(0))?;
+            let mut guard = self.fetch_checked(root, None, AccessHint::Normal)?;
+            if Page::new(&guard).level() == 0 {
                 drop(guard);
-                return Ok(mtr.adopt(leaf));
+                let leaf = pool.fetch_write(&self.space, root)?;
+                self.check_page(&leaf, root, None)?;
+                if Page::new(&leaf).level() == 0 {
+                    return Ok(mtr.adopt(leaf));
+                }
+                continue;
             }
-            guard = self.fetch_checked(child, Some(level - 1), AccessHint::Normal)?;
+            loop {
+                let page = Page::new(&guard);
+                let level = page.level();
+                let child = node::branch_child(page.record(node::branch_search(page, key, false)));
+                if level == 1 {
+                    let leaf = pool.fetch_write(&self.space, child)?;
+                    self.check_page(&leaf, child, Some(0))?;
+                    drop(guard);
+                    return Ok(mtr.adopt(leaf));
+                }
+                guard = self.fetch_checked(child, Some(level - 1), AccessHint::Normal)?;
+            }
         }
     }
 

@@ -1,0 +1,547 @@
+//! Tables: rows as typed values over the versioned indexes of [`crate::engine`], secondary indexes
+//! kept in step with the clustered index, and DDL.
+//!
+//! ```text
+//! clustered index   encode_key(primary key) -> version(encode_row(values))
+//! secondary index   encode_key(index columns) ++ encode_key(primary key) -> primary key
+//! ```
+//!
+//! * **Secondary entries are not versioned.** A write adds the entry for the row's new index key if
+//!   it is missing (logged in the undo log, so a rollback removes it) and never removes one: an
+//!   older snapshot may still reach the row through its old key. A reader through a secondary index
+//!   fetches the version its snapshot sees from the clustered index and keeps it only if that
+//!   version still has the entry's index key. Purge removes an entry once no version of the row
+//!   that any snapshot can see has that key.
+//! * **Unique secondary indexes** lock the index key value itself for the rest of the transaction,
+//!   then look for another live row with that value.
+//! * **DDL** commits on its own and is made durable before it takes effect. Row writes take the
+//!   DDL lock shared for the duration of one write; DDL takes it exclusively, so an index build sees
+//!   no write in flight (builds are not online yet). DROP TABLE and TRUNCATE are O(1): the space is
+//!   dropped through the store's background reclaimer. An index is usable only by snapshots taken
+//!   after it was built ([`IndexDef::valid_from`]).
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use steady_storage::btree::BTree;
+use steady_storage::mtr::Mtr;
+
+use crate::catalog::{table_key, ColumnDef, IndexDef, TableDef};
+use crate::codec::{decode_row, encode_key, encode_row};
+use crate::engine::{Engine, Transaction};
+use crate::error::{EngineError, Result};
+use crate::lock::{LockKey, LockMode};
+use crate::types::Value;
+use crate::version::{history_prefix, IndexId, OldVersion, UndoAction, UndoEntry, Version};
+
+impl Engine {
+    /// The table called `name`.
+    pub fn table(&self, name: &str) -> Option<Arc<TableDef>> {
+        self.catalog
+            .read()
+            .values()
+            .find(|t| t.name == name)
+            .cloned()
+    }
+
+    /// Every table, by name.
+    pub fn tables(&self) -> Vec<Arc<TableDef>> {
+        let mut tables: Vec<Arc<TableDef>> = self.catalog.read().values().cloned().collect();
+        tables.sort_by(|a, b| a.name.cmp(&b.name));
+        tables
+    }
+
+    pub(crate) fn table_by_id(&self, id: IndexId) -> Option<Arc<TableDef>> {
+        self.catalog.read().get(&id).cloned()
+    }
+
+    /// Creates a table in a space of its own.
+    pub fn create_table(
+        &self,
+        name: &str,
+        columns: Vec<ColumnDef>,
+        primary_key: Vec<usize>,
+    ) -> Result<Arc<TableDef>> {
+        let _ddl = self.ddl.write();
+        if self.table(name).is_some() {
+            return Err(EngineError::DuplicateTable(name.to_string()));
+        }
+        let id = self.allocate_index_id()?;
+        let space = self.store.create_space()?;
+        let tree = BTree::create(self.store.pool().clone(), space.clone(), id)?;
+        let table = TableDef {
+            id,
+            name: name.to_string(),
+            space: space.id(),
+            columns,
+            primary_key,
+            indexes: Vec::new(),
+            constraints: Vec::new(),
+        };
+        self.save_table(&table)?;
+        self.indexes.write().insert(id, Arc::new(tree));
+        let table = Arc::new(table);
+        self.catalog.write().insert(id, table.clone());
+        Ok(table)
+    }
+
+    /// Replaces a table's definition (columns added, constraints changed) durably.
+    pub fn alter_table(&self, table: TableDef) -> Result<Arc<TableDef>> {
+        let _ddl = self.ddl.write();
+        self.save_table(&table)?;
+        let table = Arc::new(table);
+        self.catalog.write().insert(table.id, table.clone());
+        Ok(table)
+    }
+
+    /// Drops a table: durable at once, its space reclaimed in the background (seed 004).
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let table = self
+            .table(name)
+            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
+        self.meta.delete(&table_key(table.id))?;
+        self.store.sync_log()?;
+        self.forget_table(&table);
+        self.store.drop_space(table.space)?;
+        Ok(())
+    }
+
+    /// Empties a table: its indexes move to a fresh space and the old one is dropped (O(1)).
+    pub fn truncate_table(&self, name: &str) -> Result<()> {
+        let _ddl = self.ddl.write();
+        let table = self
+            .table(name)
+            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
+        let space = self.store.create_space()?;
+        let mut trees = vec![(
+            table.id,
+            BTree::create(self.store.pool().clone(), space.clone(), table.id)?,
+        )];
+        for index in &table.indexes {
+            trees.push((
+                index.id,
+                BTree::create(self.store.pool().clone(), space.clone(), index.id)?,
+            ));
+        }
+        let moved = TableDef {
+            space: space.id(),
+            ..(*table).clone()
+        };
+        self.save_table(&moved)?;
+        let mut indexes = self.indexes.write();
+        for (id, tree) in trees {
+            indexes.insert(id, Arc::new(tree));
+        }
+        drop(indexes);
+        self.catalog.write().insert(moved.id, Arc::new(moved));
+        self.store.drop_space(table.space)?;
+        Ok(())
+    }
+
+    /// Builds a secondary index over the table's current rows (a sorted scan and a bulk build,
+    /// fully logged) and adds it to the table.
+    pub fn create_secondary_index(
+        &self,
+        table: &str,
+        name: &str,
+        columns: Vec<usize>,
+        unique: bool,
+    ) -> Result<Arc<TableDef>> {
+        let _ddl = self.ddl.write();
+        let table = self
+            .table(table)
+            .ok_or_else(|| EngineError::NoSuchTable(table.to_string()))?;
+        if table.index(name).is_some() {
+            return Err(EngineError::DuplicateIndex(name.to_string()));
+        }
+        let id = self.allocate_index_id()?;
+        let entries = self.index_entries(&table, &columns, unique, id)?;
+        let space = self
+            .store
+            .space(table.space)
+            .ok_or(EngineError::NoSuchIndex(table.id))?;
+        let tree = BTree::bulk_build(
+            self.store.pool().clone(),
+            space,
+            id,
+            entries.into_iter().map(Ok),
+            &mut |_| {},
+        )?;
+        let mut altered = (*table).clone();
+        altered.indexes.push(IndexDef {
+            id,
+            name: name.to_string(),
+            columns,
+            unique,
+            valid_from: self.txns.stats().last_csn,
+        });
+        self.save_table(&altered)?;
+        self.indexes.write().insert(id, Arc::new(tree));
+        let altered = Arc::new(altered);
+        self.catalog.write().insert(altered.id, altered.clone());
+        Ok(altered)
+    }
+
+    /// The sorted entries of a new index over every live in-place row of `table`.
+    fn index_entries(
+        &self,
+        table: &TableDef,
+        columns: &[usize],
+        unique: bool,
+        id: IndexId,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let types = table.column_types();
+        let clustered = self.tree(table.id)?;
+        let mut entries = Vec::new();
+        for record in clustered.range(Bound::Unbounded, Bound::Unbounded) {
+            let (pk, bytes) = record?;
+            let version = Version::decode(&bytes)?;
+            if version.deleted {
+                continue;
+            }
+            let values = decode_row(&version.row, &types).map_err(corrupt_row)?;
+            let sk = index_key(&values, columns);
+            let comparable = !has_null(&values, columns);
+            entries.push((entry_key(&sk, &pk), pk, sk, comparable));
+        }
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        if unique && entries.windows(2).any(|w| w[0].3 && w[0].2 == w[1].2) {
+            return Err(EngineError::UniqueViolation { index: id });
+        }
+        Ok(entries
+            .into_iter()
+            .map(|(key, pk, _, _)| (key, pk))
+            .collect())
+    }
+
+    /// Drops a secondary index.
+    pub fn drop_secondary_index(&self, table: &str, name: &str) -> Result<Arc<TableDef>> {
+        let _ddl = self.ddl.write();
+        let table = self
+            .table(table)
+            .ok_or_else(|| EngineError::NoSuchTable(table.to_string()))?;
+        let index = table
+            .index(name)
+            .ok_or_else(|| EngineError::NoSuchIndexName(name.to_string()))?
+            .clone();
+        let mut altered = (*table).clone();
+        altered.indexes.retain(|i| i.id != index.id);
+        self.save_table(&altered)?;
+        self.indexes.write().remove(&index.id);
+        let altered = Arc::new(altered);
+        self.catalog.write().insert(altered.id, altered.clone());
+        if let Some(space) = self.store.space(table.space) {
+            let mut mtr = Mtr::new(self.store.pool());
+            space.drop_tree(&mut mtr, index.id)?;
+            mtr.commit();
+        }
+        Ok(altered)
+    }
+
+    fn save_table(&self, table: &TableDef) -> Result<()> {
+        let json = serde_json::to_vec(table).map_err(|e| EngineError::Corrupt(e.to_string()))?;
+        self.meta.insert(&table_key(table.id), &json)?;
+        self.store.sync_log()?;
+        Ok(())
+    }
+
+    fn forget_table(&self, table: &TableDef) {
+        let mut indexes = self.indexes.write();
+        indexes.remove(&table.id);
+        for index in &table.indexes {
+            indexes.remove(&index.id);
+        }
+        drop(indexes);
+        self.catalog.write().remove(&table.id);
+    }
+
+    /// Removes the secondary entries of an old version that no other version of its row still
+    /// has; called by purge once the version itself is gone, with the row locked.
+    pub(crate) fn remove_stale_entries(
+        &self,
+        table: &TableDef,
+        pk: &[u8],
+        old: &OldVersion,
+    ) -> Result<()> {
+        if table.indexes.is_empty() || old.version.deleted {
+            return Ok(());
+        }
+        let types = table.column_types();
+        let old_values = decode_row(&old.version.row, &types).map_err(corrupt_row)?;
+        let mut others = Vec::new();
+        if let Some(bytes) = self.tree(table.id)?.get(pk)? {
+            others.push(Version::decode(&bytes)?);
+        }
+        let prefix = history_prefix(table.id, pk);
+        for entry in self
+            .history
+            .range(Bound::Included(&prefix), Bound::Unbounded)
+        {
+            let (key, value) = entry?;
+            if !key.starts_with(&prefix) {
+                break;
+            }
+            others.push(OldVersion::decode(&value)?.version);
+        }
+        let other_values: Vec<Vec<Value>> = others
+            .iter()
+            .filter(|v| !v.deleted)
+            .map(|v| decode_row(&v.row, &types).map_err(corrupt_row))
+            .collect::<Result<_>>()?;
+        for index in &table.indexes {
+            let sk = index_key(&old_values, &index.columns);
+            if other_values
+                .iter()
+                .any(|v| index_key(v, &index.columns) == sk)
+            {
+                continue;
+            }
+            if let Ok(tree) = self.tree(index.id) {
+                tree.delete(&entry_key(&sk, pk))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The memcomparable key of the given columns of a row.
+pub fn index_key(values: &[Value], columns: &[usize]) -> Vec<u8> {
+    let picked: Vec<Value> = columns.iter().map(|&c| values[c].clone()).collect();
+    encode_key(&picked)
+}
+
+/// The clustered key of a row with a declared primary key.
+pub fn primary_key(table: &TableDef, values: &[Value]) -> Vec<u8> {
+    index_key(values, &table.primary_key)
+}
+
+fn entry_key(sk: &[u8], pk: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(sk.len() + pk.len());
+    key.extend_from_slice(sk);
+    key.extend_from_slice(pk);
+    key
+}
+
+/// Whether a row has a NULL in one of the columns (NULLs never collide in a unique index).
+fn has_null(values: &[Value], columns: &[usize]) -> bool {
+    columns.iter().any(|&c| values[c].is_null())
+}
+
+fn corrupt_row(err: crate::codec::CodecError) -> EngineError {
+    EngineError::Corrupt(format!("undecodable row: {err:?}"))
+}
+
+/// The rows of a table as a transaction sees them; each item is `Ok((pk, values))`.
+pub struct RowScan<'e> {
+    inner: crate::engine::Scan<'e>,
+    types: Vec<crate::types::DataType>,
+}
+
+impl Iterator for RowScan<'_> {
+    type Item = Result<(Vec<u8>, Vec<Value>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (pk, row) = match self.inner.next()? {
+            Ok(entry) => entry,
+            Err(err) => return Some(Err(err)),
+        };
+        Some(
+            decode_row(&row, &self.types)
+                .map(|values| (pk, values))
+                .map_err(corrupt_row),
+        )
+    }
+}
+
+impl<'e> Transaction<'e> {
+    /// The rows with clustered keys in the range, in key order.
+    pub fn scan_rows(
+        &mut self,
+        table: &TableDef,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Result<RowScan<'e>> {
+        let inner = self.scan(table.id, start, end)?;
+        Ok(RowScan {
+            inner,
+            types: table.column_types(),
+        })
+    }
+
+    /// Inserts a row; returns its clustered key. Unique secondary indexes are checked.
+    pub fn insert_row(&mut self, table: &TableDef, values: &[Value]) -> Result<Vec<u8>> {
+        let engine = self.engine;
+        let _ddl = engine.ddl.read();
+        let pk = if table.primary_key.is_empty() {
+            engine.allocate_row_id()?.to_be_bytes().to_vec()
+        } else {
+            primary_key(table, values)
+        };
+        self.check_unique(table, &pk, values)?;
+        self.insert(table.id, &pk, &encode_row(values))?;
+        self.add_index_entries(table, &pk, values)?;
+        Ok(pk)
+    }
+
+    /// Replaces the row under `pk` (whose primary-key columns must not change; the SQL layer
+    /// turns a key change into a delete and an insert). False if this transaction sees no row.
+    pub fn update_row(&mut self, table: &TableDef, pk: &[u8], values: &[Value]) -> Result<bool> {
+        let _ddl = self.engine.ddl.read();
+        self.check_unique(table, pk, values)?;
+        if !self.update(table.id, pk, &encode_row(values))? {
+            return Ok(false);
+        }
+        self.add_index_entries(table, pk, values)?;
+        Ok(true)
+    }
+
+    /// Deletes the row under `pk`; false if this transaction sees no row.
+    pub fn delete_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<bool> {
+        let _ddl = self.engine.ddl.read();
+        self.delete(table.id, pk)
+    }
+
+    /// The row under `pk`, as this transaction sees it.
+    pub fn get_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<Option<Vec<Value>>> {
+        let row = self.get(table.id, pk)?;
+        row.map(|bytes| decode_row(&bytes, &table.column_types()).map_err(corrupt_row))
+            .transpose()
+    }
+
+    /// Locks the row under `pk` for writing and returns its newest version (see
+    /// [`Transaction::lock_row`]).
+    pub fn lock_table_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<Option<Vec<Value>>> {
+        let row = self.lock_row(table.id, pk)?;
+        row.map(|bytes| decode_row(&bytes, &table.column_types()).map_err(corrupt_row))
+            .transpose()
+    }
+
+    /// The rows whose index key lies in the range (bounds on the encoded index key, which may be a
+    /// prefix of the index's columns), in index order, as this transaction sees them.
+    pub fn index_rows(
+        &mut self,
+        table: &TableDef,
+        index: &IndexDef,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+        let engine = self.engine;
+        let snapshot = self.snapshot()?;
+        if snapshot.is_some_and(|csn| csn < index.valid_from) {
+            return Err(EngineError::IndexNotReady(index.name.clone()));
+        }
+        let tree = engine.tree(index.id)?;
+        let end = entry_end(end);
+        let mut rows = Vec::new();
+        let mut read = Vec::new();
+        for entry in tree.range(start, end.as_ref().map(Vec::as_slice)) {
+            let (key, pk) = entry?;
+            read.push((key, pk));
+        }
+        for (key, pk) in read {
+            let Some(values) = self.get_row(table, &pk)? else {
+                continue;
+            };
+            if entry_key(&index_key(&values, &index.columns), &pk) == key {
+                rows.push((pk, values));
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Adds the entries of a row's new version to each secondary index that lacks them.
+    fn add_index_entries(&mut self, table: &TableDef, pk: &[u8], values: &[Value]) -> Result<()> {
+        for index in &table.indexes {
+            let key = entry_key(&index_key(values, &index.columns), pk);
+            let tree = self.engine.tree(index.id)?;
+            if tree.get(&key)?.is_some() {
+                continue;
+            }
+            self.log_index_entry(index.id, &key)?;
+            tree.insert(&key, pk)?;
+        }
+        Ok(())
+    }
+
+    /// Fails with a unique violation if another live row already has one of this row's unique
+    /// index keys; the key values stay locked until the transaction ends.
+    fn check_unique(&mut self, table: &TableDef, pk: &[u8], values: &[Value]) -> Result<()> {
+        for index in table.indexes.iter().filter(|i| i.unique) {
+            if has_null(values, &index.columns) {
+                continue;
+            }
+            let sk = index_key(values, &index.columns);
+            let engine = self.engine;
+            let lock = LockKey {
+                index_id: index.id,
+                key: sk.clone(),
+            };
+            engine
+                .locks
+                .lock(self.id, lock, LockMode::Exclusive, engine.lock_timeout)?;
+            if self.live_row_with_key(table, index, &sk, pk)? {
+                return Err(EngineError::UniqueViolation { index: index.id });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a row other than `pk` has index key `sk` in its newest version.
+    fn live_row_with_key(
+        &mut self,
+        table: &TableDef,
+        index: &IndexDef,
+        sk: &[u8],
+        pk: &[u8],
+    ) -> Result<bool> {
+        let engine = self.engine;
+        let tree = engine.tree(index.id)?;
+        let clustered = engine.tree(table.id)?;
+        let types = table.column_types();
+        for entry in tree.range(Bound::Included(sk), Bound::Unbounded) {
+            let (key, other) = entry?;
+            if !key.starts_with(sk) {
+                break;
+            }
+            if other == pk || key.len() != sk.len() + other.len() {
+                continue;
+            }
+            let Some(bytes) = clustered.get(&other)? else {
+                continue;
+            };
+            let version = Version::decode(&bytes)?;
+            if version.deleted {
+                continue;
+            }
+            let values = decode_row(&version.row, &types).map_err(corrupt_row)?;
+            if index_key(&values, &index.columns) == sk {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Logs a new secondary entry so that rollback (or recovery) removes it.
+    fn log_index_entry(&mut self, index: IndexId, key: &[u8]) -> Result<()> {
+        let entry = UndoEntry {
+            index,
+            pk: key.to_vec(),
+            action: UndoAction::IndexEntry,
+        };
+        self.append_undo(entry)
+    }
+}
+
+/// Index entries are `index key ++ primary key`: an inclusive end bound on the index key must
+/// include every primary key after it.
+fn entry_end(end: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    match end {
+        Bound::Included(key) => match crate::codec::prefix_successor(key) {
+            Some(successor) => Bound::Excluded(successor),
+            None => Bound::Unbounded,
+        },
+        Bound::Excluded(key) => Bound::Excluded(key.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}

@@ -1,0 +1,252 @@
+//! Tables at the engine API: typed rows, secondary indexes kept in step (also for old snapshots,
+//! rollback and purge), unique indexes, hidden row ids, and DDL that survives a restart.
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::Duration;
+
+use steady_engine::catalog::ColumnDef;
+use steady_engine::codec::encode_key;
+use steady_engine::engine::{Engine, EngineConfig, Isolation};
+use steady_engine::table::primary_key;
+use steady_engine::types::{DataType, Value};
+use steady_storage::io::{MemVfs, Vfs};
+use steady_storage::store::StoreConfig;
+
+fn config() -> EngineConfig {
+    EngineConfig {
+        store: StoreConfig {
+            page_size: 4096,
+            buffer_pool_bytes: 256 * 4096,
+            background_flush: false,
+            log_capacity: 16 << 20,
+            ..Default::default()
+        },
+        lock_timeout: Some(Duration::from_secs(5)),
+        background_purge: false,
+        ..Default::default()
+    }
+}
+
+fn column(name: &str, data_type: DataType) -> ColumnDef {
+    ColumnDef {
+        name: name.into(),
+        data_type,
+        nullable: true,
+        default: None,
+    }
+}
+
+fn accounts(engine: &Engine) {
+    let columns = vec![
+        column("id", DataType::Integer),
+        column("owner", DataType::Text),
+        column("balance", DataType::BigInt),
+    ];
+    engine.create_table("accounts", columns, vec![0]).unwrap();
+    engine
+        .create_secondary_index("accounts", "by_owner", vec![1], false)
+        .unwrap();
+}
+
+fn row(id: i32, owner: &str, balance: i64) -> Vec<Value> {
+    vec![
+        Value::Integer(id),
+        Value::Text(owner.into()),
+        Value::BigInt(balance),
+    ]
+}
+
+fn owner_key(owner: &str) -> Vec<u8> {
+    encode_key(&[Value::Text(owner.into())])
+}
+
+fn ids_of(rows: &[(Vec<u8>, Vec<Value>)]) -> Vec<i32> {
+    rows.iter()
+        .map(|(_, v)| match v[0] {
+            Value::Integer(id) => id,
+            _ => panic!("id is an integer"),
+        })
+        .collect()
+}
+
+#[test]
+fn secondary_indexes_follow_updates_for_every_snapshot_and_purge_drops_stale_entries() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    accounts(&engine);
+    let table = engine.table("accounts").unwrap();
+    let index = table.index("by_owner").unwrap().clone();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    for (id, owner) in [(1, "ann"), (2, "bob"), (3, "ann")] {
+        setup.insert_row(&table, &row(id, owner, 100)).unwrap();
+    }
+    setup.commit().unwrap();
+    let ann = owner_key("ann");
+    let mut old = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(
+        ids_of(
+            &old.index_rows(&table, &index, Bound::Included(&ann), Bound::Included(&ann))
+                .unwrap()
+        ),
+        vec![1, 3]
+    );
+
+    let mut mover = engine.begin(Isolation::ReadCommitted).unwrap();
+    let pk = primary_key(&table, &row(1, "", 0));
+    assert!(mover.update_row(&table, &pk, &row(1, "bob", 100)).unwrap());
+    mover.commit().unwrap();
+
+    let mut now = engine.begin(Isolation::RepeatableRead).unwrap();
+    let bob = owner_key("bob");
+    assert_eq!(
+        ids_of(
+            &now.index_rows(&table, &index, Bound::Included(&ann), Bound::Included(&ann))
+                .unwrap()
+        ),
+        vec![3]
+    );
+    assert_eq!(
+        ids_of(
+            &now.index_rows(&table, &index, Bound::Included(&bob), Bound::Included(&bob))
+                .unwrap()
+        ),
+        vec![1, 2]
+    );
+    assert_eq!(
+        ids_of(
+            &old.index_rows(&table, &index, Bound::Included(&ann), Bound::Included(&ann))
+                .unwrap()
+        ),
+        vec![1, 3],
+        "the old snapshot still reaches row 1 through its old key"
+    );
+    assert_eq!(
+        engine.index_records(index.id).unwrap(),
+        4,
+        "(ann,1) stays for the old snapshot"
+    );
+    old.commit().unwrap();
+    now.commit().unwrap();
+    engine.purge().unwrap();
+    assert_eq!(
+        engine.index_records(index.id).unwrap(),
+        3,
+        "purge removed the stale (ann,1)"
+    );
+    let mut after = engine.begin(Isolation::RepeatableRead).unwrap();
+    let all = after
+        .index_rows(&table, &index, Bound::Unbounded, Bound::Unbounded)
+        .unwrap();
+    assert_eq!(
+        ids_of(&all),
+        vec![3, 1, 2],
+        "index order: ann (3), then bob (1, 2)"
+    );
+}
+
+#[test]
+fn rollback_removes_new_index_entries_and_unique_indexes_refuse_duplicates() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    accounts(&engine);
+    engine
+        .create_secondary_index("accounts", "unique_balance", vec![2], true)
+        .unwrap();
+    let table = engine.table("accounts").unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    txn.insert_row(&table, &row(1, "ann", 10)).unwrap();
+    let err = txn.insert_row(&table, &row(2, "bob", 10)).unwrap_err();
+    assert_eq!(err.sqlstate(), "23505");
+    txn.insert_row(&table, &row(3, "cid", 30)).unwrap();
+    txn.commit().unwrap();
+    let mut failed = engine.begin(Isolation::ReadCommitted).unwrap();
+    failed.insert_row(&table, &row(4, "dan", 40)).unwrap();
+    failed.rollback().unwrap();
+    let index = table.index("by_owner").unwrap();
+    let mut reader = engine.begin(Isolation::ReadCommitted).unwrap();
+    let dan = owner_key("dan");
+    assert!(reader
+        .index_rows(&table, index, Bound::Included(&dan), Bound::Included(&dan))
+        .unwrap()
+        .is_empty());
+    let mut again = engine.begin(Isolation::ReadCommitted).unwrap();
+    again.insert_row(&table, &row(4, "dan", 40)).unwrap();
+    again.commit().unwrap();
+    assert_eq!(
+        engine
+            .create_secondary_index("accounts", "by_owner", vec![1], false)
+            .unwrap_err()
+            .sqlstate(),
+        "42P07"
+    );
+}
+
+#[test]
+fn ddl_survives_a_restart_and_drop_and_truncate_are_immediate() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
+    accounts(&engine);
+    engine
+        .create_table("log", vec![column("line", DataType::Text)], vec![])
+        .unwrap();
+    let table = engine.table("accounts").unwrap();
+    let log = engine.table("log").unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    for id in 0..200 {
+        txn.insert_row(&table, &row(id, "x", 1)).unwrap();
+        txn.insert_row(&log, &[Value::Text(format!("line {id}"))])
+            .unwrap();
+    }
+    txn.commit().unwrap();
+    engine.close().unwrap();
+
+    let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
+    let names: Vec<String> = engine.tables().iter().map(|t| t.name.clone()).collect();
+    assert_eq!(names, vec!["accounts", "log"]);
+    let table = engine.table("accounts").unwrap();
+    let log = engine.table("log").unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        txn.scan_rows(&table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        200
+    );
+    assert_eq!(
+        txn.scan_rows(&log, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        200
+    );
+    txn.insert_row(&log, &[Value::Text("after restart".into())])
+        .unwrap();
+    txn.commit().unwrap();
+    engine.truncate_table("log").unwrap();
+    let log = engine.table("log").unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        txn.scan_rows(&log, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        0
+    );
+    drop(txn);
+    engine.drop_table("accounts").unwrap();
+    assert!(engine.table("accounts").is_none());
+    assert_eq!(
+        engine.drop_table("accounts").unwrap_err().sqlstate(),
+        "42P01"
+    );
+    accounts(&engine);
+    let table = engine.table("accounts").unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        txn.scan_rows(&table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        0
+    );
+    drop(txn);
+    engine.close().unwrap();
+    let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
