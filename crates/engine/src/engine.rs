@@ -20,6 +20,12 @@
 //!   marker, then empties the history and undo trees: after a restart no snapshot can need an old
 //!   version. Transaction ids are handed out in blocks recorded in the meta tree, so ids never repeat
 //!   across restarts, and every id from an earlier run reads as committed.
+//! * **Graveyard** (system tree 4). A committed delete leaves a delete mark in place until every
+//!   snapshot sees it. While an old snapshot keeps it, purge moves the mark out of the clustered
+//!   index into the graveyard, so scans of newer snapshots no longer step over it (repeated
+//!   `DELETE ... LIMIT n` stays linear, seed 000); a snapshot older than the newest buried delete
+//!   merges the graveyard's entries into its scans, and point reads and writes that miss the
+//!   clustered index look there while it is not empty.
 //! * **Purge** ([`Engine::purge`]) removes a history version as soon as no open snapshot falls in the
 //!   CSN range it was valid for (so versions between two open snapshots go too), and a delete-marked
 //!   row once every snapshot sees the delete; then the transaction's undo entries. A committed
@@ -33,7 +39,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -58,6 +64,7 @@ use crate::version::{
 const META_INDEX: IndexId = 1;
 const HISTORY_INDEX: IndexId = 2;
 const UNDO_INDEX: IndexId = 3;
+const GRAVEYARD_INDEX: IndexId = 4;
 /// The first id of a user index; smaller ids are the system trees'.
 const FIRST_USER_INDEX: IndexId = 16;
 const META_NEXT_TXN: &[u8] = b"next_txn";
@@ -113,6 +120,8 @@ struct PurgeItem {
     txn: TxnId,
     csn: Csn,
     writes: Vec<(UndoEntry, bool)>,
+    /// Its delete marks have been moved to the graveyard.
+    buried: bool,
 }
 
 /// An open database.
@@ -124,6 +133,13 @@ pub struct Engine {
     pub(crate) meta: BTree,
     pub(crate) history: BTree,
     pub(crate) undo: BTree,
+    /// Delete marks moved out of their clustered index while a snapshot may still need the row
+    /// (see the module documentation), keyed `index u64 BE ++ pk`.
+    graveyard: BTree,
+    graveyard_length: AtomicI64,
+    /// The highest CSN of a transaction whose delete mark went to the graveyard: a snapshot at or
+    /// above it sees every graveyard entry as deleted and never looks there during scans.
+    graveyard_max_csn: AtomicU64,
     pub(crate) indexes: RwLock<HashMap<IndexId, Arc<BTree>>>,
     pub(crate) txn_block_end: Mutex<TxnId>,
     pub(crate) lock_timeout: Option<Duration>,
@@ -167,6 +183,8 @@ impl Engine {
         roll_back_unfinished(&undo, &history, &indexes)?;
         let history = recreate(&store, &system, history)?;
         let undo = recreate(&store, &system, undo)?;
+        let graveyard = open_or_create(&store, &system, GRAVEYARD_INDEX)?;
+        let graveyard = recreate(&store, &system, graveyard)?;
         meta.insert(META_NEXT_TXN, &(first_txn + TXN_BLOCK).to_le_bytes())?;
         store.sync_log()?;
         let engine = Arc::new(Engine {
@@ -177,6 +195,9 @@ impl Engine {
             meta,
             history,
             undo,
+            graveyard,
+            graveyard_length: AtomicI64::new(0),
+            graveyard_max_csn: AtomicU64::new(0),
             indexes: RwLock::new(indexes),
             txn_block_end: Mutex::new(first_txn + TXN_BLOCK),
             lock_timeout: config.lock_timeout,
@@ -317,6 +338,7 @@ impl Engine {
             last_csn: txns.last_csn,
             history_length: self.history_length.load(Ordering::Relaxed).max(0) as u64,
             purge_lag: self.purge_queue.lock().len(),
+            graveyard_length: self.graveyard_length.load(Ordering::Relaxed).max(0) as u64,
         }
     }
 
@@ -345,7 +367,7 @@ impl Engine {
                 return Ok((!version.deleted).then_some(version.row));
             }
             let old = self.history_version(index, pk, snapshot)?;
-            record = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+            record = self.current_version(tree, index, pk)?;
             if record
                 .as_ref()
                 .is_some_and(|again| again.writer == version.writer)
@@ -353,6 +375,25 @@ impl Engine {
                 return Ok(old);
             }
         }
+    }
+
+    /// The newest version of a row: its in-place record, or its delete mark in the graveyard.
+    pub(crate) fn current_version(
+        &self,
+        tree: &BTree,
+        index: IndexId,
+        pk: &[u8],
+    ) -> Result<Option<Version>> {
+        if let Some(bytes) = tree.get(pk)? {
+            return Ok(Some(Version::decode(&bytes)?));
+        }
+        if self.graveyard_length.load(Ordering::Acquire) <= 0 {
+            return Ok(None);
+        }
+        self.graveyard
+            .get(&graveyard_key(index, pk))?
+            .map(|bytes| Version::decode(&bytes))
+            .transpose()
     }
 
     /// Whether `writer` committed at or before `snapshot`.
@@ -420,8 +461,9 @@ impl Engine {
             (horizon, std::mem::take(&mut *queue))
         };
         let mut removed = self.purge_versions(&mut items, horizon)?;
-        let (done, kept): (Vec<PurgeItem>, Vec<PurgeItem>) =
+        let (done, mut kept): (Vec<PurgeItem>, Vec<PurgeItem>) =
             items.into_iter().partition(|item| item.csn <= horizon);
+        self.bury_delete_marks(&mut kept)?;
         removed += self.purge_delete_marks(&done)?;
         for item in &done {
             self.delete_undo(item.txn)?;
@@ -531,15 +573,126 @@ impl Engine {
         let Ok(tree) = self.tree(index) else {
             return Ok(false);
         };
-        let Some(bytes) = tree.get(pk)? else {
+        let marked = |bytes: &[u8]| -> Result<bool> {
+            let version = Version::decode(bytes)?;
+            Ok(version.deleted && version.writer == txn)
+        };
+        if let Some(bytes) = tree.get(pk)? {
+            if marked(&bytes)? {
+                tree.delete(pk)?;
+                return Ok(true);
+            }
             return Ok(false);
+        }
+        let key = graveyard_key(index, pk);
+        match self.graveyard.get(&key)? {
+            Some(bytes) if marked(&bytes)? => {
+                self.graveyard.delete(&key)?;
+                self.graveyard_length.fetch_sub(1, Ordering::AcqRel);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Moves the delete marks of committed transactions that some snapshot still keeps from being
+    /// purged out of their clustered index, into the graveyard: scans stop stepping over them, so
+    /// repeated `DELETE ... LIMIT n` stays linear while an old snapshot is open (seed 000).
+    fn bury_delete_marks(&self, items: &mut [PurgeItem]) -> Result<()> {
+        let mut marks: Vec<(IndexId, Vec<u8>, TxnId, Csn)> = Vec::new();
+        for item in items.iter_mut().filter(|item| !item.buried) {
+            item.buried = true;
+            let clustered = item
+                .writes
+                .iter()
+                .filter(|(w, _)| w.action != UndoAction::IndexEntry);
+            marks.extend(clustered.map(|(w, _)| (w.index, w.pk.clone(), item.txn, item.csn)));
+        }
+        marks.sort_unstable();
+        for (index, pk, txn, csn) in marks {
+            let key = LockKey {
+                index_id: index,
+                key: pk.clone(),
+            };
+            if self
+                .locks
+                .lock(PURGE_TXN, key, LockMode::Exclusive, Some(Duration::ZERO))
+                .is_err()
+            {
+                continue;
+            }
+            let buried = self.bury(index, &pk, txn, csn);
+            self.locks.release_all(PURGE_TXN);
+            buried?;
+        }
+        Ok(())
+    }
+
+    /// Moves one row's delete mark by `txn` to the graveyard (with the row locked). The graveyard
+    /// gets it before the clustered index loses it, so a reader always finds it in one of them.
+    fn bury(&self, index: IndexId, pk: &[u8], txn: TxnId, csn: Csn) -> Result<()> {
+        let Ok(tree) = self.tree(index) else {
+            return Ok(());
+        };
+        let Some(bytes) = tree.get(pk)? else {
+            return Ok(());
         };
         let version = Version::decode(&bytes)?;
-        if version.deleted && version.writer == txn {
-            tree.delete(pk)?;
-            return Ok(true);
+        if !version.deleted || version.writer != txn {
+            return Ok(());
         }
-        Ok(false)
+        self.graveyard_max_csn.fetch_max(csn, Ordering::AcqRel);
+        self.graveyard_length.fetch_add(1, Ordering::AcqRel);
+        self.graveyard.insert(&graveyard_key(index, pk), &bytes)?;
+        tree.delete(pk)?;
+        Ok(())
+    }
+
+    /// A write replaced a row whose delete mark was in the graveyard: it leaves the graveyard.
+    fn unbury(&self, index: IndexId, pk: &[u8]) -> Result<()> {
+        if self.graveyard_length.load(Ordering::Acquire) <= 0 {
+            return Ok(());
+        }
+        if self.graveyard.delete(&graveyard_key(index, pk))?.is_some() {
+            self.graveyard_length.fetch_sub(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// Graveyard entries of `index` with keys in the range that `snapshot` may see as live rows
+    /// (deleted after it was taken); empty when no such entry can exist.
+    fn buried_in_range(
+        &self,
+        index: IndexId,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        snapshot: Option<Csn>,
+    ) -> Result<Vec<(Vec<u8>, Version)>> {
+        let relevant =
+            snapshot.is_some_and(|s| s < self.graveyard_max_csn.load(Ordering::Acquire));
+        if !relevant || self.graveyard_length.load(Ordering::Acquire) <= 0 {
+            return Ok(Vec::new());
+        }
+        let low = match start {
+            Bound::Unbounded => Bound::Included(index.to_be_bytes().to_vec()),
+            bound => bound.map(|k| graveyard_key(index, k)),
+        };
+        let high = match end {
+            Bound::Unbounded => index
+                .checked_add(1)
+                .map_or(Bound::Unbounded, |next| Bound::Excluded(next.to_be_bytes().to_vec())),
+            bound => bound.map(|k| graveyard_key(index, k)),
+        };
+        let mut buried = Vec::new();
+        let range = self.graveyard.range(
+            low.as_ref().map(Vec::as_slice),
+            high.as_ref().map(Vec::as_slice),
+        );
+        for entry in range {
+            let (key, bytes) = entry?;
+            buried.push((key[8..].to_vec(), Version::decode(&bytes)?));
+        }
+        Ok(buried)
     }
 
     /// Runs purge passes in the background until the engine is dropped or closed.
@@ -597,6 +750,8 @@ pub struct EngineStats {
     pub history_length: u64,
     /// Committed transactions not yet fully purged.
     pub purge_lag: usize,
+    /// Delete marks moved out of their tables, waiting for the snapshots that keep them.
+    pub graveyard_length: u64,
 }
 
 /// One transaction. Dropped without commit, it rolls back.
@@ -674,7 +829,7 @@ impl<'e> Transaction<'e> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
         let snapshot = self.snapshot()?;
-        let record = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+        let record = self.engine.current_version(&tree, index, pk)?;
         let row = self
             .engine
             .visible(&tree, index, pk, record, self.id, snapshot)?;
@@ -753,7 +908,7 @@ impl<'e> Transaction<'e> {
         let tree = engine.tree(index)?;
         self.snapshot()?;
         self.lock_exclusive(index, pk)?;
-        let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+        let current = engine.current_version(&tree, index, pk)?;
         if !self.may_write(index, pk, current.as_ref(), kind)? {
             return Ok(false);
         }
@@ -772,6 +927,7 @@ impl<'e> Transaction<'e> {
             row: row.unwrap_or_default().to_vec(),
         };
         tree.insert(pk, &version.encode())?;
+        engine.unbury(index, pk)?;
         Ok(true)
     }
 
@@ -834,7 +990,7 @@ impl<'e> Transaction<'e> {
         let tree = engine.tree(index)?;
         self.snapshot()?;
         self.lock_exclusive(index, pk)?;
-        let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+        let current = engine.current_version(&tree, index, pk)?;
         self.row_to_change(index, pk, current.as_ref())
     }
 
@@ -921,6 +1077,7 @@ impl<'e> Transaction<'e> {
             txn: self.id,
             csn,
             writes,
+            buried: false,
         });
         drop(queue);
         self.end();
@@ -987,29 +1144,44 @@ pub struct Scan<'e> {
 }
 
 impl Scan<'_> {
-    /// Reads the next batch of in-place records, without holding any latch between batches.
+    /// Reads the next batch of in-place records, holding no latch between batches. With an old
+    /// snapshot, rows whose delete marks went to the graveyard are merged in.
     fn refill(&mut self) -> Result<()> {
-        let start = self.next_start.as_ref().map(Vec::as_slice);
+        let start = self.next_start.clone();
         let end = self.end.as_ref().map(Vec::as_slice);
-        let mut read = 0;
-        for entry in self.tree.range(start, end).take(SCAN_BATCH) {
+        let mut records = Vec::new();
+        let range = self.tree.range(start.as_ref().map(Vec::as_slice), end);
+        for entry in range.take(SCAN_BATCH) {
             let (pk, bytes) = entry?;
-            read += 1;
-            let version = Version::decode(&bytes)?;
-            let engine = self.engine;
-            if let Some(row) = engine.visible(
-                &self.tree,
-                self.index,
-                &pk,
-                Some(version),
-                self.reader,
-                self.snapshot,
-            )? {
-                self.batch.push_back((pk.clone(), row));
-            }
-            self.next_start = Bound::Excluded(pk);
+            records.push((pk, Version::decode(&bytes)?));
         }
-        self.exhausted = read < SCAN_BATCH;
+        self.exhausted = records.len() < SCAN_BATCH;
+        let batch_end = match (self.exhausted, records.last()) {
+            (false, Some((last, _))) => Bound::Included(last.clone()),
+            _ => self.end.clone(),
+        };
+        if let Some((last, _)) = records.last() {
+            self.next_start = Bound::Excluded(last.clone());
+        }
+        let engine = self.engine;
+        let buried = engine.buried_in_range(
+            self.index,
+            start.as_ref().map(Vec::as_slice),
+            batch_end.as_ref().map(Vec::as_slice),
+            self.snapshot,
+        )?;
+        if !buried.is_empty() {
+            records.extend(buried);
+            records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        }
+        for (pk, version) in records {
+            let tree = &self.tree;
+            let seen =
+                engine.visible(tree, self.index, &pk, Some(version), self.reader, self.snapshot)?;
+            if let Some(row) = seen {
+                self.batch.push_back((pk, row));
+            }
+        }
         Ok(())
     }
 }
@@ -1141,6 +1313,14 @@ fn open_user_indexes(store: &Store) -> Result<HashMap<IndexId, Arc<BTree>>> {
         }
     }
     Ok(indexes)
+}
+
+/// The graveyard key of a row: its index, then its primary key.
+fn graveyard_key(index: IndexId, pk: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(8 + pk.len());
+    key.extend_from_slice(&index.to_be_bytes());
+    key.extend_from_slice(pk);
+    key
 }
 
 fn load_catalog(meta: &BTree) -> Result<HashMap<IndexId, Arc<TableDef>>> {
