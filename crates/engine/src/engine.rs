@@ -668,8 +668,7 @@ impl Engine {
         end: Bound<&[u8]>,
         snapshot: Option<Csn>,
     ) -> Result<Vec<(Vec<u8>, Version)>> {
-        let relevant =
-            snapshot.is_some_and(|s| s < self.graveyard_max_csn.load(Ordering::Acquire));
+        let relevant = snapshot.is_some_and(|s| s < self.graveyard_max_csn.load(Ordering::Acquire));
         if !relevant || self.graveyard_length.load(Ordering::Acquire) <= 0 {
             return Ok(Vec::new());
         }
@@ -678,9 +677,9 @@ impl Engine {
             bound => bound.map(|k| graveyard_key(index, k)),
         };
         let high = match end {
-            Bound::Unbounded => index
-                .checked_add(1)
-                .map_or(Bound::Unbounded, |next| Bound::Excluded(next.to_be_bytes().to_vec())),
+            Bound::Unbounded => index.checked_add(1).map_or(Bound::Unbounded, |next| {
+                Bound::Excluded(next.to_be_bytes().to_vec())
+            }),
             bound => bound.map(|k| graveyard_key(index, k)),
         };
         let mut buried = Vec::new();
@@ -1176,8 +1175,14 @@ impl Scan<'_> {
         }
         for (pk, version) in records {
             let tree = &self.tree;
-            let seen =
-                engine.visible(tree, self.index, &pk, Some(version), self.reader, self.snapshot)?;
+            let seen = engine.visible(
+                tree,
+                self.index,
+                &pk,
+                Some(version),
+                self.reader,
+                self.snapshot,
+            )?;
             if let Some(row) = seen {
                 self.batch.push_back((pk, row));
             }

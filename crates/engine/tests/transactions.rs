@@ -363,7 +363,12 @@ fn repeated_delete_limit_stays_linear_with_an_old_snapshot_open() {
     }
     setup.commit().unwrap();
     let mut old = engine.begin(Isolation::RepeatableRead).unwrap();
-    assert_eq!(old.scan(table, Bound::Unbounded, Bound::Unbounded).unwrap().count(), rows as usize);
+    assert_eq!(
+        old.scan(table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        rows as usize
+    );
     let mut requests = Vec::new();
     for _ in 0..(rows / 200) {
         let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
@@ -387,14 +392,27 @@ fn repeated_delete_limit_stays_linear_with_an_old_snapshot_open() {
         "the last DELETE LIMIT's scan made {last} page requests, the first's {first}"
     );
     assert!(engine.stats().graveyard_length > 0);
-    assert_eq!(old.scan(table, Bound::Unbounded, Bound::Unbounded).unwrap().count(), rows as usize);
+    assert_eq!(
+        old.scan(table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        rows as usize
+    );
     assert!(old.get(table, &0u32.to_be_bytes()).unwrap().is_some());
     let mut now = engine.begin(Isolation::ReadCommitted).unwrap();
-    assert_eq!(now.scan(table, Bound::Unbounded, Bound::Unbounded).unwrap().count(), 0);
+    assert_eq!(
+        now.scan(table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count(),
+        0
+    );
     assert!(now.get(table, &0u32.to_be_bytes()).unwrap().is_none());
     now.insert(table, &0u32.to_be_bytes(), b"back").unwrap();
     now.commit().unwrap();
-    assert_eq!(old.get(table, &0u32.to_be_bytes()).unwrap(), Some(vec![7u8; 100]));
+    assert_eq!(
+        old.get(table, &0u32.to_be_bytes()).unwrap(),
+        Some(vec![7u8; 100])
+    );
     old.commit().unwrap();
     engine.purge().unwrap();
     assert_eq!(engine.stats().graveyard_length, 0);
