@@ -30,6 +30,10 @@ pub enum EngineError {
     DuplicateIndex(String),
     #[error("index \"{0}\" was built after this transaction's snapshot")]
     IndexNotReady(String),
+    #[error("relation \"{0}\" was dropped, truncated or rebuilt; repeat the statement")]
+    TableChanged(String),
+    #[error("column of the primary key of \"{0}\" contains null values")]
+    NotNullViolation(String),
     #[error("the transaction has already ended")]
     TransactionEnded,
     #[error("corrupt engine data: {0}")]
@@ -52,6 +56,8 @@ impl EngineError {
             EngineError::NoSuchIndexName(_) => "42704",
             EngineError::DuplicateTable(_) | EngineError::DuplicateIndex(_) => "42P07",
             EngineError::IndexNotReady(_) => "0A000",
+            EngineError::TableChanged(_) => "40001",
+            EngineError::NotNullViolation(_) => "23502",
             EngineError::TransactionEnded => "25P01",
         }
     }

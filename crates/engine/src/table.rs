@@ -96,6 +96,7 @@ impl Engine {
 
     /// Drops a table: durable at once, its space reclaimed in the background (seed 004).
     pub fn drop_table(&self, name: &str) -> Result<()> {
+        let _table = self.lock_table_for_ddl(name)?;
         let _ddl = self.ddl.write();
         let table = self
             .table(name)
@@ -109,6 +110,7 @@ impl Engine {
 
     /// Empties a table: its indexes move to a fresh space and the old one is dropped (O(1)).
     pub fn truncate_table(&self, name: &str) -> Result<()> {
+        let _table = self.lock_table_for_ddl(name)?;
         let _ddl = self.ddl.write();
         let table = self
             .table(name)
@@ -148,6 +150,7 @@ impl Engine {
         columns: Vec<usize>,
         unique: bool,
     ) -> Result<Arc<TableDef>> {
+        let _table = self.lock_table_for_ddl(table)?;
         let _ddl = self.ddl.write();
         let table = self
             .table(table)
@@ -217,6 +220,7 @@ impl Engine {
 
     /// Drops a secondary index.
     pub fn drop_secondary_index(&self, table: &str, name: &str) -> Result<Arc<TableDef>> {
+        let _table = self.lock_table_for_ddl(table)?;
         let _ddl = self.ddl.write();
         let table = self
             .table(table)
@@ -237,6 +241,128 @@ impl Engine {
             mtr.commit();
         }
         Ok(altered)
+    }
+
+    /// Waits until no transaction that wrote to the table is running (they hold its table lock
+    /// shared until they end) and keeps new writers out until the returned guard is dropped. Taken
+    /// before the DDL lock, so a writer in the middle of its transaction can always finish.
+    fn lock_table_for_ddl(&self, name: &str) -> Result<TableDdlGuard<'_>> {
+        let table = self
+            .table(name)
+            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
+        let owner = self.txns.begin();
+        let key = LockKey {
+            index_id: table.id,
+            key: Vec::new(),
+        };
+        let locked = self
+            .locks
+            .lock(owner, key, LockMode::Exclusive, self.lock_timeout);
+        let guard = TableDdlGuard {
+            engine: self,
+            owner,
+        };
+        locked?;
+        Ok(guard)
+    }
+
+    /// Rebuilds a table clustered by new primary-key columns (ALTER TABLE ... ADD PRIMARY KEY):
+    /// every live row is copied, sorted by its new key, into a fresh space by bulk build, with its
+    /// secondary indexes; the old space is then dropped. Fails with 23505 on a duplicate key and
+    /// 23502 on a NULL in a key column.
+    pub fn add_primary_key(&self, name: &str, columns: Vec<usize>) -> Result<Arc<TableDef>> {
+        let _table = self.lock_table_for_ddl(name)?;
+        let _ddl = self.ddl.write();
+        let table = self
+            .table(name)
+            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
+        let rows = self.live_rows(&table)?;
+        let mut keyed = Vec::with_capacity(rows.len());
+        for values in rows {
+            if has_null(&values, &columns) {
+                return Err(EngineError::NotNullViolation(table.name.clone()));
+            }
+            keyed.push((index_key(&values, &columns), values));
+        }
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        if keyed.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(EngineError::UniqueViolation { index: table.id });
+        }
+        let rebuilt = TableDef {
+            primary_key: columns,
+            ..(*table).clone()
+        };
+        self.rebuild(&table, rebuilt, keyed)
+    }
+
+    /// Every live in-place row of a table, decoded.
+    fn live_rows(&self, table: &TableDef) -> Result<Vec<Vec<Value>>> {
+        let types = table.column_types();
+        let mut rows = Vec::new();
+        for record in self
+            .tree(table.id)?
+            .range(Bound::Unbounded, Bound::Unbounded)
+        {
+            let version = Version::decode(&record?.1)?;
+            if !version.deleted {
+                rows.push(decode_row(&version.row, &types).map_err(corrupt_row)?);
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Writes `rows` (sorted by their clustered keys) and their index entries into a fresh space
+    /// by bulk build, switches the table to it, and drops the old space.
+    fn rebuild(
+        &self,
+        old: &TableDef,
+        mut table: TableDef,
+        rows: Vec<(Vec<u8>, Vec<Value>)>,
+    ) -> Result<Arc<TableDef>> {
+        let space = self.store.create_space()?;
+        table.space = space.id();
+        let pool = self.store.pool().clone();
+        let mut trees = Vec::new();
+        for index in &table.indexes {
+            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = rows
+                .iter()
+                .map(|(pk, values)| {
+                    (
+                        entry_key(&index_key(values, &index.columns), pk),
+                        pk.clone(),
+                    )
+                })
+                .collect();
+            entries.sort_unstable();
+            let tree = BTree::bulk_build(
+                pool.clone(),
+                space.clone(),
+                index.id,
+                entries.into_iter().map(Ok),
+                &mut |_| {},
+            )?;
+            trees.push((index.id, tree));
+        }
+        let records = rows.into_iter().map(|(pk, values)| {
+            let version = Version {
+                writer: 0,
+                deleted: false,
+                row: encode_row(&values),
+            };
+            Ok((pk, version.encode()))
+        });
+        let clustered = BTree::bulk_build(pool, space, table.id, records, &mut |_| {})?;
+        trees.push((table.id, clustered));
+        self.save_table(&table)?;
+        let mut indexes = self.indexes.write();
+        for (id, tree) in trees {
+            indexes.insert(id, Arc::new(tree));
+        }
+        drop(indexes);
+        let table = Arc::new(table);
+        self.catalog.write().insert(table.id, table.clone());
+        self.store.drop_space(old.space)?;
+        Ok(table)
     }
 
     fn save_table(&self, table: &TableDef) -> Result<()> {
@@ -302,6 +428,19 @@ impl Engine {
             }
         }
         Ok(())
+    }
+}
+
+/// Holds a table's lock exclusively for a DDL statement; releases it when dropped.
+struct TableDdlGuard<'e> {
+    engine: &'e Engine,
+    owner: crate::txn::TxnId,
+}
+
+impl Drop for TableDdlGuard<'_> {
+    fn drop(&mut self) {
+        self.engine.locks.release_all(self.owner);
+        self.engine.txns.finish_read_only(self.owner);
     }
 }
 
@@ -372,6 +511,7 @@ impl<'e> Transaction<'e> {
     /// Inserts a row; returns its clustered key. Unique secondary indexes are checked.
     pub fn insert_row(&mut self, table: &TableDef, values: &[Value]) -> Result<Vec<u8>> {
         let engine = self.engine;
+        self.lock_table_for_write(table)?;
         let _ddl = engine.ddl.read();
         let pk = if table.primary_key.is_empty() {
             engine.allocate_row_id()?.to_be_bytes().to_vec()
@@ -387,6 +527,7 @@ impl<'e> Transaction<'e> {
     /// Replaces the row under `pk` (whose primary-key columns must not change; the SQL layer
     /// turns a key change into a delete and an insert). False if this transaction sees no row.
     pub fn update_row(&mut self, table: &TableDef, pk: &[u8], values: &[Value]) -> Result<bool> {
+        self.lock_table_for_write(table)?;
         let _ddl = self.engine.ddl.read();
         self.check_unique(table, pk, values)?;
         if !self.update(table.id, pk, &encode_row(values))? {
@@ -398,6 +539,7 @@ impl<'e> Transaction<'e> {
 
     /// Deletes the row under `pk`; false if this transaction sees no row.
     pub fn delete_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<bool> {
+        self.lock_table_for_write(table)?;
         let _ddl = self.engine.ddl.read();
         self.delete(table.id, pk)
     }
@@ -519,6 +661,23 @@ impl<'e> Transaction<'e> {
             }
         }
         Ok(updated)
+    }
+
+    /// Takes the table's lock shared until the transaction ends, so DDL on the table waits for it.
+    /// The definition the caller holds must still be current once the lock is held.
+    fn lock_table_for_write(&mut self, table: &TableDef) -> Result<()> {
+        let engine = self.engine;
+        let key = LockKey {
+            index_id: table.id,
+            key: Vec::new(),
+        };
+        engine
+            .locks
+            .lock(self.id, key, LockMode::Shared, engine.lock_timeout)?;
+        match engine.table_by_id(table.id) {
+            Some(current) if *current == *table => Ok(()),
+            _ => Err(EngineError::TableChanged(table.name.clone())),
+        }
     }
 
     /// Adds the entries of a row's new version to each secondary index that lacks them.

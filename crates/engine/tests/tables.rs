@@ -312,3 +312,110 @@ fn deleting_through_an_index_reads_each_clustered_page_once() {
         "{reads} page reads for a table of {table_pages} pages (index included)"
     );
 }
+
+/// pgbench creates its tables without primary keys, loads them, then adds the keys: the table is
+/// rebuilt clustered by the new key, with its indexes.
+#[test]
+fn adding_a_primary_key_reclusters_a_loaded_table() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    let columns = vec![
+        column("aid", DataType::Integer),
+        column("abalance", DataType::Integer),
+    ];
+    let table = engine
+        .create_table("pgbench_accounts", columns, vec![])
+        .unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    for aid in (0..500).rev() {
+        txn.insert_row(&table, &[Value::Integer(aid), Value::Integer(0)])
+            .unwrap();
+    }
+    txn.commit().unwrap();
+    engine
+        .create_secondary_index("pgbench_accounts", "by_balance", vec![1], false)
+        .unwrap();
+    let table = engine.add_primary_key("pgbench_accounts", vec![0]).unwrap();
+    assert_eq!(table.primary_key, vec![0]);
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    let key = primary_key(&table, &[Value::Integer(42), Value::Null]);
+    assert_eq!(
+        txn.get_row(&table, &key).unwrap(),
+        Some(vec![Value::Integer(42), Value::Integer(0)])
+    );
+    let first: Vec<Value> = txn
+        .scan_rows(&table, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .take(3)
+        .map(|r| r.unwrap().1[0].clone())
+        .collect();
+    assert_eq!(
+        first,
+        vec![Value::Integer(0), Value::Integer(1), Value::Integer(2)]
+    );
+    let index = table.index("by_balance").unwrap();
+    let zero = encode_key(&[Value::Integer(0)]);
+    assert_eq!(
+        txn.index_rows(
+            &table,
+            index,
+            Bound::Included(&zero),
+            Bound::Included(&zero)
+        )
+        .unwrap()
+        .len(),
+        500
+    );
+    assert!(txn
+        .update_row(&table, &key, &[Value::Integer(42), Value::Integer(7)])
+        .unwrap());
+    txn.commit().unwrap();
+    let mut dup = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        dup.insert_row(&table, &[Value::Integer(42), Value::Integer(1)])
+            .unwrap_err()
+            .sqlstate(),
+        "23505"
+    );
+}
+
+/// DDL on a table waits for the transactions that wrote to it, and a writer holding an outdated
+/// definition is told to repeat its statement.
+#[test]
+fn ddl_waits_for_writers_of_the_table() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    accounts(&engine);
+    let table = engine.table("accounts").unwrap();
+    let mut writer = engine.begin(Isolation::ReadCommitted).unwrap();
+    writer.insert_row(&table, &row(1, "ann", 1)).unwrap();
+    std::thread::scope(|s| {
+        let ddl =
+            s.spawn(|| engine.create_secondary_index("accounts", "by_balance", vec![2], false));
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(
+            !ddl.is_finished(),
+            "the index build must wait for the writer"
+        );
+        writer.insert_row(&table, &row(2, "bob", 2)).unwrap();
+        writer.commit().unwrap();
+        ddl.join().unwrap().unwrap();
+    });
+    let mut late = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        late.insert_row(&table, &row(3, "cid", 3))
+            .unwrap_err()
+            .sqlstate(),
+        "40001"
+    );
+    let table = engine.table("accounts").unwrap();
+    late.insert_row(&table, &row(3, "cid", 3)).unwrap();
+    late.commit().unwrap();
+    let index = table.index("by_balance").unwrap();
+    let mut reader = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        reader
+            .index_rows(&table, index, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .len(),
+        3
+    );
+}
