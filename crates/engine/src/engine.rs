@@ -1144,7 +1144,9 @@ pub struct Scan<'e> {
 
 impl Scan<'_> {
     /// Reads the next batch of in-place records, holding no latch between batches. With an old
-    /// snapshot, rows whose delete marks went to the graveyard are merged in.
+    /// snapshot, rows whose delete marks went to the graveyard are merged in. The writers' statuses
+    /// are looked up once per batch; only rows whose in-place version the snapshot cannot see go
+    /// to the history store.
     fn refill(&mut self) -> Result<()> {
         let start = self.next_start.clone();
         let end = self.end.as_ref().map(Vec::as_slice);
@@ -1173,16 +1175,19 @@ impl Scan<'_> {
             records.extend(buried);
             records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         }
+        let statuses = engine.txns.statuses(records.iter().map(|(_, v)| v.writer));
         for (pk, version) in records {
-            let tree = &self.tree;
-            let seen = engine.visible(
-                tree,
-                self.index,
-                &pk,
-                Some(version),
-                self.reader,
-                self.snapshot,
-            )?;
+            let in_place = self.snapshot.is_none_or(|snapshot| {
+                version.writer == self.reader
+                    || matches!(statuses[&version.writer], TxnStatus::Committed(csn) if csn <= snapshot)
+            });
+            let seen = if in_place {
+                (!version.deleted).then_some(version.row)
+            } else {
+                let tree = &self.tree;
+                let (index, reader, snapshot) = (self.index, self.reader, self.snapshot);
+                engine.visible(tree, index, &pk, Some(version), reader, snapshot)?
+            };
             if let Some(row) = seen {
                 self.batch.push_back((pk, row));
             }

@@ -60,6 +60,18 @@ struct State {
     next_serial: u64,
 }
 
+impl State {
+    fn status(&self, txn: TxnId) -> TxnStatus {
+        if txn >= self.first_of_run && self.active.contains(&txn) {
+            return TxnStatus::Active;
+        }
+        if self.aborted.contains_key(&txn) {
+            return TxnStatus::Aborted;
+        }
+        TxnStatus::Committed(self.committed.get(&txn).copied().unwrap_or(0))
+    }
+}
+
 impl TxnManager {
     /// Starts handing out ids at `first_of_run` (every smaller id is an earlier run's committed
     /// transaction) and CSNs after `last_csn`.
@@ -133,14 +145,15 @@ impl TxnManager {
 
     /// The status of the writer of a version.
     pub fn status(&self, txn: TxnId) -> TxnStatus {
+        self.state.lock().status(txn)
+    }
+
+    /// The statuses of many writers under one acquisition of the lock (a scan's batch).
+    pub fn statuses(&self, txns: impl IntoIterator<Item = TxnId>) -> HashMap<TxnId, TxnStatus> {
         let state = self.state.lock();
-        if txn >= state.first_of_run && state.active.contains(&txn) {
-            return TxnStatus::Active;
-        }
-        if state.aborted.contains_key(&txn) {
-            return TxnStatus::Aborted;
-        }
-        TxnStatus::Committed(state.committed.get(&txn).copied().unwrap_or(0))
+        txns.into_iter()
+            .map(|txn| (txn, state.status(txn)))
+            .collect()
     }
 
     /// The CSN below which no open snapshot (or future one) can see a difference: the oldest open
