@@ -39,7 +39,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -122,6 +122,8 @@ struct PurgeItem {
     writes: Vec<(UndoEntry, bool)>,
     /// Its delete marks have been moved to the graveyard.
     buried: bool,
+    /// The snapshot-release generation at which its remaining versions were last found pinned.
+    evaluated: Option<u64>,
 }
 
 /// An open database.
@@ -144,6 +146,10 @@ pub struct Engine {
     pub(crate) txn_block_end: Mutex<TxnId>,
     pub(crate) lock_timeout: Option<Duration>,
     purge_queue: Mutex<VecDeque<PurgeItem>>,
+    /// Transactions a running purge pass has taken out of the queue.
+    purge_in_flight: AtomicUsize,
+    /// The horizon up to which committed transactions have been forgotten.
+    forgotten_below: AtomicU64,
     /// Held by a purge pass, so that passes do not overlap.
     pub(crate) purge_running: Mutex<()>,
     pub(crate) purge_thread: Mutex<Option<JoinHandle<()>>>,
@@ -202,6 +208,8 @@ impl Engine {
             txn_block_end: Mutex::new(first_txn + TXN_BLOCK),
             lock_timeout: config.lock_timeout,
             purge_queue: Mutex::new(VecDeque::new()),
+            purge_in_flight: AtomicUsize::new(0),
+            forgotten_below: AtomicU64::new(0),
             purge_running: Mutex::new(()),
             purge_thread: Mutex::new(None),
             stop_purge: AtomicBool::new(false),
@@ -337,16 +345,18 @@ impl Engine {
             open_snapshots: txns.snapshots,
             last_csn: txns.last_csn,
             history_length: self.history_length.load(Ordering::Relaxed).max(0) as u64,
-            purge_lag: self.purge_queue.lock().len(),
+            purge_lag: self.purge_queue.lock().len() + self.purge_in_flight.load(Ordering::Acquire),
             graveyard_length: self.graveyard_length.load(Ordering::Relaxed).max(0) as u64,
         }
     }
 
     /// The version of `pk` that `snapshot` sees, given the in-place record read from `tree`
     /// (`snapshot` None: the newest, as READ UNCOMMITTED reads), from the point of view of
-    /// transaction `reader`. When the history store must be consulted, the in-place record is read
-    /// again afterwards: if its writer changed meanwhile (it rolled back, which puts the old version
-    /// back in place *before* removing it from history), the decision is made again.
+    /// transaction `reader`. When the history store is consulted because the writer had not
+    /// committed, the in-place record is read again afterwards: if its writer changed meanwhile (it
+    /// rolled back, which puts the old version back in place *before* removing it from history),
+    /// the decision is made again. A committed writer's replaced version stays in history for as
+    /// long as this snapshot is open, so then one seek is the answer.
     pub(crate) fn visible(
         &self,
         tree: &BTree,
@@ -363,10 +373,15 @@ impl Engine {
             let Some(snapshot) = snapshot else {
                 return Ok((!version.deleted).then_some(version.row));
             };
-            if version.writer == reader || self.committed_by(version.writer, snapshot) {
+            let status = self.txns.status(version.writer);
+            let seen = matches!(status, TxnStatus::Committed(csn) if csn <= snapshot);
+            if version.writer == reader || seen {
                 return Ok((!version.deleted).then_some(version.row));
             }
             let old = self.history_version(index, pk, snapshot)?;
+            if matches!(status, TxnStatus::Committed(_)) {
+                return Ok(old);
+            }
             record = self.current_version(tree, index, pk)?;
             if record
                 .as_ref()
@@ -455,12 +470,18 @@ impl Engine {
     /// sorted by key and applied in that order (seed 000). Returns how many records were removed.
     pub fn purge(&self) -> Result<usize> {
         let _pass = self.purge_running.lock();
+        let generation = match self.max_snapshot_age {
+            Some(_) => u64::MAX,
+            None => self.txns.release_generation(),
+        };
         let (horizon, mut items) = {
             let mut queue = self.purge_queue.lock();
             let horizon = self.txns.horizon(self.max_snapshot_age);
-            (horizon, std::mem::take(&mut *queue))
+            let items = std::mem::take(&mut *queue);
+            self.purge_in_flight.store(items.len(), Ordering::Release);
+            (horizon, items)
         };
-        let mut removed = self.purge_versions(&mut items, horizon)?;
+        let mut removed = self.purge_versions(&mut items, horizon, generation)?;
         let (done, mut kept): (Vec<PurgeItem>, Vec<PurgeItem>) =
             items.into_iter().partition(|item| item.csn <= horizon);
         self.bury_delete_marks(&mut kept)?;
@@ -472,28 +493,47 @@ impl Engine {
         for item in kept.into_iter().rev() {
             queue.push_front(item);
         }
+        self.purge_in_flight.store(0, Ordering::Release);
         drop(queue);
-        self.txns.forget_below(horizon);
+        if self.forgotten_below.fetch_max(horizon, Ordering::AcqRel) < horizon {
+            self.txns.forget_below(horizon);
+        }
         Ok(removed)
     }
 
     /// Removes the versions committed transactions replaced that no open snapshot can see: every
     /// version older than the horizon, and versions valid only between two open snapshots.
-    fn purge_versions(&self, items: &mut VecDeque<PurgeItem>, horizon: Csn) -> Result<usize> {
+    /// A transaction whose versions were all found pinned is looked at again only after a
+    /// snapshot was released, so an old snapshot does not make every pass re-walk its backlog.
+    fn purge_versions(
+        &self,
+        items: &mut VecDeque<PurgeItem>,
+        horizon: Csn,
+        generation: u64,
+    ) -> Result<usize> {
+        let snapshots = self.txns.snapshot_csns();
+        let pinned = |from: Csn, to: Csn| {
+            let first = snapshots.partition_point(|&csn| csn < from);
+            snapshots.get(first).is_some_and(|&csn| csn < to)
+        };
         let mut garbage = Vec::new();
         for item in items.iter_mut() {
+            if item.csn > horizon && item.evaluated == Some(generation) {
+                continue;
+            }
             for (write, done) in item.writes.iter_mut().filter(|(_, done)| !done) {
                 let UndoAction::Replaced { previous_start } = write.action else {
                     *done = true;
                     continue;
                 };
-                if item.csn > horizon && self.txns.snapshot_within(previous_start, item.csn) {
+                if item.csn > horizon && pinned(previous_start, item.csn) {
                     continue;
                 }
                 let key = history_key(write.index, &write.pk, previous_start);
                 garbage.push((key, item.txn, write.index, write.pk.clone()));
                 *done = true;
             }
+            item.evaluated = Some(generation);
         }
         garbage.sort_unstable();
         let mut removed = 0;
@@ -1077,6 +1117,7 @@ impl<'e> Transaction<'e> {
             csn,
             writes,
             buried: false,
+            evaluated: None,
         });
         drop(queue);
         self.end();

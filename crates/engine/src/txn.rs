@@ -58,6 +58,7 @@ struct State {
     /// Open snapshots by (CSN, serial number), with when each was taken.
     snapshots: BTreeMap<Snapshot, Instant>,
     next_serial: u64,
+    releases: u64,
 }
 
 impl State {
@@ -86,6 +87,7 @@ impl TxnManager {
                 aborted: HashMap::new(),
                 snapshots: BTreeMap::new(),
                 next_serial: 0,
+                releases: 0,
             }),
         }
     }
@@ -117,7 +119,20 @@ impl TxnManager {
     }
 
     pub fn release_snapshot(&self, snapshot: Snapshot) {
-        self.state.lock().snapshots.remove(&snapshot);
+        let mut state = self.state.lock();
+        state.snapshots.remove(&snapshot);
+        state.releases += 1;
+    }
+
+    /// Counts snapshot releases: while it stays the same, a version some open snapshot needed is
+    /// still needed (new snapshots only see newer data).
+    pub fn release_generation(&self) -> u64 {
+        self.state.lock().releases
+    }
+
+    /// The CSNs of the open snapshots, ascending (with repeats).
+    pub fn snapshot_csns(&self) -> Vec<Csn> {
+        self.state.lock().snapshots.keys().map(|s| s.csn).collect()
     }
 
     /// Commits an active transaction: it gets the next CSN, visible to snapshots taken from now on.
@@ -166,22 +181,6 @@ impl TxnManager {
             .iter()
             .find(|(_, taken)| max_age.is_none_or(|age| taken.elapsed() <= age))
             .map_or(state.last_csn, |(snapshot, _)| snapshot.csn)
-    }
-
-    /// Whether some open snapshot lies in `from..to` (it would see a version valid over that range).
-    pub fn snapshot_within(&self, from: Csn, to: Csn) -> bool {
-        let lowest = Snapshot {
-            csn: from,
-            serial: 0,
-        };
-        from < to
-            && self
-                .state
-                .lock()
-                .snapshots
-                .range(lowest..)
-                .next()
-                .is_some_and(|(snapshot, _)| snapshot.csn < to)
     }
 
     /// Forgets committed transactions whose CSN is at or below `horizon` (every snapshot sees them),
@@ -233,8 +232,7 @@ mod tests {
         let csn = txns.commit(a);
         assert!(csn > before);
         assert_eq!(txns.status(a), TxnStatus::Committed(csn));
-        assert!(txns.snapshot_within(before, csn));
-        assert!(!txns.snapshot_within(csn, csn + 5));
+        assert_eq!(txns.snapshot_csns(), vec![before]);
         assert_eq!(txns.horizon(None), before);
         assert_eq!(
             txns.horizon(Some(Duration::ZERO)),

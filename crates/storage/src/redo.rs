@@ -22,6 +22,8 @@ const KIND_FULL: u8 = 1;
 const KIND_RANGES: u8 = 2;
 /// Bytes 0..12 (checksum and LSN) are not logged.
 const LOGGED_FROM: usize = 12;
+/// Unchanged bytes are skipped this many at a time (one memcmp) while diffing a page.
+const EQUAL_CHUNK: usize = 64;
 /// Equal runs shorter than this inside a change are logged rather than splitting the range.
 const MERGE_GAP: usize = 16;
 
@@ -71,9 +73,13 @@ fn diff_ranges(before: &[u8], after: &[u8]) -> Vec<(usize, usize)> {
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     let mut at = LOGGED_FROM;
     while at < after.len() {
-        if before[at] == after[at] {
-            at += 1;
+        let chunk_end = (at + EQUAL_CHUNK).min(after.len());
+        if before[at..chunk_end] == after[at..chunk_end] {
+            at = chunk_end;
             continue;
+        }
+        while before[at] == after[at] {
+            at += 1;
         }
         let start = at;
         while at < after.len() && before[at] != after[at] {

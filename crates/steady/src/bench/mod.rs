@@ -3,9 +3,12 @@
 //! Each scenario measures ratios within one run (the machines are noisy) and reports the figures it
 //! is judged by next to the goal, so a reader sees at once whether the goal holds.
 
+mod bloat;
 mod bulk_build;
 mod drop_space;
+mod drop_stall;
 mod group_commit;
+mod long_reader;
 mod scan_resistance;
 
 use std::fmt::Write as _;
@@ -29,6 +32,18 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "group-commit",
         "durable commits/s with 8 threads vs 1: one fsync serves many commits",
+    ),
+    (
+        "long-reader",
+        "a long REPEATABLE READ reader beside hot-row writers: scan time, one-seek history, TPS, purge",
+    ),
+    (
+        "bloat",
+        "20 rounds of updating every row with purge running: table file size after vs before",
+    ),
+    (
+        "drop-stall",
+        "point-query latency on a small table while a big cached table is dropped",
     ),
 ];
 
@@ -110,8 +125,11 @@ pub fn run(scenario: &str, scale: f64) -> anyhow::Result<Report> {
     match scenario {
         "scan-resistance" => scan_resistance::run(scale),
         "drop-space" => drop_space::run(scale),
+        "drop-stall" => drop_stall::run(scale),
         "group-commit" => group_commit::run(scale),
         "bulk-build" => bulk_build::run(scale),
+        "long-reader" => long_reader::run(scale),
+        "bloat" => bloat::run(scale),
         other => {
             let names: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
             anyhow::bail!(
