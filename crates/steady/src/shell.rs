@@ -156,5 +156,6 @@ fn print_stats(store: &Store, tree: &BTree) -> anyhow::Result<()> {
         pool.dirty_pages
     );
     println!("tree: {shape:?}");
+    println!("redo log: {:?}", store.wal_stats());
     Ok(())
 }

@@ -899,12 +899,14 @@ impl PageWriteGuard<'_> {
 
     /// Appends this page's redo to a record payload: a full image for a fresh page or one whose LSN
     /// is below the checkpoint `horizon`, otherwise the changed byte ranges.
-    pub(crate) fn encode_redo(&self, out: &mut Vec<u8>, horizon: Lsn) {
+    /// Returns whether it logged a full image.
+    pub(crate) fn encode_redo(&self, out: &mut Vec<u8>, horizon: Lsn) -> bool {
         let before = self
             .before
             .as_deref()
             .filter(|before| !self.fresh && page::Page::new(before).lsn() >= horizon);
         redo::encode_change(out, self.space_id, self.page_no, before, self);
+        before.is_none()
     }
 
     /// Logs a freshly created page now (into `out`, as a full image) and marks it dirty without an
@@ -913,6 +915,9 @@ impl PageWriteGuard<'_> {
     pub(crate) fn spill_fresh(&mut self, out: &mut Vec<u8>) {
         assert!(self.fresh, "only a freshly created page can be spilled");
         self.encode_redo(out, 0);
+        if let Some(wal) = self.pool.wal() {
+            wal.count_full_images(1);
+        }
         let provisional = match self.pool.wal() {
             Some(wal) => wal.current_lsn(),
             None => self.pool.next_lsn(),

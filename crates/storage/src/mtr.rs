@@ -186,9 +186,11 @@ where
             let (_, end) = wal
                 .append_with(|horizon| {
                     let mut payload = spilled.to_vec();
-                    for guard in &modified {
-                        guard.encode_redo(&mut payload, horizon);
-                    }
+                    let images = modified
+                        .iter()
+                        .filter(|guard| guard.encode_redo(&mut payload, horizon))
+                        .count();
+                    wal.count_full_images(images as u64);
                     payload
                 })
                 .expect(

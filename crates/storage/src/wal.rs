@@ -55,6 +55,10 @@ pub struct WalStats {
     pub bytes_written: u64,
     pub fsyncs: u64,
     pub capacity: u64,
+    /// Full page images logged (a page's first change after a checkpoint, or a new page).
+    pub full_page_images: u64,
+    /// Log bytes since the last checkpoint: what recovery would replay.
+    pub checkpoint_age: u64,
 }
 
 struct Buffer {
@@ -80,6 +84,7 @@ pub struct Wal {
     space_lock: Mutex<()>,
     bytes_written: AtomicU64,
     fsyncs: AtomicU64,
+    full_page_images: AtomicU64,
 }
 
 /// What opening an existing log found: where to redo from.
@@ -155,6 +160,7 @@ impl Wal {
             space_lock: Mutex::new(()),
             bytes_written: AtomicU64::new(0),
             fsyncs: AtomicU64::new(0),
+            full_page_images: AtomicU64::new(0),
         }
     }
 
@@ -332,7 +338,14 @@ impl Wal {
             bytes_written: self.bytes_written.load(Ordering::Relaxed),
             fsyncs: self.fsyncs.load(Ordering::Relaxed),
             capacity: self.capacity,
+            full_page_images: self.full_page_images.load(Ordering::Relaxed),
+            checkpoint_age: self.checkpoint_age(),
         }
+    }
+
+    /// Counts full page images just logged.
+    pub(crate) fn count_full_images(&self, images: u64) {
+        self.full_page_images.fetch_add(images, Ordering::Relaxed);
     }
 }
 

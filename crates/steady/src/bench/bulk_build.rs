@@ -25,6 +25,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
     let page_size = store.page_size() as f64;
 
     let log_before = store.wal_stats().current_lsn;
+    let images_before = store.wal_stats().full_page_images;
     let started = Instant::now();
     let entries = (0..count).map(|i| Ok(entry(i)));
     let built = BTree::bulk_build(
@@ -37,6 +38,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
     store.sync_log()?;
     let bulk_secs = started.elapsed().as_secs_f64();
     let log_bytes = (store.wal_stats().current_lsn - log_before) as f64;
+    let images = store.wal_stats().full_page_images - images_before;
     let shape = built.stats()?;
     let tree_bytes = (shape.leaf_pages + shape.branch_pages) as f64 * page_size;
 
@@ -59,6 +61,11 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
     report.figure("bulk-built tree size", tree_bytes / mib, "MiB");
     report.figure("bulk build: redo log written", log_bytes / mib, "MiB");
     report.figure("bulk build: log / tree size", log_ratio, "x");
+    report.figure(
+        "bulk build: full page images logged",
+        images as f64,
+        "pages",
+    );
     report.figure("bulk build time", bulk_secs, "s");
     report.figure("one-at-a-time insert time", insert_secs, "s");
     report.figure(
