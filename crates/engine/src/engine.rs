@@ -122,8 +122,8 @@ struct PurgeItem {
     writes: Vec<(UndoEntry, bool)>,
     /// Its delete marks have been moved to the graveyard.
     buried: bool,
-    /// The snapshot-release generation at which its remaining versions were last found pinned.
-    evaluated: Option<u64>,
+    /// Its remaining versions were found pinned by open snapshots.
+    evaluated: bool,
 }
 
 /// An open database.
@@ -470,9 +470,9 @@ impl Engine {
     /// sorted by key and applied in that order (seed 000). Returns how many records were removed.
     pub fn purge(&self) -> Result<usize> {
         let _pass = self.purge_running.lock();
-        let generation = match self.max_snapshot_age {
-            Some(_) => u64::MAX,
-            None => self.txns.release_generation(),
+        let released = match self.max_snapshot_age {
+            Some(_) => 0,
+            None => self.txns.take_lowest_released(),
         };
         let (horizon, mut items) = {
             let mut queue = self.purge_queue.lock();
@@ -481,7 +481,7 @@ impl Engine {
             self.purge_in_flight.store(items.len(), Ordering::Release);
             (horizon, items)
         };
-        let mut removed = self.purge_versions(&mut items, horizon, generation)?;
+        let mut removed = self.purge_versions(&mut items, horizon, released)?;
         let (done, mut kept): (Vec<PurgeItem>, Vec<PurgeItem>) =
             items.into_iter().partition(|item| item.csn <= horizon);
         self.bury_delete_marks(&mut kept)?;
@@ -503,13 +503,15 @@ impl Engine {
 
     /// Removes the versions committed transactions replaced that no open snapshot can see: every
     /// version older than the horizon, and versions valid only between two open snapshots.
-    /// A transaction whose versions were all found pinned is looked at again only after a
-    /// snapshot was released, so an old snapshot does not make every pass re-walk its backlog.
+    /// A transaction whose remaining versions were found pinned is looked at again only after a
+    /// snapshot older than its commit was released (`released`: the lowest CSN released since the
+    /// last pass), so an old snapshot does not make every pass re-walk its backlog while short
+    /// transactions come and go.
     fn purge_versions(
         &self,
         items: &mut VecDeque<PurgeItem>,
         horizon: Csn,
-        generation: u64,
+        released: Csn,
     ) -> Result<usize> {
         let snapshots = self.txns.snapshot_csns();
         let pinned = |from: Csn, to: Csn| {
@@ -518,7 +520,7 @@ impl Engine {
         };
         let mut garbage = Vec::new();
         for item in items.iter_mut() {
-            if item.csn > horizon && item.evaluated == Some(generation) {
+            if item.csn > horizon && item.evaluated && released >= item.csn {
                 continue;
             }
             for (write, done) in item.writes.iter_mut().filter(|(_, done)| !done) {
@@ -533,7 +535,7 @@ impl Engine {
                 garbage.push((key, item.txn, write.index, write.pk.clone()));
                 *done = true;
             }
-            item.evaluated = Some(generation);
+            item.evaluated = true;
         }
         garbage.sort_unstable();
         let mut removed = 0;
@@ -1117,7 +1119,7 @@ impl<'e> Transaction<'e> {
             csn,
             writes,
             buried: false,
-            evaluated: None,
+            evaluated: false,
         });
         drop(queue);
         self.end();

@@ -58,7 +58,7 @@ struct State {
     /// Open snapshots by (CSN, serial number), with when each was taken.
     snapshots: BTreeMap<Snapshot, Instant>,
     next_serial: u64,
-    releases: u64,
+    lowest_released: Csn,
 }
 
 impl State {
@@ -87,7 +87,7 @@ impl TxnManager {
                 aborted: HashMap::new(),
                 snapshots: BTreeMap::new(),
                 next_serial: 0,
-                releases: 0,
+                lowest_released: Csn::MAX,
             }),
         }
     }
@@ -121,13 +121,14 @@ impl TxnManager {
     pub fn release_snapshot(&self, snapshot: Snapshot) {
         let mut state = self.state.lock();
         state.snapshots.remove(&snapshot);
-        state.releases += 1;
+        state.lowest_released = state.lowest_released.min(snapshot.csn);
     }
 
-    /// Counts snapshot releases: while it stays the same, a version some open snapshot needed is
-    /// still needed (new snapshots only see newer data).
-    pub fn release_generation(&self) -> u64 {
-        self.state.lock().releases
+    /// The lowest CSN of the snapshots released since the last call (`Csn::MAX` if none). A version
+    /// valid before that CSN that some open snapshot needed at the last call is still needed: new
+    /// snapshots only see newer data.
+    pub fn take_lowest_released(&self) -> Csn {
+        std::mem::replace(&mut self.state.lock().lowest_released, Csn::MAX)
     }
 
     /// The CSNs of the open snapshots, ascending (with repeats).

@@ -88,7 +88,9 @@ pub struct StoreConfig {
     pub direct_io: bool,
     /// Run the background flusher.
     pub background_flush: bool,
-    /// Size of the redo log of a new directory, in bytes.
+    /// Size of the redo log of a new directory, in bytes (default 1 GiB: a checkpoint starts at half
+    /// of it, and with a 256 MiB log the full page images after each checkpoint were most of the
+    /// log written under a write-heavy load).
     pub log_capacity: u64,
     /// Bytes the reclaimer cuts off a dropped space's file at a time (more than 0).
     pub reclaim_slice_bytes: u64,
@@ -103,7 +105,7 @@ impl Default for StoreConfig {
             buffer_pool_bytes: 128 << 20,
             direct_io: false,
             background_flush: true,
-            log_capacity: 256 << 20,
+            log_capacity: 1 << 30,
             reclaim_slice_bytes: 8 << 20,
             reclaim_pause: Duration::from_millis(10),
         }
