@@ -311,11 +311,11 @@ impl Engine {
     }
 
     /// Starts a transaction.
-    pub fn begin(&self, isolation: Isolation) -> Result<Transaction<'_>> {
+    pub fn begin(self: &Arc<Self>, isolation: Isolation) -> Result<Transaction> {
         let id = self.txns.begin();
         self.extend_txn_block(id)?;
         Ok(Transaction {
-            engine: self,
+            engine: Arc::clone(self),
             id,
             isolation,
             snapshot: None,
@@ -796,8 +796,8 @@ pub struct EngineStats {
 }
 
 /// One transaction. Dropped without commit, it rolls back.
-pub struct Transaction<'e> {
-    pub(crate) engine: &'e Engine,
+pub struct Transaction {
+    pub(crate) engine: Arc<Engine>,
     pub(crate) id: TxnId,
     pub(crate) isolation: Isolation,
     pub(crate) snapshot: Option<Snapshot>,
@@ -815,7 +815,7 @@ enum WriteKind {
     Delete,
 }
 
-impl<'e> Transaction<'e> {
+impl Transaction {
     pub fn id(&self) -> TxnId {
         self.id
     }
@@ -898,18 +898,13 @@ impl<'e> Transaction<'e> {
     }
 
     /// The rows of `index` with keys in the range, in key order, as this transaction sees them.
-    pub fn scan(
-        &mut self,
-        index: IndexId,
-        start: Bound<&[u8]>,
-        end: Bound<&[u8]>,
-    ) -> Result<Scan<'e>> {
+    pub fn scan(&mut self, index: IndexId, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<Scan> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
         let snapshot = self.snapshot()?;
         self.track_read(index, start, end)?;
         Ok(Scan {
-            engine: self.engine,
+            engine: Arc::clone(&self.engine),
             reader: self.id,
             tree,
             index,
@@ -945,7 +940,7 @@ impl<'e> Transaction<'e> {
         kind: WriteKind,
     ) -> Result<bool> {
         self.check_open()?;
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         let tree = engine.tree(index)?;
         self.snapshot()?;
         self.lock_exclusive(index, pk)?;
@@ -1027,7 +1022,7 @@ impl<'e> Transaction<'e> {
     /// update would change, as `SELECT ... FOR UPDATE` does: see `row_to_change`.
     pub fn lock_row(&mut self, index: IndexId, pk: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         let tree = engine.tree(index)?;
         self.snapshot()?;
         self.lock_exclusive(index, pk)?;
@@ -1040,7 +1035,7 @@ impl<'e> Transaction<'e> {
             index_id: index,
             key: pk.to_vec(),
         };
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         Ok(engine
             .locks
             .lock(self.id, key, LockMode::Exclusive, engine.lock_timeout)?)
@@ -1053,7 +1048,7 @@ impl<'e> Transaction<'e> {
         pk: &[u8],
         current: Option<Version>,
     ) -> Result<()> {
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         let action = match &current {
             None => UndoAction::Inserted,
             Some(version) => UndoAction::Replaced {
@@ -1094,7 +1089,7 @@ impl<'e> Transaction<'e> {
     /// Makes the transaction's writes durable, then visible.
     pub fn commit(mut self) -> Result<()> {
         self.check_open()?;
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         if self.isolation == Isolation::Serializable && engine.ssi.check_commit(self.id).is_err() {
             self.undo_all()?;
             return Err(EngineError::SerializationDependency);
@@ -1133,7 +1128,7 @@ impl<'e> Transaction<'e> {
     }
 
     fn undo_all(&mut self) -> Result<()> {
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         let trees = engine.indexes.read().clone();
         for entry in self.writes.iter().rev() {
             if undo_write(&engine.history, &trees, self.id, entry)? {
@@ -1160,7 +1155,7 @@ impl<'e> Transaction<'e> {
     }
 }
 
-impl Drop for Transaction<'_> {
+impl Drop for Transaction {
     fn drop(&mut self) {
         if !self.ended {
             if let Err(err) = self.undo_all() {
@@ -1173,8 +1168,8 @@ impl Drop for Transaction<'_> {
 
 /// The rows of a range as a transaction sees them (its snapshot, its own writes); each item is
 /// `Ok((pk, row))`. It borrows no transaction, so the transaction may write while scanning.
-pub struct Scan<'e> {
-    engine: &'e Engine,
+pub struct Scan {
+    engine: Arc<Engine>,
     reader: TxnId,
     tree: Arc<BTree>,
     index: IndexId,
@@ -1185,7 +1180,7 @@ pub struct Scan<'e> {
     exhausted: bool,
 }
 
-impl Scan<'_> {
+impl Scan {
     /// Reads the next batch of in-place records, holding no latch between batches. With an old
     /// snapshot, rows whose delete marks went to the graveyard are merged in. The writers' statuses
     /// are looked up once per batch; only rows whose in-place version the snapshot cannot see go
@@ -1207,7 +1202,7 @@ impl Scan<'_> {
         if let Some((last, _)) = records.last() {
             self.next_start = Bound::Excluded(last.clone());
         }
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         let buried = engine.buried_in_range(
             self.index,
             start.as_ref().map(Vec::as_slice),
@@ -1239,7 +1234,7 @@ impl Scan<'_> {
     }
 }
 
-impl Iterator for Scan<'_> {
+impl Iterator for Scan {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {

@@ -472,12 +472,12 @@ fn corrupt_row(err: crate::codec::CodecError) -> EngineError {
 }
 
 /// The rows of a table as a transaction sees them; each item is `Ok((pk, values))`.
-pub struct RowScan<'e> {
-    inner: crate::engine::Scan<'e>,
+pub struct RowScan {
+    inner: crate::engine::Scan,
     types: Vec<crate::types::DataType>,
 }
 
-impl Iterator for RowScan<'_> {
+impl Iterator for RowScan {
     type Item = Result<(Vec<u8>, Vec<Value>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -493,14 +493,14 @@ impl Iterator for RowScan<'_> {
     }
 }
 
-impl<'e> Transaction<'e> {
+impl Transaction {
     /// The rows with clustered keys in the range, in key order.
     pub fn scan_rows(
         &mut self,
         table: &TableDef,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
-    ) -> Result<RowScan<'e>> {
+    ) -> Result<RowScan> {
         let inner = self.scan(table.id, start, end)?;
         Ok(RowScan {
             inner,
@@ -510,7 +510,7 @@ impl<'e> Transaction<'e> {
 
     /// Inserts a row; returns its clustered key. Unique secondary indexes are checked.
     pub fn insert_row(&mut self, table: &TableDef, values: &[Value]) -> Result<Vec<u8>> {
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         self.lock_table_for_write(table)?;
         let _ddl = engine.ddl.read();
         let pk = if table.primary_key.is_empty() {
@@ -528,7 +528,8 @@ impl<'e> Transaction<'e> {
     /// turns a key change into a delete and an insert). False if this transaction sees no row.
     pub fn update_row(&mut self, table: &TableDef, pk: &[u8], values: &[Value]) -> Result<bool> {
         self.lock_table_for_write(table)?;
-        let _ddl = self.engine.ddl.read();
+        let engine = Arc::clone(&self.engine);
+        let _ddl = engine.ddl.read();
         self.check_unique(table, pk, values)?;
         if !self.update(table.id, pk, &encode_row(values))? {
             return Ok(false);
@@ -540,7 +541,8 @@ impl<'e> Transaction<'e> {
     /// Deletes the row under `pk`; false if this transaction sees no row.
     pub fn delete_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<bool> {
         self.lock_table_for_write(table)?;
-        let _ddl = self.engine.ddl.read();
+        let engine = Arc::clone(&self.engine);
+        let _ddl = engine.ddl.read();
         self.delete(table.id, pk)
     }
 
@@ -568,7 +570,7 @@ impl<'e> Transaction<'e> {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         let snapshot = self.snapshot()?;
         if snapshot.is_some_and(|csn| csn < index.valid_from) {
             return Err(EngineError::IndexNotReady(index.name.clone()));
@@ -666,7 +668,7 @@ impl<'e> Transaction<'e> {
     /// Takes the table's lock shared until the transaction ends, so DDL on the table waits for it.
     /// The definition the caller holds must still be current once the lock is held.
     fn lock_table_for_write(&mut self, table: &TableDef) -> Result<()> {
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         let key = LockKey {
             index_id: table.id,
             key: Vec::new(),
@@ -702,7 +704,7 @@ impl<'e> Transaction<'e> {
                 continue;
             }
             let sk = index_key(values, &index.columns);
-            let engine = self.engine;
+            let engine = Arc::clone(&self.engine);
             let lock = LockKey {
                 index_id: index.id,
                 key: sk.clone(),
@@ -725,7 +727,7 @@ impl<'e> Transaction<'e> {
         sk: &[u8],
         pk: &[u8],
     ) -> Result<bool> {
-        let engine = self.engine;
+        let engine = Arc::clone(&self.engine);
         let tree = engine.tree(index.id)?;
         let clustered = engine.tree(table.id)?;
         let types = table.column_types();

@@ -69,7 +69,7 @@ fn open_bank(dir: &Path) -> (Arc<Engine>, IndexId) {
     (engine, index)
 }
 
-fn total(txn: &mut Transaction<'_>, index: IndexId) -> Result<i64, EngineError> {
+fn total(txn: &mut Transaction, index: IndexId) -> Result<i64, EngineError> {
     let mut sum = 0;
     for row in txn.scan(index, Bound::Unbounded, Bound::Unbounded)? {
         sum += balance(&row?.1);
@@ -79,7 +79,7 @@ fn total(txn: &mut Transaction<'_>, index: IndexId) -> Result<i64, EngineError> 
 
 /// Moves `amount` from one account to another; the caller retries on a retryable error.
 fn transfer(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     index: IndexId,
     isolation: Isolation,
     from: u32,

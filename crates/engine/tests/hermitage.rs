@@ -64,11 +64,11 @@ fn value_of(row: &[u8]) -> i32 {
 }
 
 impl Db {
-    fn begin(&self, isolation: Isolation) -> Transaction<'_> {
+    fn begin(&self, isolation: Isolation) -> Transaction {
         self.engine.begin(isolation).unwrap()
     }
 
-    fn insert(&self, txn: &mut Transaction<'_>, id: i32, value: i32) -> Result<(), EngineError> {
+    fn insert(&self, txn: &mut Transaction, id: i32, value: i32) -> Result<(), EngineError> {
         txn.begin_statement();
         txn.insert(self.table, &key(id), &value.to_le_bytes())
     }
@@ -76,7 +76,7 @@ impl Db {
     /// `select * from test where filter`
     fn select(
         &self,
-        txn: &mut Transaction<'_>,
+        txn: &mut Transaction,
         filter: impl Fn(i32, i32) -> bool,
     ) -> Result<Rows, EngineError> {
         txn.begin_statement();
@@ -92,7 +92,7 @@ impl Db {
     }
 
     /// `select * from test where id = id`, as a point read.
-    fn get(&self, txn: &mut Transaction<'_>, id: i32) -> Result<Option<i32>, EngineError> {
+    fn get(&self, txn: &mut Transaction, id: i32) -> Result<Option<i32>, EngineError> {
         txn.begin_statement();
         Ok(txn.get(self.table, &key(id))?.map(|v| value_of(&v)))
     }
@@ -100,7 +100,7 @@ impl Db {
     /// `update test set value = set(value) where filter`; returns the rows updated.
     fn update(
         &self,
-        txn: &mut Transaction<'_>,
+        txn: &mut Transaction,
         filter: impl Fn(i32, i32) -> bool,
         set: impl Fn(i32) -> i32,
     ) -> Result<usize, EngineError> {
@@ -111,12 +111,7 @@ impl Db {
 
     /// `update test set value = value where id = id`, found through the primary key (a point read,
     /// as PostgreSQL's index scan does).
-    fn update_id(
-        &self,
-        txn: &mut Transaction<'_>,
-        id: i32,
-        value: i32,
-    ) -> Result<usize, EngineError> {
+    fn update_id(&self, txn: &mut Transaction, id: i32, value: i32) -> Result<usize, EngineError> {
         txn.begin_statement();
         if txn.lock_row(self.table, &key(id))?.is_none() {
             return Ok(0);
@@ -131,7 +126,7 @@ impl Db {
     /// `delete from test where filter`; returns the rows deleted.
     fn delete(
         &self,
-        txn: &mut Transaction<'_>,
+        txn: &mut Transaction,
         filter: impl Fn(i32, i32) -> bool,
     ) -> Result<usize, EngineError> {
         self.change(txn, filter, |txn, id, _| txn.delete(self.table, &key(id)))
@@ -139,9 +134,9 @@ impl Db {
 
     fn change(
         &self,
-        txn: &mut Transaction<'_>,
+        txn: &mut Transaction,
         filter: impl Fn(i32, i32) -> bool,
-        apply: impl Fn(&mut Transaction<'_>, i32, i32) -> Result<bool, EngineError>,
+        apply: impl Fn(&mut Transaction, i32, i32) -> Result<bool, EngineError>,
     ) -> Result<usize, EngineError> {
         let candidates = self.select(txn, &filter)?;
         let mut changed = 0;

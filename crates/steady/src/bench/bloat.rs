@@ -14,6 +14,7 @@
 //! purge has caught up. `--scale s` runs s² of the rows (at least 1,000), so that the small scales
 //! stay quick.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -53,7 +54,7 @@ struct Rounds {
 }
 
 /// Updates every row `ROUNDS` times; file sizes before, and after purge caught up.
-fn update_rounds(engine: &Engine, index: IndexId, rows: u64) -> anyhow::Result<Rounds> {
+fn update_rounds(engine: &Arc<Engine>, index: IndexId, rows: u64) -> anyhow::Result<Rounds> {
     let (table, system) = (table_bytes(engine, index)?, system_bytes(engine)?);
     let (log, reads) = (log_bytes(engine), pages_read(engine));
     let started = Instant::now();
@@ -113,7 +114,12 @@ impl Rounds {
 }
 
 /// Sets k = `round` in every row, `BATCH` rows per transaction.
-fn update_every_row(engine: &Engine, index: IndexId, rows: u64, round: u64) -> anyhow::Result<()> {
+fn update_every_row(
+    engine: &Arc<Engine>,
+    index: IndexId,
+    rows: u64,
+    round: u64,
+) -> anyhow::Result<()> {
     for start in (0..rows).step_by(BATCH as usize) {
         let mut txn = engine.begin(Isolation::ReadCommitted)?;
         for id in start..(start + BATCH).min(rows) {
@@ -129,7 +135,7 @@ fn update_every_row(engine: &Engine, index: IndexId, rows: u64, round: u64) -> a
 }
 
 /// Bytes of the file of the space that holds `index`.
-fn table_bytes(engine: &Engine, index: IndexId) -> anyhow::Result<u64> {
+fn table_bytes(engine: &Arc<Engine>, index: IndexId) -> anyhow::Result<u64> {
     let space = engine
         .store()
         .spaces()
@@ -140,7 +146,7 @@ fn table_bytes(engine: &Engine, index: IndexId) -> anyhow::Result<u64> {
 }
 
 /// Bytes of the system space's file (history and undo trees).
-fn system_bytes(engine: &Engine) -> anyhow::Result<u64> {
+fn system_bytes(engine: &Arc<Engine>) -> anyhow::Result<u64> {
     let space = engine
         .store()
         .space(SYSTEM_SPACE)

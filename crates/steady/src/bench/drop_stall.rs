@@ -115,7 +115,7 @@ fn config(pages: usize) -> EngineConfig {
 }
 
 /// A table `(id BIGINT PRIMARY KEY, pad TEXT)`.
-fn create(engine: &Engine, name: &str) -> anyhow::Result<Arc<TableDef>> {
+fn create(engine: &Arc<Engine>, name: &str) -> anyhow::Result<Arc<TableDef>> {
     let column = |name: &str, data_type| ColumnDef {
         name: name.to_string(),
         data_type,
@@ -131,7 +131,7 @@ fn create(engine: &Engine, name: &str) -> anyhow::Result<Arc<TableDef>> {
 
 /// Inserts rows with the given ids in one transaction.
 fn insert_rows(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     table: &TableDef,
     ids: std::ops::Range<i64>,
     payload: usize,
@@ -147,7 +147,7 @@ fn insert_rows(
 
 /// Inserts rows into `table`, `LOAD_BATCH` per transaction, until its space has `pages` pages in
 /// use; returns the row count.
-fn fill(engine: &Engine, table: &TableDef, pages: usize) -> anyhow::Result<i64> {
+fn fill(engine: &Arc<Engine>, table: &TableDef, pages: usize) -> anyhow::Result<i64> {
     let space = table_space(engine, table)?;
     let mut rows = 0;
     while space.allocated_pages().len() < pages {
@@ -157,7 +157,7 @@ fn fill(engine: &Engine, table: &TableDef, pages: usize) -> anyhow::Result<i64> 
     Ok(rows)
 }
 
-fn table_space(engine: &Engine, table: &TableDef) -> anyhow::Result<Arc<Space>> {
+fn table_space(engine: &Arc<Engine>, table: &TableDef) -> anyhow::Result<Arc<Space>> {
     engine
         .store()
         .space(table.space)
@@ -166,7 +166,7 @@ fn table_space(engine: &Engine, table: &TableDef) -> anyhow::Result<Arc<Space>> 
 
 /// Lets purge catch up with the load, then writes every dirty page, so that the windows measure
 /// queries and the drop rather than load leftovers.
-fn settle(engine: &Engine) -> anyhow::Result<()> {
+fn settle(engine: &Arc<Engine>) -> anyhow::Result<()> {
     while engine.stats().purge_lag > 0 {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -183,7 +183,12 @@ struct BigTable {
 }
 
 /// Reads every row of `table` once, so that its pages are in the pool, and measures it.
-fn cache(engine: &Engine, table: &TableDef, rows: i64, dir: &Path) -> anyhow::Result<BigTable> {
+fn cache(
+    engine: &Arc<Engine>,
+    table: &TableDef,
+    rows: i64,
+    dir: &Path,
+) -> anyhow::Result<BigTable> {
     let mut txn = engine.begin(Isolation::ReadCommitted)?;
     let mut seen = 0;
     for row in txn.scan_rows(table, Bound::Unbounded, Bound::Unbounded)? {
@@ -305,7 +310,7 @@ fn schedstat_path() -> Option<PathBuf> {
 }
 
 fn query_loop(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     table: &TableDef,
     keys: &[Vec<u8>],
     stop: &AtomicBool,
@@ -340,7 +345,7 @@ struct Dropped {
 }
 
 /// Drops the big table while the queries run and waits for the reclaimer, then for `TAIL`.
-fn drop_and_reclaim(engine: &Engine, queries: &Queries) -> anyhow::Result<Dropped> {
+fn drop_and_reclaim(engine: &Arc<Engine>, queries: &Queries) -> anyhow::Result<Dropped> {
     let start = queries.mark();
     engine.drop_table("big")?;
     let statement_end = queries.now();

@@ -116,7 +116,7 @@ pub(super) fn k_of(row: &[u8]) -> anyhow::Result<u64> {
 }
 
 /// Inserts rows `0..rows` with k = 0, `LOAD_BATCH` rows per transaction.
-pub(super) fn load(engine: &Engine, index: IndexId, rows: u64) -> anyhow::Result<()> {
+pub(super) fn load(engine: &Arc<Engine>, index: IndexId, rows: u64) -> anyhow::Result<()> {
     for start in (0..rows).step_by(LOAD_BATCH as usize) {
         let mut txn = engine.begin(Isolation::ReadCommitted)?;
         for id in start..(start + LOAD_BATCH).min(rows) {
@@ -130,7 +130,7 @@ pub(super) fn load(engine: &Engine, index: IndexId, rows: u64) -> anyhow::Result
 /// Waits until background purge has no committed transaction left, then for the pass that may
 /// still be running (`purge_lag` does not count the transactions a running pass holds): a pass of
 /// our own waits for it, and finds nothing left.
-pub(super) fn wait_for_purge(engine: &Engine) -> anyhow::Result<()> {
+pub(super) fn wait_for_purge(engine: &Arc<Engine>) -> anyhow::Result<()> {
     while engine.stats().purge_lag > 0 {
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -139,18 +139,18 @@ pub(super) fn wait_for_purge(engine: &Engine) -> anyhow::Result<()> {
 }
 
 /// Bytes of redo log written so far.
-pub(super) fn log_bytes(engine: &Engine) -> u64 {
+pub(super) fn log_bytes(engine: &Arc<Engine>) -> u64 {
     engine.store().wal_stats().current_lsn
 }
 
 /// Pages read into the buffer pool so far.
-pub(super) fn pages_read(engine: &Engine) -> u64 {
+pub(super) fn pages_read(engine: &Arc<Engine>) -> u64 {
     engine.store().pool_stats().reads
 }
 
 /// One small READ COMMITTED transaction: k += 1 in each row, in key order (so that writers never
 /// deadlock).
-fn increment(engine: &Engine, index: IndexId, ids: &[u64]) -> anyhow::Result<()> {
+fn increment(engine: &Arc<Engine>, index: IndexId, ids: &[u64]) -> anyhow::Result<()> {
     let mut txn = engine.begin(Isolation::ReadCommitted)?;
     for &id in ids {
         txn.begin_statement();
@@ -215,7 +215,7 @@ impl Writers {
 
 /// One writer: `increment`s of `ROWS_PER_TXN` pareto-chosen rows until `stop`.
 fn write_loop(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     index: IndexId,
     rows: u64,
     seed: u64,
@@ -250,7 +250,7 @@ struct Scans {
     pages_read: u64,
 }
 
-fn timed_scans(engine: &Engine, index: IndexId, rows: u64) -> anyhow::Result<Scans> {
+fn timed_scans(engine: &Arc<Engine>, index: IndexId, rows: u64) -> anyhow::Result<Scans> {
     let mut txn = engine.begin(Isolation::RepeatableRead)?;
     let (reads_before, cpu_before) = (pages_read(engine), thread_cpu_secs());
     let mut secs = Vec::with_capacity(SCANS);
@@ -297,7 +297,7 @@ fn thread_cpu_secs() -> Option<f64> {
 }
 
 /// One full scan: the rows seen and the sum of their k.
-fn scan_sum(txn: &mut Transaction<'_>, index: IndexId) -> anyhow::Result<(u64, u64)> {
+fn scan_sum(txn: &mut Transaction, index: IndexId) -> anyhow::Result<(u64, u64)> {
     let mut count = 0;
     let mut sum = 0;
     for entry in txn.scan(index, Bound::Unbounded, Bound::Unbounded)? {
@@ -361,7 +361,7 @@ struct Activity {
 }
 
 impl Activity {
-    fn start(engine: &Engine, writers: &Writers) -> Activity {
+    fn start(engine: &Arc<Engine>, writers: &Writers) -> Activity {
         Activity {
             started: Instant::now(),
             commits: writers.commits(),
@@ -370,7 +370,7 @@ impl Activity {
     }
 
     /// Commits per second and log bytes since the start.
-    fn end(&self, engine: &Engine, writers: &Writers) -> (f64, u64) {
+    fn end(&self, engine: &Arc<Engine>, writers: &Writers) -> (f64, u64) {
         let secs = self.started.elapsed().as_secs_f64();
         let commits = writers.commits() - self.commits;
         (commits as f64 / secs, log_bytes(engine) - self.log)
@@ -378,7 +378,7 @@ impl Activity {
 }
 
 fn history_figures(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     index: IndexId,
     plan: &Plan,
     report: &mut Report,
@@ -434,7 +434,7 @@ fn history_figures(
 
 /// Seconds taken by `LOOKUPS / LOOKUP_ROUNDS` lookups of row `id`, each checked to be `expected`.
 fn timed_lookups(
-    txn: &mut Transaction<'_>,
+    txn: &mut Transaction,
     index: IndexId,
     id: u64,
     expected: &[u8],
@@ -459,7 +459,7 @@ struct Window {
 }
 
 /// Lets the writers run for `length`, sampling the history length.
-fn window(engine: &Engine, writers: &Writers, length: Duration) -> Window {
+fn window(engine: &Arc<Engine>, writers: &Writers, length: Duration) -> Window {
     let activity = Activity::start(engine, writers);
     let mut peak_history = 0;
     while activity.started.elapsed() < length {
