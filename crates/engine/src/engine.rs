@@ -559,6 +559,18 @@ impl Engine {
         let Some(table) = self.table_by_id(index).filter(|t| !t.indexes.is_empty()) else {
             return Ok(());
         };
+        self.with_row_locked(index, pk, || self.remove_stale_entries(&table, pk, old))
+            .map(drop)
+    }
+
+    /// Runs `work` with the row locked by purge, or returns `None` at once if a writer holds it
+    /// (purge never waits: the row is looked at again later, or needs nothing).
+    fn with_row_locked<T>(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        work: impl FnOnce() -> Result<T>,
+    ) -> Result<Option<T>> {
         let key = LockKey {
             index_id: index,
             key: pk.to_vec(),
@@ -568,11 +580,11 @@ impl Engine {
             .lock(PURGE_TXN, key, LockMode::Exclusive, Some(Duration::ZERO))
             .is_err()
         {
-            return Ok(());
+            return Ok(None);
         }
-        let removed = self.remove_stale_entries(&table, pk, old);
+        let outcome = work();
         self.locks.release_all(PURGE_TXN);
-        removed
+        outcome.map(Some)
     }
 
     /// Removes rows that purged transactions left delete-marked, unless written again since.
@@ -595,20 +607,9 @@ impl Engine {
     }
 
     fn remove_delete_mark(&self, index: IndexId, pk: &[u8], txn: TxnId) -> Result<bool> {
-        let key = LockKey {
-            index_id: index,
-            key: pk.to_vec(),
-        };
-        if self
-            .locks
-            .lock(PURGE_TXN, key, LockMode::Exclusive, Some(Duration::ZERO))
-            .is_err()
-        {
-            return Ok(false);
-        }
-        let removed = self.delete_if_marked_by(index, pk, txn);
-        self.locks.release_all(PURGE_TXN);
-        removed
+        let removed =
+            self.with_row_locked(index, pk, || self.delete_if_marked_by(index, pk, txn))?;
+        Ok(removed.unwrap_or(false))
     }
 
     fn delete_if_marked_by(&self, index: IndexId, pk: &[u8], txn: TxnId) -> Result<bool> {
@@ -652,20 +653,7 @@ impl Engine {
         }
         marks.sort_unstable();
         for (index, pk, txn, csn) in marks {
-            let key = LockKey {
-                index_id: index,
-                key: pk.clone(),
-            };
-            if self
-                .locks
-                .lock(PURGE_TXN, key, LockMode::Exclusive, Some(Duration::ZERO))
-                .is_err()
-            {
-                continue;
-            }
-            let buried = self.bury(index, &pk, txn, csn);
-            self.locks.release_all(PURGE_TXN);
-            buried?;
+            self.with_row_locked(index, &pk, || self.bury(index, &pk, txn, csn))?;
         }
         Ok(())
     }

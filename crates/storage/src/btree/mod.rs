@@ -389,14 +389,27 @@ impl BTree {
             Ok(slot) => Some(self.load_value_and_chain(page.record(slot))?),
             Err(_) => None,
         };
-        let record = self.make_record(&mut mtr, key, value)?;
+        self.put_in_leaf(&mut mtr, leaf, found, key, value)?;
+        Ok(Some(self.finish_replace(mtr, old)?))
+    }
+
+    /// Writes the record for `key` into a latched leaf where `found` says, its room checked.
+    fn put_in_leaf(
+        &self,
+        mtr: &mut Mtr<'_>,
+        leaf: PageHandle,
+        found: std::result::Result<usize, usize>,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        let record = self.make_record(mtr, key, value)?;
         let mut page = PageMut::new(mtr.page_mut(leaf));
         match found {
             Ok(slot) => page.replace(slot, &record),
             Err(slot) => page.insert(slot, &record),
         }
         .expect("room was checked with the leaf latched");
-        Ok(Some(self.finish_replace(mtr, old)?))
+        Ok(())
     }
 
     /// Frees the replaced value's chain, commits, and returns the replaced value.
@@ -435,13 +448,7 @@ impl BTree {
             Err(_) => None,
         };
         if room >= needed {
-            let record = self.make_record(&mut mtr, key, value)?;
-            let mut page = PageMut::new(mtr.page_mut(leaf));
-            match found {
-                Ok(slot) => page.replace(slot, &record),
-                Err(slot) => page.insert(slot, &record),
-            }
-            .expect("room was checked with the leaf latched");
+            self.put_in_leaf(&mut mtr, leaf, found, key, value)?;
             return self.finish_replace(mtr, old);
         }
         let right_sibling = match Page::new(mtr.page(leaf)).next() {
