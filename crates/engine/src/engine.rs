@@ -122,8 +122,6 @@ struct PurgeItem {
     writes: Vec<(UndoEntry, bool)>,
     /// Its delete marks have been moved to the graveyard.
     buried: bool,
-    /// Its remaining versions were found pinned by open snapshots.
-    evaluated: bool,
 }
 
 /// An open database.
@@ -146,6 +144,11 @@ pub struct Engine {
     pub(crate) txn_block_end: Mutex<TxnId>,
     pub(crate) lock_timeout: Option<Duration>,
     purge_queue: Mutex<VecDeque<PurgeItem>>,
+    /// Committed transactions whose remaining versions or delete marks open snapshots still need,
+    /// in CSN order. A pass looks at them again only when the horizon passes them or a snapshot
+    /// older than their commit is released, so a long-lived snapshot does not make every pass
+    /// re-walk its backlog.
+    pinned: Mutex<VecDeque<PurgeItem>>,
     /// Transactions a running purge pass has taken out of the queue.
     purge_in_flight: AtomicUsize,
     /// The horizon up to which committed transactions have been forgotten.
@@ -208,6 +211,7 @@ impl Engine {
             txn_block_end: Mutex::new(first_txn + TXN_BLOCK),
             lock_timeout: config.lock_timeout,
             purge_queue: Mutex::new(VecDeque::new()),
+            pinned: Mutex::new(VecDeque::new()),
             purge_in_flight: AtomicUsize::new(0),
             forgotten_below: AtomicU64::new(0),
             purge_running: Mutex::new(()),
@@ -337,6 +341,14 @@ impl Engine {
         Ok(())
     }
 
+    /// Committed transactions not yet fully purged: queued, pinned, or in the running pass. The
+    /// locks are taken one at a time (a pass holds the pinned list for its whole length).
+    fn purge_lag(&self) -> usize {
+        let queued = self.purge_queue.lock().len();
+        let in_flight = self.purge_in_flight.load(Ordering::Acquire);
+        queued + in_flight + self.pinned.lock().len()
+    }
+
     /// Counters of the engine.
     pub fn stats(&self) -> EngineStats {
         let txns = self.txns.stats();
@@ -345,7 +357,7 @@ impl Engine {
             open_snapshots: txns.snapshots,
             last_csn: txns.last_csn,
             history_length: self.history_length.load(Ordering::Relaxed).max(0) as u64,
-            purge_lag: self.purge_queue.lock().len() + self.purge_in_flight.load(Ordering::Acquire),
+            purge_lag: self.purge_lag(),
             graveyard_length: self.graveyard_length.load(Ordering::Relaxed).max(0) as u64,
         }
     }
@@ -474,14 +486,16 @@ impl Engine {
             Some(_) => 0,
             None => self.txns.take_lowest_released(),
         };
-        let (horizon, mut items) = {
+        let (horizon, new_items) = {
             let mut queue = self.purge_queue.lock();
             let horizon = self.txns.horizon(self.max_snapshot_age);
-            let items = std::mem::take(&mut *queue);
-            self.purge_in_flight.store(items.len(), Ordering::Release);
-            (horizon, items)
+            (horizon, std::mem::take(&mut *queue))
         };
-        let mut removed = self.purge_versions(&mut items, horizon, released)?;
+        let mut pinned = self.pinned.lock();
+        let mut items = take_due(&mut pinned, horizon, released);
+        items.extend(new_items);
+        self.purge_in_flight.store(items.len(), Ordering::Release);
+        let mut removed = self.purge_versions(&mut items, horizon)?;
         let (done, mut kept): (Vec<PurgeItem>, Vec<PurgeItem>) =
             items.into_iter().partition(|item| item.csn <= horizon);
         self.bury_delete_marks(&mut kept)?;
@@ -489,12 +503,9 @@ impl Engine {
         for item in &done {
             self.delete_undo(item.txn)?;
         }
-        let mut queue = self.purge_queue.lock();
-        for item in kept.into_iter().rev() {
-            queue.push_front(item);
-        }
+        pinned.extend(kept);
         self.purge_in_flight.store(0, Ordering::Release);
-        drop(queue);
+        drop(pinned);
         if self.forgotten_below.fetch_max(horizon, Ordering::AcqRel) < horizon {
             self.txns.forget_below(horizon);
         }
@@ -503,16 +514,7 @@ impl Engine {
 
     /// Removes the versions committed transactions replaced that no open snapshot can see: every
     /// version older than the horizon, and versions valid only between two open snapshots.
-    /// A transaction whose remaining versions were found pinned is looked at again only after a
-    /// snapshot older than its commit was released (`released`: the lowest CSN released since the
-    /// last pass), so an old snapshot does not make every pass re-walk its backlog while short
-    /// transactions come and go.
-    fn purge_versions(
-        &self,
-        items: &mut VecDeque<PurgeItem>,
-        horizon: Csn,
-        released: Csn,
-    ) -> Result<usize> {
+    fn purge_versions(&self, items: &mut VecDeque<PurgeItem>, horizon: Csn) -> Result<usize> {
         let snapshots = self.txns.snapshot_csns();
         let pinned = |from: Csn, to: Csn| {
             let first = snapshots.partition_point(|&csn| csn < from);
@@ -520,9 +522,6 @@ impl Engine {
         };
         let mut garbage = Vec::new();
         for item in items.iter_mut() {
-            if item.csn > horizon && item.evaluated && released >= item.csn {
-                continue;
-            }
             for (write, done) in item.writes.iter_mut().filter(|(_, done)| !done) {
                 let UndoAction::Replaced { previous_start } = write.action else {
                     *done = true;
@@ -535,7 +534,6 @@ impl Engine {
                 garbage.push((key, item.txn, write.index, write.pk.clone()));
                 *done = true;
             }
-            item.evaluated = true;
         }
         garbage.sort_unstable();
         let mut removed = 0;
@@ -750,6 +748,18 @@ impl Engine {
     }
 }
 
+/// The pinned transactions a pass must look at: those the horizon has passed (all of them purgeable
+/// now) and those committed after the oldest snapshot released since the last pass (some of their
+/// versions may be free now). The rest stay pinned, untouched.
+fn take_due(pinned: &mut VecDeque<PurgeItem>, horizon: Csn, released: Csn) -> VecDeque<PurgeItem> {
+    let mut due: VecDeque<PurgeItem> = pinned
+        .drain(..pinned.partition_point(|item| item.csn <= horizon))
+        .collect();
+    let revisit = pinned.partition_point(|item| item.csn <= released);
+    due.extend(pinned.drain(revisit..));
+    due
+}
+
 /// The background purge: a pass whenever committed transactions wait, until told to stop.
 fn run_purge(engine: Weak<Engine>) {
     loop {
@@ -759,7 +769,8 @@ fn run_purge(engine: Weak<Engine>) {
         if engine.stop_purge.load(Ordering::Acquire) {
             return;
         }
-        if !engine.purge_queue.lock().is_empty() {
+        let queued = !engine.purge_queue.lock().is_empty();
+        if queued || !engine.pinned.lock().is_empty() {
             if let Err(err) = engine.purge() {
                 eprintln!("steady: purge failed: {err}");
             }
@@ -1102,7 +1113,6 @@ impl Transaction {
             csn,
             writes,
             buried: false,
-            evaluated: false,
         });
         drop(queue);
         self.end();
