@@ -938,12 +938,8 @@ impl Transaction {
         row: Option<&[u8]>,
         kind: WriteKind,
     ) -> Result<bool> {
-        self.check_open()?;
+        let (tree, current) = self.lock_current(index, pk)?;
         let engine = Arc::clone(&self.engine);
-        let tree = engine.tree(index)?;
-        self.snapshot()?;
-        self.lock_exclusive(index, pk)?;
-        let current = engine.current_version(&tree, index, pk)?;
         if !self.may_write(index, pk, current.as_ref(), kind)? {
             return Ok(false);
         }
@@ -1020,13 +1016,19 @@ impl Transaction {
     /// Locks a row for writing (waiting for its current writer to finish) and returns the version an
     /// update would change, as `SELECT ... FOR UPDATE` does: see `row_to_change`.
     pub fn lock_row(&mut self, index: IndexId, pk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let (_, current) = self.lock_current(index, pk)?;
+        self.row_to_change(index, pk, current.as_ref())
+    }
+
+    /// Takes the snapshot (before any wait, as PostgreSQL's statement does), locks the row, and
+    /// reads its newest version: the start of every write and of `lock_row`.
+    fn lock_current(&mut self, index: IndexId, pk: &[u8]) -> Result<(Arc<BTree>, Option<Version>)> {
         self.check_open()?;
-        let engine = Arc::clone(&self.engine);
-        let tree = engine.tree(index)?;
+        let tree = self.engine.tree(index)?;
         self.snapshot()?;
         self.lock_exclusive(index, pk)?;
-        let current = engine.current_version(&tree, index, pk)?;
-        self.row_to_change(index, pk, current.as_ref())
+        let current = self.engine.current_version(&tree, index, pk)?;
+        Ok((tree, current))
     }
 
     pub(crate) fn lock_exclusive(&self, index: IndexId, pk: &[u8]) -> Result<()> {

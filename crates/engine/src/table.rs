@@ -570,20 +570,8 @@ impl Transaction {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
-        let engine = Arc::clone(&self.engine);
-        let snapshot = self.snapshot()?;
-        if snapshot.is_some_and(|csn| csn < index.valid_from) {
-            return Err(EngineError::IndexNotReady(index.name.clone()));
-        }
-        let tree = engine.tree(index.id)?;
-        let end = entry_end(end);
         let mut rows = Vec::new();
-        let mut read = Vec::new();
-        for entry in tree.range(start, end.as_ref().map(Vec::as_slice)) {
-            let (key, pk) = entry?;
-            read.push((key, pk));
-        }
-        for (key, pk) in read {
+        for (key, pk) in self.index_entries_in(index, start, end)? {
             let Some(values) = self.get_row(table, &pk)? else {
                 continue;
             };
@@ -592,6 +580,24 @@ impl Transaction {
             }
         }
         Ok(rows)
+    }
+
+    /// The raw entries `(entry key, primary key)` of `index` in the range (bounds on the index key),
+    /// refused if the index was built after this transaction's snapshot.
+    fn index_entries_in(
+        &mut self,
+        index: &IndexDef,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let snapshot = self.snapshot()?;
+        if snapshot.is_some_and(|csn| csn < index.valid_from) {
+            return Err(EngineError::IndexNotReady(index.name.clone()));
+        }
+        let tree = self.engine.tree(index.id)?;
+        let end = entry_end(end);
+        let range = tree.range(start, end.as_ref().map(Vec::as_slice));
+        Ok(range.collect::<std::result::Result<_, _>>()?)
     }
 
     /// The primary keys of the entries of `index` in the range, sorted and without repeats, read
@@ -604,16 +610,11 @@ impl Transaction {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> Result<Vec<Vec<u8>>> {
-        let snapshot = self.snapshot()?;
-        if snapshot.is_some_and(|csn| csn < index.valid_from) {
-            return Err(EngineError::IndexNotReady(index.name.clone()));
-        }
-        let tree = self.engine.tree(index.id)?;
-        let end = entry_end(end);
-        let mut keys = Vec::new();
-        for entry in tree.range(start, end.as_ref().map(Vec::as_slice)) {
-            keys.push(entry?.1);
-        }
+        let mut keys: Vec<Vec<u8>> = self
+            .index_entries_in(index, start, end)?
+            .into_iter()
+            .map(|(_, pk)| pk)
+            .collect();
         keys.sort_unstable();
         keys.dedup();
         Ok(keys)
