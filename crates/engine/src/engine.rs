@@ -12,6 +12,19 @@
 //!   transaction's first write of that row), the new version in place naming its writer. A crash after
 //!   any prefix is undone by recovery, which is idempotent: it puts back the history version only if
 //!   the in-place record names the dead writer, and drops history entries the dead writer added.
+//! * **Savepoints** ([`Transaction::savepoint`], [`Transaction::rollback_to`]). What a write
+//!   replaces is saved once per *savepoint generation* (the number of savepoints taken so far): a
+//!   row's first write logs its undo entry as above; a write of it in a later generation keeps the
+//!   transaction's own version it replaces in memory (crash recovery and a full rollback never need
+//!   one). Rolling back to a savepoint puts those own versions back, undoes the undo entries logged
+//!   since, newest first, deletes them, and forgets the rows first written since. The versions those
+//!   writes had moved to history stay there until the transaction ends (then purged with its other
+//!   replaced versions, or deleted by its rollback; recovery empties history anyway): a reader that
+//!   met an undone version may still be seeking it while the transaction writes the row again under
+//!   the same id. Locks taken since the savepoint (rows, unique keys, tables, SSI reads and writes)
+//!   are kept until the transaction ends. A transaction that wrote ends committed (with a CSN) or
+//!   aborted, never as read-only, even if savepoints undid all its writes: a reader may still hold
+//!   one of its undone versions.
 //! * **Commit** appends the commit marker to the undo tree, makes the log durable (group commit), and
 //!   only then hands out the CSN that makes the writes visible.
 //! * **Reads** take the in-place version if its writer committed at or before the snapshot (or is
@@ -36,7 +49,7 @@
 //!   such a pass removes every history version those transactions replaced before forgetting them:
 //!   no entry with a real start CSN can remain below a start-0 entry of the same row.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -115,7 +128,7 @@ pub enum Isolation {
 }
 
 /// A committed transaction's writes waiting for purge, each with whether the version it replaced
-/// has been removed from history.
+/// has been removed from history (writes undone by a savepoint count with their replaced version).
 struct PurgeItem {
     txn: TxnId,
     csn: Csn,
@@ -142,6 +155,8 @@ pub struct Engine {
     graveyard_max_csn: AtomicU64,
     pub(crate) indexes: RwLock<HashMap<IndexId, Arc<BTree>>>,
     pub(crate) txn_block_end: Mutex<TxnId>,
+    /// Serialises sequence updates (see [`crate::sequence`]).
+    pub(crate) sequences: Mutex<()>,
     pub(crate) lock_timeout: Option<Duration>,
     purge_queue: Mutex<VecDeque<PurgeItem>>,
     /// Committed transactions whose remaining versions or delete marks open snapshots still need,
@@ -209,6 +224,7 @@ impl Engine {
             graveyard_max_csn: AtomicU64::new(0),
             indexes: RwLock::new(indexes),
             txn_block_end: Mutex::new(first_txn + TXN_BLOCK),
+            sequences: Mutex::new(()),
             lock_timeout: config.lock_timeout,
             purge_queue: Mutex::new(VecDeque::new()),
             pinned: Mutex::new(VecDeque::new()),
@@ -325,7 +341,11 @@ impl Engine {
             snapshot: None,
             snapshot_taken: Instant::now(),
             writes: Vec::new(),
-            first_writes: HashSet::new(),
+            written: HashMap::new(),
+            generation: AtomicU64::new(0),
+            rewrites: Vec::new(),
+            replaced: HashMap::new(),
+            wrote: false,
             ended: false,
         })
     }
@@ -367,8 +387,10 @@ impl Engine {
     /// transaction `reader`. When the history store is consulted because the writer had not
     /// committed, the in-place record is read again afterwards: if its writer changed meanwhile (it
     /// rolled back, which puts the old version back in place *before* removing it from history),
-    /// the decision is made again. A committed writer's replaced version stays in history for as
-    /// long as this snapshot is open, so then one seek is the answer.
+    /// the decision is made again. A rollback to a savepoint leaves the replaced version in history,
+    /// so the same writer coming back in place (it wrote the row again) cannot mislead this check.
+    /// A committed writer's replaced version stays in history for as long as this snapshot is
+    /// open, so then one seek is the answer.
     pub(crate) fn visible(
         &self,
         tree: &BTree,
@@ -802,8 +824,38 @@ pub struct Transaction {
     pub(crate) snapshot: Option<Snapshot>,
     pub(crate) snapshot_taken: Instant,
     pub(crate) writes: Vec<UndoEntry>,
-    pub(crate) first_writes: HashSet<(IndexId, Vec<u8>)>,
+    /// The rows written, each with the savepoint generation its version was last saved in (by its
+    /// undo entry, or in `rewrites`); a write in a later generation saves it again.
+    written: HashMap<(IndexId, Vec<u8>), u64>,
+    /// The savepoint generation: how many savepoints have been taken.
+    generation: AtomicU64,
+    /// Own versions replaced by writes in a later savepoint generation, oldest first.
+    rewrites: Vec<Rewrite>,
+    /// The undo entries, by history key, of writes undone by `rollback_to` whose replaced versions
+    /// stay in history until the transaction ends (see the module documentation).
+    replaced: HashMap<Vec<u8>, UndoEntry>,
+    /// Whether the transaction has written, even if savepoints have undone it since.
+    wrote: bool,
     pub(crate) ended: bool,
+}
+
+/// A point in a transaction that [`Transaction::rollback_to`] goes back to: the lengths of its undo
+/// log and of its list of replaced own versions. It stays valid after rolling back to it, but not
+/// after rolling back to an earlier savepoint (as in SQL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Savepoint {
+    txn: TxnId,
+    writes: usize,
+    rewrites: usize,
+}
+
+/// A transaction's own version of a row, replaced by its write in a later savepoint generation.
+struct Rewrite {
+    index: IndexId,
+    pk: Vec<u8>,
+    version: Version,
+    /// The generation the row's version had been saved in before.
+    saved_in: u64,
 }
 
 /// What a write does to a row.
@@ -949,9 +1001,7 @@ impl Transaction {
                 .write(self.id, index, pk)
                 .map_err(dependency_failure)?;
         }
-        if self.first_writes.insert((index, pk.to_vec())) {
-            self.log_first_write(index, pk, current)?;
-        }
+        self.save_version(index, pk, current)?;
         let version = Version {
             writer: self.id,
             deleted: row.is_none(),
@@ -1042,6 +1092,28 @@ impl Transaction {
             .lock(self.id, key, LockMode::Exclusive, engine.lock_timeout)?)
     }
 
+    /// Saves what a write of the row replaces, once per savepoint generation: the first write logs
+    /// it (`log_first_write`), a write in a later generation keeps the own version in `rewrites`.
+    fn save_version(&mut self, index: IndexId, pk: &[u8], current: Option<Version>) -> Result<()> {
+        let generation = self.generation.load(Ordering::Relaxed);
+        match self.written.insert((index, pk.to_vec()), generation) {
+            None => self.log_first_write(index, pk, current),
+            Some(saved_in) if saved_in < generation => {
+                let version = current.ok_or_else(|| {
+                    EngineError::Corrupt(format!("a row written by {} is gone", self.id))
+                })?;
+                self.rewrites.push(Rewrite {
+                    index,
+                    pk: pk.to_vec(),
+                    version,
+                    saved_in,
+                });
+                Ok(())
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
     /// Before the first change of a row: the undo entry, then the replaced version into history.
     fn log_first_write(
         &mut self,
@@ -1084,6 +1156,82 @@ impl Transaction {
         let key = undo_key(self.id, self.writes.len() as u64);
         self.engine.undo.insert(&key, &entry.encode())?;
         self.writes.push(entry);
+        self.wrote = true;
+        Ok(())
+    }
+
+    /// Marks the current point of the transaction, to come back to with
+    /// [`Transaction::rollback_to`]; a new savepoint generation starts.
+    pub fn savepoint(&self) -> Savepoint {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        Savepoint {
+            txn: self.id,
+            writes: self.writes.len(),
+            rewrites: self.rewrites.len(),
+        }
+    }
+
+    /// Undoes the writes made since `savepoint`, newest first; the transaction goes on. Locks taken
+    /// since stay held until it ends. After a failure it can only be rolled back.
+    ///
+    /// # Panics
+    ///
+    /// If `savepoint` is another transaction's, or lies beyond the transaction's current point (as
+    /// one taken after an earlier savepoint rolled back to since may; such a savepoint is no longer
+    /// valid even where this check cannot tell).
+    pub fn rollback_to(&mut self, savepoint: &Savepoint) -> Result<()> {
+        self.check_open()?;
+        assert!(
+            savepoint.txn == self.id
+                && savepoint.writes <= self.writes.len()
+                && savepoint.rewrites <= self.rewrites.len(),
+            "not a savepoint of transaction {}",
+            self.id
+        );
+        let trees = self.engine.indexes.read().clone();
+        self.restore_rewrites(&trees, savepoint.rewrites)?;
+        self.undo_writes_since(&trees, savepoint.writes)?;
+        for position in savepoint.writes..self.writes.len() {
+            self.engine
+                .undo
+                .delete(&undo_key(self.id, position as u64))?;
+        }
+        self.writes.truncate(savepoint.writes);
+        Ok(())
+    }
+
+    /// Puts back, newest first, the own versions in `rewrites[from..]`, and the generations their
+    /// rows had been saved in.
+    fn restore_rewrites(
+        &mut self,
+        trees: &HashMap<IndexId, Arc<BTree>>,
+        from: usize,
+    ) -> Result<()> {
+        for rewrite in self.rewrites.drain(from..).rev() {
+            if let Some(tree) = trees.get(&rewrite.index) {
+                tree.insert(&rewrite.pk, &rewrite.version.encode())?;
+            }
+            self.written
+                .insert((rewrite.index, rewrite.pk), rewrite.saved_in);
+        }
+        Ok(())
+    }
+
+    /// Undoes `writes[from..]` newest first, leaving their replaced versions in history (noted in
+    /// `replaced`), and forgets the rows they first wrote.
+    fn undo_writes_since(
+        &mut self,
+        trees: &HashMap<IndexId, Arc<BTree>>,
+        from: usize,
+    ) -> Result<()> {
+        for entry in self.writes[from..].iter().rev() {
+            if let Some(key) = undo_in_place(&self.engine.history, trees, self.id, entry)? {
+                self.replaced.insert(key, entry.clone());
+            }
+            if entry.action != UndoAction::IndexEntry {
+                self.written.remove(&(entry.index, entry.pk.clone()));
+            }
+        }
         Ok(())
     }
 
@@ -1095,7 +1243,7 @@ impl Transaction {
             self.undo_all()?;
             return Err(EngineError::SerializationDependency);
         }
-        if self.writes.is_empty() {
+        if !self.wrote {
             engine.txns.finish_read_only(self.id);
             engine.ssi.committed(self.id, engine.txns.stats().last_csn);
             self.end();
@@ -1103,8 +1251,10 @@ impl Transaction {
         }
         engine.undo.insert(&undo_key(self.id, COMMIT_MARKER), &[])?;
         engine.store.sync_log()?;
+        let replaced = std::mem::take(&mut self.replaced).into_values();
         let writes = std::mem::take(&mut self.writes)
             .into_iter()
+            .chain(replaced)
             .map(|write| (write, false))
             .collect();
         let mut queue = engine.purge_queue.lock();
@@ -1127,6 +1277,8 @@ impl Transaction {
         self.undo_all()
     }
 
+    /// Undoes the writes, newest first, and removes the versions that writes undone by savepoints
+    /// left in history.
     fn undo_all(&mut self) -> Result<()> {
         let engine = Arc::clone(&self.engine);
         let trees = engine.indexes.read().clone();
@@ -1135,12 +1287,15 @@ impl Transaction {
                 engine.history_length.fetch_sub(1, Ordering::Relaxed);
             }
         }
+        for key in self.replaced.keys() {
+            engine.history_delete_if_superseded_by(key, self.id)?;
+        }
         engine.ssi.aborted(self.id);
-        if self.writes.is_empty() {
-            engine.txns.finish_read_only(self.id);
-        } else {
+        if self.wrote {
             engine.delete_undo(self.id)?;
             engine.txns.abort(self.id);
+        } else {
+            engine.txns.finish_read_only(self.id);
         }
         self.end();
         Ok(())
@@ -1265,41 +1420,57 @@ fn undo_write(
     txn: TxnId,
     entry: &UndoEntry,
 ) -> Result<bool> {
-    let Some(tree) = trees.get(&entry.index) else {
+    let Some(key) = undo_in_place(history, trees, txn, entry)? else {
         return Ok(false);
     };
-    if entry.action == UndoAction::IndexEntry {
-        tree.delete(&entry.pk)?;
-        return Ok(false);
-    }
-    let current = tree
-        .get(&entry.pk)?
-        .map(|b| Version::decode(&b))
-        .transpose()?;
-    let written = current.is_some_and(|v| v.writer == txn);
+    history.delete(&key)?;
+    Ok(true)
+}
+
+/// Rolls back one write of transaction `txn` in its index only, as `undo_write` does: removes the
+/// row it inserted or the secondary entry it added, or puts back the version it replaced. Returns
+/// the key of the history entry `txn` moved that version to, if it is there.
+fn undo_in_place(
+    history: &BTree,
+    trees: &HashMap<IndexId, Arc<BTree>>,
+    txn: TxnId,
+    entry: &UndoEntry,
+) -> Result<Option<Vec<u8>>> {
+    let Some(tree) = trees.get(&entry.index) else {
+        return Ok(None);
+    };
     match entry.action {
-        UndoAction::Inserted | UndoAction::IndexEntry => {
-            if written {
+        UndoAction::IndexEntry => {
+            tree.delete(&entry.pk)?;
+            Ok(None)
+        }
+        UndoAction::Inserted => {
+            if written_by(tree, &entry.pk, txn)? {
                 tree.delete(&entry.pk)?;
             }
-            Ok(false)
+            Ok(None)
         }
         UndoAction::Replaced { previous_start } => {
             let key = history_key(entry.index, &entry.pk, previous_start);
             let Some(bytes) = history.get(&key)? else {
-                return Ok(false);
+                return Ok(None);
             };
             let old = OldVersion::decode(&bytes)?;
             if old.superseded_by != txn {
-                return Ok(false);
+                return Ok(None);
             }
-            if written {
+            if written_by(tree, &entry.pk, txn)? {
                 tree.insert(&entry.pk, &old.version.encode())?;
             }
-            history.delete(&key)?;
-            Ok(true)
+            Ok(Some(key))
         }
     }
+}
+
+/// Whether the in-place record of `pk` names writer `txn`.
+fn written_by(tree: &BTree, pk: &[u8], txn: TxnId) -> Result<bool> {
+    let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+    Ok(current.is_some_and(|v| v.writer == txn))
 }
 
 /// Rolls back every transaction in the undo tree that has no commit marker.

@@ -12,6 +12,7 @@ pub mod codec;
 pub mod engine;
 pub mod error;
 pub mod lock;
+pub mod sequence;
 pub mod ssi;
 pub mod table;
 pub mod txn;

@@ -689,16 +689,16 @@ fn fit_string(mut s: String, ty: &DataType, assignment: bool) -> Result<String, 
 // Dates and timestamps
 // ---------------------------------------------------------------------------------------------
 
-const USECS_PER_DAY: i64 = 86_400_000_000;
+pub const USECS_PER_DAY: i64 = 86_400_000_000;
 /// Days from 1970-01-01 to 2000-01-01.
-const PG_EPOCH_UNIX_DAYS: i64 = 10_957;
+pub const PG_EPOCH_UNIX_DAYS: i64 = 10_957;
 /// First valid date (4714-11-24 BC, Julian day 0) and first invalid one (5874898-01-01).
 const DATE_RANGE: std::ops::Range<i64> = -2_451_545..2_145_031_949;
 /// First valid timestamp (4714-11-24 00:00 BC) and first invalid one (294277-01-01 00:00).
 const TIMESTAMP_RANGE: std::ops::Range<i128> = -211_813_488_000_000_000..9_223_371_331_200_000_000;
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (astronomical year numbering).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let (era, year_of_era) = (y.div_euclid(400), y.rem_euclid(400));
     let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
@@ -707,7 +707,7 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 /// The inverse of [`days_from_civil`].
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let (era, day_of_era) = (z.div_euclid(146_097), z.rem_euclid(146_097));
     let year_of_era =

@@ -1,13 +1,18 @@
 //! Transactions at the engine API: what each isolation level lets a reader see, first-updater-wins,
-//! row-lock waits, rollback, one-seek history reads, purge (also between open snapshots), and
-//! recovery after a crash that leaves a transaction unfinished.
+//! row-lock waits, rollback, savepoints, one-seek history reads, purge (also between open
+//! snapshots), and recovery after a crash that leaves a transaction unfinished.
 
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
-use steady_engine::engine::{Engine, EngineConfig, Isolation};
+use steady_engine::catalog::ColumnDef;
+use steady_engine::codec::encode_key;
+use steady_engine::engine::{Engine, EngineConfig, Isolation, Transaction};
 use steady_engine::error::EngineError;
+use steady_engine::table::primary_key;
+use steady_engine::types::{DataType, Value};
+use steady_engine::version::IndexId;
 use steady_storage::io::{MemVfs, Vfs};
 use steady_storage::store::StoreConfig;
 
@@ -416,5 +421,236 @@ fn repeated_delete_limit_stays_linear_with_an_old_snapshot_open() {
     old.commit().unwrap();
     engine.purge().unwrap();
     assert_eq!(engine.stats().graveyard_length, 0);
+    assert_eq!(engine.stats().history_length, 0);
+}
+
+/// Every row of `index` as `txn` sees it, as `key=value` strings.
+fn contents(txn: &mut Transaction, index: IndexId) -> Vec<String> {
+    txn.scan(index, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            format!("{}={}", value(Some(k)).unwrap(), value(Some(v)).unwrap())
+        })
+        .collect()
+}
+
+fn committed_contents(engine: &Arc<Engine>, index: IndexId) -> Vec<String> {
+    contents(&mut engine.begin(Isolation::RepeatableRead).unwrap(), index)
+}
+
+#[test]
+fn rollback_to_a_savepoint_restores_what_the_transaction_saw_and_commits_the_rest() {
+    let (vfs, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    for (k, v) in [("a", "a0"), ("b", "b0"), ("c", "c0")] {
+        setup.insert(table, k.as_bytes(), v.as_bytes()).unwrap();
+    }
+    setup.commit().unwrap();
+    let mut txn = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert!(txn.update(table, b"a", b"a1").unwrap());
+    assert!(txn.update(table, b"b", b"b1").unwrap());
+    txn.insert(table, b"d", b"d1").unwrap();
+    let at_savepoint = contents(&mut txn, table);
+    assert_eq!(at_savepoint, ["a=a1", "b=b1", "c=c0", "d=d1"]);
+    let savepoint = txn.savepoint();
+    for round in 0..2 {
+        assert!(txn.update(table, b"a", b"a2").unwrap());
+        assert!(txn.update(table, b"a", b"a3").unwrap());
+        assert!(txn.delete(table, b"b").unwrap());
+        assert!(txn.update(table, b"c", b"c1").unwrap());
+        assert!(txn.delete(table, b"d").unwrap());
+        txn.insert(table, b"e", b"e1").unwrap();
+        assert_eq!(contents(&mut txn, table), ["a=a3", "c=c1", "e=e1"]);
+        assert_eq!(
+            committed_contents(&engine, table),
+            ["a=a0", "b=b0", "c=c0"],
+            "round {round}"
+        );
+        txn.rollback_to(&savepoint).unwrap();
+        assert_eq!(contents(&mut txn, table), at_savepoint, "round {round}");
+        assert_eq!(
+            engine.stats().history_length,
+            3,
+            "a, b and the undone c: versions are counted once"
+        );
+    }
+    assert!(txn.update(table, b"c", b"c2").unwrap());
+    txn.insert(table, b"e", b"e2").unwrap();
+    assert_eq!(
+        committed_contents(&engine, table),
+        ["a=a0", "b=b0", "c=c0"],
+        "a reader that meets c's in-place version again finds c0 in history"
+    );
+    txn.commit().unwrap();
+    let expected = ["a=a1", "b=b1", "c=c2", "d=d1", "e=e2"];
+    assert_eq!(committed_contents(&engine, table), expected);
+    engine.purge().unwrap();
+    assert_eq!(engine.stats().history_length, 0);
+    assert_eq!(engine.stats().purge_lag, 0);
+    engine.close().unwrap();
+    let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
+    assert_eq!(committed_contents(&engine, table), expected);
+    engine.close().unwrap();
+    let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn nested_savepoints_give_back_each_own_version() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    txn.insert(table, b"k", b"v0").unwrap();
+    let outer = txn.savepoint();
+    assert!(txn.update(table, b"k", b"v1").unwrap());
+    let inner = txn.savepoint();
+    assert!(txn.update(table, b"k", b"v2").unwrap());
+    txn.insert(table, b"n", b"new").unwrap();
+    txn.rollback_to(&inner).unwrap();
+    assert_eq!(contents(&mut txn, table), ["k=v1"]);
+    assert!(txn.delete(table, b"k").unwrap());
+    txn.rollback_to(&outer).unwrap();
+    assert_eq!(contents(&mut txn, table), ["k=v0"]);
+    assert!(txn.update(table, b"k", b"v3").unwrap());
+    txn.commit().unwrap();
+    assert_eq!(committed_contents(&engine, table), ["k=v3"]);
+    engine.purge().unwrap();
+    assert_eq!(engine.stats().history_length, 0);
+    assert_eq!(engine.index_records(table).unwrap(), 1);
+}
+
+#[test]
+fn a_transaction_whose_writes_were_all_undone_by_a_savepoint_commits_or_rolls_back_cleanly() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    setup.insert(table, b"k", b"v0").unwrap();
+    setup.commit().unwrap();
+    for commit in [true, false] {
+        let mut txn = engine.begin(Isolation::RepeatableRead).unwrap();
+        let savepoint = txn.savepoint();
+        assert!(txn.update(table, b"k", b"v1").unwrap());
+        txn.insert(table, b"gone", b"x").unwrap();
+        txn.rollback_to(&savepoint).unwrap();
+        if commit {
+            txn.commit().unwrap();
+        } else {
+            txn.rollback().unwrap();
+        }
+        assert_eq!(committed_contents(&engine, table), ["k=v0"]);
+    }
+    engine.purge().unwrap();
+    assert_eq!(engine.stats().history_length, 0);
+    assert_eq!(engine.stats().purge_lag, 0);
+    assert_eq!(engine.stats().active_transactions, 0);
+}
+
+#[test]
+fn an_unfinished_transaction_that_rolled_back_to_a_savepoint_leaves_no_trace_after_a_crash() {
+    let (vfs, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    setup.insert(table, b"a", b"a0").unwrap();
+    setup.insert(table, b"b", b"b0").unwrap();
+    setup.commit().unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert!(txn.update(table, b"a", b"a1").unwrap());
+    txn.insert(table, b"c", b"c1").unwrap();
+    let savepoint = txn.savepoint();
+    assert!(txn.update(table, b"a", b"a2").unwrap());
+    assert!(txn.delete(table, b"b").unwrap());
+    txn.rollback_to(&savepoint).unwrap();
+    assert!(txn.update(table, b"b", b"b1").unwrap());
+    txn.insert(table, b"d", b"d1").unwrap();
+    engine.store().sync_log().unwrap();
+    std::mem::forget(txn);
+    drop(engine);
+    let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
+    assert_eq!(committed_contents(&engine, table), ["a=a0", "b=b0"]);
+    assert_eq!(engine.index_records(table).unwrap(), 2);
+    let mut writer = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert!(writer.update(table, b"a", b"a3").unwrap());
+    writer.insert(table, b"c", b"c3").unwrap();
+    writer.commit().unwrap();
+    assert_eq!(committed_contents(&engine, table), ["a=a3", "b=b0", "c=c3"]);
+    engine.close().unwrap();
+    let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+fn people(engine: &Engine) -> Arc<steady_engine::catalog::TableDef> {
+    let column = |name: &str, data_type| ColumnDef {
+        name: name.into(),
+        data_type,
+        nullable: true,
+        default: None,
+    };
+    let columns = vec![
+        column("id", DataType::Integer),
+        column("email", DataType::Text),
+    ];
+    engine.create_table("people", columns, vec![0]).unwrap();
+    engine
+        .create_secondary_index("people", "by_email", vec![1], true)
+        .unwrap()
+}
+
+fn person(id: i32, email: &str) -> Vec<Value> {
+    vec![Value::Integer(id), Value::Text(email.into())]
+}
+
+fn ids_by_email(
+    txn: &mut Transaction,
+    table: &steady_engine::catalog::TableDef,
+    email: &str,
+) -> Vec<i32> {
+    let index = table.index("by_email").unwrap();
+    let key = encode_key(&[Value::Text(email.into())]);
+    txn.index_rows(table, index, Bound::Included(&key), Bound::Included(&key))
+        .unwrap()
+        .iter()
+        .map(|(_, values)| match values[0] {
+            Value::Integer(id) => id,
+            _ => panic!("id is an integer"),
+        })
+        .collect()
+}
+
+#[test]
+fn rollback_to_a_savepoint_removes_secondary_entries_and_frees_unique_keys() {
+    let (_, engine) = engine();
+    let table = people(&engine);
+    let index = table.index("by_email").unwrap().id;
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    txn.insert_row(&table, &person(1, "ann@x")).unwrap();
+    let savepoint = txn.savepoint();
+    txn.insert_row(&table, &person(2, "bob@x")).unwrap();
+    let ann = primary_key(&table, &person(1, ""));
+    assert!(txn.update_row(&table, &ann, &person(1, "cid@x")).unwrap());
+    let err = txn.insert_row(&table, &person(3, "bob@x")).unwrap_err();
+    assert_eq!(err.sqlstate(), "23505");
+    txn.rollback_to(&savepoint).unwrap();
+    assert_eq!(
+        engine.index_records(index).unwrap(),
+        1,
+        "only ann@x is left"
+    );
+    assert_eq!(ids_by_email(&mut txn, &table, "ann@x"), [1]);
+    assert!(ids_by_email(&mut txn, &table, "cid@x").is_empty());
+    txn.insert_row(&table, &person(3, "bob@x")).unwrap();
+    txn.insert_row(&table, &person(4, "cid@x")).unwrap();
+    txn.commit().unwrap();
+    let mut reader = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(ids_by_email(&mut reader, &table, "bob@x"), [3]);
+    assert_eq!(ids_by_email(&mut reader, &table, "cid@x"), [4]);
+    assert_eq!(ids_by_email(&mut reader, &table, "ann@x"), [1]);
+    let err = reader.insert_row(&table, &person(5, "bob@x")).unwrap_err();
+    assert_eq!(err.sqlstate(), "23505");
+    drop(reader);
+    engine.purge().unwrap();
+    assert_eq!(engine.index_records(index).unwrap(), 3);
+    assert_eq!(engine.index_records(table.id).unwrap(), 3);
     assert_eq!(engine.stats().history_length, 0);
 }

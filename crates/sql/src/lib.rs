@@ -1,1 +1,30 @@
-//! steady-sql: see ../shared/DESIGN.md; filled by the issues that build this layer.
+//! steady-sql: the SQL layer of ../shared/DESIGN.md — text to results over the engine.
+//!
+//! A statement flows [`parse`] → [`bind`] (names, types; [`access`] picks index paths) →
+//! [`plan`] → [`exec`] (with [`expr`], [`ops`], [`functions`], [`aggregate`]), or to [`dml`],
+//! [`ddl`] and [`explain`]. [`session`] holds a client's transaction block, settings and prepared
+//! statements; [`system`] serves the system views; [`stats`] keeps ANALYZE's statistics.
+
+pub mod access;
+pub mod aggregate;
+pub mod bind;
+mod bind_expr;
+pub mod constraints;
+pub mod ddl;
+pub mod dml;
+pub mod error;
+pub mod exec;
+pub mod explain;
+pub mod expr;
+pub mod functions;
+pub mod ops;
+pub mod parse;
+pub mod plan;
+pub mod session;
+pub mod settings;
+pub mod stats;
+pub mod system;
+pub mod types;
+
+pub use error::SqlError;
+pub use session::{Database, Prepared, QueryResult, Session, TransactionStatus};

@@ -25,7 +25,13 @@
 //!   writes a dirty victim itself only when no clean one is found. Write-backs of one page are
 //!   serialised by a per-frame lock held from copying the page to the end of its write, so an
 //!   older copy never lands on disk after a newer one.
+//! * **Per-thread counters.** Besides the pool's global counters, each thread counts the page
+//!   requests it made itself ([`thread_io`]): a *hit* when the page was found in the pool, a *read*
+//!   when this thread read it from its file (prefetches included). They live in a thread-local cell
+//!   (no atomics, no sharing), only grow, and cover every pool the thread used; a caller measures a
+//!   piece of work as the [`ThreadIo::since`] difference of two samples (EXPLAIN ... BUFFERS).
 
+use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -95,6 +101,42 @@ pub struct PoolStats {
     pub evictions: u64,
     pub dirty_pages: usize,
     pub hot_pages: usize,
+}
+
+/// The page requests of one thread: those served from the pool, and those it read from a file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadIo {
+    pub hits: u64,
+    pub reads: u64,
+}
+
+impl ThreadIo {
+    /// The requests counted after `earlier` (a sample taken before this one on the same thread).
+    pub fn since(self, earlier: ThreadIo) -> ThreadIo {
+        ThreadIo {
+            hits: self.hits.saturating_sub(earlier.hits),
+            reads: self.reads.saturating_sub(earlier.reads),
+        }
+    }
+}
+
+thread_local! {
+    static THREAD_IO: Cell<ThreadIo> = const { Cell::new(ThreadIo { hits: 0, reads: 0 }) };
+}
+
+/// The page requests the calling thread has made so far, in every pool.
+pub fn thread_io() -> ThreadIo {
+    THREAD_IO.with(Cell::get)
+}
+
+fn count_thread_io(hits: u64, reads: u64) {
+    THREAD_IO.with(|io| {
+        let now = io.get();
+        io.set(ThreadIo {
+            hits: now.hits + hits,
+            reads: now.reads + reads,
+        });
+    });
 }
 
 #[derive(Default)]
@@ -389,6 +431,7 @@ impl BufferPool {
                         frame.pins.fetch_add(1, Ordering::AcqRel);
                         drop(shard);
                         if self.wait_loaded(frame_id) {
+                            count_thread_io(1, 0);
                             self.note_hit(frame, hint);
                             return Ok(frame_id);
                         }
@@ -480,6 +523,7 @@ impl BufferPool {
 
     fn read_page(&self, space: &Space, page_no: PageNo, buf: &mut [u8]) -> Result<()> {
         self.counters.reads.fetch_add(1, Ordering::Relaxed);
+        count_thread_io(0, 1);
         space.read_page(page_no, buf)?;
         page::verify(buf, space.id(), page_no)
     }

@@ -1,9 +1,9 @@
-//! Buffer pool behaviour: scan resistance, space invalidation, corruption on read, and many threads
-//! updating pages through a pool far smaller than the data.
+//! Buffer pool behaviour: scan resistance, space invalidation, corruption on read, many threads
+//! updating pages through a pool far smaller than the data, and per-thread hit and read counters.
 
 use std::sync::Arc;
 
-use steady_storage::buffer_pool::{AccessHint, BufferPool, PoolConfig};
+use steady_storage::buffer_pool::{thread_io, AccessHint, BufferPool, PoolConfig, ThreadIo};
 use steady_storage::io::{MemVfs, OsVfs, Vfs};
 use steady_storage::mtr::Mtr;
 use steady_storage::page::{read_u64, write_u64, PageMut, PageType, HEADER_SIZE};
@@ -174,4 +174,50 @@ fn threads_updating_pages_through_a_small_pool_lose_nothing() {
         .sum();
     assert_eq!(total, (threads * rounds) as u64);
     assert!(pool.stats().evictions > 0 && pool.stats().pages_written > 0);
+}
+
+#[test]
+fn each_thread_counts_only_its_own_hits_and_reads() {
+    let vfs = MemVfs::new();
+    let space = Space::create(&vfs, 1, PAGE).unwrap();
+    let pages = make_pages(&pool(64), &space, 10);
+    let pool = pool(64);
+    let space = Space::open(&vfs, 1).unwrap();
+    let fetch_all = |rounds: usize| {
+        let before = thread_io();
+        for _ in 0..rounds {
+            for &p in &pages {
+                drop(pool.fetch_read(&space, p, AccessHint::Normal).unwrap());
+            }
+        }
+        thread_io().since(before)
+    };
+    let main_before = thread_io();
+    let first = std::thread::scope(|scope| scope.spawn(|| fetch_all(3)).join().unwrap());
+    assert_eq!(
+        first,
+        ThreadIo {
+            hits: 20,
+            reads: 10
+        },
+        "a cold pool, then two warm rounds"
+    );
+    let second = std::thread::scope(|scope| scope.spawn(|| fetch_all(1)).join().unwrap());
+    assert_eq!(
+        second,
+        ThreadIo { hits: 10, reads: 0 },
+        "the first thread's reads are not ours"
+    );
+    assert_eq!(
+        thread_io(),
+        main_before,
+        "other threads' requests are not the main thread's"
+    );
+    assert_eq!(pool.stats().reads, 10);
+    assert_eq!(fetch_all(1), ThreadIo { hits: 10, reads: 0 });
+    assert_eq!(
+        ThreadIo::default().since(first),
+        ThreadIo::default(),
+        "saturating"
+    );
 }

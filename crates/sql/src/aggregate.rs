@@ -1,0 +1,284 @@
+//! Aggregate functions: `count`, `sum`, `avg`, `min`, `max`, `string_agg`, `bool_and`, `bool_or`
+//! (`every`), with `DISTINCT`, `FILTER (WHERE ...)` and `ORDER BY` inside the call.
+//!
+//! Result types follow PostgreSQL: `count` is bigint; `sum` of smallint/integer is bigint, of bigint
+//! and numeric is numeric, of floats the float; `avg` of exact types is numeric (with the division
+//! scale of [`crate::ops::numeric_div`]) and of floats double. NULL inputs are skipped; every
+//! aggregate but `count` is NULL over no rows.
+
+use std::cmp::Ordering;
+
+use rust_decimal::Decimal;
+use steady_engine::types::{DataType, Value};
+
+use crate::error::{Result, SqlError};
+use crate::expr::Expr;
+use crate::ops::{self, ArithOp};
+use crate::plan::SortKey;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggFunc {
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+    StringAgg,
+    BoolAnd,
+    BoolOr,
+}
+
+impl AggFunc {
+    /// The aggregate called `name`, if it is one.
+    pub fn by_name(name: &str) -> Option<AggFunc> {
+        Some(match name {
+            "count" => AggFunc::Count,
+            "sum" => AggFunc::Sum,
+            "avg" => AggFunc::Avg,
+            "min" => AggFunc::Min,
+            "max" => AggFunc::Max,
+            "string_agg" => AggFunc::StringAgg,
+            "bool_and" | "every" => AggFunc::BoolAnd,
+            "bool_or" => AggFunc::BoolOr,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFunc::CountStar | AggFunc::Count => "count",
+            AggFunc::Sum => "sum",
+            AggFunc::Avg => "avg",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+            AggFunc::StringAgg => "string_agg",
+            AggFunc::BoolAnd => "bool_and",
+            AggFunc::BoolOr => "bool_or",
+        }
+    }
+
+    /// The result type for an argument of type `arg`.
+    pub fn result_type(self, arg: Option<DataType>) -> Result<Option<DataType>> {
+        use DataType::*;
+        let numeric = Numeric {
+            precision: None,
+            scale: None,
+        };
+        Ok(match (self, arg) {
+            (AggFunc::CountStar | AggFunc::Count, _) => Some(BigInt),
+            (AggFunc::Sum, Some(SmallInt | Integer)) => Some(BigInt),
+            (AggFunc::Sum | AggFunc::Avg, Some(BigInt | Numeric { .. })) => Some(numeric),
+            (AggFunc::Avg, Some(SmallInt | Integer)) => Some(numeric),
+            (AggFunc::Sum, Some(Real)) => Some(Real),
+            (AggFunc::Sum | AggFunc::Avg, Some(Real | Double)) => Some(Double),
+            (AggFunc::Sum | AggFunc::Avg, other) => {
+                return Err(SqlError::undefined_function(format!(
+                    "function {}({}) does not exist",
+                    self.name(),
+                    other.map_or("unknown".into(), |t| t.to_string())
+                )))
+            }
+            (AggFunc::Min | AggFunc::Max, other) => Some(other.unwrap_or(Text)),
+            (AggFunc::StringAgg, _) => Some(Text),
+            (AggFunc::BoolAnd | AggFunc::BoolOr, _) => Some(Boolean),
+        })
+    }
+}
+
+/// One aggregate call of a query.
+#[derive(Debug, Clone)]
+pub struct AggCall {
+    pub func: AggFunc,
+    pub args: Vec<Expr>,
+    pub distinct: bool,
+    pub filter: Option<Expr>,
+    pub order_by: Vec<SortKey>,
+    pub ty: Option<DataType>,
+}
+
+/// The running state of one aggregate over one group.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    func: AggFunc,
+    count: i64,
+    value: Value,
+    /// Inputs kept for DISTINCT or ORDER BY: (sort keys, arguments).
+    kept: Vec<(Vec<Value>, Vec<Value>)>,
+    keeps_inputs: bool,
+}
+
+impl Accumulator {
+    pub fn new(call: &AggCall) -> Self {
+        Accumulator {
+            func: call.func,
+            count: 0,
+            value: Value::Null,
+            kept: Vec::new(),
+            keeps_inputs: call.distinct || !call.order_by.is_empty(),
+        }
+    }
+
+    /// Adds one input row's arguments (and its ORDER BY keys).
+    pub fn add(&mut self, args: Vec<Value>, sort_keys: Vec<Value>) -> Result<()> {
+        if self.keeps_inputs {
+            self.kept.push((sort_keys, args));
+            return Ok(());
+        }
+        self.fold(&args)
+    }
+
+    fn fold(&mut self, args: &[Value]) -> Result<()> {
+        if self.func == AggFunc::CountStar {
+            self.count += 1;
+            return Ok(());
+        }
+        let input = &args[0];
+        if input.is_null() {
+            return Ok(());
+        }
+        self.count += 1;
+        self.value = match self.func {
+            AggFunc::Count | AggFunc::CountStar => Value::Null,
+            AggFunc::Sum | AggFunc::Avg => add_to_sum(&self.value, input)?,
+            AggFunc::Min => pick(&self.value, input, Ordering::Less),
+            AggFunc::Max => pick(&self.value, input, Ordering::Greater),
+            AggFunc::StringAgg => string_agg_step(&self.value, input, args.get(1)),
+            AggFunc::BoolAnd => bool_step(&self.value, input, true),
+            AggFunc::BoolOr => bool_step(&self.value, input, false),
+        };
+        Ok(())
+    }
+
+    /// The aggregate's value; `order` gives the directions of the call's ORDER BY keys.
+    pub fn finish(mut self, call: &AggCall) -> Result<Value> {
+        if self.keeps_inputs {
+            let mut kept = std::mem::take(&mut self.kept);
+            if call.distinct {
+                kept.sort_by(|a, b| compare_rows(&a.1, &b.1));
+                kept.dedup_by(|a, b| compare_rows(&a.1, &b.1) == Ordering::Equal);
+            }
+            if !call.order_by.is_empty() {
+                kept.sort_by(|a, b| compare_by_keys(&a.0, &b.0, &call.order_by));
+            }
+            for (_, args) in kept {
+                self.fold(&args)?;
+            }
+        }
+        Ok(match self.func {
+            AggFunc::CountStar | AggFunc::Count => Value::BigInt(self.count),
+            AggFunc::Sum => sum_result(self.value, call.ty),
+            AggFunc::Avg if self.count == 0 => Value::Null,
+            AggFunc::Avg => avg_result(self.value, self.count)?,
+            _ => self.value,
+        })
+    }
+}
+
+fn add_to_sum(sum: &Value, input: &Value) -> Result<Value> {
+    let widened = match input {
+        Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_) => {
+            Value::Numeric(Decimal::from(ops::as_i64(input)))
+        }
+        Value::Real(x) => Value::Double(f64::from(*x)),
+        other => other.clone(),
+    };
+    if sum.is_null() {
+        return Ok(widened);
+    }
+    ops::arith(ArithOp::Add, sum, &widened)
+}
+
+fn sum_result(sum: Value, ty: Option<DataType>) -> Value {
+    match (sum, ty) {
+        (Value::Null, _) => Value::Null,
+        (Value::Numeric(d), Some(DataType::BigInt)) => match i64::try_from(d) {
+            Ok(v) => Value::BigInt(v),
+            Err(_) => Value::Numeric(d),
+        },
+        (Value::Double(x), Some(DataType::Real)) => Value::Real(x as f32),
+        (other, _) => other,
+    }
+}
+
+fn avg_result(sum: Value, count: i64) -> Result<Value> {
+    Ok(match sum {
+        Value::Double(x) => Value::Double(x / count as f64),
+        Value::Numeric(d) => Value::Numeric(ops::numeric_div(d, Decimal::from(count))?),
+        other => other,
+    })
+}
+
+fn pick(current: &Value, input: &Value, want: Ordering) -> Value {
+    if current.is_null() || input.compare(current) == Some(want) {
+        input.clone()
+    } else {
+        current.clone()
+    }
+}
+
+fn string_agg_step(current: &Value, input: &Value, separator: Option<&Value>) -> Value {
+    let text = ops::text_of(input);
+    match current {
+        Value::Null => Value::Text(text),
+        Value::Text(so_far) => {
+            let separator = separator.filter(|s| !s.is_null()).map(ops::text_of);
+            Value::Text(format!("{so_far}{}{text}", separator.unwrap_or_default()))
+        }
+        other => other.clone(),
+    }
+}
+
+fn bool_step(current: &Value, input: &Value, all: bool) -> Value {
+    let b = matches!(input, Value::Boolean(true));
+    match current {
+        Value::Boolean(c) if all => Value::Boolean(*c && b),
+        Value::Boolean(c) => Value::Boolean(*c || b),
+        _ => Value::Boolean(b),
+    }
+}
+
+/// Orders rows for DISTINCT and GROUP BY: NULLs together, after every value.
+pub fn compare_rows(a: &[Value], b: &[Value]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let ordering = compare_nulls_last(x, y);
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}
+
+pub fn compare_nulls_last(x: &Value, y: &Value) -> Ordering {
+    match (x.is_null(), y.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => x.compare(y).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// Compares two rows of sort-key values under the keys' directions.
+pub fn compare_by_keys(a: &[Value], b: &[Value], keys: &[SortKey]) -> Ordering {
+    for ((x, y), key) in a.iter().zip(b).zip(keys) {
+        let ordering = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) if key.nulls_first => Ordering::Less,
+            (true, false) => Ordering::Greater,
+            (false, true) if key.nulls_first => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => {
+                let o = x.compare(y).unwrap_or(Ordering::Equal);
+                if key.descending {
+                    o.reverse()
+                } else {
+                    o
+                }
+            }
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}

@@ -1,0 +1,977 @@
+//! The binder: parsed SQL (sqlparser's AST) to bound expressions and query plans.
+//!
+//! It resolves names against scopes (the columns of the FROM clause, then enclosing queries for
+//! correlated subqueries), types every expression, coerces untyped string literals and parameters
+//! to the type their context asks for (as PostgreSQL does with `unknown`), and refuses operators
+//! that do not exist for their operand types (42883) before anything runs. Access paths are chosen
+//! by [`crate::access`].
+
+use std::sync::Arc;
+
+use sqlparser::ast::{self, Expr as AstExpr, SelectItem, SetExpr, TableFactor};
+use steady_engine::catalog::TableDef;
+use steady_engine::engine::Engine;
+use steady_engine::types::{DataType, Value};
+
+use crate::aggregate::{AggCall, AggFunc};
+use crate::error::{Result, SqlError};
+use crate::expr::{Expr, Subquery, SubqueryKind};
+use crate::functions;
+use crate::ops::{self, ArithOp, Category, CmpOp};
+use crate::plan::{Column, JoinKind, Plan, SetOpKind, SortKey};
+use crate::stats::Statistics;
+use crate::system::{self, SystemTable};
+use crate::types::{convert_type, normalize_ident, object_name};
+
+/// A typed bound expression.
+pub type Typed = (Expr, Option<DataType>);
+
+/// A column visible to expressions: its table alias, name and type.
+#[derive(Debug, Clone)]
+pub struct ScopeColumn {
+    pub table: Option<String>,
+    pub name: String,
+    pub ty: Option<DataType>,
+}
+
+/// The columns of one query level's input row.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub columns: Vec<ScopeColumn>,
+}
+
+impl Scope {
+    pub fn of_table(alias: &str, columns: &[Column]) -> Scope {
+        Scope {
+            columns: columns
+                .iter()
+                .map(|c| ScopeColumn {
+                    table: Some(alias.to_owned()),
+                    name: c.name.clone(),
+                    ty: c.ty,
+                })
+                .collect(),
+        }
+    }
+
+    pub(crate) fn find(&self, table: Option<&str>, name: &str) -> Result<Option<usize>> {
+        let mut found = None;
+        for (i, column) in self.columns.iter().enumerate() {
+            let table_matches = table.is_none_or(|t| column.table.as_deref() == Some(t));
+            if table_matches && column.name == name {
+                if found.is_some() {
+                    return Err(SqlError::new(
+                        "42702",
+                        format!("column reference \"{name}\" is ambiguous"),
+                    ));
+                }
+                found = Some(i);
+            }
+        }
+        Ok(found)
+    }
+
+    fn has_table(&self, table: &str) -> bool {
+        self.columns
+            .iter()
+            .any(|c| c.table.as_deref() == Some(table))
+    }
+}
+
+/// A bound query: its plan and its output columns.
+#[derive(Debug, Clone)]
+pub struct BoundQuery {
+    pub plan: Plan,
+    pub columns: Vec<Column>,
+}
+
+/// Binds the statements of one execution. Parameters are typed as they are met.
+pub struct Binder<'a> {
+    pub engine: &'a Arc<Engine>,
+    pub stats: &'a Statistics,
+    /// The types of `$1`, `$2`...: declared, or inferred from their first use.
+    pub params: Vec<Option<DataType>>,
+    /// Enclosing query levels' scopes, innermost last (the current level is last).
+    pub(crate) scopes: Vec<Scope>,
+    /// Per level: whether an expression at that level or below referred to a level above it.
+    pub(crate) correlated: Vec<bool>,
+    /// Aggregates met while binding a grouped query's expressions.
+    aggregates: Option<Vec<AggCall>>,
+    next_subquery: usize,
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(
+        engine: &'a Arc<Engine>,
+        stats: &'a Statistics,
+        params: Vec<Option<DataType>>,
+    ) -> Self {
+        Binder {
+            engine,
+            stats,
+            params,
+            scopes: Vec::new(),
+            correlated: Vec::new(),
+            aggregates: None,
+            next_subquery: 0,
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Queries
+    // -----------------------------------------------------------------------------------------
+
+    /// Binds a query at a new level (nested in the current one, if any).
+    pub fn bind_query(&mut self, query: &ast::Query) -> Result<BoundQuery> {
+        if query.with.is_some() {
+            return Err(SqlError::unsupported("WITH"));
+        }
+        let order_by = match &query.order_by {
+            Some(ob) => match &ob.kind {
+                ast::OrderByKind::Expressions(items) => items.as_slice(),
+                ast::OrderByKind::All(_) => return Err(SqlError::unsupported("ORDER BY ALL")),
+            },
+            None => &[],
+        };
+        let (limit, offset) = self.bind_limit(query)?;
+        let mut bound = match query.body.as_ref() {
+            SetExpr::Select(select) => self.bind_select(select, order_by)?,
+            other => {
+                let bound = self.bind_set_expr(other)?;
+                self.order_outputs(bound, order_by)?
+            }
+        };
+        if limit.is_some() || offset.is_some() {
+            bound.plan = Plan::Limit {
+                input: Box::new(bound.plan),
+                limit,
+                offset,
+            };
+        }
+        Ok(bound)
+    }
+
+    fn bind_limit(&mut self, query: &ast::Query) -> Result<(Option<Expr>, Option<Expr>)> {
+        let Some(clause) = &query.limit_clause else {
+            return Ok((None, None));
+        };
+        let empty = Scope::default();
+        let mut bind_count = |e: &AstExpr| -> Result<Expr> {
+            let (expr, _) = self.bind_expr_as(e, &empty, DataType::BigInt)?;
+            Ok(expr)
+        };
+        match clause {
+            ast::LimitClause::LimitOffset { limit, offset, .. } => Ok((
+                limit.as_ref().map(&mut bind_count).transpose()?,
+                offset.as_ref().map(|o| bind_count(&o.value)).transpose()?,
+            )),
+            ast::LimitClause::OffsetCommaLimit { offset, limit } => {
+                Ok((Some(bind_count(limit)?), Some(bind_count(offset)?)))
+            }
+        }
+    }
+
+    fn bind_set_expr(&mut self, body: &SetExpr) -> Result<BoundQuery> {
+        match body {
+            SetExpr::Select(select) => self.bind_select(select, &[]),
+            SetExpr::Query(query) => self.bind_query(query),
+            SetExpr::Values(values) => self.bind_values(values),
+            SetExpr::SetOperation {
+                left,
+                op,
+                set_quantifier,
+                right,
+            } => {
+                let left = self.bind_set_expr(left)?;
+                let right = self.bind_set_expr(right)?;
+                if left.columns.len() != right.columns.len() {
+                    return Err(SqlError::syntax(
+                        "each UNION query must have the same number of columns",
+                    ));
+                }
+                let op = match op {
+                    ast::SetOperator::Union => SetOpKind::Union,
+                    ast::SetOperator::Intersect => SetOpKind::Intersect,
+                    ast::SetOperator::Except | ast::SetOperator::Minus => SetOpKind::Except,
+                };
+                let columns = left
+                    .columns
+                    .iter()
+                    .zip(&right.columns)
+                    .map(|(l, r)| Column::new(l.name.clone(), l.ty.or(r.ty)))
+                    .collect();
+                Ok(BoundQuery {
+                    plan: Plan::SetOp {
+                        left: Box::new(left.plan),
+                        right: Box::new(right.plan),
+                        op,
+                        all: matches!(set_quantifier, ast::SetQuantifier::All),
+                    },
+                    columns,
+                })
+            }
+            other => Err(SqlError::unsupported(format!("query body {other}"))),
+        }
+    }
+
+    /// `VALUES (...), (...)`: columns `column1`, `column2`... typed by their first typed row.
+    pub fn bind_values(&mut self, values: &ast::Values) -> Result<BoundQuery> {
+        let width = values.rows.first().map_or(0, |r| r.len());
+        let empty = Scope::default();
+        let mut rows = Vec::with_capacity(values.rows.len());
+        let mut types: Vec<Option<DataType>> = vec![None; width];
+        for row in &values.rows {
+            if row.len() != width {
+                return Err(SqlError::syntax("VALUES lists must all be the same length"));
+            }
+            let mut bound = Vec::with_capacity(width);
+            for (i, e) in row.iter().enumerate() {
+                let (expr, ty) = self.bind_expr(e, &empty)?;
+                types[i] = types[i].or(ty);
+                bound.push(expr);
+            }
+            rows.push(bound);
+        }
+        let columns = types
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| Column::new(format!("column{}", i + 1), *ty))
+            .collect();
+        Ok(BoundQuery {
+            plan: Plan::Values { rows, width },
+            columns,
+        })
+    }
+
+    /// ORDER BY over a query's output columns (for set operations and VALUES).
+    fn order_outputs(
+        &mut self,
+        bound: BoundQuery,
+        order_by: &[ast::OrderByExpr],
+    ) -> Result<BoundQuery> {
+        if order_by.is_empty() {
+            return Ok(bound);
+        }
+        let scope = Scope {
+            columns: bound
+                .columns
+                .iter()
+                .map(|c| ScopeColumn {
+                    table: None,
+                    name: c.name.clone(),
+                    ty: c.ty,
+                })
+                .collect(),
+        };
+        let mut keys = Vec::new();
+        for item in order_by {
+            let expr = match position_literal(&item.expr) {
+                Some(p) if (1..=bound.columns.len()).contains(&p) => Expr::Column(p - 1),
+                Some(p) => return Err(order_position_error(p)),
+                None => {
+                    self.with_level(scope.clone(), |b| b.bind_expr(&item.expr, &scope))?
+                        .0
+                }
+            };
+            keys.push(sort_key(expr, &item.options));
+        }
+        Ok(BoundQuery {
+            plan: Plan::Sort {
+                input: Box::new(bound.plan),
+                keys,
+            },
+            columns: bound.columns,
+        })
+    }
+
+    /// Runs `f` with `scope` as a new innermost level.
+    fn with_level<T>(&mut self, scope: Scope, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        let level = self.scopes.len();
+        if self.correlated.len() <= level {
+            self.correlated.resize(level + 1, false);
+        }
+        self.scopes.push(scope);
+        let result = f(self);
+        self.scopes.pop();
+        result
+    }
+
+    /// Takes the aggregate collector (a subquery's expressions do not feed the outer aggregates).
+    pub(crate) fn take_aggregates(&mut self) -> Option<Vec<AggCall>> {
+        self.aggregates.take()
+    }
+
+    pub(crate) fn restore_aggregates(&mut self, aggregates: Option<Vec<AggCall>>) {
+        self.aggregates = aggregates;
+    }
+
+    pub(crate) fn next_subquery_id(&mut self) -> usize {
+        self.next_subquery += 1;
+        self.next_subquery
+    }
+
+    /// Binds a select list (or RETURNING list) over `scope` as a level of its own.
+    pub fn bind_select_list(
+        &mut self,
+        items: &[SelectItem],
+        scope: &Scope,
+    ) -> Result<(Vec<Expr>, Vec<Column>)> {
+        self.with_level(scope.clone(), |b| {
+            let projection = b.bind_projection(items, scope)?;
+            Ok((projection.exprs, projection.columns))
+        })
+    }
+
+    /// Binds an expression over `scope` as a level of its own (subqueries may refer to it).
+    pub fn bind_expr_with_level(&mut self, e: &AstExpr, scope: &Scope) -> Result<Typed> {
+        self.with_level(scope.clone(), |b| b.bind_expr(e, scope))
+    }
+
+    /// Binds a subquery one level down; returns it and whether it refers to enclosing levels.
+    pub(crate) fn bind_subquery(&mut self, query: &ast::Query) -> Result<(BoundQuery, bool)> {
+        let level = self.scopes.len();
+        self.correlated.truncate(level);
+        let bound = self.bind_query(query);
+        let correlated = self.correlated.get(level).copied().unwrap_or(false);
+        self.correlated.truncate(level);
+        Ok((bound?, correlated))
+    }
+
+    fn bind_select(
+        &mut self,
+        select: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+    ) -> Result<BoundQuery> {
+        let (input, scope) = self.bind_from(&select.from)?;
+        self.with_level(scope.clone(), |b| {
+            b.bind_select_body(select, order_by, input, &scope)
+        })
+    }
+}
+
+/// The 1-based output position an ORDER BY / GROUP BY item names, if it is an integer literal.
+fn position_literal(expr: &AstExpr) -> Option<usize> {
+    match expr {
+        AstExpr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.parse().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn order_position_error(p: usize) -> SqlError {
+    SqlError::new(
+        "42P10",
+        format!("ORDER BY position {p} is not in select list"),
+    )
+}
+
+fn sort_key(expr: Expr, options: &ast::OrderByOptions) -> SortKey {
+    let descending = matches!(options.sort, Some(ast::OrderBySort::Desc));
+    SortKey {
+        expr,
+        descending,
+        nulls_first: options.nulls_first.unwrap_or(descending),
+    }
+}
+
+/// The output of binding a select list: expressions over the input and their columns.
+struct Projection {
+    exprs: Vec<Expr>,
+    columns: Vec<Column>,
+}
+
+impl Binder<'_> {
+    fn bind_select_body(
+        &mut self,
+        select: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+        input: Plan,
+        scope: &Scope,
+    ) -> Result<BoundQuery> {
+        if select.having.is_some() && matches!(select.group_by, ast::GroupByExpr::All(_)) {
+            return Err(SqlError::unsupported("GROUP BY ALL"));
+        }
+        let mut plan = input;
+        if let Some(selection) = &select.selection {
+            let (predicate, ty) = self.bind_expr(selection, scope)?;
+            expect_boolean(ty, "WHERE")?;
+            plan = crate::access::filter(plan, predicate, self.stats);
+        }
+        let group_exprs = match &select.group_by {
+            ast::GroupByExpr::Expressions(exprs, _) => exprs.as_slice(),
+            ast::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
+        };
+        self.aggregates = Some(Vec::new());
+        let projection = self.bind_projection(&select.projection, scope);
+        let having = select
+            .having
+            .as_ref()
+            .map(|h| self.bind_expr(h, scope))
+            .transpose();
+        let order = self.bind_order_items(order_by, scope, projection.as_ref().ok());
+        let aggregates = self.aggregates.take().unwrap_or_default();
+        let (mut projection, having, (mut order_keys, hidden)) = (projection?, having?, order?);
+        let grouped = !group_exprs.is_empty() || !aggregates.is_empty() || having.is_some();
+        if grouped {
+            let groups = self.bind_group_by(group_exprs, scope, &projection)?;
+            let post = |e: Expr| post_aggregate(e, &groups);
+            projection.exprs = projection
+                .exprs
+                .into_iter()
+                .map(post)
+                .collect::<Result<_>>()?;
+            for key in &mut order_keys {
+                key.expr = post_aggregate(key.expr.clone(), &groups)?;
+            }
+            plan = Plan::Aggregate {
+                input: Box::new(plan),
+                groups: groups.clone(),
+                aggregates,
+            };
+            if let Some((predicate, ty)) = having {
+                expect_boolean(ty, "HAVING")?;
+                plan = Plan::Filter {
+                    input: Box::new(plan),
+                    predicate: post_aggregate(predicate, &groups)?,
+                };
+            }
+        }
+        let distinct = match &select.distinct {
+            None | Some(ast::Distinct::All) => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(ast::Distinct::On(_)) => return Err(SqlError::unsupported("DISTINCT ON")),
+        };
+        if distinct && hidden > 0 {
+            return Err(SqlError::new(
+                "42P10",
+                "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+            ));
+        }
+        Ok(finish_select(plan, projection, order_keys, distinct))
+    }
+
+    /// GROUP BY items: output positions, output aliases, or expressions over the input.
+    fn bind_group_by(
+        &mut self,
+        items: &[AstExpr],
+        scope: &Scope,
+        projection: &Projection,
+    ) -> Result<Vec<Expr>> {
+        let mut groups = Vec::with_capacity(items.len());
+        for item in items {
+            let expr = if let Some(p) = position_literal(item) {
+                projection
+                    .exprs
+                    .get(p.wrapping_sub(1))
+                    .cloned()
+                    .ok_or_else(|| {
+                        SqlError::new(
+                            "42P10",
+                            format!("GROUP BY position {p} is not in select list"),
+                        )
+                    })?
+            } else if let Some(i) = self.output_alias(item, scope, projection) {
+                projection.exprs[i].clone()
+            } else {
+                self.bind_expr(item, scope)?.0
+            };
+            if matches!(expr, Expr::AggRef(_)) {
+                return Err(SqlError::new(
+                    "42803",
+                    "aggregate functions are not allowed in GROUP BY",
+                ));
+            }
+            groups.push(expr);
+        }
+        Ok(groups)
+    }
+
+    /// The output column an identifier names, when it is an alias and not an input column.
+    fn output_alias(
+        &self,
+        item: &AstExpr,
+        scope: &Scope,
+        projection: &Projection,
+    ) -> Option<usize> {
+        let AstExpr::Identifier(ident) = item else {
+            return None;
+        };
+        let name = normalize_ident(ident);
+        if scope.find(None, &name).ok().flatten().is_some() {
+            return None;
+        }
+        projection.columns.iter().position(|c| c.name == name)
+    }
+
+    /// ORDER BY items as sort keys over the projected row; items that are not outputs are added as
+    /// hidden outputs (their count is returned).
+    fn bind_order_items(
+        &mut self,
+        items: &[ast::OrderByExpr],
+        scope: &Scope,
+        projection: Option<&Projection>,
+    ) -> Result<(Vec<SortKey>, usize)> {
+        let Some(projection) = projection else {
+            return Ok((Vec::new(), 0));
+        };
+        let mut keys = Vec::new();
+        let mut hidden = Vec::new();
+        for item in items {
+            let expr = if let Some(p) = position_literal(&item.expr) {
+                if !(1..=projection.columns.len()).contains(&p) {
+                    return Err(order_position_error(p));
+                }
+                projection.exprs[p - 1].clone()
+            } else if let Some(i) = self.output_alias(&item.expr, scope, projection) {
+                projection.exprs[i].clone()
+            } else {
+                self.bind_expr(&item.expr, scope)?.0
+            };
+            if !projection.exprs.contains(&expr) && !hidden.contains(&expr) {
+                hidden.push(expr.clone());
+            }
+            keys.push(sort_key(expr, &item.options));
+        }
+        Ok((keys, hidden.len()))
+    }
+
+    fn bind_projection(&mut self, items: &[SelectItem], scope: &Scope) -> Result<Projection> {
+        let mut exprs = Vec::new();
+        let mut columns = Vec::new();
+        for item in items {
+            match item {
+                SelectItem::UnnamedExpr(e) => {
+                    let (expr, ty) = self.bind_expr(e, scope)?;
+                    exprs.push(expr);
+                    columns.push(Column::new(output_name(e), ty));
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    let (bound, ty) = self.bind_expr(expr, scope)?;
+                    exprs.push(bound);
+                    columns.push(Column::new(normalize_ident(alias), ty));
+                }
+                SelectItem::Wildcard(_) => {
+                    if scope.columns.is_empty() {
+                        return Err(SqlError::syntax(
+                            "SELECT * with no tables specified is not valid",
+                        ));
+                    }
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        exprs.push(Expr::Column(i));
+                        columns.push(Column::new(c.name.clone(), c.ty));
+                    }
+                }
+                SelectItem::QualifiedWildcard(kind, _) => {
+                    let table = match kind {
+                        ast::SelectItemQualifiedWildcardKind::ObjectName(name) => {
+                            object_name(name).1
+                        }
+                        ast::SelectItemQualifiedWildcardKind::Expr(_) => {
+                            return Err(SqlError::unsupported("this wildcard"))
+                        }
+                    };
+                    if !scope.has_table(&table) {
+                        return Err(SqlError::new(
+                            "42P01",
+                            format!("missing FROM-clause entry for table \"{table}\""),
+                        ));
+                    }
+                    for (i, c) in scope.columns.iter().enumerate() {
+                        if c.table.as_deref() == Some(table.as_str()) {
+                            exprs.push(Expr::Column(i));
+                            columns.push(Column::new(c.name.clone(), c.ty));
+                        }
+                    }
+                }
+                SelectItem::ExprWithAliases { .. } => {
+                    return Err(SqlError::unsupported("multiple aliases"))
+                }
+            }
+        }
+        Ok(Projection { exprs, columns })
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // FROM
+    // -----------------------------------------------------------------------------------------
+
+    /// The FROM clause as one plan (comma-separated items are cross joined) and its scope.
+    pub fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Plan, Scope)> {
+        let mut result: Option<(Plan, Scope)> = None;
+        for item in from {
+            let (mut plan, mut scope) = self.bind_factor(&item.relation)?;
+            for join in &item.joins {
+                (plan, scope) = self.bind_join(plan, scope, join)?;
+            }
+            result = Some(match result {
+                None => (plan, scope),
+                Some((left, left_scope)) => cross_join(left, left_scope, plan, scope),
+            });
+        }
+        Ok(result.unwrap_or_else(|| (Plan::single_row(), Scope::default())))
+    }
+
+    fn bind_join(
+        &mut self,
+        left: Plan,
+        left_scope: Scope,
+        join: &ast::Join,
+    ) -> Result<(Plan, Scope)> {
+        use ast::JoinOperator as J;
+        let (kind, constraint) = match &join.join_operator {
+            J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
+            J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
+            J::CrossJoin(c) => (JoinKind::Inner, c),
+            other => return Err(SqlError::unsupported(format!("join {other:?}"))),
+        };
+        let (right, right_scope) = self.bind_factor(&join.relation)?;
+        let right_width = right_scope.columns.len();
+        let mut scope = left_scope.clone();
+        scope.columns.extend(right_scope.columns.iter().cloned());
+        let on = match constraint {
+            ast::JoinConstraint::On(e) => {
+                let (on, ty) = self.with_level(scope.clone(), |b| b.bind_expr(e, &scope))?;
+                expect_boolean(ty, "JOIN/ON")?;
+                Some(on)
+            }
+            ast::JoinConstraint::Using(names) => {
+                Some(using_condition(names, &left_scope, &right_scope)?)
+            }
+            ast::JoinConstraint::Natural => return Err(SqlError::unsupported("NATURAL JOIN")),
+            ast::JoinConstraint::None => None,
+        };
+        let plan = Plan::Join {
+            left: Box::new(left),
+            right: Box::new(right),
+            kind,
+            on,
+            right_width,
+        };
+        Ok((plan, scope))
+    }
+
+    fn bind_factor(&mut self, factor: &TableFactor) -> Result<(Plan, Scope)> {
+        match factor {
+            TableFactor::Table {
+                name, alias, args, ..
+            } => {
+                let (schema, table) = object_name(name);
+                if let Some(args) = args {
+                    return self.bind_table_function(&table, &args.args, alias.as_ref());
+                }
+                let alias_name = alias
+                    .as_ref()
+                    .map_or(table.clone(), |a| normalize_ident(&a.name));
+                let (plan, columns) = self.table_source(schema.as_deref(), &table)?;
+                let columns = apply_column_aliases(columns, alias.as_ref());
+                Ok((plan, Scope::of_table(&alias_name, &columns)))
+            }
+            TableFactor::Function {
+                name, args, alias, ..
+            } => {
+                let (_, function) = object_name(name);
+                self.bind_table_function(&function, args, alias.as_ref())
+            }
+            TableFactor::Derived {
+                subquery, alias, ..
+            } => {
+                let (bound, correlated) = self.bind_subquery(subquery)?;
+                if correlated {
+                    return Err(SqlError::unsupported("LATERAL subqueries"));
+                }
+                let alias_name = alias
+                    .as_ref()
+                    .map(|a| normalize_ident(&a.name))
+                    .unwrap_or_default();
+                let columns = apply_column_aliases(bound.columns, alias.as_ref());
+                Ok((bound.plan, Scope::of_table(&alias_name, &columns)))
+            }
+            TableFactor::NestedJoin {
+                table_with_joins, ..
+            } => self.bind_from(std::slice::from_ref(table_with_joins)),
+            other => Err(SqlError::unsupported(format!("FROM item {other}"))),
+        }
+    }
+
+    /// A user table or a system view.
+    pub fn table_source(&self, schema: Option<&str>, name: &str) -> Result<(Plan, Vec<Column>)> {
+        if let Some(table) = self.user_table(schema, name) {
+            let columns = table_columns(&table);
+            let plan = Plan::Scan {
+                table,
+                access: crate::plan::Access::Full,
+                filter: None,
+            };
+            return Ok((plan, columns));
+        }
+        let system = system::lookup(schema, name).ok_or_else(|| SqlError::undefined_table(name))?;
+        Ok((Plan::System(system), system_columns(system)))
+    }
+
+    /// The user table `name` (schema `public` or none).
+    pub fn user_table(&self, schema: Option<&str>, name: &str) -> Option<Arc<TableDef>> {
+        match schema {
+            None | Some("public") => self.engine.table(name),
+            Some(_) => None,
+        }
+    }
+
+    fn bind_table_function(
+        &mut self,
+        name: &str,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        if name != "generate_series" {
+            return Err(SqlError::undefined_function(format!(
+                "function {name} does not exist"
+            )));
+        }
+        let empty = Scope::default();
+        let mut bound = Vec::new();
+        for arg in args {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
+                return Err(SqlError::syntax("generate_series takes plain arguments"));
+            };
+            bound.push(self.bind_expr(e, &empty)?);
+        }
+        if !(2..=3).contains(&bound.len()) {
+            return Err(SqlError::undefined_function(
+                "function generate_series with these arguments does not exist",
+            ));
+        }
+        let ty = series_type(&bound);
+        let mut exprs = bound
+            .into_iter()
+            .map(|(e, t)| coerce_to(e, t, ty))
+            .collect::<Result<Vec<Expr>>>()?
+            .into_iter();
+        let null = || Expr::Literal(Value::Null);
+        let plan = Plan::Series {
+            start: exprs.next().unwrap_or_else(null),
+            stop: exprs.next().unwrap_or_else(null),
+            step: exprs.next(),
+        };
+        let alias_name = alias.map_or("generate_series".to_owned(), |a| normalize_ident(&a.name));
+        let columns = apply_column_aliases(vec![Column::new("generate_series", Some(ty))], alias);
+        let columns = if alias.is_some_and(|a| a.columns.is_empty()) {
+            vec![Column::new(alias_name.clone(), Some(ty))]
+        } else {
+            columns
+        };
+        Ok((plan, Scope::of_table(&alias_name, &columns)))
+    }
+}
+
+/// Finishes a SELECT: project outputs (plus hidden sort keys), DISTINCT, sort, strip hidden keys.
+fn finish_select(
+    plan: Plan,
+    projection: Projection,
+    keys: Vec<SortKey>,
+    distinct: bool,
+) -> BoundQuery {
+    let width = projection.exprs.len();
+    let mut outputs = projection.exprs.clone();
+    let mut sort_keys = Vec::new();
+    for key in keys {
+        let position = match outputs.iter().position(|e| *e == key.expr) {
+            Some(p) => p,
+            None => {
+                outputs.push(key.expr.clone());
+                outputs.len() - 1
+            }
+        };
+        sort_keys.push(SortKey {
+            expr: Expr::Column(position),
+            ..key
+        });
+    }
+    let extra = outputs.len() > width;
+    let mut plan = Plan::Project {
+        input: Box::new(plan),
+        exprs: outputs,
+    };
+    if distinct {
+        plan = Plan::Distinct {
+            input: Box::new(plan),
+        };
+    }
+    if !sort_keys.is_empty() {
+        plan = Plan::Sort {
+            input: Box::new(plan),
+            keys: sort_keys,
+        };
+    }
+    if extra {
+        plan = Plan::Project {
+            input: Box::new(plan),
+            exprs: (0..width).map(Expr::Column).collect(),
+        };
+    }
+    BoundQuery {
+        plan,
+        columns: projection.columns,
+    }
+}
+
+/// Rewrites an expression bound over a grouped query's input into one over the aggregate's
+/// output (group values, then aggregate values), matching whole GROUP BY expressions first. A
+/// column outside the groups is an error.
+fn post_aggregate(expr: Expr, groups: &[Expr]) -> Result<Expr> {
+    if let Some(i) = groups.iter().position(|g| *g == expr) {
+        return Ok(Expr::Column(i));
+    }
+    match expr {
+        Expr::AggRef(i) => Ok(Expr::Column(groups.len() + i)),
+        Expr::Column(_) => Err(SqlError::new(
+            "42803",
+            "column must appear in the GROUP BY clause or be used in an aggregate function",
+        )),
+        other => other.map_children(&mut |child| post_aggregate(child, groups)),
+    }
+}
+
+fn cross_join(left: Plan, left_scope: Scope, right: Plan, right_scope: Scope) -> (Plan, Scope) {
+    let right_width = right_scope.columns.len();
+    let mut scope = left_scope;
+    scope.columns.extend(right_scope.columns);
+    let plan = Plan::Join {
+        left: Box::new(left),
+        right: Box::new(right),
+        kind: JoinKind::Inner,
+        on: None,
+        right_width,
+    };
+    (plan, scope)
+}
+
+fn using_condition(names: &[ast::ObjectName], left: &Scope, right: &Scope) -> Result<Expr> {
+    let mut condition: Option<Expr> = None;
+    for name in names {
+        let (_, column) = object_name(name);
+        let l = left
+            .find(None, &column)?
+            .ok_or_else(|| SqlError::undefined_column(&column))?;
+        let r = right
+            .find(None, &column)?
+            .ok_or_else(|| SqlError::undefined_column(&column))?;
+        let eq = Expr::Compare(
+            CmpOp::Eq,
+            Box::new(Expr::Column(l)),
+            Box::new(Expr::Column(left.columns.len() + r)),
+        );
+        condition = Some(match condition {
+            None => eq,
+            Some(c) => Expr::And(Box::new(c), Box::new(eq)),
+        });
+    }
+    condition.ok_or_else(|| SqlError::syntax("USING needs a column"))
+}
+
+fn apply_column_aliases(mut columns: Vec<Column>, alias: Option<&ast::TableAlias>) -> Vec<Column> {
+    if let Some(alias) = alias {
+        for (column, name) in columns.iter_mut().zip(&alias.columns) {
+            column.name = normalize_ident(&name.name);
+        }
+    }
+    columns
+}
+
+pub fn table_columns(table: &TableDef) -> Vec<Column> {
+    table
+        .columns
+        .iter()
+        .map(|c| Column::new(c.name.clone(), Some(c.data_type)))
+        .collect()
+}
+
+fn system_columns(table: &SystemTable) -> Vec<Column> {
+    table
+        .columns
+        .iter()
+        .map(|(name, ty)| Column::new(*name, Some(*ty)))
+        .collect()
+}
+
+fn series_type(args: &[Typed]) -> DataType {
+    let mut ty = DataType::Integer;
+    for (_, t) in args {
+        match t {
+            Some(DataType::BigInt) if ty == DataType::Integer => ty = DataType::BigInt,
+            Some(DataType::Numeric { .. }) => {
+                ty = DataType::Numeric {
+                    precision: None,
+                    scale: None,
+                }
+            }
+            _ => {}
+        }
+    }
+    ty
+}
+
+fn expect_boolean(ty: Option<DataType>, clause: &str) -> Result<()> {
+    match ty {
+        None | Some(DataType::Boolean) => Ok(()),
+        Some(other) => Err(SqlError::datatype_mismatch(format!(
+            "argument of {clause} must be type boolean, not type {other}"
+        ))),
+    }
+}
+
+/// PostgreSQL's name for an unaliased output column.
+fn output_name(expr: &AstExpr) -> String {
+    match expr {
+        AstExpr::Identifier(ident) => normalize_ident(ident),
+        AstExpr::CompoundIdentifier(parts) => parts.last().map(normalize_ident).unwrap_or_default(),
+        AstExpr::Function(f) => object_name(&f.name).1,
+        AstExpr::Cast {
+            expr, data_type, ..
+        } => match output_name(expr).as_str() {
+            "?column?" => crate::types::type_output_name(data_type),
+            name => name.to_owned(),
+        },
+        AstExpr::Nested(e) => output_name(e),
+        AstExpr::Case { .. } => "case".into(),
+        AstExpr::Exists { .. } => "exists".into(),
+        AstExpr::Subquery(q) => match q.body.as_ref() {
+            SetExpr::Select(s) => match s.projection.first() {
+                Some(SelectItem::UnnamedExpr(e)) => output_name(e),
+                Some(SelectItem::ExprWithAlias { alias, .. }) => normalize_ident(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        AstExpr::Extract { .. } => "extract".into(),
+        AstExpr::Substring { .. } => "substring".into(),
+        AstExpr::Trim { .. } => "btrim".into(),
+        AstExpr::Position { .. } => "position".into(),
+        AstExpr::Ceil { .. } => "ceil".into(),
+        AstExpr::Floor { .. } => "floor".into(),
+        AstExpr::TypedString(t) => crate::types::type_output_name(&t.data_type),
+        _ => "?column?".into(),
+    }
+}
+
+/// Coerces an expression to `target` where PostgreSQL would do it implicitly: untyped literals
+/// and parameters take the type; numbers widen. Returns the expression unchanged otherwise.
+pub fn coerce_to(expr: Expr, from: Option<DataType>, target: DataType) -> Result<Expr> {
+    match (expr, from) {
+        (Expr::Literal(Value::Text(s)), None) => Ok(Expr::Literal(Value::parse(&target, &s)?)),
+        (Expr::Literal(Value::Null), _) => Ok(Expr::Literal(Value::Null)),
+        (Expr::Param { index, ty: None }, _) => Ok(Expr::Param {
+            index,
+            ty: Some(target),
+        }),
+        (expr, Some(from))
+            if from != target
+                && ops::category(&from) == Category::Numeric
+                && ops::category(&target) == Category::Numeric =>
+        {
+            Ok(Expr::Cast(Box::new(expr), target))
+        }
+        (expr, _) => Ok(expr),
+    }
+}

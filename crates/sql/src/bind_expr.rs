@@ -1,0 +1,926 @@
+//! Binding of scalar expressions (part of [`crate::bind::Binder`]): names, literals, operators,
+//! functions, aggregates, casts and subqueries, each with its result type.
+//!
+//! Untyped string literals and parameters take the type of the other operand (`unknown` in
+//! PostgreSQL); the result is `None` only for such untyped values and NULL.
+
+use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr, UnaryOperator};
+use steady_engine::types::{DataType, Value};
+
+use crate::aggregate::{AggCall, AggFunc};
+use crate::bind::{coerce_to, Binder, Scope, Typed};
+use crate::error::{Result, SqlError};
+use crate::expr::{Expr, Subquery, SubqueryKind};
+use crate::functions;
+use crate::ops::{self, ArithOp, Category, CmpOp};
+use crate::plan::SortKey;
+use crate::types::{convert_type, normalize_ident, object_name, parse_number};
+
+impl Binder<'_> {
+    /// Binds an expression and coerces it to `ty` (for LIMIT, assignments and the like).
+    pub fn bind_expr_as(&mut self, e: &AstExpr, scope: &Scope, ty: DataType) -> Result<Typed> {
+        let (expr, from) = self.bind_expr(e, scope)?;
+        Ok((coerce_to(expr, from, ty)?, Some(ty)))
+    }
+
+    /// Binds an expression over `scope` (the current level's input row).
+    pub fn bind_expr(&mut self, e: &AstExpr, scope: &Scope) -> Result<Typed> {
+        match e {
+            AstExpr::Identifier(ident) => self.resolve(None, &normalize_ident(ident), scope),
+            AstExpr::CompoundIdentifier(parts) => {
+                let names: Vec<String> = parts.iter().map(normalize_ident).collect();
+                match names.as_slice() {
+                    [table, column] => self.resolve(Some(table), column, scope),
+                    [_, table, column] => self.resolve(Some(table), column, scope),
+                    _ => Err(SqlError::syntax(format!("improper qualified name: {e}"))),
+                }
+            }
+            AstExpr::Value(v) => self.bind_literal(&v.value),
+            AstExpr::TypedString(t) => {
+                let ty = convert_type(&t.data_type)?;
+                let text = literal_text(&t.value.value)?;
+                Ok((Expr::Literal(Value::parse(&ty, &text)?), Some(ty)))
+            }
+            AstExpr::Nested(inner) => self.bind_expr(inner, scope),
+            AstExpr::IsNull(inner) => {
+                let (expr, _) = self.bind_expr(inner, scope)?;
+                Ok((Expr::IsNull(Box::new(expr)), Some(DataType::Boolean)))
+            }
+            AstExpr::IsNotNull(inner) => {
+                let (expr, _) = self.bind_expr(inner, scope)?;
+                Ok((not(Expr::IsNull(Box::new(expr))), Some(DataType::Boolean)))
+            }
+            AstExpr::IsTrue(inner) => self.bind_is_bool(inner, scope, true, false),
+            AstExpr::IsNotTrue(inner) => self.bind_is_bool(inner, scope, true, true),
+            AstExpr::IsFalse(inner) => self.bind_is_bool(inner, scope, false, false),
+            AstExpr::IsNotFalse(inner) => self.bind_is_bool(inner, scope, false, true),
+            AstExpr::IsUnknown(inner) => {
+                let (expr, _) = self.bind_expr_as(inner, scope, DataType::Boolean)?;
+                Ok((Expr::IsNull(Box::new(expr)), Some(DataType::Boolean)))
+            }
+            AstExpr::IsNotUnknown(inner) => {
+                let (expr, _) = self.bind_expr_as(inner, scope, DataType::Boolean)?;
+                Ok((not(Expr::IsNull(Box::new(expr))), Some(DataType::Boolean)))
+            }
+            AstExpr::IsDistinctFrom(a, b) => {
+                let (a, b) = self.bind_comparable(a, b, scope, "IS DISTINCT FROM")?;
+                Ok((
+                    Expr::IsDistinct(Box::new(a), Box::new(b)),
+                    Some(DataType::Boolean),
+                ))
+            }
+            AstExpr::IsNotDistinctFrom(a, b) => {
+                let (a, b) = self.bind_comparable(a, b, scope, "IS NOT DISTINCT FROM")?;
+                Ok((
+                    not(Expr::IsDistinct(Box::new(a), Box::new(b))),
+                    Some(DataType::Boolean),
+                ))
+            }
+            AstExpr::InList {
+                expr,
+                list,
+                negated,
+            } => self.bind_in_list(expr, list, *negated, scope),
+            AstExpr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => self.bind_in_subquery(expr, subquery, *negated, scope),
+            AstExpr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
+                let (e1, l) = self.bind_comparable(expr, low, scope, ">=")?;
+                let (e2, h) = self.bind_comparable(expr, high, scope, "<=")?;
+                let between = Expr::And(
+                    Box::new(Expr::Compare(CmpOp::GtEq, Box::new(e1), Box::new(l))),
+                    Box::new(Expr::Compare(CmpOp::LtEq, Box::new(e2), Box::new(h))),
+                );
+                Ok((negate_if(between, *negated), Some(DataType::Boolean)))
+            }
+            AstExpr::BinaryOp { left, op, right } => self.bind_binary(left, op, right, scope),
+            AstExpr::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any: false,
+            } => self.bind_like(expr, pattern, escape_char.is_some(), *negated, false, scope),
+            AstExpr::ILike {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any: false,
+            } => self.bind_like(expr, pattern, escape_char.is_some(), *negated, true, scope),
+            AstExpr::UnaryOp { op, expr } => self.bind_unary(op, expr, scope),
+            AstExpr::Cast {
+                expr, data_type, ..
+            } => self.bind_cast(expr, data_type, scope),
+            AstExpr::Collate { expr, .. } => self.bind_expr(expr, scope),
+            AstExpr::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => self.bind_case(
+                operand.as_deref(),
+                conditions,
+                else_result.as_deref(),
+                scope,
+            ),
+            AstExpr::Function(function) => self.bind_function(function, scope),
+            AstExpr::Exists { subquery, negated } => {
+                let (plan, correlated) = self.bind_subquery_plan(subquery)?;
+                let sub = self.subquery(plan, SubqueryKind::Exists, correlated);
+                Ok((negate_if(sub, *negated), Some(DataType::Boolean)))
+            }
+            AstExpr::Subquery(query) => {
+                let (bound, correlated) = self.bind_subquery_full(query)?;
+                if bound.columns.len() != 1 {
+                    return Err(SqlError::syntax("subquery must return only one column"));
+                }
+                let ty = bound.columns[0].ty;
+                Ok((
+                    self.subquery(bound.plan, SubqueryKind::Scalar, correlated),
+                    ty,
+                ))
+            }
+            AstExpr::Extract { field, expr, .. } => {
+                let (arg, _) = self.bind_expr(expr, scope)?;
+                let field = Expr::Literal(Value::Text(field.to_string().to_lowercase()));
+                let f = functions::lookup("extract", 2)?;
+                Ok((Expr::Call(f, vec![field, arg]), Some(numeric())))
+            }
+            AstExpr::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
+                let mut args = vec![self.bind_expr_as(expr, scope, DataType::Text)?.0];
+                let from = substring_from.as_deref();
+                let start = match from {
+                    Some(f) => self.bind_expr_as(f, scope, DataType::Integer)?.0,
+                    None => Expr::Literal(Value::Integer(1)),
+                };
+                args.push(start);
+                if let Some(count) = substring_for {
+                    args.push(self.bind_expr_as(count, scope, DataType::Integer)?.0);
+                }
+                let f = functions::lookup("substr", args.len())?;
+                Ok((Expr::Call(f, args), Some(DataType::Text)))
+            }
+            AstExpr::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters,
+            } => {
+                let name = match trim_where {
+                    Some(ast::TrimWhereField::Leading) => "ltrim",
+                    Some(ast::TrimWhereField::Trailing) => "rtrim",
+                    _ => "btrim",
+                };
+                let mut args = vec![self.bind_expr_as(expr, scope, DataType::Text)?.0];
+                if let Some(what) = trim_what {
+                    args.push(self.bind_expr_as(what, scope, DataType::Text)?.0);
+                } else if let Some(chars) = trim_characters.as_ref().and_then(|c| c.first()) {
+                    args.push(self.bind_expr_as(chars, scope, DataType::Text)?.0);
+                }
+                let f = functions::lookup(name, args.len())?;
+                Ok((Expr::Call(f, args), Some(DataType::Text)))
+            }
+            AstExpr::Position { expr, r#in } => {
+                let needle = self.bind_expr_as(expr, scope, DataType::Text)?.0;
+                let haystack = self.bind_expr_as(r#in, scope, DataType::Text)?.0;
+                let f = functions::lookup("strpos", 2)?;
+                Ok((
+                    Expr::Call(f, vec![haystack, needle]),
+                    Some(DataType::Integer),
+                ))
+            }
+            AstExpr::Ceil { expr, .. } => self.bind_call("ceil", &[expr], scope),
+            AstExpr::Floor { expr, .. } => self.bind_call("floor", &[expr], scope),
+            AstExpr::Tuple(_) => Err(SqlError::unsupported("row constructors")),
+            other => Err(SqlError::unsupported(format!("expression {other}"))),
+        }
+    }
+
+    /// Resolves a column name: the current level first, then enclosing levels.
+    fn resolve(&mut self, table: Option<&str>, name: &str, scope: &Scope) -> Result<Typed> {
+        if let Some(i) = scope.find(table, name)? {
+            return Ok((Expr::Column(i), scope.columns[i].ty));
+        }
+        let current = self.scopes.len();
+        for level in (0..current.saturating_sub(1)).rev() {
+            if let Some(i) = self.scopes[level].find(table, name)? {
+                let ty = self.scopes[level].columns[i].ty;
+                for flag in self.correlated.iter_mut().skip(level + 1) {
+                    *flag = true;
+                }
+                let depth = current - 1 - level;
+                return Ok((Expr::Outer { depth, index: i }, ty));
+            }
+        }
+        if table.is_none() {
+            if let Some(value) = special_identifier(name) {
+                return Ok(value);
+            }
+        }
+        Err(match table {
+            Some(t) if !scope.columns.iter().any(|c| c.table.as_deref() == Some(t)) => {
+                SqlError::new(
+                    "42P01",
+                    format!("missing FROM-clause entry for table \"{t}\""),
+                )
+            }
+            Some(t) => SqlError::undefined_column(&format!("{t}.{name}")),
+            None => SqlError::undefined_column(name),
+        })
+    }
+
+    fn bind_literal(&mut self, value: &ast::Value) -> Result<Typed> {
+        Ok(match value {
+            ast::Value::Number(n, _) => {
+                let v = parse_number(n)?;
+                let ty = v.data_type();
+                (Expr::Literal(v), ty)
+            }
+            ast::Value::Boolean(b) => (Expr::Literal(Value::Boolean(*b)), Some(DataType::Boolean)),
+            ast::Value::Null => (Expr::Literal(Value::Null), None),
+            ast::Value::Placeholder(p) => self.bind_param(p)?,
+            other => (Expr::Literal(Value::Text(literal_text(other)?)), None),
+        })
+    }
+
+    fn bind_param(&mut self, placeholder: &str) -> Result<Typed> {
+        let index: usize = placeholder
+            .strip_prefix('$')
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n >= 1)
+            .ok_or_else(|| SqlError::syntax(format!("invalid parameter {placeholder}")))?;
+        if self.params.len() < index {
+            self.params.resize(index, None);
+        }
+        let ty = self.params[index - 1];
+        Ok((
+            Expr::Param {
+                index: index - 1,
+                ty,
+            },
+            ty,
+        ))
+    }
+
+    /// Records the type of an untyped parameter from its context.
+    fn settle(&mut self, expr: Expr, ty: Option<DataType>, target: DataType) -> Result<Expr> {
+        if let (Expr::Param { index, ty: None }, None) = (&expr, ty) {
+            self.params[*index] = Some(target);
+        }
+        coerce_to(expr, ty, target)
+    }
+
+    /// Binds two operands that must be comparable, coercing an untyped one to the other's type.
+    pub fn bind_comparable(
+        &mut self,
+        a: &AstExpr,
+        b: &AstExpr,
+        scope: &Scope,
+        op: &str,
+    ) -> Result<(Expr, Expr)> {
+        let (a, at) = self.bind_expr(a, scope)?;
+        let (b, bt) = self.bind_expr(b, scope)?;
+        self.unify(a, at, b, bt, op).map(|(a, b, _)| (a, b))
+    }
+
+    /// Brings two operands to comparable types: returns them and the common type.
+    fn unify(
+        &mut self,
+        a: Expr,
+        at: Option<DataType>,
+        b: Expr,
+        bt: Option<DataType>,
+        op: &str,
+    ) -> Result<(Expr, Expr, Option<DataType>)> {
+        match (at, bt) {
+            (Some(t), None) => Ok((a, self.settle(b, None, t)?, Some(t))),
+            (None, Some(t)) => Ok((self.settle(a, None, t)?, b, Some(t))),
+            (None, None) => {
+                let a = self.settle(a, None, DataType::Text)?;
+                let b = self.settle(b, None, DataType::Text)?;
+                Ok((a, b, Some(DataType::Text)))
+            }
+            (Some(x), Some(y)) if comparable(&x, &y) => Ok((a, b, Some(x))),
+            (Some(x), Some(y)) => Err(SqlError::undefined_function(format!(
+                "operator does not exist: {x} {op} {y}"
+            ))
+            .with_hint(
+                "No operator matches the given name and argument types. You might need to add explicit type casts.",
+            )),
+        }
+    }
+
+    fn bind_is_bool(
+        &mut self,
+        e: &AstExpr,
+        scope: &Scope,
+        want: bool,
+        negated: bool,
+    ) -> Result<Typed> {
+        let (expr, _) = self.bind_expr_as(e, scope, DataType::Boolean)?;
+        let test = Expr::IsBool(Box::new(expr), want);
+        Ok((negate_if(test, negated), Some(DataType::Boolean)))
+    }
+
+    fn bind_in_list(
+        &mut self,
+        e: &AstExpr,
+        list: &[AstExpr],
+        negated: bool,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let (mut needle, mut ty) = self.bind_expr(e, scope)?;
+        let mut items = Vec::with_capacity(list.len());
+        for item in list {
+            let (item, item_ty) = self.bind_expr(item, scope)?;
+            let (n, i, common) = self.unify(needle, ty, item, item_ty, "=")?;
+            needle = n;
+            ty = common;
+            items.push(i);
+        }
+        let expr = Expr::InList {
+            expr: Box::new(needle),
+            list: items,
+        };
+        Ok((negate_if(expr, negated), Some(DataType::Boolean)))
+    }
+
+    fn bind_in_subquery(
+        &mut self,
+        e: &AstExpr,
+        query: &ast::Query,
+        negated: bool,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let (needle, ty) = self.bind_expr(e, scope)?;
+        let (bound, correlated) = self.bind_subquery_full(query)?;
+        if bound.columns.len() != 1 {
+            return Err(SqlError::syntax("subquery has too many columns"));
+        }
+        let (needle, _, _) = self.unify(
+            needle,
+            ty,
+            Expr::Literal(Value::Null),
+            bound.columns[0].ty,
+            "=",
+        )?;
+        let sub = self.subquery(bound.plan, SubqueryKind::In(Box::new(needle)), correlated);
+        Ok((negate_if(sub, negated), Some(DataType::Boolean)))
+    }
+
+    fn bind_subquery_full(
+        &mut self,
+        query: &ast::Query,
+    ) -> Result<(crate::bind::BoundQuery, bool)> {
+        let saved = self.take_aggregates();
+        let result = self.bind_subquery(query);
+        self.restore_aggregates(saved);
+        result
+    }
+
+    fn bind_subquery_plan(&mut self, query: &ast::Query) -> Result<(crate::plan::Plan, bool)> {
+        self.bind_subquery_full(query).map(|(b, c)| (b.plan, c))
+    }
+
+    fn subquery(&mut self, plan: crate::plan::Plan, kind: SubqueryKind, correlated: bool) -> Expr {
+        let id = self.next_subquery_id();
+        Expr::Subquery(Box::new(Subquery {
+            id,
+            plan,
+            kind,
+            correlated,
+        }))
+    }
+
+    fn bind_binary(
+        &mut self,
+        left: &AstExpr,
+        op: &BinaryOperator,
+        right: &AstExpr,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let cmp = match op {
+            BinaryOperator::Eq => Some(CmpOp::Eq),
+            BinaryOperator::NotEq => Some(CmpOp::NotEq),
+            BinaryOperator::Lt => Some(CmpOp::Lt),
+            BinaryOperator::LtEq => Some(CmpOp::LtEq),
+            BinaryOperator::Gt => Some(CmpOp::Gt),
+            BinaryOperator::GtEq => Some(CmpOp::GtEq),
+            _ => None,
+        };
+        if let Some(cmp) = cmp {
+            let (a, b) = self.bind_comparable(left, right, scope, cmp.symbol())?;
+            return Ok((
+                Expr::Compare(cmp, Box::new(a), Box::new(b)),
+                Some(DataType::Boolean),
+            ));
+        }
+        let arith = match op {
+            BinaryOperator::Plus => ArithOp::Add,
+            BinaryOperator::Minus => ArithOp::Sub,
+            BinaryOperator::Multiply => ArithOp::Mul,
+            BinaryOperator::Divide => ArithOp::Div,
+            BinaryOperator::Modulo => ArithOp::Mod,
+            BinaryOperator::StringConcat => ArithOp::Concat,
+            BinaryOperator::And | BinaryOperator::Or => {
+                let (a, _) = self.bind_expr_as(left, scope, DataType::Boolean)?;
+                let (b, _) = self.bind_expr_as(right, scope, DataType::Boolean)?;
+                let (a, b) = (Box::new(a), Box::new(b));
+                let expr = if *op == BinaryOperator::And {
+                    Expr::And(a, b)
+                } else {
+                    Expr::Or(a, b)
+                };
+                return Ok((expr, Some(DataType::Boolean)));
+            }
+            BinaryOperator::PGLikeMatch | BinaryOperator::PGNotLikeMatch => {
+                return self.bind_like(
+                    left,
+                    right,
+                    false,
+                    *op == BinaryOperator::PGNotLikeMatch,
+                    false,
+                    scope,
+                )
+            }
+            BinaryOperator::PGILikeMatch | BinaryOperator::PGNotILikeMatch => {
+                return self.bind_like(
+                    left,
+                    right,
+                    false,
+                    *op == BinaryOperator::PGNotILikeMatch,
+                    true,
+                    scope,
+                )
+            }
+            other => return self.bind_other_operator(left, other, right, scope),
+        };
+        let (a, at) = self.bind_expr(left, scope)?;
+        let (b, bt) = self.bind_expr(right, scope)?;
+        self.bind_arith(arith, a, at, b, bt)
+    }
+
+    /// Operators beyond arithmetic and comparison (regular expressions), from the system module.
+    fn bind_other_operator(
+        &mut self,
+        left: &AstExpr,
+        op: &BinaryOperator,
+        right: &AstExpr,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let name = crate::system::operator_function(op)
+            .ok_or_else(|| SqlError::unsupported(format!("operator {op}")))?;
+        self.bind_call(name, &[left, right], scope)
+    }
+
+    fn bind_arith(
+        &mut self,
+        op: ArithOp,
+        a: Expr,
+        at: Option<DataType>,
+        b: Expr,
+        bt: Option<DataType>,
+    ) -> Result<Typed> {
+        let (a, at, b, bt) = match (at, bt) {
+            (Some(t), None) if op != ArithOp::Concat => {
+                let t = if matches!(t, DataType::Date) {
+                    DataType::Integer
+                } else {
+                    t
+                };
+                (a, Some(t), self.settle(b, None, t)?, Some(t))
+            }
+            (None, Some(t)) if op != ArithOp::Concat => {
+                (self.settle(a, None, t)?, Some(t), b, Some(t))
+            }
+            (None, None) if op != ArithOp::Concat => {
+                let a = self.settle(a, None, DataType::Integer)?;
+                let b = self.settle(b, None, DataType::Integer)?;
+                (a, Some(DataType::Integer), b, Some(DataType::Integer))
+            }
+            (at, bt) => {
+                let a = self
+                    .settle(a, at, DataType::Text)
+                    .map(|e| if at.is_none() { e } else { e })?;
+                let b = self.settle(b, bt, DataType::Text)?;
+                (
+                    a,
+                    at.or(Some(DataType::Text)),
+                    b,
+                    bt.or(Some(DataType::Text)),
+                )
+            }
+        };
+        let (lt, rt) = (at.unwrap_or(DataType::Text), bt.unwrap_or(DataType::Text));
+        let ty = ops::arith_type(op, &lt, &rt).ok_or_else(|| {
+            SqlError::undefined_function(format!("operator does not exist: {lt} {} {rt}", op.symbol()))
+                .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+        })?;
+        let expr = Expr::Arith(op, Box::new(a), Box::new(b));
+        Ok((fold(expr)?, Some(ty)))
+    }
+
+    fn bind_like(
+        &mut self,
+        e: &AstExpr,
+        pattern: &AstExpr,
+        has_escape: bool,
+        negated: bool,
+        case_insensitive: bool,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        if has_escape {
+            return Err(SqlError::unsupported("LIKE ... ESCAPE"));
+        }
+        let (expr, ty) = self.bind_expr(e, scope)?;
+        if let Some(t) = ty {
+            if ops::category(&t) != Category::String {
+                return Err(SqlError::undefined_function(format!(
+                    "operator does not exist: {t} ~~ unknown"
+                )));
+            }
+        }
+        let (pattern, _) = self.bind_expr_as(pattern, scope, DataType::Text)?;
+        let like = Expr::Like {
+            expr: Box::new(expr),
+            pattern: Box::new(pattern),
+            case_insensitive,
+        };
+        Ok((negate_if(like, negated), Some(DataType::Boolean)))
+    }
+
+    fn bind_unary(&mut self, op: &UnaryOperator, e: &AstExpr, scope: &Scope) -> Result<Typed> {
+        match op {
+            UnaryOperator::Not => {
+                let (expr, _) = self.bind_expr_as(e, scope, DataType::Boolean)?;
+                Ok((Expr::Not(Box::new(expr)), Some(DataType::Boolean)))
+            }
+            UnaryOperator::Minus => {
+                if let AstExpr::Value(v) = e {
+                    if let ast::Value::Number(n, _) = &v.value {
+                        let value = parse_number(&format!("-{n}"))?;
+                        let ty = value.data_type();
+                        return Ok((Expr::Literal(value), ty));
+                    }
+                }
+                let (expr, ty) = self.bind_expr(e, scope)?;
+                let expr = self.settle(expr, ty, DataType::Integer)?;
+                let ty = ty.or(Some(DataType::Integer));
+                if ty.is_some_and(|t| ops::category(&t) != Category::Numeric) {
+                    return Err(SqlError::undefined_function(format!(
+                        "operator does not exist: - {}",
+                        ty.map_or("unknown".into(), |t| t.to_string())
+                    )));
+                }
+                Ok((fold(Expr::Neg(Box::new(expr)))?, ty))
+            }
+            UnaryOperator::Plus => self.bind_expr(e, scope),
+            other => Err(SqlError::unsupported(format!("operator {other}"))),
+        }
+    }
+
+    fn bind_cast(
+        &mut self,
+        e: &AstExpr,
+        data_type: &ast::DataType,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        if let Some(result) = crate::system::bind_special_cast(self, e, data_type, scope)? {
+            return Ok(result);
+        }
+        let ty = convert_type(data_type)?;
+        let (expr, from) = self.bind_expr(e, scope)?;
+        let expr = match (expr, from) {
+            (Expr::Literal(Value::Text(s)), None) => Expr::Literal(Value::parse(&ty, &s)?),
+            (expr @ Expr::Param { ty: None, .. }, None) => self.settle(expr, None, ty)?,
+            (expr, _) => fold(Expr::Cast(Box::new(expr), ty))?,
+        };
+        Ok((expr, Some(ty)))
+    }
+
+    fn bind_case(
+        &mut self,
+        operand: Option<&AstExpr>,
+        conditions: &[ast::CaseWhen],
+        otherwise: Option<&AstExpr>,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let operand = operand.map(|o| self.bind_expr(o, scope)).transpose()?;
+        let mut whens = Vec::new();
+        let mut results: Vec<Typed> = Vec::new();
+        for when in conditions {
+            let condition = match &operand {
+                Some((subject, subject_ty)) => {
+                    let (w, wt) = self.bind_expr(&when.condition, scope)?;
+                    self.unify(subject.clone(), *subject_ty, w, wt, "=")?.1
+                }
+                None => {
+                    self.bind_expr_as(&when.condition, scope, DataType::Boolean)?
+                        .0
+                }
+            };
+            whens.push(condition);
+            results.push(self.bind_expr(&when.result, scope)?);
+        }
+        let otherwise = otherwise.map(|o| self.bind_expr(o, scope)).transpose()?;
+        let ty = results
+            .iter()
+            .chain(otherwise.iter())
+            .find_map(|(_, t)| *t)
+            .unwrap_or(DataType::Text);
+        let mut coerced = Vec::new();
+        for (expr, t) in results {
+            coerced.push(self.coerce_branch(expr, t, ty)?);
+        }
+        let otherwise = otherwise
+            .map(|(e, t)| self.coerce_branch(e, t, ty))
+            .transpose()?;
+        Ok((
+            Expr::Case {
+                operand: operand.map(|(e, _)| Box::new(e)),
+                whens: whens.into_iter().zip(coerced).collect(),
+                otherwise: otherwise.map(Box::new),
+            },
+            Some(ty),
+        ))
+    }
+
+    /// A CASE branch (or COALESCE argument) brought to the expression's type.
+    fn coerce_branch(&mut self, expr: Expr, from: Option<DataType>, to: DataType) -> Result<Expr> {
+        match from {
+            Some(f) if !comparable(&f, &to) => Err(SqlError::datatype_mismatch(format!(
+                "CASE types {to} and {f} cannot be matched"
+            ))),
+            Some(f) if f != to && ops::category(&to) == Category::Numeric => {
+                Ok(Expr::Cast(Box::new(expr), to))
+            }
+            _ => self.settle(expr, from, to),
+        }
+    }
+
+    fn bind_function(&mut self, function: &ast::Function, scope: &Scope) -> Result<Typed> {
+        let (_, name) = object_name(&function.name);
+        if function.over.is_some() {
+            return Err(SqlError::unsupported("window functions"));
+        }
+        let list = match &function.args {
+            ast::FunctionArguments::List(list) => Some(list),
+            ast::FunctionArguments::None => None,
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(SqlError::unsupported("this function call"))
+            }
+        };
+        if let Some(func) = AggFunc::by_name(&name) {
+            return self.bind_aggregate(func, function, list, scope);
+        }
+        let args: Vec<&AstExpr> = list
+            .map(|l| l.args.iter().map(plain_arg).collect::<Result<Vec<_>>>())
+            .transpose()?
+            .unwrap_or_default();
+        match name.as_str() {
+            "coalesce" => self.bind_coalesce(&args, scope),
+            "nextval" | "currval" | "setval" => self.bind_call(&name, &args, scope),
+            _ => self.bind_call(&name, &args, scope),
+        }
+    }
+
+    /// A call of a scalar function by name.
+    pub fn bind_call(&mut self, name: &str, args: &[&AstExpr], scope: &Scope) -> Result<Typed> {
+        let function = match functions::lookup(name, args.len()) {
+            Ok(f) => f,
+            Err(err) => match crate::system::function(name, args.len()) {
+                Some(f) => f,
+                None => return Err(err),
+            },
+        };
+        let mut bound = Vec::with_capacity(args.len());
+        let mut types = Vec::with_capacity(args.len());
+        for arg in args {
+            let (expr, ty) = self.bind_expr(arg, scope)?;
+            bound.push(expr);
+            types.push(ty);
+        }
+        let ty = (function.returns)(&types);
+        let expr = Expr::Call(function, bound);
+        Ok((if function.volatile { expr } else { fold(expr)? }, ty))
+    }
+
+    fn bind_coalesce(&mut self, args: &[&AstExpr], scope: &Scope) -> Result<Typed> {
+        if args.is_empty() {
+            return Err(SqlError::syntax("coalesce needs arguments"));
+        }
+        let mut bound = Vec::new();
+        for arg in args {
+            bound.push(self.bind_expr(arg, scope)?);
+        }
+        let ty = bound.iter().find_map(|(_, t)| *t).unwrap_or(DataType::Text);
+        let mut whens = Vec::new();
+        let last = bound.pop();
+        for (expr, t) in bound {
+            let expr = self.coerce_branch(expr, t, ty)?;
+            whens.push((not(Expr::IsNull(Box::new(expr.clone()))), expr));
+        }
+        let otherwise = last
+            .map(|(e, t)| self.coerce_branch(e, t, ty))
+            .transpose()?;
+        Ok((
+            Expr::Case {
+                operand: None,
+                whens,
+                otherwise: otherwise.map(Box::new),
+            },
+            Some(ty),
+        ))
+    }
+
+    fn bind_aggregate(
+        &mut self,
+        func: AggFunc,
+        function: &ast::Function,
+        list: Option<&ast::FunctionArgumentList>,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let Some(mut aggregates) = self.take_aggregates() else {
+            return Err(SqlError::new(
+                "42803",
+                "aggregate functions are not allowed here",
+            ));
+        };
+        let result = self.bind_aggregate_call(func, function, list, scope);
+        let call = match result {
+            Ok(call) => call,
+            Err(err) => {
+                self.restore_aggregates(Some(aggregates));
+                return Err(err);
+            }
+        };
+        let ty = call.ty;
+        aggregates.push(call);
+        let index = aggregates.len() - 1;
+        self.restore_aggregates(Some(aggregates));
+        Ok((Expr::AggRef(index), ty))
+    }
+
+    fn bind_aggregate_call(
+        &mut self,
+        func: AggFunc,
+        function: &ast::Function,
+        list: Option<&ast::FunctionArgumentList>,
+        scope: &Scope,
+    ) -> Result<AggCall> {
+        let distinct = list.is_some_and(|l| {
+            matches!(
+                l.duplicate_treatment,
+                Some(ast::DuplicateTreatment::Distinct)
+            )
+        });
+        let raw_args = list.map(|l| l.args.as_slice()).unwrap_or_default();
+        let star = raw_args.is_empty()
+            || matches!(
+                raw_args,
+                [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]
+            );
+        if star {
+            if func != AggFunc::Count {
+                return Err(SqlError::syntax(format!("{}(*) is not valid", func.name())));
+            }
+            return Ok(AggCall {
+                func: AggFunc::CountStar,
+                args: vec![],
+                distinct: false,
+                filter: None,
+                order_by: vec![],
+                ty: Some(DataType::BigInt),
+            });
+        }
+        let mut args = Vec::new();
+        let mut arg_type = None;
+        for (i, arg) in raw_args.iter().enumerate() {
+            let e = plain_arg(arg)?;
+            let (expr, ty) = if func == AggFunc::StringAgg {
+                self.bind_expr_as(e, scope, DataType::Text)?
+            } else {
+                self.bind_expr(e, scope)?
+            };
+            if i == 0 {
+                arg_type = ty;
+            }
+            args.push(expr);
+        }
+        let expected = if func == AggFunc::StringAgg { 2 } else { 1 };
+        if args.len() != expected {
+            return Err(SqlError::undefined_function(format!(
+                "function {}() with {} arguments does not exist",
+                func.name(),
+                args.len()
+            )));
+        }
+        let filter = function
+            .filter
+            .as_ref()
+            .map(|f| self.bind_expr_as(f, scope, DataType::Boolean).map(|t| t.0))
+            .transpose()?;
+        let mut order_by = Vec::new();
+        for clause in list.map(|l| l.clauses.as_slice()).unwrap_or_default() {
+            if let ast::FunctionArgumentClause::OrderBy(items) = clause {
+                for item in items {
+                    let (expr, _) = self.bind_expr(&item.expr, scope)?;
+                    let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+                    order_by.push(SortKey {
+                        expr,
+                        descending,
+                        nulls_first: item.options.nulls_first.unwrap_or(descending),
+                    });
+                }
+            }
+        }
+        Ok(AggCall {
+            func,
+            ty: func.result_type(arg_type)?,
+            args,
+            distinct,
+            filter,
+            order_by,
+        })
+    }
+}
+
+fn numeric() -> DataType {
+    DataType::Numeric {
+        precision: None,
+        scale: None,
+    }
+}
+
+/// Whether values of the two types can be compared.
+pub fn comparable(a: &DataType, b: &DataType) -> bool {
+    ops::category(a) == ops::category(b)
+}
+
+fn not(e: Expr) -> Expr {
+    Expr::Not(Box::new(e))
+}
+
+fn negate_if(e: Expr, negated: bool) -> Expr {
+    if negated {
+        not(e)
+    } else {
+        e
+    }
+}
+
+fn plain_arg(arg: &ast::FunctionArg) -> Result<&AstExpr> {
+    match arg {
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+        _ => Err(SqlError::unsupported("this function argument")),
+    }
+}
+
+/// The text of a string-like literal.
+pub fn literal_text(value: &ast::Value) -> Result<String> {
+    match value {
+        ast::Value::SingleQuotedString(s)
+        | ast::Value::EscapedStringLiteral(s)
+        | ast::Value::UnicodeStringLiteral(s)
+        | ast::Value::NationalStringLiteral(s) => Ok(s.clone()),
+        ast::Value::DollarQuotedString(d) => Ok(d.value.clone()),
+        ast::Value::HexStringLiteral(h) => Ok(format!("\\x{h}")),
+        ast::Value::Number(n, _) => Ok(n.clone()),
+        ast::Value::Boolean(b) => Ok(b.to_string()),
+        other => Err(SqlError::unsupported(format!("literal {other}"))),
+    }
+}
+
+/// Identifiers that name values rather than columns (`current_date`, `current_timestamp`...).
+fn special_identifier(name: &str) -> Option<Typed> {
+    let function = match name {
+        "current_date" | "current_timestamp" | "localtimestamp" | "current_user"
+        | "session_user" | "user" | "current_schema" => functions::lookup(name, 0).ok()?,
+        _ => return None,
+    };
+    let ty = (function.returns)(&[]);
+    Some((Expr::Call(function, vec![]), ty))
+}
+
+/// Folds an expression made only of literals into a literal (errors surface at bind time, as in
+/// PostgreSQL's constant folding).
+fn fold(expr: Expr) -> Result<Expr> {
+    if !expr.is_constant() || matches!(expr, Expr::Literal(_)) {
+        return Ok(expr);
+    }
+    let value = crate::exec::eval_constant(&expr)?;
+    Ok(Expr::Literal(value))
+}

@@ -1,0 +1,303 @@
+//! Constraints the SQL layer enforces on top of the engine: NOT NULL, foreign keys (NO ACTION on
+//! both sides), and the names and messages of unique violations.
+//!
+//! Foreign keys are stored in [`TableDef::constraints`] as JSON. A child row's parent is looked up
+//! and locked (so it cannot be deleted before the child's transaction ends); deleting or changing
+//! a referenced key looks for child rows through an index on the child's key columns when one
+//! exists, else by a scan of the child table.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use steady_engine::catalog::TableDef;
+use steady_engine::codec::encode_key;
+use steady_engine::error::EngineError;
+use steady_engine::table::index_key;
+use steady_engine::types::Value;
+
+use crate::error::{Result, SqlError};
+use crate::exec::ExecCtx;
+
+/// Column names the SQL layer gives dropped columns (kept in rows, hidden from SQL).
+pub const DROPPED_PREFIX: &str = "........pg.dropped.";
+
+pub fn is_dropped(name: &str) -> bool {
+    name.starts_with(DROPPED_PREFIX)
+}
+
+/// A constraint kept in a table definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Constraint {
+    ForeignKey(ForeignKey),
+}
+
+/// `FOREIGN KEY (columns) REFERENCES table (ref_columns)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForeignKey {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub table: String,
+    pub ref_columns: Vec<usize>,
+}
+
+pub fn encode(constraint: &Constraint) -> String {
+    serde_json::to_string(constraint).expect("constraints serialise")
+}
+
+pub fn foreign_keys(table: &TableDef) -> Vec<ForeignKey> {
+    table
+        .constraints
+        .iter()
+        .filter_map(|c| match serde_json::from_str(c) {
+            Ok(Constraint::ForeignKey(fk)) => Some(fk),
+            Err(_) => None,
+        })
+        .collect()
+}
+
+/// Every foreign key of every table that references `table`, with its table.
+pub fn referencing(
+    engine: &steady_engine::engine::Engine,
+    table: &str,
+) -> Vec<(Arc<TableDef>, ForeignKey)> {
+    engine
+        .tables()
+        .into_iter()
+        .flat_map(|t| {
+            foreign_keys(&t)
+                .into_iter()
+                .filter(|fk| fk.table == table)
+                .map(move |fk| (t.clone(), fk))
+        })
+        .collect()
+}
+
+/// Names of the constraint behind a unique index: `<table>_pkey` for the primary key.
+pub fn index_constraint_name(table: &TableDef, index: u64) -> String {
+    if index == table.id {
+        return format!("{}_pkey", table.name);
+    }
+    table
+        .indexes
+        .iter()
+        .find(|i| i.id == index)
+        .map_or_else(|| format!("{}_key", table.name), |i| i.name.clone())
+}
+
+fn key_text(table: &TableDef, columns: &[usize], values: &[Value]) -> String {
+    let names: Vec<&str> = columns
+        .iter()
+        .map(|&c| table.columns[c].name.as_str())
+        .collect();
+    let shown: Vec<String> = columns.iter().map(|&c| values[c].to_string()).collect();
+    format!("({})=({})", names.join(", "), shown.join(", "))
+}
+
+/// Turns an engine error into the SQL error a client expects, naming the constraint and key.
+pub fn write_error(err: EngineError, table: &TableDef, values: &[Value]) -> SqlError {
+    match err {
+        EngineError::UniqueViolation { index } => {
+            let columns = if index == table.id {
+                table.primary_key.clone()
+            } else {
+                table
+                    .indexes
+                    .iter()
+                    .find(|i| i.id == index)
+                    .map(|i| i.columns.clone())
+                    .unwrap_or_default()
+            };
+            SqlError::new(
+                "23505",
+                format!(
+                    "duplicate key value violates unique constraint \"{}\"",
+                    index_constraint_name(table, index)
+                ),
+            )
+            .with_detail(format!(
+                "Key {} already exists.",
+                key_text(table, &columns, values)
+            ))
+        }
+        other => other.into(),
+    }
+}
+
+/// NOT NULL of every column, then the primary key's columns.
+pub fn check_not_null(table: &TableDef, values: &[Value]) -> Result<()> {
+    for (column, value) in table.columns.iter().zip(values) {
+        if value.is_null()
+            && (!column.nullable || table.primary_key.contains(&index_of(table, &column.name)))
+        {
+            return Err(SqlError::new(
+                "23502",
+                format!(
+                    "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                    column.name, table.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn index_of(table: &TableDef, name: &str) -> usize {
+    table.column(name).unwrap_or(usize::MAX)
+}
+
+/// Every foreign key of `table` finds its parent row for the row `values` (NULL keys pass).
+pub fn check_parents(ctx: &mut ExecCtx, table: &TableDef, values: &[Value]) -> Result<()> {
+    for fk in foreign_keys(table) {
+        if fk.columns.iter().any(|&c| values[c].is_null()) {
+            continue;
+        }
+        let engine = ctx.engine()?.clone();
+        let parent = engine
+            .table(&fk.table)
+            .ok_or_else(|| SqlError::undefined_table(&fk.table))?;
+        let key: Vec<Value> = fk
+            .columns
+            .iter()
+            .zip(&fk.ref_columns)
+            .map(|(&c, &r)| values[c].cast_to(&parent.columns[r].data_type))
+            .collect::<std::result::Result<_, _>>()?;
+        if !parent_exists(ctx, &parent, &fk.ref_columns, &key)? {
+            return Err(SqlError::new(
+                "23503",
+                format!(
+                    "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
+                    table.name, fk.name
+                ),
+            )
+            .with_detail(format!(
+                "Key {} is not present in table \"{}\".",
+                key_text(table, &fk.columns, values),
+                fk.table
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `parent` has a row with `key` in `columns`; a primary-key match is locked.
+fn parent_exists(
+    ctx: &mut ExecCtx,
+    parent: &TableDef,
+    columns: &[usize],
+    key: &[Value],
+) -> Result<bool> {
+    if columns == parent.primary_key.as_slice() {
+        let pk = encode_key(key);
+        return Ok(ctx.txn()?.lock_table_row(parent, &pk)?.is_some());
+    }
+    let index = parent
+        .indexes
+        .iter()
+        .find(|i| i.unique && i.columns == columns)
+        .ok_or_else(|| {
+            SqlError::new(
+                "42830",
+                format!(
+                    "there is no unique constraint matching given keys for referenced table \"{}\"",
+                    parent.name
+                ),
+            )
+        })?;
+    let encoded = encode_key(key);
+    let rows = ctx.txn()?.index_rows(
+        parent,
+        index,
+        Bound::Included(&encoded),
+        Bound::Included(&encoded),
+    )?;
+    Ok(!rows.is_empty())
+}
+
+/// No child row references the key a parent row `values` is losing (deleted or changed).
+pub fn check_no_children(
+    ctx: &mut ExecCtx,
+    table: &TableDef,
+    old: &[Value],
+    new: Option<&[Value]>,
+) -> Result<()> {
+    let engine = ctx.engine()?.clone();
+    for (child, fk) in referencing(&engine, &table.name) {
+        let key: Vec<Value> = fk.ref_columns.iter().map(|&r| old[r].clone()).collect();
+        if key.iter().any(Value::is_null) {
+            continue;
+        }
+        if let Some(new) = new {
+            if fk
+                .ref_columns
+                .iter()
+                .all(|&r| old[r].compare(&new[r]).is_some_and(|o| o.is_eq()))
+            {
+                continue;
+            }
+        }
+        if child_exists(ctx, &child, &fk.columns, &key)? {
+            return Err(SqlError::new(
+                "23503",
+                format!(
+                    "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
+                    table.name, fk.name, child.name
+                ),
+            )
+            .with_detail(format!(
+                "Key {} is still referenced from table \"{}\".",
+                key_text(table, &fk.ref_columns, old),
+                child.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn child_exists(
+    ctx: &mut ExecCtx,
+    child: &TableDef,
+    columns: &[usize],
+    key: &[Value],
+) -> Result<bool> {
+    let key: Vec<Value> = columns
+        .iter()
+        .zip(key)
+        .map(|(&c, v)| v.cast_to(&child.columns[c].data_type))
+        .collect::<std::result::Result<_, _>>()?;
+    let encoded = encode_key(&key);
+    let matches = |values: &[Value]| index_key(values, columns) == encoded;
+    if let Some(index) = child
+        .indexes
+        .iter()
+        .find(|i| i.columns.starts_with(columns))
+    {
+        let rows = ctx.txn()?.index_rows(
+            child,
+            index,
+            Bound::Included(&encoded),
+            Bound::Included(&encoded),
+        )?;
+        return Ok(rows.iter().any(|(_, v)| matches(v)));
+    }
+    let range = if child.primary_key.starts_with(columns) {
+        (
+            Bound::Included(encoded.clone()),
+            steady_engine::codec::prefix_successor(&encoded)
+                .map_or(Bound::Unbounded, Bound::Excluded),
+        )
+    } else {
+        (Bound::Unbounded, Bound::Unbounded)
+    };
+    let scan = ctx.txn()?.scan_rows(
+        child,
+        crate::exec::as_ref(&range.0),
+        crate::exec::as_ref(&range.1),
+    )?;
+    for row in scan {
+        if matches(&row?.1) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}

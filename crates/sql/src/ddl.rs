@@ -1,0 +1,980 @@
+//! DDL: CREATE/DROP TABLE, CREATE/DROP INDEX, ALTER TABLE (ADD/DROP COLUMN, ADD PRIMARY KEY,
+//! ADD UNIQUE / FOREIGN KEY, DROP CONSTRAINT) and TRUNCATE, on the engine's catalog.
+//!
+//! Each statement commits on its own, as the engine's DDL does. Names follow PostgreSQL's
+//! conventions (`t_pkey`, `t_a_key`, `t_a_fkey`, `t_a_idx`, `t_id_seq`); tables and indexes share
+//! one namespace. A dropped column stays in stored rows under a hidden name (as PostgreSQL's
+//! `attisdropped`), so DROP COLUMN rewrites nothing; ADD COLUMN with a non-NULL default fills the
+//! existing rows in one transaction.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use sqlparser::ast::{self, AlterTableOperation, ColumnOption, TableConstraint};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use steady_engine::catalog::{ColumnDef, TableDef};
+use steady_engine::engine::{Engine, Isolation};
+use steady_engine::error::EngineError;
+use steady_engine::types::Value;
+
+use crate::bind::{Binder, Scope};
+use crate::constraints::{
+    self, foreign_keys, is_dropped, referencing, Constraint, ForeignKey, DROPPED_PREFIX,
+};
+use crate::error::{Result, SqlError};
+use crate::exec::ExecCtx;
+use crate::session::{Database, QueryResult, Session};
+use crate::types::{convert_type, normalize_ident, object_name, serial_type};
+
+/// Whether a statement is DDL (runs outside the session's transaction).
+pub fn is_ddl(statement: &ast::Statement) -> bool {
+    matches!(
+        statement,
+        ast::Statement::CreateTable(_)
+            | ast::Statement::CreateIndex(_)
+            | ast::Statement::Drop { .. }
+            | ast::Statement::AlterTable(_)
+            | ast::Statement::Truncate(_)
+    )
+}
+
+/// Parses a stored default expression.
+pub fn parse_expr(text: &str) -> Result<ast::Expr> {
+    Ok(Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(text)?
+        .parse_expr()?)
+}
+
+pub fn execute(
+    db: &Arc<Database>,
+    session: &Session,
+    statement: &ast::Statement,
+) -> Result<QueryResult> {
+    let ddl = Ddl { db, session };
+    match statement {
+        ast::Statement::CreateTable(create) => ddl.create_table(create),
+        ast::Statement::CreateIndex(create) => ddl.create_index(create),
+        ast::Statement::Drop {
+            object_type,
+            if_exists,
+            names,
+            cascade,
+            ..
+        } => match object_type {
+            ast::ObjectType::Table => ddl.drop_tables(names, *if_exists, *cascade),
+            ast::ObjectType::Index => ddl.drop_indexes(names, *if_exists),
+            other => Err(SqlError::unsupported(format!("DROP {other}"))),
+        },
+        ast::Statement::AlterTable(alter) => ddl.alter_table(alter),
+        ast::Statement::Truncate(truncate) => ddl.truncate(truncate),
+        other => Err(SqlError::unsupported(format!("{other}"))),
+    }
+}
+
+struct Ddl<'a> {
+    db: &'a Arc<Database>,
+    session: &'a Session,
+}
+
+/// A column's constraints gathered from its definition.
+#[derive(Default)]
+struct TableSpec {
+    columns: Vec<ColumnDef>,
+    primary_key: Option<Vec<usize>>,
+    unique: Vec<(Option<String>, Vec<usize>)>,
+    foreign_keys: Vec<(Option<String>, Vec<usize>, ast::ObjectName, Vec<String>)>,
+    sequences: Vec<String>,
+}
+
+impl Ddl<'_> {
+    fn engine(&self) -> &Arc<Engine> {
+        self.db.engine()
+    }
+
+    fn relation_exists(&self, name: &str) -> bool {
+        self.engine().table(name).is_some() || self.index_owner(name).is_some()
+    }
+
+    fn index_owner(&self, index: &str) -> Option<Arc<TableDef>> {
+        self.engine()
+            .tables()
+            .into_iter()
+            .find(|t| t.index(index).is_some())
+    }
+
+    fn table(&self, name: &ast::ObjectName) -> Result<Arc<TableDef>> {
+        let (_, name) = object_name(name);
+        self.engine()
+            .table(&name)
+            .ok_or_else(|| SqlError::undefined_table(&name))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // CREATE TABLE
+    // -----------------------------------------------------------------------------------------
+
+    fn create_table(&self, create: &ast::CreateTable) -> Result<QueryResult> {
+        let (_, name) = object_name(&create.name);
+        if create.query.is_some() {
+            return Err(SqlError::unsupported("CREATE TABLE AS"));
+        }
+        if self.relation_exists(&name) {
+            if create.if_not_exists {
+                return Ok(QueryResult::command("CREATE TABLE").with_notice(
+                    "NOTICE",
+                    "42P07",
+                    format!("relation \"{name}\" already exists, skipping"),
+                ));
+            }
+            return Err(SqlError::new(
+                "42P07",
+                format!("relation \"{name}\" already exists"),
+            ));
+        }
+        let spec = self.table_spec(&name, create)?;
+        for sequence in &spec.sequences {
+            self.engine().drop_sequence(sequence)?;
+            self.engine().create_sequence(sequence)?;
+        }
+        let primary_key = spec.primary_key.clone().unwrap_or_default();
+        let table = self
+            .engine()
+            .create_table(&name, spec.columns.clone(), primary_key)?;
+        let result = self.add_table_constraints(&table, &spec);
+        if let Err(err) = result {
+            self.engine().drop_table(&name)?;
+            return Err(err);
+        }
+        Ok(QueryResult::command("CREATE TABLE"))
+    }
+
+    fn add_table_constraints(&self, table: &TableDef, spec: &TableSpec) -> Result<()> {
+        for (constraint_name, columns) in &spec.unique {
+            let index_name = constraint_name
+                .clone()
+                .unwrap_or_else(|| derived_name(&table.name, table, columns, "key"));
+            self.engine().create_secondary_index(
+                &table.name,
+                &index_name,
+                columns.clone(),
+                true,
+            )?;
+        }
+        for (constraint_name, columns, parent, ref_columns) in &spec.foreign_keys {
+            let current = self
+                .engine()
+                .table(&table.name)
+                .ok_or_else(|| SqlError::undefined_table(&table.name))?;
+            self.add_foreign_key(
+                &current,
+                constraint_name.clone(),
+                columns.clone(),
+                parent,
+                ref_columns,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn table_spec(&self, table: &str, create: &ast::CreateTable) -> Result<TableSpec> {
+        let mut spec = TableSpec::default();
+        for column in &create.columns {
+            self.add_column_spec(table, column, &mut spec)?;
+        }
+        for constraint in &create.constraints {
+            self.add_constraint_spec(constraint, &mut spec)?;
+        }
+        if let Some(pk) = &spec.primary_key {
+            for &c in pk {
+                spec.columns[c].nullable = false;
+            }
+        }
+        let columns = spec.columns.clone();
+        let probe = probe_table(table, &columns);
+        for (i, column) in columns.iter().enumerate() {
+            if let Some(default) = &column.default {
+                self.check_default(&probe, i, default)?;
+            }
+        }
+        Ok(spec)
+    }
+
+    /// Binds a default expression once, so a bad one fails at CREATE / ALTER time.
+    fn check_default(&self, table: &TableDef, column: usize, text: &str) -> Result<()> {
+        let expr = parse_expr(text)?;
+        let mut binder = Binder::new(self.engine(), self.db.stats(), vec![]);
+        let (_, ty) = binder.bind_expr(&expr, &Scope::default()).map_err(|err| {
+            if err.code == "42703" {
+                SqlError::new("0A000", "cannot use column reference in DEFAULT expression")
+            } else {
+                err
+            }
+        })?;
+        crate::dml::check_assignable(
+            &table.columns[column].name,
+            ty,
+            table.columns[column].data_type,
+        )
+    }
+
+    fn add_column_spec(
+        &self,
+        table: &str,
+        column: &ast::ColumnDef,
+        spec: &mut TableSpec,
+    ) -> Result<()> {
+        let name = normalize_ident(&column.name);
+        if spec.columns.iter().any(|c| c.name == name) {
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{name}\" specified more than once"),
+            ));
+        }
+        let index = spec.columns.len();
+        let mut def = column_def(table, &name, &column.data_type)?;
+        if serial_type(&column.data_type).is_some() {
+            spec.sequences.push(sequence_name(table, &name));
+        }
+        for option in &column.options {
+            match &option.option {
+                ColumnOption::Null => def.nullable = true,
+                ColumnOption::NotNull => def.nullable = false,
+                ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
+                ColumnOption::PrimaryKey(_) => set_primary_key(spec, table, vec![index])?,
+                ColumnOption::Unique(_) => spec
+                    .unique
+                    .push((option.name.as_ref().map(normalize_ident), vec![index])),
+                ColumnOption::ForeignKey(fk) => spec.foreign_keys.push((
+                    option
+                        .name
+                        .as_ref()
+                        .or(fk.name.as_ref())
+                        .map(normalize_ident),
+                    vec![index],
+                    fk.foreign_table.clone(),
+                    fk.referred_columns.iter().map(normalize_ident).collect(),
+                )),
+                other => return Err(SqlError::unsupported(format!("column option {other}"))),
+            }
+        }
+        spec.columns.push(def);
+        Ok(())
+    }
+
+    fn add_constraint_spec(
+        &self,
+        constraint: &TableConstraint,
+        spec: &mut TableSpec,
+    ) -> Result<()> {
+        let positions = |columns: &[String]| -> Result<Vec<usize>> {
+            columns
+                .iter()
+                .map(|c| {
+                    spec.columns
+                        .iter()
+                        .position(|d| d.name == *c)
+                        .ok_or_else(|| {
+                            SqlError::new(
+                                "42703",
+                                format!("column \"{c}\" named in key does not exist"),
+                            )
+                        })
+                })
+                .collect()
+        };
+        match constraint {
+            TableConstraint::PrimaryKey(pk) => {
+                let columns = positions(&index_column_names(&pk.columns)?)?;
+                set_primary_key(spec, "", columns)
+            }
+            TableConstraint::Unique(unique) => {
+                let columns = positions(&index_column_names(&unique.columns)?)?;
+                spec.unique
+                    .push((unique.name.as_ref().map(normalize_ident), columns));
+                Ok(())
+            }
+            TableConstraint::ForeignKey(fk) => {
+                let names: Vec<String> = fk.columns.iter().map(normalize_ident).collect();
+                let columns = positions(&names)?;
+                spec.foreign_keys.push((
+                    fk.name.as_ref().map(normalize_ident),
+                    columns,
+                    fk.foreign_table.clone(),
+                    fk.referred_columns.iter().map(normalize_ident).collect(),
+                ));
+                Ok(())
+            }
+            other => Err(SqlError::unsupported(format!("constraint {other}"))),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Foreign keys
+    // -----------------------------------------------------------------------------------------
+
+    /// Adds a foreign key to `table` after checking the parent's key and every existing row.
+    fn add_foreign_key(
+        &self,
+        table: &TableDef,
+        name: Option<String>,
+        columns: Vec<usize>,
+        parent: &ast::ObjectName,
+        ref_names: &[String],
+    ) -> Result<()> {
+        let (_, parent_name) = object_name(parent);
+        let parent = if parent_name == table.name {
+            Arc::new(table.clone())
+        } else {
+            self.engine()
+                .table(&parent_name)
+                .ok_or_else(|| SqlError::undefined_table(&parent_name))?
+        };
+        let ref_columns: Vec<usize> = if ref_names.is_empty() {
+            if parent.primary_key.is_empty() {
+                return Err(SqlError::new(
+                    "42830",
+                    format!(
+                        "there is no primary key for referenced table \"{}\"",
+                        parent.name
+                    ),
+                ));
+            }
+            parent.primary_key.clone()
+        } else {
+            ref_names
+                .iter()
+                .map(|n| parent.column(n).ok_or_else(|| SqlError::new("42703", format!("column \"{n}\" referenced in foreign key constraint does not exist"))))
+                .collect::<Result<_>>()?
+        };
+        if ref_columns.len() != columns.len() {
+            return Err(SqlError::new(
+                "42830",
+                "number of referencing and referenced columns for foreign key disagree",
+            ));
+        }
+        let unique = parent.primary_key == ref_columns
+            || parent
+                .indexes
+                .iter()
+                .any(|i| i.unique && i.columns == ref_columns);
+        if !unique {
+            return Err(SqlError::new(
+                "42830",
+                format!(
+                    "there is no unique constraint matching given keys for referenced table \"{}\"",
+                    parent.name
+                ),
+            ));
+        }
+        for (&c, &r) in columns.iter().zip(&ref_columns) {
+            let (child_type, parent_type) =
+                (table.columns[c].data_type, parent.columns[r].data_type);
+            if !crate::bind_expr::comparable(&child_type, &parent_type) {
+                return Err(SqlError::new("42804", format!(
+                    "foreign key constraint cannot be implemented: key columns \"{}\" and \"{}\" are of incompatible types: {child_type} and {parent_type}",
+                    table.columns[c].name, parent.columns[r].name
+                )));
+            }
+        }
+        let name = name.unwrap_or_else(|| derived_name(&table.name, table, &columns, "fkey"));
+        if self.constraint_exists(table, &name) {
+            return Err(SqlError::new(
+                "42710",
+                format!(
+                    "constraint \"{name}\" for relation \"{}\" already exists",
+                    table.name
+                ),
+            ));
+        }
+        let fk = ForeignKey {
+            name,
+            columns,
+            table: parent.name.clone(),
+            ref_columns,
+        };
+        let mut altered = table.clone();
+        altered
+            .constraints
+            .push(constraints::encode(&Constraint::ForeignKey(fk)));
+        self.validate_rows(&altered)?;
+        self.engine().alter_table(altered)?;
+        Ok(())
+    }
+
+    fn constraint_exists(&self, table: &TableDef, name: &str) -> bool {
+        foreign_keys(table).iter().any(|fk| fk.name == name)
+            || table.index(name).is_some()
+            || name == format!("{}_pkey", table.name)
+    }
+
+    /// Checks every row of `table` against its foreign keys.
+    fn validate_rows(&self, table: &TableDef) -> Result<()> {
+        let engine = Arc::clone(self.engine());
+        let mut txn = engine.begin(Isolation::ReadCommitted)?;
+        let rows: Vec<Vec<Value>> = txn
+            .scan_rows(table, Bound::Unbounded, Bound::Unbounded)?
+            .map(|r| r.map(|(_, v)| v))
+            .collect::<std::result::Result<_, _>>()?;
+        let info = self.session.info().clone();
+        let mut ctx = ExecCtx::new(Some(engine.clone()), Some(&mut txn), &[], &info);
+        for values in &rows {
+            constraints::check_parents(&mut ctx, table, values)?;
+        }
+        drop(ctx);
+        txn.rollback()?;
+        Ok(())
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // DROP, TRUNCATE
+    // -----------------------------------------------------------------------------------------
+
+    fn drop_tables(
+        &self,
+        names: &[ast::ObjectName],
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<QueryResult> {
+        let mut result = QueryResult::command("DROP TABLE");
+        let names: Vec<String> = names.iter().map(|n| object_name(n).1).collect();
+        for name in &names {
+            let Some(table) = self.engine().table(name) else {
+                if if_exists {
+                    result = result.with_notice(
+                        "NOTICE",
+                        "00000",
+                        format!("table \"{name}\" does not exist, skipping"),
+                    );
+                    continue;
+                }
+                return Err(SqlError::undefined_table(name));
+            };
+            let dependents: Vec<_> = referencing(self.engine(), name)
+                .into_iter()
+                .filter(|(child, _)| !names.contains(&child.name))
+                .collect();
+            if !dependents.is_empty() && !cascade {
+                return Err(SqlError::new(
+                    "2BP01",
+                    format!("cannot drop table {name} because other objects depend on it"),
+                )
+                .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            }
+            for (child, fk) in dependents {
+                self.remove_constraint(&child, &fk.name)?;
+            }
+            self.engine().drop_table(name)?;
+            self.db.stats().forget(table.id);
+            for sequence in owned_sequences(&table) {
+                self.engine().drop_sequence(&sequence)?;
+            }
+        }
+        Ok(result)
+    }
+
+    fn remove_constraint(&self, table: &TableDef, name: &str) -> Result<()> {
+        let current = self
+            .engine()
+            .table(&table.name)
+            .ok_or_else(|| SqlError::undefined_table(&table.name))?;
+        let mut altered = (*current).clone();
+        altered.constraints.retain(|c| {
+            !matches!(serde_json::from_str(c), Ok(Constraint::ForeignKey(fk)) if fk.name == name)
+        });
+        self.engine().alter_table(altered)?;
+        Ok(())
+    }
+
+    fn drop_indexes(&self, names: &[ast::ObjectName], if_exists: bool) -> Result<QueryResult> {
+        let mut result = QueryResult::command("DROP INDEX");
+        for name in names {
+            let (_, name) = object_name(name);
+            let Some(table) = self.index_owner(&name) else {
+                if if_exists {
+                    result = result.with_notice(
+                        "NOTICE",
+                        "00000",
+                        format!("index \"{name}\" does not exist, skipping"),
+                    );
+                    continue;
+                }
+                return Err(SqlError::new(
+                    "42704",
+                    format!("index \"{name}\" does not exist"),
+                ));
+            };
+            self.engine().drop_secondary_index(&table.name, &name)?;
+        }
+        Ok(result)
+    }
+
+    fn truncate(&self, truncate: &ast::Truncate) -> Result<QueryResult> {
+        let names: Vec<String> = truncate
+            .table_names
+            .iter()
+            .map(|t| object_name(&t.name).1)
+            .collect();
+        for name in &names {
+            self.engine()
+                .table(name)
+                .ok_or_else(|| SqlError::undefined_table(name))?;
+            let blocking = referencing(self.engine(), name)
+                .into_iter()
+                .any(|(child, _)| !names.contains(&child.name));
+            if blocking {
+                return Err(SqlError::new(
+                    "0A000",
+                    "cannot truncate a table referenced in a foreign key constraint",
+                )
+                .with_detail(format!("Table \"{name}\" is referenced by another table.")));
+            }
+        }
+        for name in &names {
+            self.engine().truncate_table(name)?;
+        }
+        Ok(QueryResult::command("TRUNCATE TABLE"))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // CREATE INDEX
+    // -----------------------------------------------------------------------------------------
+
+    fn create_index(&self, create: &ast::CreateIndex) -> Result<QueryResult> {
+        let table = self.table(&create.table_name)?;
+        if create.predicate.is_some() || !create.include.is_empty() {
+            return Err(SqlError::unsupported("partial and covering indexes"));
+        }
+        let names = index_column_names(&create.columns)?;
+        let columns: Vec<usize> = names
+            .iter()
+            .map(|n| {
+                table
+                    .column(n)
+                    .filter(|_| !is_dropped(n))
+                    .ok_or_else(|| SqlError::undefined_column(n))
+            })
+            .collect::<Result<_>>()?;
+        let name = match &create.name {
+            Some(name) => object_name(name).1,
+            None => derived_name(&table.name, &table, &columns, "idx"),
+        };
+        if self.relation_exists(&name) {
+            if create.if_not_exists {
+                return Ok(QueryResult::command("CREATE INDEX").with_notice(
+                    "NOTICE",
+                    "42P07",
+                    format!("relation \"{name}\" already exists, skipping"),
+                ));
+            }
+            return Err(SqlError::new(
+                "42P07",
+                format!("relation \"{name}\" already exists"),
+            ));
+        }
+        self.engine()
+            .create_secondary_index(&table.name, &name, columns, create.unique)
+            .map_err(|err| match err {
+                EngineError::UniqueViolation { .. } => {
+                    SqlError::new("23505", format!("could not create unique index \"{name}\""))
+                }
+                other => other.into(),
+            })?;
+        Ok(QueryResult::command("CREATE INDEX"))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // ALTER TABLE
+    // -----------------------------------------------------------------------------------------
+
+    fn alter_table(&self, alter: &ast::AlterTable) -> Result<QueryResult> {
+        let (_, name) = object_name(&alter.name);
+        if self.engine().table(&name).is_none() {
+            if alter.if_exists {
+                return Ok(QueryResult::command("ALTER TABLE"));
+            }
+            return Err(SqlError::undefined_table(&name));
+        }
+        for operation in &alter.operations {
+            let table = self
+                .engine()
+                .table(&name)
+                .ok_or_else(|| SqlError::undefined_table(&name))?;
+            self.alter_one(&table, operation)?;
+        }
+        Ok(QueryResult::command("ALTER TABLE"))
+    }
+
+    fn alter_one(&self, table: &TableDef, operation: &AlterTableOperation) -> Result<()> {
+        match operation {
+            AlterTableOperation::AddColumn {
+                if_not_exists,
+                column_def,
+                ..
+            } => self.add_column(table, column_def, *if_not_exists),
+            AlterTableOperation::DropColumn {
+                column_names,
+                if_exists,
+                ..
+            } => {
+                for column in column_names {
+                    self.drop_column(table, &normalize_ident(column), *if_exists)?;
+                }
+                Ok(())
+            }
+            AlterTableOperation::AddConstraint { constraint, .. } => {
+                self.add_constraint(table, constraint)
+            }
+            AlterTableOperation::DropConstraint {
+                if_exists, name, ..
+            } => self.drop_constraint(table, &normalize_ident(name), *if_exists),
+            other => Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
+        }
+    }
+
+    fn add_column(
+        &self,
+        table: &TableDef,
+        column: &ast::ColumnDef,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        let name = normalize_ident(&column.name);
+        if table.column(&name).is_some() {
+            if if_not_exists {
+                return Ok(());
+            }
+            return Err(SqlError::new(
+                "42701",
+                format!(
+                    "column \"{name}\" of relation \"{}\" already exists",
+                    table.name
+                ),
+            ));
+        }
+        let mut spec = TableSpec {
+            columns: table.columns.clone(),
+            ..TableSpec::default()
+        };
+        self.add_column_spec(&table.name, column, &mut spec)?;
+        if spec.primary_key.is_some() {
+            return Err(SqlError::unsupported("ADD COLUMN ... PRIMARY KEY"));
+        }
+        let position = spec.columns.len() - 1;
+        let mut altered = table.clone();
+        altered.columns = spec.columns.clone();
+        if let Some(default) = &altered.columns[position].default {
+            self.check_default(&altered, position, default)?;
+        }
+        for sequence in &spec.sequences {
+            self.engine().drop_sequence(sequence)?;
+            self.engine().create_sequence(sequence)?;
+        }
+        self.fill_new_column(table, &altered, position)?;
+        let altered = self
+            .engine()
+            .table(&table.name)
+            .ok_or_else(|| SqlError::undefined_table(&table.name))?;
+        self.add_table_constraints(&altered, &spec)
+    }
+
+    /// Switches to the definition with the new column and gives existing rows its default
+    /// (failing with 23502 when the column is NOT NULL without a default and rows exist).
+    fn fill_new_column(&self, old: &TableDef, altered: &TableDef, position: usize) -> Result<()> {
+        let engine = Arc::clone(self.engine());
+        let column = &altered.columns[position];
+        let mut txn = engine.begin(Isolation::ReadCommitted)?;
+        let has_rows = txn
+            .scan_rows(old, Bound::Unbounded, Bound::Unbounded)?
+            .next()
+            .is_some();
+        if has_rows && column.default.is_none() && !column.nullable {
+            return Err(SqlError::new(
+                "23502",
+                format!(
+                    "column \"{}\" of relation \"{}\" contains null values",
+                    column.name, old.name
+                ),
+            ));
+        }
+        txn.rollback()?;
+        let altered = self.engine().alter_table(altered.clone())?;
+        let Some(default) = altered.columns[position].default.clone() else {
+            return Ok(());
+        };
+        let mut binder = Binder::new(&engine, self.db.stats(), vec![]);
+        let (expr, _) = binder.bind_expr_as(
+            &parse_expr(&default)?,
+            &Scope::default(),
+            altered.columns[position].data_type,
+        )?;
+        let mut txn = engine.begin(Isolation::ReadCommitted)?;
+        let rows: Vec<(Vec<u8>, Vec<Value>)> = txn
+            .scan_rows(&altered, Bound::Unbounded, Bound::Unbounded)?
+            .collect::<std::result::Result<_, _>>()?;
+        let info = self.session.info().clone();
+        let mut ctx = ExecCtx::new(Some(engine.clone()), Some(&mut txn), &[], &info);
+        for (pk, mut values) in rows {
+            values[position] = expr
+                .eval(&[], &mut ctx)?
+                .assign_to(&altered.columns[position].data_type)?;
+            ctx.txn()?.update_row(&altered, &pk, &values)?;
+        }
+        drop(ctx);
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn drop_column(&self, table: &TableDef, name: &str, if_exists: bool) -> Result<()> {
+        let table = self
+            .engine()
+            .table(&table.name)
+            .ok_or_else(|| SqlError::undefined_table(&table.name))?;
+        let Some(position) = table.column(name).filter(|_| !is_dropped(name)) else {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(SqlError::undefined_column(name)
+                .with_detail(format!("of relation \"{}\"", table.name)));
+        };
+        if table.primary_key.contains(&position) {
+            return Err(SqlError::unsupported("dropping a primary-key column"));
+        }
+        let referenced = referencing(self.engine(), &table.name)
+            .iter()
+            .any(|(_, fk)| fk.ref_columns.contains(&position));
+        if referenced {
+            return Err(SqlError::new(
+                "2BP01",
+                format!(
+                    "cannot drop column {name} of table {} because other objects depend on it",
+                    table.name
+                ),
+            ));
+        }
+        for index in table
+            .indexes
+            .iter()
+            .filter(|i| i.columns.contains(&position))
+        {
+            self.engine()
+                .drop_secondary_index(&table.name, &index.name)?;
+        }
+        let mut altered = (*self
+            .engine()
+            .table(&table.name)
+            .ok_or_else(|| SqlError::undefined_table(&table.name))?)
+        .clone();
+        altered.columns[position] = ColumnDef {
+            name: format!("{DROPPED_PREFIX}{}........", position + 1),
+            data_type: altered.columns[position].data_type,
+            nullable: true,
+            default: None,
+        };
+        altered.constraints.retain(|c| {
+            !matches!(serde_json::from_str(c), Ok(Constraint::ForeignKey(fk)) if fk.columns.contains(&position))
+        });
+        self.engine().alter_table(altered)?;
+        Ok(())
+    }
+
+    fn add_constraint(&self, table: &TableDef, constraint: &TableConstraint) -> Result<()> {
+        let positions = |columns: &[String]| -> Result<Vec<usize>> {
+            columns
+                .iter()
+                .map(|c| {
+                    table.column(c).filter(|_| !is_dropped(c)).ok_or_else(|| {
+                        SqlError::new(
+                            "42703",
+                            format!("column \"{c}\" named in key does not exist"),
+                        )
+                    })
+                })
+                .collect()
+        };
+        match constraint {
+            TableConstraint::PrimaryKey(pk) => {
+                if !table.primary_key.is_empty() {
+                    return Err(SqlError::new(
+                        "42P16",
+                        format!(
+                            "multiple primary keys for table \"{}\" are not allowed",
+                            table.name
+                        ),
+                    ));
+                }
+                let columns = positions(&index_column_names(&pk.columns)?)?;
+                self.add_primary_key(table, columns)
+            }
+            TableConstraint::Unique(unique) => {
+                let columns = positions(&index_column_names(&unique.columns)?)?;
+                let name = unique
+                    .name
+                    .as_ref()
+                    .map(normalize_ident)
+                    .unwrap_or_else(|| derived_name(&table.name, table, &columns, "key"));
+                if self.relation_exists(&name) {
+                    return Err(SqlError::new(
+                        "42P07",
+                        format!("relation \"{name}\" already exists"),
+                    ));
+                }
+                self.engine()
+                    .create_secondary_index(&table.name, &name, columns, true)
+                    .map_err(|err| match err {
+                        EngineError::UniqueViolation { .. } => SqlError::new(
+                            "23505",
+                            format!("could not create unique index \"{name}\""),
+                        ),
+                        other => other.into(),
+                    })?;
+                Ok(())
+            }
+            TableConstraint::ForeignKey(fk) => {
+                let names: Vec<String> = fk.columns.iter().map(normalize_ident).collect();
+                let columns = positions(&names)?;
+                let refs: Vec<String> = fk.referred_columns.iter().map(normalize_ident).collect();
+                self.add_foreign_key(
+                    table,
+                    fk.name.as_ref().map(normalize_ident),
+                    columns,
+                    &fk.foreign_table,
+                    &refs,
+                )
+            }
+            other => Err(SqlError::unsupported(format!("constraint {other}"))),
+        }
+    }
+
+    /// ADD PRIMARY KEY: the columns become NOT NULL and the table is re-clustered on them.
+    fn add_primary_key(&self, table: &TableDef, columns: Vec<usize>) -> Result<()> {
+        let rebuilt = self
+            .engine()
+            .add_primary_key(&table.name, columns.clone())
+            .map_err(|err| match err {
+                EngineError::UniqueViolation { .. } => SqlError::new(
+                    "23505",
+                    format!("could not create unique index \"{}_pkey\"", table.name),
+                ),
+                EngineError::NotNullViolation(_) => {
+                    let column = &table.columns[columns[0]].name;
+                    SqlError::new(
+                        "23502",
+                        format!(
+                            "column \"{column}\" of relation \"{}\" contains null values",
+                            table.name
+                        ),
+                    )
+                }
+                other => other.into(),
+            })?;
+        let mut altered = (*rebuilt).clone();
+        for &c in &columns {
+            altered.columns[c].nullable = false;
+        }
+        self.engine().alter_table(altered)?;
+        Ok(())
+    }
+
+    fn drop_constraint(&self, table: &TableDef, name: &str, if_exists: bool) -> Result<()> {
+        if foreign_keys(table).iter().any(|fk| fk.name == name) {
+            return self.remove_constraint(table, name);
+        }
+        if table.index(name).is_some_and(|i| i.unique) {
+            self.engine().drop_secondary_index(&table.name, name)?;
+            return Ok(());
+        }
+        if if_exists {
+            return Ok(());
+        }
+        Err(SqlError::new(
+            "42704",
+            format!(
+                "constraint \"{name}\" of relation \"{}\" does not exist",
+                table.name
+            ),
+        ))
+    }
+}
+
+fn set_primary_key(spec: &mut TableSpec, table: &str, columns: Vec<usize>) -> Result<()> {
+    if spec.primary_key.is_some() {
+        return Err(SqlError::new(
+            "42P16",
+            format!("multiple primary keys for table \"{table}\" are not allowed"),
+        ));
+    }
+    spec.primary_key = Some(columns);
+    Ok(())
+}
+
+fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<ColumnDef> {
+    if let Some(ty) = serial_type(data_type) {
+        return Ok(ColumnDef {
+            name: name.to_owned(),
+            data_type: ty,
+            nullable: false,
+            default: Some(format!("nextval('{}')", sequence_name(table, name))),
+        });
+    }
+    Ok(ColumnDef {
+        name: name.to_owned(),
+        data_type: convert_type(data_type)?,
+        nullable: true,
+        default: None,
+    })
+}
+
+pub fn sequence_name(table: &str, column: &str) -> String {
+    format!("{table}_{column}_seq")
+}
+
+/// The sequences a table's serial columns own.
+fn owned_sequences(table: &TableDef) -> Vec<String> {
+    table
+        .columns
+        .iter()
+        .filter(|c| {
+            c.default.as_deref()
+                == Some(&format!(
+                    "nextval('{}')",
+                    sequence_name(&table.name, &c.name)
+                ))
+        })
+        .map(|c| sequence_name(&table.name, &c.name))
+        .collect()
+}
+
+/// `<table>_<columns>_<suffix>`, PostgreSQL's name for a constraint or index.
+fn derived_name(table: &str, def: &TableDef, columns: &[usize], suffix: &str) -> String {
+    let names: Vec<&str> = columns
+        .iter()
+        .map(|&c| def.columns[c].name.as_str())
+        .collect();
+    format!("{table}_{}_{suffix}", names.join("_"))
+}
+
+/// A table definition of just columns, for checking defaults before the table exists.
+fn probe_table(name: &str, columns: &[ColumnDef]) -> TableDef {
+    TableDef {
+        id: 0,
+        name: name.to_owned(),
+        space: 0,
+        columns: columns.to_vec(),
+        primary_key: vec![],
+        indexes: vec![],
+        constraints: vec![],
+    }
+}
+
+/// The plain column names of an index definition (expressions are refused).
+fn index_column_names(columns: &[ast::IndexColumn]) -> Result<Vec<String>> {
+    columns
+        .iter()
+        .map(|c| match &c.column.expr {
+            ast::Expr::Identifier(ident) => Ok(normalize_ident(ident)),
+            other => Err(SqlError::unsupported(format!(
+                "index on expression {other}"
+            ))),
+        })
+        .collect()
+}

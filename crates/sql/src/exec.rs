@@ -1,0 +1,830 @@
+//! The executor: plans become pull-based row sources (`next` until `None`), run inside one
+//! transaction.
+//!
+//! Scans stream from the engine (a full scan never holds the table in memory); sorts, joins'
+//! inner sides, aggregates and set operations materialise their input. Every source gets the
+//! [`ExecCtx`] on each call rather than holding it, so expressions can run subqueries through the
+//! same transaction. With instrumentation on (EXPLAIN ANALYZE) each node counts its rows and the
+//! buffer-pool pages its thread hit and read while inside it (inclusive of its inputs).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use steady_engine::codec::{encode_key, prefix_successor};
+use steady_engine::engine::{Engine, Transaction};
+use steady_engine::table::RowScan;
+use steady_engine::types::{DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+use steady_storage::buffer_pool::{thread_io, ThreadIo};
+
+use crate::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall};
+use crate::error::{Result, SqlError};
+use crate::expr::{Expr, Subquery};
+use crate::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
+
+pub type Row = Vec<Value>;
+
+/// Who is running the statement: what `current_user` and friends report.
+#[derive(Debug, Clone)]
+pub struct SessionInfo {
+    pub id: u32,
+    pub user: String,
+    pub database: String,
+    pub settings: crate::settings::Settings,
+}
+
+/// Per plan node figures for EXPLAIN ANALYZE.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NodeStats {
+    pub rows: u64,
+    pub loops: u64,
+    pub io: ThreadIo,
+}
+
+/// What a running statement can reach.
+pub struct ExecCtx<'a> {
+    engine: Option<Arc<Engine>>,
+    txn: Option<&'a mut Transaction>,
+    params: &'a [Value],
+    info: &'a SessionInfo,
+    outer: Vec<Row>,
+    subquery_results: HashMap<usize, Vec<Row>>,
+    statement_time: i64,
+    /// Per node (pre-order number) when instrumented.
+    pub node_stats: Option<Vec<NodeStats>>,
+}
+
+impl<'a> ExecCtx<'a> {
+    pub fn new(
+        engine: Option<Arc<Engine>>,
+        txn: Option<&'a mut Transaction>,
+        params: &'a [Value],
+        info: &'a SessionInfo,
+    ) -> Self {
+        ExecCtx {
+            engine,
+            txn,
+            params,
+            info,
+            outer: Vec::new(),
+            subquery_results: HashMap::new(),
+            statement_time: now_micros(),
+            node_stats: None,
+        }
+    }
+
+    /// The database, for statements and functions that read the catalog.
+    pub fn engine(&self) -> Result<&Arc<Engine>> {
+        self.engine
+            .as_ref()
+            .ok_or_else(|| SqlError::new("XX000", "no database for this expression"))
+    }
+
+    /// The transaction, for statements that read or write tables.
+    pub fn txn(&mut self) -> Result<&mut Transaction> {
+        self.txn
+            .as_deref_mut()
+            .ok_or_else(|| SqlError::new("XX000", "no transaction for this statement"))
+    }
+
+    pub fn param(&self, index: usize, ty: Option<&DataType>) -> Result<Value> {
+        let value = self.params.get(index).cloned().ok_or_else(|| {
+            SqlError::new("08P01", format!("there is no parameter ${}", index + 1))
+        })?;
+        match (ty, &value) {
+            (Some(ty), Value::Text(text)) if *ty != DataType::Text => Ok(Value::parse(ty, text)?),
+            (Some(ty), v) if v.data_type().as_ref() != Some(ty) && !v.is_null() => {
+                Ok(v.cast_to(ty)?)
+            }
+            _ => Ok(value),
+        }
+    }
+
+    pub fn outer_value(&self, depth: usize, index: usize) -> Value {
+        self.outer
+            .len()
+            .checked_sub(depth)
+            .and_then(|level| self.outer[level].get(index))
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    pub fn statement_time(&self) -> i64 {
+        self.statement_time
+    }
+
+    pub fn database_name(&self) -> String {
+        self.info.database.clone()
+    }
+
+    pub fn user_name(&self) -> String {
+        self.info.user.clone()
+    }
+
+    pub fn setting(&self, name: &str) -> Result<String> {
+        self.info.settings.show(name)
+    }
+
+    pub fn session_id(&self) -> u32 {
+        self.info.id
+    }
+
+    /// The rows of a subquery for the current `row` (cached when it does not depend on it).
+    pub fn run_subquery(&mut self, sub: &Subquery, row: &[Value]) -> Result<Vec<Row>> {
+        if !sub.correlated {
+            if let Some(rows) = self.subquery_results.get(&sub.id) {
+                return Ok(rows.clone());
+            }
+        }
+        self.outer.push(row.to_vec());
+        let saved = self.node_stats.take();
+        let rows = collect(&sub.plan, self);
+        self.node_stats = saved;
+        self.outer.pop();
+        let rows = rows?;
+        if !sub.correlated {
+            self.subquery_results.insert(sub.id, rows.clone());
+        }
+        Ok(rows)
+    }
+}
+
+fn now_micros() -> i64 {
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64);
+    unix - PG_EPOCH_UNIX_DAYS * USECS_PER_DAY
+}
+
+/// A uniformly random number in [0, 1).
+pub fn random_unit() -> f64 {
+    rand::random::<f64>()
+}
+
+/// Evaluates an expression that reads no row, parameter or table.
+pub fn eval_constant(expr: &Expr) -> Result<Value> {
+    let info = SessionInfo {
+        id: 0,
+        user: String::new(),
+        database: String::new(),
+        settings: crate::settings::Settings::default(),
+    };
+    let mut ctx = ExecCtx::new(None, None, &[], &info);
+    expr.eval(&[], &mut ctx)
+}
+
+/// Runs a plan to completion.
+pub fn collect(plan: &Plan, ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+    let mut numbering = 0;
+    let mut source = open(plan, ctx, &mut numbering)?;
+    let mut rows = Vec::new();
+    while let Some(row) = source.next(ctx)? {
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// A running plan node.
+pub trait Source {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>>;
+}
+
+type BoxedSource<'p> = Box<dyn Source + 'p>;
+
+/// Opens a plan; `numbering` gives nodes their pre-order numbers (for EXPLAIN ANALYZE).
+pub fn open<'p>(
+    plan: &'p Plan,
+    ctx: &mut ExecCtx,
+    numbering: &mut usize,
+) -> Result<BoxedSource<'p>> {
+    let node = *numbering;
+    *numbering += 1;
+    let before = thread_io();
+    let source = open_node(plan, ctx, numbering)?;
+    if let Some(stats) = ctx.node_stats.as_mut() {
+        if stats.len() <= node {
+            stats.resize(node + 1, NodeStats::default());
+        }
+        stats[node].loops += 1;
+        add_io(&mut stats[node], thread_io().since(before));
+        return Ok(Box::new(Instrumented {
+            inner: source,
+            node,
+        }));
+    }
+    Ok(source)
+}
+
+fn add_io(stats: &mut NodeStats, io: ThreadIo) {
+    stats.io.hits += io.hits;
+    stats.io.reads += io.reads;
+}
+
+struct Instrumented<'p> {
+    inner: BoxedSource<'p>,
+    node: usize,
+}
+
+impl Source for Instrumented<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        let before = thread_io();
+        let row = self.inner.next(ctx)?;
+        if let Some(stats) = ctx.node_stats.as_mut().and_then(|s| s.get_mut(self.node)) {
+            stats.rows += u64::from(row.is_some());
+            add_io(stats, thread_io().since(before));
+        }
+        Ok(row)
+    }
+}
+
+fn open_node<'p>(
+    plan: &'p Plan,
+    ctx: &mut ExecCtx,
+    numbering: &mut usize,
+) -> Result<BoxedSource<'p>> {
+    Ok(match plan {
+        Plan::Scan {
+            table,
+            access,
+            filter,
+        } => Box::new(open_scan(table, access, filter.as_ref(), ctx)?),
+        Plan::Values { rows, .. } => Box::new(ValuesSource { rows, next: 0 }),
+        Plan::System(table) => Box::new(RowsSource::new((table.rows)(ctx)?)),
+        Plan::Series { start, stop, step } => {
+            Box::new(SeriesSource::new(start, stop, step.as_ref(), ctx)?)
+        }
+        Plan::Filter { input, predicate } => Box::new(FilterSource {
+            input: open(input, ctx, numbering)?,
+            predicate,
+        }),
+        Plan::Project { input, exprs } => Box::new(ProjectSource {
+            input: open(input, ctx, numbering)?,
+            exprs,
+        }),
+        Plan::Aggregate {
+            input,
+            groups,
+            aggregates,
+        } => {
+            let mut input = open(input, ctx, numbering)?;
+            Box::new(RowsSource::new(aggregate(
+                &mut input, groups, aggregates, ctx,
+            )?))
+        }
+        Plan::Sort { input, keys } => {
+            let mut input = open(input, ctx, numbering)?;
+            Box::new(RowsSource::new(sort(&mut input, keys, ctx)?))
+        }
+        Plan::Limit {
+            input,
+            limit,
+            offset,
+        } => Box::new(LimitSource::new(
+            open(input, ctx, numbering)?,
+            limit.as_ref(),
+            offset.as_ref(),
+            ctx,
+        )?),
+        Plan::Distinct { input } => Box::new(DistinctSource {
+            input: open(input, ctx, numbering)?,
+            seen: BTreeMap::new(),
+        }),
+        Plan::Join {
+            left,
+            right,
+            kind,
+            on,
+            right_width,
+        } => {
+            let left = open(left, ctx, numbering)?;
+            let mut right = open(right, ctx, numbering)?;
+            let mut inner = Vec::new();
+            while let Some(row) = right.next(ctx)? {
+                inner.push(row);
+            }
+            Box::new(JoinSource {
+                left,
+                inner,
+                kind: *kind,
+                on: on.as_ref(),
+                right_width: *right_width,
+                current: None,
+                position: 0,
+                matched: false,
+            })
+        }
+        Plan::SetOp {
+            left,
+            right,
+            op,
+            all,
+        } => {
+            let mut left = open(left, ctx, numbering)?;
+            let mut right = open(right, ctx, numbering)?;
+            Box::new(RowsSource::new(set_operation(
+                &mut left, &mut right, *op, *all, ctx,
+            )?))
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scans
+// ---------------------------------------------------------------------------------------------
+
+enum ScanRows {
+    Stream(RowScan),
+    Fetched(std::vec::IntoIter<(Vec<u8>, Vec<Value>)>),
+}
+
+struct ScanSource<'p> {
+    rows: ScanRows,
+    filter: Option<&'p Expr>,
+}
+
+impl Source for ScanSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        loop {
+            let next = match &mut self.rows {
+                ScanRows::Stream(scan) => scan.next().transpose()?,
+                ScanRows::Fetched(rows) => rows.next(),
+            };
+            let Some((_, row)) = next else {
+                return Ok(None);
+            };
+            match self.filter {
+                Some(filter) if !filter.eval_predicate(&row, ctx)? => continue,
+                _ => return Ok(Some(row)),
+            }
+        }
+    }
+}
+
+/// Encoded key bounds of a range; `None` when an equality value is NULL (no row can match).
+pub fn encode_range(
+    range: &KeyRange,
+    ctx: &mut ExecCtx,
+) -> Result<Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)>> {
+    let mut prefix = Vec::new();
+    for (expr, ty) in range.equal.iter().zip(&range.types) {
+        let value = expr.eval(&[], ctx)?;
+        if value.is_null() {
+            return Ok(None);
+        }
+        match value.cast_to(ty) {
+            Ok(v) => prefix.push(v),
+            Err(_) => return Ok(Some((Bound::Unbounded, Bound::Unbounded))),
+        }
+    }
+    let next_type = range.types.get(prefix.len());
+    let mut bound_key =
+        |expr: Option<&Expr>, ctx: &mut ExecCtx| -> Result<Option<Option<Vec<u8>>>> {
+            let (Some(expr), Some(ty)) = (expr, next_type) else {
+                return Ok(Some(None));
+            };
+            let value = expr.eval(&[], ctx)?;
+            if value.is_null() {
+                return Ok(None);
+            }
+            let Ok(value) = value.cast_to(ty) else {
+                return Ok(Some(None));
+            };
+            let mut key = prefix.clone();
+            key.push(value);
+            Ok(Some(Some(encode_key(&key))))
+        };
+    let (Some(lower), Some(upper)) = (
+        bound_key(range.lower.as_ref(), ctx)?,
+        bound_key(range.upper.as_ref(), ctx)?,
+    ) else {
+        return Ok(None);
+    };
+    let start = match lower {
+        Some(key) => Bound::Included(key),
+        None if prefix.is_empty() => Bound::Unbounded,
+        None => Bound::Included(encode_key(&prefix)),
+    };
+    let end_prefix = upper.or_else(|| (!prefix.is_empty()).then(|| encode_key(&prefix)));
+    let end = match end_prefix.and_then(|p| prefix_successor(&p)) {
+        Some(successor) => Bound::Excluded(successor),
+        None => Bound::Unbounded,
+    };
+    Ok(Some((start, end)))
+}
+
+fn open_scan<'p>(
+    table: &'p Arc<steady_engine::catalog::TableDef>,
+    access: &'p Access,
+    filter: Option<&'p Expr>,
+    ctx: &mut ExecCtx,
+) -> Result<ScanSource<'p>> {
+    let rows = match access {
+        Access::Full => ScanRows::Stream(ctx.txn()?.scan_rows(
+            table,
+            Bound::Unbounded,
+            Bound::Unbounded,
+        )?),
+        Access::Primary(range) => match encode_range(range, ctx)? {
+            None => ScanRows::Fetched(Vec::new().into_iter()),
+            Some((start, end)) => {
+                let scan = ctx.txn()?.scan_rows(table, as_ref(&start), as_ref(&end))?;
+                ScanRows::Stream(scan)
+            }
+        },
+        Access::Index(index, range) => match encode_range(range, ctx)? {
+            None => ScanRows::Fetched(Vec::new().into_iter()),
+            Some((start, end)) => {
+                let rows = ctx
+                    .txn()?
+                    .index_rows(table, index, as_ref(&start), as_ref(&end))?;
+                ScanRows::Fetched(rows.into_iter())
+            }
+        },
+    };
+    Ok(ScanSource { rows, filter })
+}
+
+pub fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simple sources
+// ---------------------------------------------------------------------------------------------
+
+struct RowsSource {
+    rows: std::vec::IntoIter<Row>,
+}
+
+impl RowsSource {
+    fn new(rows: Vec<Row>) -> Self {
+        RowsSource {
+            rows: rows.into_iter(),
+        }
+    }
+}
+
+impl Source for RowsSource {
+    fn next(&mut self, _: &mut ExecCtx) -> Result<Option<Row>> {
+        Ok(self.rows.next())
+    }
+}
+
+struct ValuesSource<'p> {
+    rows: &'p [Vec<Expr>],
+    next: usize,
+}
+
+impl Source for ValuesSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        let Some(exprs) = self.rows.get(self.next) else {
+            return Ok(None);
+        };
+        self.next += 1;
+        exprs
+            .iter()
+            .map(|e| e.eval(&[], ctx))
+            .collect::<Result<Row>>()
+            .map(Some)
+    }
+}
+
+struct SeriesSource {
+    next: Value,
+    stop: Value,
+    step: Value,
+}
+
+impl SeriesSource {
+    fn new(start: &Expr, stop: &Expr, step: Option<&Expr>, ctx: &mut ExecCtx) -> Result<Self> {
+        let start = start.eval(&[], ctx)?;
+        let stop = stop.eval(&[], ctx)?;
+        let step = match step {
+            Some(s) => s.eval(&[], ctx)?,
+            None => Value::Integer(1),
+        };
+        let zero = Value::Integer(0);
+        if step.compare(&zero) == Some(std::cmp::Ordering::Equal) {
+            return Err(SqlError::new("22023", "step size cannot equal zero"));
+        }
+        Ok(SeriesSource {
+            next: start,
+            stop,
+            step,
+        })
+    }
+}
+
+impl Source for SeriesSource {
+    fn next(&mut self, _: &mut ExecCtx) -> Result<Option<Row>> {
+        let ascending = self.step.compare(&Value::Integer(0)) == Some(std::cmp::Ordering::Greater);
+        let done = match self.next.compare(&self.stop) {
+            None => true,
+            Some(o) if ascending => o == std::cmp::Ordering::Greater,
+            Some(o) => o == std::cmp::Ordering::Less,
+        };
+        if done {
+            return Ok(None);
+        }
+        let current = self.next.clone();
+        self.next = match crate::ops::arith(crate::ops::ArithOp::Add, &current, &self.step) {
+            Ok(v) => v
+                .cast_to(&current.data_type().unwrap_or(DataType::BigInt))
+                .unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        Ok(Some(vec![current]))
+    }
+}
+
+struct FilterSource<'p> {
+    input: BoxedSource<'p>,
+    predicate: &'p Expr,
+}
+
+impl Source for FilterSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        while let Some(row) = self.input.next(ctx)? {
+            if self.predicate.eval_predicate(&row, ctx)? {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+}
+
+struct ProjectSource<'p> {
+    input: BoxedSource<'p>,
+    exprs: &'p [Expr],
+}
+
+impl Source for ProjectSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        let Some(row) = self.input.next(ctx)? else {
+            return Ok(None);
+        };
+        self.exprs
+            .iter()
+            .map(|e| e.eval(&row, ctx))
+            .collect::<Result<Row>>()
+            .map(Some)
+    }
+}
+
+struct LimitSource<'p> {
+    input: BoxedSource<'p>,
+    remaining: Option<u64>,
+    skip: u64,
+}
+
+impl<'p> LimitSource<'p> {
+    fn new(
+        input: BoxedSource<'p>,
+        limit: Option<&Expr>,
+        offset: Option<&Expr>,
+        ctx: &mut ExecCtx,
+    ) -> Result<Self> {
+        let count = |e: Option<&Expr>, ctx: &mut ExecCtx, what: &str| -> Result<Option<u64>> {
+            let Some(e) = e else { return Ok(None) };
+            match e.eval(&[], ctx)? {
+                Value::Null => Ok(None),
+                v => {
+                    let n = crate::ops::as_i64(&v.cast_to(&DataType::BigInt)?);
+                    u64::try_from(n)
+                        .map(Some)
+                        .map_err(|_| SqlError::new("2201W", format!("{what} must not be negative")))
+                }
+            }
+        };
+        Ok(LimitSource {
+            input,
+            remaining: count(limit, ctx, "LIMIT")?,
+            skip: count(offset, ctx, "OFFSET")?.unwrap_or(0),
+        })
+    }
+}
+
+impl Source for LimitSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        if self.remaining == Some(0) {
+            return Ok(None);
+        }
+        while self.skip > 0 {
+            self.skip -= 1;
+            if self.input.next(ctx)?.is_none() {
+                return Ok(None);
+            }
+        }
+        let row = self.input.next(ctx)?;
+        if let Some(n) = self.remaining.as_mut() {
+            *n = n.saturating_sub(1);
+        }
+        Ok(row)
+    }
+}
+
+/// Rows ordered as GROUP BY and DISTINCT compare them.
+#[derive(Debug, Clone)]
+struct RowKey(Row);
+
+impl PartialEq for RowKey {
+    fn eq(&self, other: &Self) -> bool {
+        compare_rows(&self.0, &other.0).is_eq()
+    }
+}
+impl Eq for RowKey {}
+impl PartialOrd for RowKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for RowKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        compare_rows(&self.0, &other.0)
+    }
+}
+
+struct DistinctSource<'p> {
+    input: BoxedSource<'p>,
+    seen: BTreeMap<RowKey, ()>,
+}
+
+impl Source for DistinctSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        while let Some(row) = self.input.next(ctx)? {
+            if self.seen.insert(RowKey(row.clone()), ()).is_none() {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
+}
+
+struct JoinSource<'p> {
+    left: BoxedSource<'p>,
+    inner: Vec<Row>,
+    kind: JoinKind,
+    on: Option<&'p Expr>,
+    right_width: usize,
+    current: Option<Row>,
+    position: usize,
+    matched: bool,
+}
+
+impl Source for JoinSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        loop {
+            let Some(left) = &self.current else {
+                match self.left.next(ctx)? {
+                    Some(row) => {
+                        self.current = Some(row);
+                        self.position = 0;
+                        self.matched = false;
+                        continue;
+                    }
+                    None => return Ok(None),
+                }
+            };
+            while self.position < self.inner.len() {
+                let mut row = left.clone();
+                row.extend_from_slice(&self.inner[self.position]);
+                self.position += 1;
+                let keep = match self.on {
+                    Some(on) => on.eval_predicate(&row, ctx)?,
+                    None => true,
+                };
+                if keep {
+                    self.matched = true;
+                    return Ok(Some(row));
+                }
+            }
+            let left = self.current.take().unwrap_or_default();
+            if self.kind == JoinKind::Left && !self.matched {
+                let mut row = left;
+                row.extend(std::iter::repeat_n(Value::Null, self.right_width));
+                return Ok(Some(row));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Materialising operators
+// ---------------------------------------------------------------------------------------------
+
+fn aggregate(
+    input: &mut BoxedSource,
+    groups: &[Expr],
+    calls: &[AggCall],
+    ctx: &mut ExecCtx,
+) -> Result<Vec<Row>> {
+    let mut table: BTreeMap<RowKey, Vec<Accumulator>> = BTreeMap::new();
+    while let Some(row) = input.next(ctx)? {
+        let key = groups
+            .iter()
+            .map(|g| g.eval(&row, ctx))
+            .collect::<Result<Row>>()?;
+        let accumulators = table
+            .entry(RowKey(key))
+            .or_insert_with(|| calls.iter().map(Accumulator::new).collect());
+        for (call, accumulator) in calls.iter().zip(accumulators.iter_mut()) {
+            if let Some(filter) = &call.filter {
+                if !filter.eval_predicate(&row, ctx)? {
+                    continue;
+                }
+            }
+            let args = call
+                .args
+                .iter()
+                .map(|a| a.eval(&row, ctx))
+                .collect::<Result<Row>>()?;
+            let keys = call
+                .order_by
+                .iter()
+                .map(|k| k.expr.eval(&row, ctx))
+                .collect::<Result<Row>>()?;
+            accumulator.add(args, keys)?;
+        }
+    }
+    if table.is_empty() && groups.is_empty() {
+        table.insert(
+            RowKey(Vec::new()),
+            calls.iter().map(Accumulator::new).collect(),
+        );
+    }
+    let mut rows = Vec::with_capacity(table.len());
+    for (RowKey(mut key), accumulators) in table {
+        for (call, accumulator) in calls.iter().zip(accumulators) {
+            key.push(accumulator.finish(call)?);
+        }
+        rows.push(key);
+    }
+    Ok(rows)
+}
+
+fn sort(input: &mut BoxedSource, keys: &[SortKey], ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+    let mut keyed = Vec::new();
+    while let Some(row) = input.next(ctx)? {
+        let sort_values = keys
+            .iter()
+            .map(|k| k.expr.eval(&row, ctx))
+            .collect::<Result<Row>>()?;
+        keyed.push((sort_values, row));
+    }
+    keyed.sort_by(|a, b| compare_by_keys(&a.0, &b.0, keys));
+    Ok(keyed.into_iter().map(|(_, row)| row).collect())
+}
+
+fn drain(source: &mut BoxedSource, ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    while let Some(row) = source.next(ctx)? {
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+fn set_operation(
+    left: &mut BoxedSource,
+    right: &mut BoxedSource,
+    op: SetOpKind,
+    all: bool,
+    ctx: &mut ExecCtx,
+) -> Result<Vec<Row>> {
+    let left = drain(left, ctx)?;
+    let right = drain(right, ctx)?;
+    let mut counts: BTreeMap<RowKey, usize> = BTreeMap::new();
+    for row in &right {
+        *counts.entry(RowKey(row.clone())).or_default() += 1;
+    }
+    let rows: Vec<Row> = match op {
+        SetOpKind::Union => left.into_iter().chain(right).collect(),
+        SetOpKind::Intersect | SetOpKind::Except => {
+            let keep_if_present = op == SetOpKind::Intersect;
+            let mut out = Vec::new();
+            for row in left {
+                let count = counts.entry(RowKey(row.clone())).or_default();
+                let present = *count > 0;
+                if present && all {
+                    *count -= 1;
+                }
+                if present == keep_if_present {
+                    out.push(row);
+                }
+            }
+            out
+        }
+    };
+    if all {
+        return Ok(rows);
+    }
+    let mut seen = BTreeMap::new();
+    Ok(rows
+        .into_iter()
+        .filter(|r| seen.insert(RowKey(r.clone()), ()).is_none())
+        .collect())
+}

@@ -1,0 +1,159 @@
+//! EXPLAIN [ANALYZE] [(ANALYZE, BUFFERS)]: the plan tree as text, one line per node with its
+//! conditions below it; with ANALYZE the statement runs and each node shows the rows it returned
+//! and, with BUFFERS, the buffer-pool pages its thread hit and read (inclusive of its inputs, as in
+//! PostgreSQL).
+
+use sqlparser::ast;
+use steady_engine::types::{DataType, Value};
+use steady_storage::buffer_pool::thread_io;
+
+use crate::bind::Binder;
+use crate::error::{Result, SqlError};
+use crate::exec::{collect, ExecCtx, NodeStats};
+use crate::plan::{Column, Plan};
+use crate::session::{QueryResult, Session};
+
+struct Options {
+    analyze: bool,
+    buffers: bool,
+}
+
+fn options(analyze: bool, given: Option<&[ast::UtilityOption]>) -> Result<Options> {
+    let mut options = Options {
+        analyze,
+        buffers: false,
+    };
+    for option in given.unwrap_or_default() {
+        let on = match &option.arg {
+            None => true,
+            Some(arg) => !matches!(
+                arg.to_string().to_lowercase().as_str(),
+                "false" | "off" | "0"
+            ),
+        };
+        match option.name.value.to_lowercase().as_str() {
+            "analyze" => options.analyze = on,
+            "buffers" => options.buffers = on,
+            "verbose" | "costs" | "timing" | "summary" | "format" | "settings" | "wal" => {}
+            other => {
+                return Err(SqlError::syntax(format!(
+                    "unrecognized EXPLAIN option \"{other}\""
+                )))
+            }
+        }
+    }
+    Ok(options)
+}
+
+pub fn explain(
+    binder: &mut Binder,
+    ctx: &mut ExecCtx,
+    statement: &ast::Statement,
+    analyze: bool,
+    given: Option<&[ast::UtilityOption]>,
+    session: &Session,
+) -> Result<QueryResult> {
+    let options = options(analyze, given)?;
+    let mut lines = Vec::new();
+    match statement {
+        ast::Statement::Query(query) => {
+            let bound = binder.bind_query(query)?;
+            let stats = if options.analyze {
+                ctx.node_stats = Some(Vec::new());
+                collect(&bound.plan, ctx)?;
+                ctx.node_stats.take()
+            } else {
+                None
+            };
+            render(
+                &bound.plan,
+                0,
+                &mut 0,
+                stats.as_deref(),
+                options.buffers,
+                &mut lines,
+            );
+        }
+        ast::Statement::Update(_) | ast::Statement::Delete(_) | ast::Statement::Insert(_) => {
+            explain_dml(binder, ctx, statement, &options, session, &mut lines)?;
+        }
+        other => return Err(SqlError::unsupported(format!("EXPLAIN of {other}"))),
+    }
+    let rows = lines.into_iter().map(|l| vec![Value::Text(l)]).collect();
+    Ok(QueryResult::rows(
+        "EXPLAIN",
+        vec![Column::new("QUERY PLAN", Some(DataType::Text))],
+        rows,
+    ))
+}
+
+fn explain_dml(
+    binder: &mut Binder,
+    ctx: &mut ExecCtx,
+    statement: &ast::Statement,
+    options: &Options,
+    session: &Session,
+    lines: &mut Vec<String>,
+) -> Result<()> {
+    let (label, plan) = match crate::dml::dml_plan(binder, statement)? {
+        Some(found) => found,
+        None => ("Insert".to_owned(), Plan::single_row()),
+    };
+    let mut root = label;
+    if options.analyze {
+        let before = thread_io();
+        let result = crate::dml::execute(binder, ctx, statement, session)?;
+        let io = thread_io().since(before);
+        let rows = result.tag.rsplit(' ').next().unwrap_or("0");
+        root = format!("{root} (actual rows={rows} loops=1)");
+        lines.push(root);
+        if options.buffers {
+            lines.push(format!(
+                "  Buffers: shared hit={} read={}",
+                io.hits, io.reads
+            ));
+        }
+    } else {
+        lines.push(root);
+    }
+    render(&plan, 1, &mut 0, None, false, lines);
+    Ok(())
+}
+
+/// Appends the lines of `plan` (and its inputs) at `depth`.
+fn render(
+    plan: &Plan,
+    depth: usize,
+    number: &mut usize,
+    stats: Option<&[NodeStats]>,
+    buffers: bool,
+    lines: &mut Vec<String>,
+) {
+    let node = *number;
+    *number += 1;
+    let indent = "  ".repeat(depth);
+    let arrow = if depth == 0 { "" } else { "->  " };
+    let mut line = format!("{indent}{arrow}{}", plan.label());
+    let node_stats = stats.map(|s| s.get(node).copied().unwrap_or_default());
+    if let Some(s) = node_stats {
+        line.push_str(&format!(
+            " (actual rows={} loops={})",
+            s.rows,
+            s.loops.max(1)
+        ));
+    }
+    lines.push(line);
+    let detail_indent = format!("{indent}{}", if depth == 0 { "  " } else { "      " });
+    for detail in plan.details() {
+        lines.push(format!("{detail_indent}{detail}"));
+    }
+    if let (Some(s), true) = (node_stats, buffers) {
+        lines.push(format!(
+            "{detail_indent}Buffers: shared hit={} read={}",
+            s.io.hits, s.io.reads
+        ));
+    }
+    for child in plan.children() {
+        render(child, depth + 1, number, stats, buffers, lines);
+    }
+}

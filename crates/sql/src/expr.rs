@@ -1,0 +1,478 @@
+//! Bound expressions and their evaluation.
+//!
+//! The binder ([`crate::plan`]) turns parsed SQL expressions into [`Expr`]: names are resolved to
+//! positions in the input row ([`Expr::Column`]) or in an enclosing query's row
+//! ([`Expr::Outer`]), string literals have been coerced to the type their context asks for, and
+//! functions are looked up. Evaluation follows SQL's three-valued logic: a NULL operand makes a
+//! comparison or arithmetic NULL; AND/OR/NOT, IN and CASE follow the SQL truth tables.
+//!
+//! Invariant: an [`Expr`] never holds a name; every [`Expr::Subquery`] carries a plan of its own,
+//! evaluated through the [`ExecCtx`] (which caches the result of an uncorrelated one).
+
+use std::fmt;
+
+use steady_engine::types::{DataType, Value};
+
+use crate::error::{Result, SqlError};
+use crate::exec::ExecCtx;
+use crate::functions::Function;
+use crate::ops::{self, ArithOp, CmpOp};
+use crate::plan::Plan;
+
+/// A bound scalar expression.
+#[derive(Debug, Clone)]
+pub enum Expr {
+    Literal(Value),
+    /// A column of the input row.
+    Column(usize),
+    /// A column of an enclosing query's current row: `depth` 1 is the nearest.
+    Outer {
+        depth: usize,
+        index: usize,
+    },
+    /// A statement parameter (`$1` is index 0), cast to its type when it has one.
+    Param {
+        index: usize,
+        ty: Option<DataType>,
+    },
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    And(Box<Expr>, Box<Expr>),
+    Or(Box<Expr>, Box<Expr>),
+    Compare(CmpOp, Box<Expr>, Box<Expr>),
+    Arith(ArithOp, Box<Expr>, Box<Expr>),
+    IsNull(Box<Expr>),
+    /// `a IS DISTINCT FROM b`.
+    IsDistinct(Box<Expr>, Box<Expr>),
+    /// `e IS TRUE` / `e IS FALSE` (never NULL).
+    IsBool(Box<Expr>, bool),
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        case_insensitive: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+    Cast(Box<Expr>, DataType),
+    Call(&'static Function, Vec<Expr>),
+    Subquery(Box<Subquery>),
+    /// An aggregate's result, only while binding a grouped query.
+    AggRef(usize),
+}
+
+/// A subquery inside an expression.
+#[derive(Debug, Clone)]
+pub struct Subquery {
+    /// Unique within its statement: the key of the cached result of an uncorrelated subquery.
+    pub id: usize,
+    pub plan: Plan,
+    pub kind: SubqueryKind,
+    /// Whether the plan refers to the rows of enclosing queries (then it runs once per row).
+    pub correlated: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum SubqueryKind {
+    /// `(SELECT x ...)`: at most one row.
+    Scalar,
+    /// `EXISTS (...)`.
+    Exists,
+    /// `expr IN (SELECT ...)`.
+    In(Box<Expr>),
+}
+
+impl Expr {
+    pub fn literal_bool(b: bool) -> Expr {
+        Expr::Literal(Value::Boolean(b))
+    }
+
+    /// Evaluates the expression on `row`.
+    pub fn eval(&self, row: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+        Ok(match self {
+            Expr::Literal(v) => v.clone(),
+            Expr::Column(i) => row[*i].clone(),
+            Expr::Outer { depth, index } => ctx.outer_value(*depth, *index),
+            Expr::Param { index, ty } => ctx.param(*index, ty.as_ref())?,
+            Expr::Not(e) => match truth(&e.eval(row, ctx)?)? {
+                Some(b) => Value::Boolean(!b),
+                None => Value::Null,
+            },
+            Expr::Neg(e) => negate(e.eval(row, ctx)?)?,
+            Expr::And(a, b) => and(a, b, row, ctx)?,
+            Expr::Or(a, b) => or(a, b, row, ctx)?,
+            Expr::Compare(op, a, b) => {
+                let (a, b) = (a.eval(row, ctx)?, b.eval(row, ctx)?);
+                ops::compare(*op, &a, &b)
+            }
+            Expr::Arith(op, a, b) => {
+                let (a, b) = (a.eval(row, ctx)?, b.eval(row, ctx)?);
+                ops::arith(*op, &a, &b)?
+            }
+            Expr::IsNull(e) => Value::Boolean(e.eval(row, ctx)?.is_null()),
+            Expr::IsDistinct(a, b) => {
+                let (a, b) = (a.eval(row, ctx)?, b.eval(row, ctx)?);
+                Value::Boolean(distinct(&a, &b))
+            }
+            Expr::IsBool(e, want) => Value::Boolean(truth(&e.eval(row, ctx)?)? == Some(*want)),
+            Expr::Like {
+                expr,
+                pattern,
+                case_insensitive,
+            } => {
+                let (text, pattern) = (expr.eval(row, ctx)?, pattern.eval(row, ctx)?);
+                if text.is_null() || pattern.is_null() {
+                    Value::Null
+                } else {
+                    let (text, pattern) = (ops::text_of(&text), ops::text_of(&pattern));
+                    Value::Boolean(ops::like(&text, &pattern, *case_insensitive))
+                }
+            }
+            Expr::InList { expr, list } => {
+                let needle = expr.eval(row, ctx)?;
+                let mut candidates = Vec::with_capacity(list.len());
+                for item in list {
+                    candidates.push(item.eval(row, ctx)?);
+                }
+                in_values(&needle, candidates.iter())
+            }
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => eval_case(operand.as_deref(), whens, otherwise.as_deref(), row, ctx)?,
+            Expr::Cast(e, ty) => e.eval(row, ctx)?.cast_to(ty)?,
+            Expr::Call(function, args) => {
+                let mut values = Vec::with_capacity(args.len());
+                for arg in args {
+                    values.push(arg.eval(row, ctx)?);
+                }
+                crate::functions::call(function, &values, ctx)?
+            }
+            Expr::Subquery(sub) => eval_subquery(sub, row, ctx)?,
+            Expr::AggRef(_) => {
+                return Err(SqlError::new(
+                    "42803",
+                    "aggregate functions are not allowed here",
+                ))
+            }
+        })
+    }
+
+    /// Evaluates a predicate: true only when the value is TRUE (NULL and FALSE reject).
+    pub fn eval_predicate(&self, row: &[Value], ctx: &mut ExecCtx) -> Result<bool> {
+        Ok(truth(&self.eval(row, ctx)?)? == Some(true))
+    }
+
+    /// Whether the expression reads nothing but literals (it can be folded).
+    pub fn is_constant(&self) -> bool {
+        let mut constant = true;
+        self.visit(&mut |e| {
+            if matches!(
+                e,
+                Expr::Column(_)
+                    | Expr::Outer { .. }
+                    | Expr::Param { .. }
+                    | Expr::Subquery(_)
+                    | Expr::AggRef(_)
+            ) || matches!(e, Expr::Call(f, _) if f.volatile)
+            {
+                constant = false;
+            }
+        });
+        constant
+    }
+
+    /// Whether the expression reads the input row.
+    pub fn uses_columns(&self) -> bool {
+        let mut uses = false;
+        self.visit(&mut |e| uses |= matches!(e, Expr::Column(_) | Expr::AggRef(_)));
+        uses
+    }
+
+    /// Calls `f` on this expression and every sub-expression (not into subquery plans).
+    pub fn visit(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        for child in self.children() {
+            child.visit(f);
+        }
+    }
+
+    fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Literal(_)
+            | Expr::Column(_)
+            | Expr::Outer { .. }
+            | Expr::Param { .. }
+            | Expr::AggRef(_) => vec![],
+            Expr::Not(e)
+            | Expr::Neg(e)
+            | Expr::IsNull(e)
+            | Expr::IsBool(e, _)
+            | Expr::Cast(e, _) => {
+                vec![e]
+            }
+            Expr::And(a, b)
+            | Expr::Or(a, b)
+            | Expr::Compare(_, a, b)
+            | Expr::Arith(_, a, b)
+            | Expr::IsDistinct(a, b) => vec![a, b],
+            Expr::Like { expr, pattern, .. } => vec![expr, pattern],
+            Expr::InList { expr, list } => std::iter::once(&**expr).chain(list).collect(),
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => operand
+                .iter()
+                .map(|e| &**e)
+                .chain(whens.iter().flat_map(|(w, t)| [w, t]))
+                .chain(otherwise.iter().map(|e| &**e))
+                .collect(),
+            Expr::Call(_, args) => args.iter().collect(),
+            Expr::Subquery(sub) => match &sub.kind {
+                SubqueryKind::In(e) => vec![e],
+                _ => vec![],
+            },
+        }
+    }
+
+    /// Rebuilds the expression with `f` applied to each direct child.
+    pub fn map_children(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Expr> {
+        fn t(e: Box<Expr>, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Box<Expr>> {
+            Ok(Box::new(f(*e)?))
+        }
+        Ok(match self {
+            Expr::Not(e) => Expr::Not(t(e, f)?),
+            Expr::Neg(e) => Expr::Neg(t(e, f)?),
+            Expr::IsNull(e) => Expr::IsNull(t(e, f)?),
+            Expr::IsBool(e, b) => Expr::IsBool(t(e, f)?, b),
+            Expr::Cast(e, ty) => Expr::Cast(t(e, f)?, ty),
+            Expr::And(a, b) => Expr::And(t(a, f)?, t(b, f)?),
+            Expr::Or(a, b) => Expr::Or(t(a, f)?, t(b, f)?),
+            Expr::Compare(op, a, b) => Expr::Compare(op, t(a, f)?, t(b, f)?),
+            Expr::Arith(op, a, b) => Expr::Arith(op, t(a, f)?, t(b, f)?),
+            Expr::IsDistinct(a, b) => Expr::IsDistinct(t(a, f)?, t(b, f)?),
+            Expr::Like {
+                expr,
+                pattern,
+                case_insensitive,
+            } => Expr::Like {
+                expr: t(expr, f)?,
+                pattern: t(pattern, f)?,
+                case_insensitive,
+            },
+            Expr::InList { expr, list } => Expr::InList {
+                expr: t(expr, f)?,
+                list: list.into_iter().map(&mut *f).collect::<Result<_>>()?,
+            },
+            Expr::Case {
+                operand,
+                whens,
+                otherwise,
+            } => Expr::Case {
+                operand: operand.map(|e| t(e, f)).transpose()?,
+                whens: whens
+                    .into_iter()
+                    .map(|(w, r)| Ok((f(w)?, f(r)?)))
+                    .collect::<Result<_>>()?,
+                otherwise: otherwise.map(|e| t(e, f)).transpose()?,
+            },
+            Expr::Call(function, args) => Expr::Call(
+                function,
+                args.into_iter().map(&mut *f).collect::<Result<_>>()?,
+            ),
+            Expr::Subquery(mut sub) => {
+                if let SubqueryKind::In(e) = sub.kind {
+                    sub.kind = SubqueryKind::In(t(e, f)?);
+                }
+                Expr::Subquery(sub)
+            }
+            leaf => leaf,
+        })
+    }
+}
+
+/// Structural equality, used to match select-list expressions against GROUP BY expressions.
+impl PartialEq for Expr {
+    fn eq(&self, other: &Self) -> bool {
+        format!("{self:?}") == format!("{other:?}") && !matches!(self, Expr::Subquery(_))
+    }
+}
+
+impl fmt::Display for Expr {
+    /// A compact rendering for EXPLAIN.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Literal(Value::Text(s)) => write!(f, "'{s}'"),
+            Expr::Literal(v) => write!(f, "{v}"),
+            Expr::Column(i) => write!(f, "#{i}"),
+            Expr::Outer { depth, index } => write!(f, "outer{depth}.#{index}"),
+            Expr::Param { index, .. } => write!(f, "${}", index + 1),
+            Expr::Not(e) => write!(f, "(NOT {e})"),
+            Expr::Neg(e) => write!(f, "(-{e})"),
+            Expr::And(a, b) => write!(f, "({a} AND {b})"),
+            Expr::Or(a, b) => write!(f, "({a} OR {b})"),
+            Expr::Compare(op, a, b) => write!(f, "({a} {} {b})", op.symbol()),
+            Expr::Arith(op, a, b) => write!(f, "({a} {} {b})", op.symbol()),
+            Expr::IsNull(e) => write!(f, "({e} IS NULL)"),
+            Expr::IsDistinct(a, b) => write!(f, "({a} IS DISTINCT FROM {b})"),
+            Expr::IsBool(e, b) => write!(f, "({e} IS {})", if *b { "TRUE" } else { "FALSE" }),
+            Expr::Like { expr, pattern, .. } => write!(f, "({expr} ~~ {pattern})"),
+            Expr::InList { expr, list } => {
+                let items: Vec<String> = list.iter().map(|e| e.to_string()).collect();
+                write!(f, "({expr} IN ({}))", items.join(", "))
+            }
+            Expr::Case { .. } => f.write_str("CASE ... END"),
+            Expr::Cast(e, ty) => write!(f, "({e})::{ty}"),
+            Expr::Call(function, args) => {
+                let items: Vec<String> = args.iter().map(|e| e.to_string()).collect();
+                write!(f, "{}({})", function.name, items.join(", "))
+            }
+            Expr::Subquery(sub) => write!(f, "(SubPlan {})", sub.id),
+            Expr::AggRef(i) => write!(f, "agg{i}"),
+        }
+    }
+}
+
+/// The truth value of a boolean (or NULL) value.
+pub fn truth(value: &Value) -> Result<Option<bool>> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Boolean(b) => Ok(Some(*b)),
+        other => Err(SqlError::datatype_mismatch(format!(
+            "argument of boolean test must be type boolean, not type {}",
+            other
+                .data_type()
+                .map_or("unknown".into(), |t| t.to_string())
+        ))),
+    }
+}
+
+fn and(a: &Expr, b: &Expr, row: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let left = truth(&a.eval(row, ctx)?)?;
+    if left == Some(false) {
+        return Ok(Value::Boolean(false));
+    }
+    let right = truth(&b.eval(row, ctx)?)?;
+    Ok(match (left, right) {
+        (_, Some(false)) => Value::Boolean(false),
+        (Some(true), Some(true)) => Value::Boolean(true),
+        _ => Value::Null,
+    })
+}
+
+fn or(a: &Expr, b: &Expr, row: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let left = truth(&a.eval(row, ctx)?)?;
+    if left == Some(true) {
+        return Ok(Value::Boolean(true));
+    }
+    let right = truth(&b.eval(row, ctx)?)?;
+    Ok(match (left, right) {
+        (_, Some(true)) => Value::Boolean(true),
+        (Some(false), Some(false)) => Value::Boolean(false),
+        _ => Value::Null,
+    })
+}
+
+fn negate(value: Value) -> Result<Value> {
+    let overflow = |ty: &str| SqlError::new("22003", format!("{ty} out of range"));
+    Ok(match value {
+        Value::SmallInt(v) => Value::SmallInt(v.checked_neg().ok_or_else(|| overflow("smallint"))?),
+        Value::Integer(v) => Value::Integer(v.checked_neg().ok_or_else(|| overflow("integer"))?),
+        Value::BigInt(v) => Value::BigInt(v.checked_neg().ok_or_else(|| overflow("bigint"))?),
+        Value::Real(v) => Value::Real(-v),
+        Value::Double(v) => Value::Double(-v),
+        Value::Numeric(d) => Value::Numeric(-d),
+        Value::Null => Value::Null,
+        other => {
+            return Err(SqlError::undefined_function(format!(
+                "operator does not exist: - {}",
+                other
+                    .data_type()
+                    .map_or("unknown".into(), |t| t.to_string())
+            )))
+        }
+    })
+}
+
+/// `IS DISTINCT FROM`: NULLs are equal to each other and distinct from everything else.
+pub fn distinct(a: &Value, b: &Value) -> bool {
+    match (a.is_null(), b.is_null()) {
+        (true, true) => false,
+        (false, false) => a.compare(b) != Some(std::cmp::Ordering::Equal),
+        _ => true,
+    }
+}
+
+/// `needle IN (candidates)` with SQL's NULL rules.
+pub fn in_values<'a>(needle: &Value, candidates: impl Iterator<Item = &'a Value>) -> Value {
+    if needle.is_null() {
+        return Value::Null;
+    }
+    let mut saw_null = false;
+    for candidate in candidates {
+        match needle.compare(candidate) {
+            Some(std::cmp::Ordering::Equal) => return Value::Boolean(true),
+            None => saw_null = true,
+            Some(_) => {}
+        }
+    }
+    if saw_null {
+        Value::Null
+    } else {
+        Value::Boolean(false)
+    }
+}
+
+fn eval_case(
+    operand: Option<&Expr>,
+    whens: &[(Expr, Expr)],
+    otherwise: Option<&Expr>,
+    row: &[Value],
+    ctx: &mut ExecCtx,
+) -> Result<Value> {
+    let subject = operand.map(|e| e.eval(row, ctx)).transpose()?;
+    for (when, then) in whens {
+        let value = when.eval(row, ctx)?;
+        let matched = match &subject {
+            Some(subject) => subject.compare(&value) == Some(std::cmp::Ordering::Equal),
+            None => truth(&value)? == Some(true),
+        };
+        if matched {
+            return then.eval(row, ctx);
+        }
+    }
+    otherwise.map_or(Ok(Value::Null), |e| e.eval(row, ctx))
+}
+
+fn eval_subquery(sub: &Subquery, row: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let needle = match &sub.kind {
+        SubqueryKind::In(e) => Some(e.eval(row, ctx)?),
+        _ => None,
+    };
+    let rows = ctx.run_subquery(sub, row)?;
+    Ok(match &sub.kind {
+        SubqueryKind::Exists => Value::Boolean(!rows.is_empty()),
+        SubqueryKind::Scalar => match rows.len() {
+            0 => Value::Null,
+            1 => rows[0][0].clone(),
+            _ => {
+                return Err(SqlError::new(
+                    "21000",
+                    "more than one row returned by a subquery used as an expression",
+                ))
+            }
+        },
+        SubqueryKind::In(_) => {
+            let needle = needle.unwrap_or(Value::Null);
+            in_values(&needle, rows.iter().map(|r| &r[0]))
+        }
+    })
+}

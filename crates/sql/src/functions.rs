@@ -1,0 +1,777 @@
+//! Scalar functions: the registry the binder looks names up in, each with its argument count, its
+//! result type and its evaluation.
+//!
+//! Functions are strict unless marked otherwise: a NULL argument gives NULL without calling the
+//! body. Names are matched case-insensitively and may carry the `pg_catalog.` schema. Volatile
+//! functions (`random`, `now`) are never folded at bind time.
+
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::{Decimal, RoundingStrategy};
+use steady_engine::types::{civil_from_days, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+
+use crate::error::{Result, SqlError};
+use crate::exec::ExecCtx;
+use crate::ops::{as_decimal, as_f64, as_i64, text_of};
+
+type Body = fn(&[Value], &mut ExecCtx) -> Result<Value>;
+type ReturnType = fn(&[Option<DataType>]) -> Option<DataType>;
+
+/// A scalar function.
+pub struct Function {
+    pub name: &'static str,
+    pub min_args: usize,
+    pub max_args: usize,
+    /// NULL in, NULL out, without calling `eval`.
+    pub strict: bool,
+    pub volatile: bool,
+    pub returns: ReturnType,
+    pub eval: Body,
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Looks a function up by name (lower case, schema removed) and argument count.
+pub fn lookup(name: &str, args: usize) -> Result<&'static Function> {
+    let candidates: Vec<&Function> = FUNCTIONS.iter().filter(|f| f.name == name).collect();
+    if candidates.is_empty() {
+        return Err(SqlError::undefined_function(format!(
+            "function {name} does not exist"
+        )));
+    }
+    candidates
+        .into_iter()
+        .find(|f| (f.min_args..=f.max_args).contains(&args))
+        .ok_or_else(|| {
+            SqlError::undefined_function(format!(
+                "function {name} with {args} arguments does not exist"
+            ))
+        })
+}
+
+/// Calls a function, applying strictness.
+pub fn call(function: &Function, args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    if function.strict && args.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    (function.eval)(args, ctx)
+}
+
+const fn strict(
+    name: &'static str,
+    args: (usize, usize),
+    returns: ReturnType,
+    eval: Body,
+) -> Function {
+    Function {
+        name,
+        min_args: args.0,
+        max_args: args.1,
+        strict: true,
+        volatile: false,
+        returns,
+        eval,
+    }
+}
+
+const fn volatile(name: &'static str, returns: ReturnType, eval: Body) -> Function {
+    Function {
+        name,
+        min_args: 0,
+        max_args: 0,
+        strict: false,
+        volatile: true,
+        returns,
+        eval,
+    }
+}
+
+const fn lenient(
+    name: &'static str,
+    args: (usize, usize),
+    returns: ReturnType,
+    eval: Body,
+) -> Function {
+    Function {
+        name,
+        min_args: args.0,
+        max_args: args.1,
+        strict: false,
+        volatile: false,
+        returns,
+        eval,
+    }
+}
+
+fn same_as_first(args: &[Option<DataType>]) -> Option<DataType> {
+    args.first().copied().flatten()
+}
+fn first_known(args: &[Option<DataType>]) -> Option<DataType> {
+    args.iter().flatten().next().copied()
+}
+fn text(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Text)
+}
+fn integer(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Integer)
+}
+fn double(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Double)
+}
+fn boolean(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Boolean)
+}
+fn numeric(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(NUMERIC)
+}
+fn timestamp(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Timestamp)
+}
+fn date(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Date)
+}
+/// Numeric for exact inputs, double for floats (round, trunc, sqrt of numeric...).
+fn numeric_or_double(args: &[Option<DataType>]) -> Option<DataType> {
+    match args.first().copied().flatten() {
+        Some(DataType::Real | DataType::Double) => Some(DataType::Double),
+        _ => Some(NUMERIC),
+    }
+}
+
+const NUMERIC: DataType = DataType::Numeric {
+    precision: None,
+    scale: None,
+};
+
+static FUNCTIONS: &[Function] = &[
+    strict("abs", (1, 1), same_as_first, abs),
+    strict("round", (1, 2), numeric_or_double, round),
+    strict("trunc", (1, 2), numeric_or_double, trunc),
+    strict("floor", (1, 1), numeric_or_double, floor),
+    strict("ceil", (1, 1), numeric_or_double, ceil),
+    strict("ceiling", (1, 1), numeric_or_double, ceil),
+    strict("sign", (1, 1), numeric_or_double, sign),
+    strict("mod", (2, 2), same_as_first, modulo),
+    strict("power", (2, 2), numeric_or_double, power),
+    strict("pow", (2, 2), numeric_or_double, power),
+    strict("sqrt", (1, 1), numeric_or_double, sqrt),
+    strict("exp", (1, 1), numeric_or_double, exp),
+    strict("ln", (1, 1), numeric_or_double, ln),
+    strict("lower", (1, 1), text, lower),
+    strict("upper", (1, 1), text, upper),
+    strict("initcap", (1, 1), text, initcap),
+    strict("length", (1, 1), integer, char_length),
+    strict("char_length", (1, 1), integer, char_length),
+    strict("character_length", (1, 1), integer, char_length),
+    strict("octet_length", (1, 1), integer, octet_length),
+    strict("substr", (2, 3), text, substr),
+    strict("substring", (2, 3), text, substr),
+    strict("btrim", (1, 2), text, btrim),
+    strict("ltrim", (1, 2), text, ltrim),
+    strict("rtrim", (1, 2), text, rtrim),
+    strict("replace", (3, 3), text, replace),
+    strict("strpos", (2, 2), integer, strpos),
+    strict("left", (2, 2), text, left),
+    strict("right", (2, 2), text, right),
+    strict("lpad", (2, 3), text, lpad),
+    strict("rpad", (2, 3), text, rpad),
+    strict("repeat", (2, 2), text, repeat),
+    strict("reverse", (1, 1), text, reverse),
+    lenient("concat", (1, 100), text, concat),
+    lenient("concat_ws", (2, 100), text, concat_ws),
+    lenient("greatest", (1, 100), first_known, greatest),
+    lenient("least", (1, 100), first_known, least),
+    lenient("nullif", (2, 2), same_as_first, nullif),
+    strict("date_part", (2, 2), double, date_part),
+    strict("extract", (2, 2), numeric, extract),
+    strict("date_trunc", (2, 2), timestamp, date_trunc),
+    volatile("now", timestamp, now),
+    volatile("current_timestamp", timestamp, now),
+    volatile("localtimestamp", timestamp, now),
+    volatile("statement_timestamp", timestamp, now),
+    volatile("transaction_timestamp", timestamp, now),
+    volatile("clock_timestamp", timestamp, now),
+    volatile("current_date", date, current_date),
+    volatile("random", double, random),
+    lenient("version", (0, 0), text, version),
+    lenient("current_database", (0, 0), text, current_database),
+    lenient("current_schema", (0, 0), text, current_schema),
+    lenient("current_user", (0, 0), text, current_user),
+    lenient("session_user", (0, 0), text, current_user),
+    lenient("user", (0, 0), text, current_user),
+    lenient("pg_backend_pid", (0, 0), integer, backend_pid),
+    strict("current_setting", (1, 2), text, current_setting),
+    strict("to_hex", (1, 1), text, to_hex),
+    strict("chr", (1, 1), text, chr),
+    strict("ascii", (1, 1), integer, ascii),
+    strict("starts_with", (2, 2), boolean, starts_with),
+];
+
+fn type_name(value: &Value) -> String {
+    value
+        .data_type()
+        .map_or_else(|| "unknown".to_owned(), |t| t.to_string())
+}
+
+fn no_such(name: &str, value: &Value) -> SqlError {
+    SqlError::undefined_function(format!(
+        "function {name}({}) does not exist",
+        type_name(value)
+    ))
+}
+
+fn abs(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let out_of_range = |ty: &str| SqlError::new("22003", format!("{ty} out of range"));
+    Ok(match &args[0] {
+        Value::SmallInt(v) => {
+            Value::SmallInt(v.checked_abs().ok_or_else(|| out_of_range("smallint"))?)
+        }
+        Value::Integer(v) => {
+            Value::Integer(v.checked_abs().ok_or_else(|| out_of_range("integer"))?)
+        }
+        Value::BigInt(v) => Value::BigInt(v.checked_abs().ok_or_else(|| out_of_range("bigint"))?),
+        Value::Real(v) => Value::Real(v.abs()),
+        Value::Double(v) => Value::Double(v.abs()),
+        Value::Numeric(d) => Value::Numeric(d.abs()),
+        other => return Err(no_such("abs", other)),
+    })
+}
+
+fn is_float(value: &Value) -> bool {
+    matches!(value, Value::Real(_) | Value::Double(_))
+}
+
+fn digits_arg(args: &[Value]) -> i64 {
+    args.get(1).map_or(0, as_i64)
+}
+
+fn round(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if is_float(&args[0]) && args.len() == 1 {
+        return Ok(Value::Double(as_f64(&args[0]).round_ties_even()));
+    }
+    decimal_to_places(args, RoundingStrategy::MidpointAwayFromZero)
+}
+
+fn trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if is_float(&args[0]) && args.len() == 1 {
+        return Ok(Value::Double(as_f64(&args[0]).trunc()));
+    }
+    decimal_to_places(args, RoundingStrategy::ToZero)
+}
+
+/// Rounds a numeric to `args[1]` places (negative: to tens, hundreds...), keeping that scale.
+fn decimal_to_places(args: &[Value], strategy: RoundingStrategy) -> Result<Value> {
+    let d = as_decimal(&args[0])?;
+    let places = digits_arg(args);
+    if places >= 0 {
+        let places = places.min(28) as u32;
+        let rounded = d.round_dp_with_strategy(places, strategy);
+        return Ok(Value::Numeric(crate::ops::with_scale(rounded, places)));
+    }
+    let factor = Decimal::from(10i64.pow((-places).min(18) as u32));
+    let rounded = (d / factor).round_dp_with_strategy(0, strategy) * factor;
+    Ok(Value::Numeric(rounded.round_dp(0)))
+}
+
+fn floor(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(match &args[0] {
+        v if is_float(v) => Value::Double(as_f64(v).floor()),
+        v => Value::Numeric(as_decimal(v)?.floor()),
+    })
+}
+
+fn ceil(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(match &args[0] {
+        v if is_float(v) => Value::Double(as_f64(v).ceil()),
+        v => Value::Numeric(as_decimal(v)?.ceil()),
+    })
+}
+
+fn sign(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(match &args[0] {
+        v if is_float(v) => Value::Double(if as_f64(v) == 0.0 {
+            0.0
+        } else {
+            as_f64(v).signum()
+        }),
+        v => {
+            let d = as_decimal(v)?;
+            let sign = if d.is_zero() {
+                0
+            } else if d.is_sign_negative() {
+                -1
+            } else {
+                1
+            };
+            Value::Numeric(Decimal::from(sign))
+        }
+    })
+}
+
+fn modulo(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    crate::ops::arith(crate::ops::ArithOp::Mod, &args[0], &args[1])
+}
+
+fn float_result(x: f64) -> Result<f64> {
+    if x.is_nan() {
+        return Err(SqlError::new(
+            "2201F",
+            "invalid argument for power function",
+        ));
+    }
+    if x.is_infinite() {
+        return Err(SqlError::new("22003", "value out of range: overflow"));
+    }
+    Ok(x)
+}
+
+/// Evaluates a float function, giving a numeric back for exact arguments.
+fn float_fn(args: &[Value], f: impl Fn(f64) -> f64) -> Result<Value> {
+    let result = float_result(f(as_f64(&args[0])))?;
+    if is_float(&args[0]) {
+        return Ok(Value::Double(result));
+    }
+    let d = Decimal::try_from(result)
+        .map_err(|_| SqlError::new("22003", "value out of range for type numeric"))?;
+    Ok(Value::Numeric(
+        d.round_dp(16).normalize().max(d.round_dp(16)),
+    ))
+}
+
+fn power(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (base, exponent) = (as_f64(&args[0]), as_f64(&args[1]));
+    if base == 0.0 && exponent < 0.0 {
+        return Err(SqlError::new(
+            "2201F",
+            "zero raised to a negative power is undefined",
+        ));
+    }
+    if base < 0.0 && exponent.fract() != 0.0 {
+        return Err(SqlError::new(
+            "2201F",
+            "a negative number raised to a non-integer power yields a complex result",
+        ));
+    }
+    if !is_float(&args[0]) && !is_float(&args[1]) && exponent.fract() == 0.0 && exponent >= 0.0 {
+        let base = as_decimal(&args[0])?;
+        let mut d = Decimal::ONE;
+        for _ in 0..exponent as u64 {
+            d = d
+                .checked_mul(base)
+                .ok_or_else(|| SqlError::new("22003", "value overflows numeric format"))?;
+        }
+        return Ok(Value::Numeric(crate::ops::with_scale(d.normalize(), 16)));
+    }
+    float_fn(args, |b| b.powf(exponent))
+}
+
+fn sqrt(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if as_f64(&args[0]) < 0.0 {
+        return Err(SqlError::new(
+            "2201F",
+            "cannot take square root of a negative number",
+        ));
+    }
+    float_fn(args, f64::sqrt)
+}
+
+fn exp(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    float_fn(args, f64::exp)
+}
+
+fn ln(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    match as_f64(&args[0]) {
+        x if x == 0.0 => Err(SqlError::new("2201E", "cannot take logarithm of zero")),
+        x if x < 0.0 => Err(SqlError::new(
+            "2201E",
+            "cannot take logarithm of a negative number",
+        )),
+        _ => float_fn(args, f64::ln),
+    }
+}
+
+fn string(value: &Value) -> String {
+    match value {
+        Value::Text(s) => s.clone(),
+        other => text_of(other),
+    }
+}
+
+fn lower(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(string(&args[0]).to_lowercase()))
+}
+
+fn upper(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(string(&args[0]).to_uppercase()))
+}
+
+fn initcap(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let mut out = String::new();
+    let mut start = true;
+    for c in string(&args[0]).chars() {
+        if c.is_alphanumeric() {
+            if start {
+                out.extend(c.to_uppercase());
+            } else {
+                out.extend(c.to_lowercase());
+            }
+            start = false;
+        } else {
+            out.push(c);
+            start = true;
+        }
+    }
+    Ok(Value::Text(out))
+}
+
+/// Character length; `char(n)` values do not count their trailing spaces, as in PostgreSQL.
+fn char_length(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let n = match &args[0] {
+        Value::Bytea(b) => b.len(),
+        v => string(v).chars().count(),
+    };
+    Ok(Value::Integer(n as i32))
+}
+
+fn octet_length(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let n = match &args[0] {
+        Value::Bytea(b) => b.len(),
+        v => string(v).len(),
+    };
+    Ok(Value::Integer(n as i32))
+}
+
+/// `substr(s, from [, count])` with 1-based `from` that may lie before the string.
+fn substr(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let chars: Vec<char> = string(&args[0]).chars().collect();
+    let start = as_i64(&args[1]);
+    let end = match args.get(2) {
+        Some(count) => {
+            let count = as_i64(count);
+            if count < 0 {
+                return Err(SqlError::new(
+                    "22011",
+                    "negative substring length not allowed",
+                ));
+            }
+            start.saturating_add(count)
+        }
+        None => i64::MAX,
+    };
+    let from = (start.max(1) - 1) as usize;
+    let to = (end.max(1) - 1).min(chars.len() as i64) as usize;
+    let picked: String = if from < to {
+        chars[from..to].iter().collect()
+    } else {
+        String::new()
+    };
+    Ok(Value::Text(picked))
+}
+
+fn trim_set(args: &[Value]) -> Vec<char> {
+    args.get(1)
+        .map_or(vec![' '], |s| string(s).chars().collect())
+}
+
+fn btrim(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let set = trim_set(args);
+    Ok(Value::Text(
+        string(&args[0])
+            .trim_matches(|c| set.contains(&c))
+            .to_owned(),
+    ))
+}
+
+fn ltrim(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let set = trim_set(args);
+    Ok(Value::Text(
+        string(&args[0])
+            .trim_start_matches(|c| set.contains(&c))
+            .to_owned(),
+    ))
+}
+
+fn rtrim(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let set = trim_set(args);
+    Ok(Value::Text(
+        string(&args[0])
+            .trim_end_matches(|c| set.contains(&c))
+            .to_owned(),
+    ))
+}
+
+fn replace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let from = string(&args[1]);
+    let s = string(&args[0]);
+    if from.is_empty() {
+        return Ok(Value::Text(s));
+    }
+    Ok(Value::Text(s.replace(&from, &string(&args[2]))))
+}
+
+fn strpos(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (s, needle) = (string(&args[0]), string(&args[1]));
+    let position = s
+        .find(&needle)
+        .map_or(0, |byte| s[..byte].chars().count() + 1);
+    Ok(Value::Integer(position as i32))
+}
+
+fn left(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let chars: Vec<char> = string(&args[0]).chars().collect();
+    let n = as_i64(&args[1]);
+    let keep = if n >= 0 {
+        (n as usize).min(chars.len())
+    } else {
+        chars.len().saturating_sub(n.unsigned_abs() as usize)
+    };
+    Ok(Value::Text(chars[..keep].iter().collect()))
+}
+
+fn right(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let chars: Vec<char> = string(&args[0]).chars().collect();
+    let n = as_i64(&args[1]);
+    let keep = if n >= 0 {
+        (n as usize).min(chars.len())
+    } else {
+        chars.len().saturating_sub(n.unsigned_abs() as usize)
+    };
+    Ok(Value::Text(chars[chars.len() - keep..].iter().collect()))
+}
+
+fn pad(args: &[Value], on_left: bool) -> Value {
+    let chars: Vec<char> = string(&args[0]).chars().collect();
+    let width = as_i64(&args[1]).max(0) as usize;
+    let fill: Vec<char> = args
+        .get(2)
+        .map_or(vec![' '], |f| string(f).chars().collect());
+    if chars.len() >= width || fill.is_empty() {
+        return Value::Text(chars[..width.min(chars.len())].iter().collect());
+    }
+    let padding: String = fill.iter().cycle().take(width - chars.len()).collect();
+    let body: String = chars.iter().collect();
+    Value::Text(if on_left {
+        padding + &body
+    } else {
+        body + &padding
+    })
+}
+
+fn lpad(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(pad(args, true))
+}
+
+fn rpad(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(pad(args, false))
+}
+
+fn repeat(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let n = as_i64(&args[1]).max(0) as usize;
+    let s = string(&args[0]);
+    if s.len().saturating_mul(n) > 1 << 28 {
+        return Err(SqlError::new("54000", "requested length too large"));
+    }
+    Ok(Value::Text(s.repeat(n)))
+}
+
+fn reverse(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(string(&args[0]).chars().rev().collect()))
+}
+
+fn concat(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(
+        args.iter().filter(|v| !v.is_null()).map(string).collect(),
+    ))
+}
+
+fn concat_ws(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args[0].is_null() {
+        return Ok(Value::Null);
+    }
+    let parts: Vec<String> = args[1..]
+        .iter()
+        .filter(|v| !v.is_null())
+        .map(string)
+        .collect();
+    Ok(Value::Text(parts.join(&string(&args[0]))))
+}
+
+fn extreme(args: &[Value], want: std::cmp::Ordering) -> Value {
+    let mut best = Value::Null;
+    for value in args.iter().filter(|v| !v.is_null()) {
+        if best.is_null() || value.compare(&best) == Some(want) {
+            best = value.clone();
+        }
+    }
+    best
+}
+
+fn greatest(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(extreme(args, std::cmp::Ordering::Greater))
+}
+
+fn least(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(extreme(args, std::cmp::Ordering::Less))
+}
+
+fn nullif(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args[0].compare(&args[1]) == Some(std::cmp::Ordering::Equal) {
+        Ok(Value::Null)
+    } else {
+        Ok(args[0].clone())
+    }
+}
+
+/// The calendar fields of a date or timestamp: (year, month, day, micros into the day).
+fn fields(value: &Value) -> Result<(i64, i64, i64, i64)> {
+    let (days, micros) = match value {
+        Value::Date(d) => (i64::from(*d), 0),
+        Value::Timestamp(t) => (t.div_euclid(USECS_PER_DAY), t.rem_euclid(USECS_PER_DAY)),
+        other => return Err(no_such("date_part", other)),
+    };
+    let (y, m, d) = civil_from_days(days + PG_EPOCH_UNIX_DAYS);
+    Ok((y, m, d, micros))
+}
+
+fn field_value(field: &str, value: &Value) -> Result<Decimal> {
+    let (year, month, day, micros) = fields(value)?;
+    let days = match value {
+        Value::Date(d) => i64::from(*d),
+        Value::Timestamp(t) => t.div_euclid(USECS_PER_DAY),
+        _ => 0,
+    };
+    Ok(match field.to_ascii_lowercase().as_str() {
+        "year" | "years" => Decimal::from(year),
+        "month" | "months" => Decimal::from(month),
+        "day" | "days" => Decimal::from(day),
+        "hour" | "hours" => Decimal::from(micros / 3_600_000_000),
+        "minute" | "minutes" => Decimal::from(micros / 60_000_000 % 60),
+        "second" | "seconds" => Decimal::new(micros % 60_000_000, 6),
+        "dow" => Decimal::from((days + 6).rem_euclid(7)),
+        "isodow" => Decimal::from((days + 5).rem_euclid(7) + 1),
+        "doy" => Decimal::from(
+            days + PG_EPOCH_UNIX_DAYS - steady_engine::types::days_from_civil(year, 1, 1) + 1,
+        ),
+        "quarter" => Decimal::from((month - 1) / 3 + 1),
+        "decade" => Decimal::from(year.div_euclid(10)),
+        "century" => Decimal::from((year + 99).div_euclid(100)),
+        "epoch" => {
+            Decimal::from(days + PG_EPOCH_UNIX_DAYS) * Decimal::from(86_400)
+                + Decimal::new(micros, 6)
+        }
+        other => {
+            return Err(SqlError::new(
+                "22023",
+                format!(
+                    "unit \"{other}\" not recognized for type {}",
+                    type_name(value)
+                ),
+            ))
+        }
+    })
+}
+
+fn date_part(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let d = field_value(&string(&args[0]), &args[1])?;
+    Ok(Value::Double(d.to_f64().unwrap_or(f64::NAN)))
+}
+
+fn extract(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Numeric(
+        field_value(&string(&args[0]), &args[1])?.normalize(),
+    ))
+}
+
+fn date_trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (year, month, day, micros) = fields(&args[1])?;
+    let day_start = |y: i64, m: i64, d: i64| {
+        (steady_engine::types::days_from_civil(y, m, d) - PG_EPOCH_UNIX_DAYS) * USECS_PER_DAY
+    };
+    let truncated = match string(&args[0]).to_ascii_lowercase().as_str() {
+        "year" => day_start(year, 1, 1),
+        "quarter" => day_start(year, (month - 1) / 3 * 3 + 1, 1),
+        "month" => day_start(year, month, 1),
+        "day" => day_start(year, month, day),
+        "hour" => day_start(year, month, day) + micros / 3_600_000_000 * 3_600_000_000,
+        "minute" => day_start(year, month, day) + micros / 60_000_000 * 60_000_000,
+        "second" => day_start(year, month, day) + micros / 1_000_000 * 1_000_000,
+        other => {
+            return Err(SqlError::new(
+                "22023",
+                format!("unit \"{other}\" not recognized for type timestamp"),
+            ))
+        }
+    };
+    Ok(Value::Timestamp(truncated))
+}
+
+fn now(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Timestamp(ctx.statement_time()))
+}
+
+fn current_date(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Date(
+        ctx.statement_time().div_euclid(USECS_PER_DAY) as i32
+    ))
+}
+
+fn random(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Double(crate::exec::random_unit()))
+}
+
+fn version(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(format!(
+        "PostgreSQL {} (SteadyDB {}) on x86_64-pc-linux-gnu, compiled by rustc, 64-bit",
+        crate::settings::SERVER_VERSION,
+        env!("CARGO_PKG_VERSION")
+    )))
+}
+
+fn current_database(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(ctx.database_name()))
+}
+
+fn current_schema(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text("public".to_owned()))
+}
+
+fn current_user(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(ctx.user_name()))
+}
+
+fn backend_pid(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Integer(ctx.session_id() as i32))
+}
+
+fn current_setting(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(ctx.setting(&string(&args[0]))?))
+}
+
+fn to_hex(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(format!("{:x}", as_i64(&args[0]))))
+}
+
+fn chr(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let code = as_i64(&args[0]);
+    let c = u32::try_from(code)
+        .ok()
+        .filter(|c| *c != 0)
+        .and_then(char::from_u32)
+        .ok_or_else(|| SqlError::new("54000", "requested character too large for encoding"))?;
+    Ok(Value::Text(c.to_string()))
+}
+
+fn ascii(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Integer(
+        string(&args[0]).chars().next().map_or(0, |c| c as i32),
+    ))
+}
+
+fn starts_with(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Boolean(
+        string(&args[0]).starts_with(&string(&args[1])),
+    ))
+}

@@ -1,0 +1,451 @@
+//! Operators on values: arithmetic, comparison, concatenation and LIKE, with PostgreSQL's result
+//! types, overflow errors and NULL handling.
+//!
+//! Integers keep the wider operand's width and fail with 22003 on overflow; an integer with a
+//! numeric gives a numeric, anything with a float gives a double (real with real stays real).
+//! Numeric division picks its scale as PostgreSQL's `select_div_scale` does, so `avg` and `/` print
+//! the digits psql users expect. A NULL operand gives NULL; the binder has already refused operand
+//! types no operator exists for.
+
+use std::cmp::Ordering;
+
+use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
+use rust_decimal::{Decimal, RoundingStrategy};
+use steady_engine::types::{DataType, Value};
+
+use crate::error::{Result, SqlError};
+
+/// An arithmetic or string operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Concat,
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+}
+
+impl CmpOp {
+    pub fn holds(self, ordering: Ordering) -> bool {
+        match self {
+            CmpOp::Eq => ordering == Ordering::Equal,
+            CmpOp::NotEq => ordering != Ordering::Equal,
+            CmpOp::Lt => ordering == Ordering::Less,
+            CmpOp::LtEq => ordering != Ordering::Greater,
+            CmpOp::Gt => ordering == Ordering::Greater,
+            CmpOp::GtEq => ordering != Ordering::Less,
+        }
+    }
+
+    /// The operator with its operands swapped (`a < b` is `b > a`).
+    pub fn flipped(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::LtEq => CmpOp::GtEq,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::GtEq => CmpOp::LtEq,
+            other => other,
+        }
+    }
+
+    pub fn symbol(self) -> &'static str {
+        match self {
+            CmpOp::Eq => "=",
+            CmpOp::NotEq => "<>",
+            CmpOp::Lt => "<",
+            CmpOp::LtEq => "<=",
+            CmpOp::Gt => ">",
+            CmpOp::GtEq => ">=",
+        }
+    }
+}
+
+impl ArithOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            ArithOp::Add => "+",
+            ArithOp::Sub => "-",
+            ArithOp::Mul => "*",
+            ArithOp::Div => "/",
+            ArithOp::Mod => "%",
+            ArithOp::Concat => "||",
+        }
+    }
+}
+
+/// SQL comparison; NULL when either side is NULL.
+pub fn compare(op: CmpOp, left: &Value, right: &Value) -> Value {
+    match left.compare(right) {
+        Some(ordering) => Value::Boolean(op.holds(ordering)),
+        None => Value::Null,
+    }
+}
+
+/// The type category an operand belongs to, for deciding whether an operator exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    Boolean,
+    Numeric,
+    String,
+    Bytea,
+    DateTime,
+}
+
+pub fn category(ty: &DataType) -> Category {
+    match ty {
+        DataType::Boolean => Category::Boolean,
+        DataType::SmallInt
+        | DataType::Integer
+        | DataType::BigInt
+        | DataType::Real
+        | DataType::Double
+        | DataType::Numeric { .. } => Category::Numeric,
+        DataType::Char(_) | DataType::Varchar(_) | DataType::Text => Category::String,
+        DataType::Bytea => Category::Bytea,
+        DataType::Date | DataType::Timestamp => Category::DateTime,
+    }
+}
+
+/// The result type of `left op right`, or None when no such operator exists.
+pub fn arith_type(op: ArithOp, left: &DataType, right: &DataType) -> Option<DataType> {
+    use DataType::*;
+    if op == ArithOp::Concat {
+        return match (left, right) {
+            (Bytea, Bytea) => Some(Bytea),
+            _ if category(left) == Category::String || category(right) == Category::String => {
+                Some(Text)
+            }
+            _ => None,
+        };
+    }
+    match (left, right) {
+        (Date, SmallInt | Integer) if matches!(op, ArithOp::Add | ArithOp::Sub) => Some(Date),
+        (SmallInt | Integer, Date) if op == ArithOp::Add => Some(Date),
+        (Date, Date) if op == ArithOp::Sub => Some(Integer),
+        _ if category(left) != Category::Numeric || category(right) != Category::Numeric => None,
+        (Real, Real) => Some(Real),
+        (Real | Double, _) | (_, Real | Double) => Some(Double),
+        (Numeric { .. }, _) | (_, Numeric { .. }) => Some(Numeric {
+            precision: None,
+            scale: None,
+        }),
+        (BigInt, _) | (_, BigInt) => Some(BigInt),
+        (Integer, _) | (_, Integer) => Some(Integer),
+        _ => Some(SmallInt),
+    }
+}
+
+/// Evaluates `left op right`.
+pub fn arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
+    if op == ArithOp::Concat {
+        return concat(left, right);
+    }
+    if left.is_null() || right.is_null() {
+        return Ok(Value::Null);
+    }
+    let (Some(lt), Some(rt)) = (left.data_type(), right.data_type()) else {
+        return Ok(Value::Null);
+    };
+    let result_type = arith_type(op, &lt, &rt).ok_or_else(|| {
+        SqlError::undefined_function(format!(
+            "operator does not exist: {lt} {} {rt}",
+            op.symbol()
+        ))
+    })?;
+    match result_type {
+        DataType::Date => date_arith(op, left, right),
+        DataType::Integer if lt == DataType::Date => match (left, right) {
+            (Value::Date(a), Value::Date(b)) => Ok(Value::Integer(a - b)),
+            _ => unreachable!("date - date has date operands"),
+        },
+        DataType::SmallInt | DataType::Integer | DataType::BigInt => {
+            int_arith(op, as_i64(left), as_i64(right), &result_type)
+        }
+        DataType::Real => float_arith(op, as_f64(left), as_f64(right)).and_then(|v| {
+            let narrowed = v as f32;
+            if narrowed.is_infinite() && v.is_finite() {
+                return Err(SqlError::new("22003", "value out of range: overflow"));
+            }
+            Ok(Value::Real(narrowed))
+        }),
+        DataType::Double => float_arith(op, as_f64(left), as_f64(right)).map(Value::Double),
+        _ => numeric_arith(op, as_decimal(left)?, as_decimal(right)?).map(Value::Numeric),
+    }
+}
+
+fn concat(left: &Value, right: &Value) -> Result<Value> {
+    Ok(match (left, right) {
+        (Value::Null, _) | (_, Value::Null) => Value::Null,
+        (Value::Bytea(a), Value::Bytea(b)) => Value::Bytea([a.as_slice(), b].concat()),
+        _ => Value::Text(format!("{}{}", text_of(left), text_of(right))),
+    })
+}
+
+/// The text form of a value as concatenation and string functions see it (`char(n)` padding is
+/// kept, as stored).
+pub fn text_of(value: &Value) -> String {
+    value.to_string()
+}
+
+fn date_arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
+    let (days, offset) = match (left, right) {
+        (Value::Date(d), n) => (*d, as_i64(n)),
+        (n, Value::Date(d)) => (*d, as_i64(n)),
+        _ => unreachable!("date arithmetic has a date operand"),
+    };
+    let offset = if op == ArithOp::Sub { -offset } else { offset };
+    i32::try_from(i64::from(days) + offset)
+        .ok()
+        .filter(|d| *d != i32::MIN && *d != i32::MAX)
+        .map(Value::Date)
+        .ok_or_else(|| SqlError::new("22008", "date out of range"))
+}
+
+pub fn as_i64(value: &Value) -> i64 {
+    match value {
+        Value::SmallInt(v) => i64::from(*v),
+        Value::Integer(v) => i64::from(*v),
+        Value::BigInt(v) => *v,
+        _ => 0,
+    }
+}
+
+pub fn as_f64(value: &Value) -> f64 {
+    match value {
+        Value::SmallInt(v) => f64::from(*v),
+        Value::Integer(v) => f64::from(*v),
+        Value::BigInt(v) => *v as f64,
+        Value::Real(v) => f64::from(*v),
+        Value::Double(v) => *v,
+        Value::Numeric(d) => d.to_f64().unwrap_or(f64::NAN),
+        _ => f64::NAN,
+    }
+}
+
+pub fn as_decimal(value: &Value) -> Result<Decimal> {
+    match value {
+        Value::Numeric(d) => Ok(*d),
+        Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_) => {
+            Ok(Decimal::from(as_i64(value)))
+        }
+        other => Decimal::from_f64(as_f64(other))
+            .ok_or_else(|| SqlError::new("22003", "value out of range for type numeric")),
+    }
+}
+
+fn int_out_of_range(ty: &DataType) -> SqlError {
+    SqlError::new("22003", format!("{ty} out of range"))
+}
+
+fn int_arith(op: ArithOp, a: i64, b: i64, ty: &DataType) -> Result<Value> {
+    let wide = match op {
+        ArithOp::Add => a.checked_add(b),
+        ArithOp::Sub => a.checked_sub(b),
+        ArithOp::Mul => a.checked_mul(b),
+        ArithOp::Div | ArithOp::Mod if b == 0 => {
+            return Err(SqlError::new("22012", "division by zero"))
+        }
+        ArithOp::Div => a.checked_div(b),
+        ArithOp::Mod => Some(a.checked_rem(b).unwrap_or(0)),
+        ArithOp::Concat => unreachable!("concatenation is not arithmetic"),
+    }
+    .ok_or_else(|| int_out_of_range(ty))?;
+    match ty {
+        DataType::SmallInt => i16::try_from(wide).map(Value::SmallInt).ok(),
+        DataType::Integer => i32::try_from(wide).map(Value::Integer).ok(),
+        _ => Some(Value::BigInt(wide)),
+    }
+    .ok_or_else(|| int_out_of_range(ty))
+}
+
+fn float_arith(op: ArithOp, a: f64, b: f64) -> Result<f64> {
+    let result = match op {
+        ArithOp::Add => a + b,
+        ArithOp::Sub => a - b,
+        ArithOp::Mul => a * b,
+        ArithOp::Div | ArithOp::Mod if b == 0.0 => {
+            return Err(SqlError::new("22012", "division by zero"))
+        }
+        ArithOp::Div => a / b,
+        ArithOp::Mod => a % b,
+        ArithOp::Concat => unreachable!("concatenation is not arithmetic"),
+    };
+    if result.is_infinite() && a.is_finite() && b.is_finite() {
+        return Err(SqlError::new("22003", "value out of range: overflow"));
+    }
+    Ok(result)
+}
+
+fn numeric_overflow() -> SqlError {
+    SqlError::new("22003", "value overflows numeric format")
+}
+
+fn numeric_arith(op: ArithOp, a: Decimal, b: Decimal) -> Result<Decimal> {
+    match op {
+        ArithOp::Add => a.checked_add(b).ok_or_else(numeric_overflow),
+        ArithOp::Sub => a.checked_sub(b).ok_or_else(numeric_overflow),
+        ArithOp::Mul => a.checked_mul(b).ok_or_else(numeric_overflow),
+        ArithOp::Div | ArithOp::Mod if b.is_zero() => {
+            Err(SqlError::new("22012", "division by zero"))
+        }
+        ArithOp::Div => numeric_div(a, b),
+        ArithOp::Mod => a.checked_rem(b).ok_or_else(numeric_overflow),
+        ArithOp::Concat => unreachable!("concatenation is not arithmetic"),
+    }
+}
+
+/// Division with PostgreSQL's result scale: at least 16 significant digits, and never fewer
+/// decimals than either operand has.
+pub fn numeric_div(a: Decimal, b: Decimal) -> Result<Decimal> {
+    let quotient = a.checked_div(b).ok_or_else(numeric_overflow)?;
+    let scale = div_scale(a, b).min(28);
+    let rounded = quotient.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
+    Ok(with_scale(rounded, scale))
+}
+
+/// Gives `d` exactly `scale` decimals (adding zeros), as far as the 28-digit mantissa allows.
+pub fn with_scale(mut d: Decimal, scale: u32) -> Decimal {
+    while d.scale() < scale {
+        let before = d;
+        d.rescale(scale);
+        if d == before && d.scale() < scale {
+            break;
+        }
+    }
+    d
+}
+
+/// `select_div_scale` of PostgreSQL's numeric.c, on base-10000 digit weights.
+fn div_scale(a: Decimal, b: Decimal) -> u32 {
+    const MIN_SIG_DIGITS: i64 = 16;
+    let (weight1, first1) = base_10000_lead(a);
+    let (weight2, first2) = base_10000_lead(b);
+    let mut quotient_weight = weight1 - weight2;
+    if first1 <= first2 {
+        quotient_weight -= 1;
+    }
+    let scale = (MIN_SIG_DIGITS - quotient_weight * 4)
+        .max(i64::from(a.scale()))
+        .max(i64::from(b.scale()))
+        .clamp(0, 1000);
+    scale as u32
+}
+
+/// The weight (power of 10000) and value of the leading base-10000 digit of `d`.
+fn base_10000_lead(d: Decimal) -> (i64, i64) {
+    let magnitude = d.abs();
+    if magnitude.is_zero() {
+        return (0, 0);
+    }
+    let digits = magnitude.mantissa().to_string().len() as i64;
+    let exponent = digits - 1 - i64::from(magnitude.scale());
+    let weight = exponent.div_euclid(4);
+    let shift = 4 * weight;
+    let scaled = if shift >= 0 {
+        magnitude / Decimal::from(10i64.pow(shift as u32).max(1))
+    } else {
+        magnitude * Decimal::from(10i64.pow((-shift) as u32))
+    };
+    (weight, scaled.trunc().to_i64().unwrap_or(0))
+}
+
+/// SQL LIKE: `%` matches any run, `_` one character, `\` escapes the next one.
+pub fn like(text: &str, pattern: &str, case_insensitive: bool) -> bool {
+    let (text, pattern) = if case_insensitive {
+        (text.to_lowercase(), pattern.to_lowercase())
+    } else {
+        (text.to_owned(), pattern.to_owned())
+    };
+    let text: Vec<char> = text.chars().collect();
+    let pattern: Vec<char> = pattern.chars().collect();
+    like_match(&text, &pattern)
+}
+
+fn like_match(text: &[char], pattern: &[char]) -> bool {
+    let (mut t, mut p) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some('%') => {
+                backtrack = Some((p, t));
+                p += 1;
+                continue;
+            }
+            Some('\\') if pattern.get(p + 1) == Some(&text[t]) => {
+                p += 2;
+                t += 1;
+                continue;
+            }
+            Some('_') => {
+                p += 1;
+                t += 1;
+                continue;
+            }
+            Some(c) if *c != '\\' && *c == text[t] => {
+                p += 1;
+                t += 1;
+                continue;
+            }
+            _ => {}
+        }
+        match backtrack {
+            Some((star, start)) => {
+                p = star + 1;
+                t = start + 1;
+                backtrack = Some((star, start + 1));
+            }
+            None => return false,
+        }
+    }
+    pattern[p..].iter().all(|c| *c == '%')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("hello", "h%o", false));
+        assert!(like("hello", "_ello", false));
+        assert!(!like("hello", "h_o", false));
+        assert!(like("50%", "50\\%", false));
+        assert!(!like("500", "50\\%", false));
+        assert!(like("HeLLo", "hel%", true));
+        assert!(like("", "%", false));
+        assert!(like("abcabc", "%abc", false));
+    }
+
+    #[test]
+    fn numeric_division_scale_follows_postgres() {
+        let d = |s: &str| s.parse::<Decimal>().unwrap();
+        assert_eq!(
+            numeric_div(d("5"), d("2")).unwrap().to_string(),
+            "2.5000000000000000"
+        );
+        assert_eq!(
+            numeric_div(d("1"), d("3")).unwrap().to_string(),
+            "0.33333333333333333333"
+        );
+        assert_eq!(
+            numeric_div(d("10"), d("4")).unwrap().to_string(),
+            "2.5000000000000000"
+        );
+        assert_eq!(
+            numeric_div(d("12345"), d("1")).unwrap().to_string(),
+            "12345.0000000000000000"
+        );
+    }
+}

@@ -1,0 +1,255 @@
+//! Query plans: the tree of operators the binder builds and the executor runs.
+//!
+//! Every plan node produces rows of a fixed width; [`Expr::Column`] indexes refer to the row of the
+//! node's input (for a join, the left row followed by the right row). A [`Plan::Scan`] reads one
+//! table through an [`Access`] path and always re-checks its whole filter, so an access path only
+//! narrows which rows are read: it never decides alone which rows qualify.
+
+use std::sync::Arc;
+
+use steady_engine::catalog::{IndexDef, TableDef};
+use steady_engine::types::DataType;
+
+use crate::aggregate::AggCall;
+use crate::expr::Expr;
+use crate::system::SystemTable;
+
+/// A column of a plan's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    /// `None` for an untyped NULL or string literal (reported as text).
+    pub ty: Option<DataType>,
+}
+
+impl Column {
+    pub fn new(name: impl Into<String>, ty: Option<DataType>) -> Self {
+        Column {
+            name: name.into(),
+            ty,
+        }
+    }
+}
+
+/// How a scan reaches a table's rows.
+#[derive(Debug, Clone)]
+pub enum Access {
+    /// Every row, in primary-key order.
+    Full,
+    /// A range of the clustered index.
+    Primary(KeyRange),
+    /// A range of a secondary index, then each row from the clustered index.
+    Index(IndexDef, KeyRange),
+}
+
+/// A range over the leading columns of a key: equalities on the first columns, then optional bounds
+/// on the next one. Values are expressions (literals or parameters) evaluated when the scan opens.
+#[derive(Debug, Clone, Default)]
+pub struct KeyRange {
+    pub equal: Vec<Expr>,
+    pub lower: Option<Expr>,
+    pub upper: Option<Expr>,
+    /// The types of the key's columns, for encoding the values.
+    pub types: Vec<DataType>,
+}
+
+impl KeyRange {
+    pub fn is_empty_range(&self) -> bool {
+        self.equal.is_empty() && self.lower.is_none() && self.upper.is_none()
+    }
+}
+
+/// A sort key: an expression over the input row and its direction.
+#[derive(Debug, Clone)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+}
+
+/// A plan node.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// The rows of a table that pass `filter`; the output is the table's columns.
+    Scan {
+        table: Arc<TableDef>,
+        access: Access,
+        filter: Option<Expr>,
+    },
+    /// Literal rows (`VALUES`, or a single empty row for `SELECT` without `FROM`).
+    Values {
+        rows: Vec<Vec<Expr>>,
+        width: usize,
+    },
+    /// A system view, computed when the scan opens.
+    System(&'static SystemTable),
+    /// `generate_series(start, stop [, step])`.
+    Series {
+        start: Expr,
+        stop: Expr,
+        step: Option<Expr>,
+    },
+    Filter {
+        input: Box<Plan>,
+        predicate: Expr,
+    },
+    Project {
+        input: Box<Plan>,
+        exprs: Vec<Expr>,
+    },
+    /// Output: the group values, then the aggregate values.
+    Aggregate {
+        input: Box<Plan>,
+        groups: Vec<Expr>,
+        aggregates: Vec<AggCall>,
+    },
+    Sort {
+        input: Box<Plan>,
+        keys: Vec<SortKey>,
+    },
+    Limit {
+        input: Box<Plan>,
+        limit: Option<Expr>,
+        offset: Option<Expr>,
+    },
+    /// Removes duplicate rows (keeping the first of each).
+    Distinct {
+        input: Box<Plan>,
+    },
+    /// Nested loop join; `on` sees the left row followed by the right row.
+    Join {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        on: Option<Expr>,
+        right_width: usize,
+    },
+    /// `UNION [ALL]`, `INTERSECT`, `EXCEPT` of inputs of one width.
+    SetOp {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        op: SetOpKind,
+        all: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOpKind {
+    Union,
+    Intersect,
+    Except,
+}
+
+impl Plan {
+    /// A plan giving one empty row: the input of `SELECT` without `FROM`.
+    pub fn single_row() -> Plan {
+        Plan::Values {
+            rows: vec![vec![]],
+            width: 0,
+        }
+    }
+
+    /// The node's name in EXPLAIN.
+    pub fn label(&self) -> String {
+        match self {
+            Plan::Scan { table, access, .. } => match access {
+                Access::Full => format!("Seq Scan on {}", table.name),
+                Access::Primary(_) => {
+                    format!("Index Scan using {}_pkey on {}", table.name, table.name)
+                }
+                Access::Index(index, _) => {
+                    format!("Index Scan using {} on {}", index.name, table.name)
+                }
+            },
+            Plan::Values { .. } => "Values Scan".into(),
+            Plan::System(table) => format!("System Scan on {}", table.name),
+            Plan::Series { .. } => "Function Scan on generate_series".into(),
+            Plan::Filter { .. } => "Filter".into(),
+            Plan::Project { .. } => "Project".into(),
+            Plan::Aggregate { groups, .. } if groups.is_empty() => "Aggregate".into(),
+            Plan::Aggregate { .. } => "HashAggregate".into(),
+            Plan::Sort { .. } => "Sort".into(),
+            Plan::Limit { .. } => "Limit".into(),
+            Plan::Distinct { .. } => "Unique".into(),
+            Plan::Join { kind, .. } => match kind {
+                JoinKind::Inner => "Nested Loop".into(),
+                JoinKind::Left => "Nested Loop Left Join".into(),
+            },
+            Plan::SetOp { op, all, .. } => {
+                let name = match op {
+                    SetOpKind::Union => "Append",
+                    SetOpKind::Intersect => "SetOp Intersect",
+                    SetOpKind::Except => "SetOp Except",
+                };
+                format!("{name}{}", if *all { " All" } else { "" })
+            }
+        }
+    }
+
+    /// The node's detail lines in EXPLAIN (conditions, keys).
+    pub fn details(&self) -> Vec<String> {
+        match self {
+            Plan::Scan { access, filter, .. } => {
+                let mut lines = Vec::new();
+                let range = match access {
+                    Access::Full => None,
+                    Access::Primary(range) | Access::Index(_, range) => Some(range),
+                };
+                if let Some(range) = range {
+                    lines.push(format!("Index Cond: {}", describe_range(range)));
+                }
+                if let Some(filter) = filter {
+                    lines.push(format!("Filter: {filter}"));
+                }
+                lines
+            }
+            Plan::Filter { predicate, .. } => vec![format!("Filter: {predicate}")],
+            Plan::Join { on: Some(on), .. } => vec![format!("Join Filter: {on}")],
+            Plan::Sort { keys, .. } => {
+                let keys: Vec<String> = keys
+                    .iter()
+                    .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
+                    .collect();
+                vec![format!("Sort Key: {}", keys.join(", "))]
+            }
+            Plan::Aggregate { groups, .. } if !groups.is_empty() => {
+                let keys: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+                vec![format!("Group Key: {}", keys.join(", "))]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The node's inputs.
+    pub fn children(&self) -> Vec<&Plan> {
+        match self {
+            Plan::Scan { .. } | Plan::Values { .. } | Plan::System(_) | Plan::Series { .. } => {
+                vec![]
+            }
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input } => vec![input],
+            Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => vec![left, right],
+        }
+    }
+}
+
+fn describe_range(range: &KeyRange) -> String {
+    let mut parts: Vec<String> = range.equal.iter().map(|e| format!("= {e}")).collect();
+    if let Some(lower) = &range.lower {
+        parts.push(format!(">= {lower}"));
+    }
+    if let Some(upper) = &range.upper {
+        parts.push(format!("<= {upper}"));
+    }
+    format!("({})", parts.join(" AND "))
+}

@@ -1,0 +1,801 @@
+//! Sessions: one client's connection state — its transaction block, savepoints, settings and
+//! prepared statements — and the dispatch of each statement to the binder and executor.
+//!
+//! Transactions follow PostgreSQL: outside a block every statement commits on its own; inside
+//! `BEGIN ... COMMIT` the engine transaction starts at the first statement that reads or writes
+//! (so `SET TRANSACTION` can still choose its isolation level). After an error inside a block,
+//! every statement but `ROLLBACK`, `COMMIT` (which then rolls back) and `ROLLBACK TO SAVEPOINT`
+//! fails with 25P02. DDL runs on its own, outside the block's transaction (the engine's DDL is not
+//! transactional yet).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use sqlparser::ast;
+use steady_engine::engine::{Engine, Isolation, Savepoint, Transaction};
+use steady_engine::types::{DataType, Value};
+
+use crate::bind::{Binder, BoundQuery};
+use crate::error::{Result, SqlError};
+use crate::exec::{ExecCtx, Row, SessionInfo};
+use crate::parse::{parse, Statement};
+use crate::plan::Column;
+use crate::settings::Settings;
+use crate::stats::Statistics;
+
+/// A database: the engine and what every session shares.
+pub struct Database {
+    engine: Arc<Engine>,
+    stats: Statistics,
+    next_session: AtomicU32,
+    name: String,
+}
+
+impl Database {
+    pub fn new(engine: Arc<Engine>, name: &str) -> Arc<Database> {
+        Arc::new(Database {
+            engine,
+            stats: Statistics::default(),
+            next_session: AtomicU32::new(1),
+            name: name.to_owned(),
+        })
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    pub fn stats(&self) -> &Statistics {
+        &self.stats
+    }
+
+    /// A new session for `user`.
+    pub fn session(self: &Arc<Self>, user: &str) -> Session {
+        let id = self.next_session.fetch_add(1, Ordering::Relaxed);
+        Session {
+            db: Arc::clone(self),
+            info: SessionInfo {
+                id,
+                user: user.to_owned(),
+                database: self.name.clone(),
+                settings: Settings::default(),
+            },
+            block: None,
+            prepared: HashMap::new(),
+        }
+    }
+}
+
+/// A notice or warning sent along with a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub severity: &'static str,
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// The outcome of one statement.
+#[derive(Debug, Clone, Default)]
+pub struct QueryResult {
+    /// The command tag (`SELECT 3`, `INSERT 0 1`, `BEGIN`...).
+    pub tag: String,
+    /// The result columns; empty for statements that return no rows.
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+    pub notices: Vec<Notice>,
+}
+
+impl QueryResult {
+    pub fn command(tag: impl Into<String>) -> Self {
+        QueryResult {
+            tag: tag.into(),
+            ..QueryResult::default()
+        }
+    }
+
+    pub fn rows(tag: impl Into<String>, columns: Vec<Column>, rows: Vec<Row>) -> Self {
+        QueryResult {
+            tag: tag.into(),
+            columns,
+            rows,
+            notices: Vec::new(),
+        }
+    }
+
+    pub fn with_notice(
+        mut self,
+        severity: &'static str,
+        code: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
+        self.notices.push(Notice {
+            severity,
+            code,
+            message: message.into(),
+        });
+        self
+    }
+
+    /// Whether the statement returns rows (a SELECT, or RETURNING).
+    pub fn has_rows(&self) -> bool {
+        !self.columns.is_empty()
+    }
+}
+
+/// A statement prepared for repeated execution.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub statement: Statement,
+    /// The parameter types, declared or inferred (`None`: unknown, sent as text).
+    pub params: Vec<Option<DataType>>,
+    /// The result columns.
+    pub columns: Vec<Column>,
+}
+
+/// An open transaction block.
+struct Block {
+    txn: Option<Transaction>,
+    isolation: Isolation,
+    read_only: bool,
+    failed: bool,
+    savepoints: Vec<(String, Savepoint)>,
+}
+
+/// One client's session.
+pub struct Session {
+    db: Arc<Database>,
+    info: SessionInfo,
+    block: Option<Block>,
+    prepared: HashMap<String, Prepared>,
+}
+
+/// The transaction status a client sees (ReadyForQuery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransactionStatus {
+    Idle,
+    InBlock,
+    Failed,
+}
+
+impl Session {
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    pub fn info(&self) -> &SessionInfo {
+        &self.info
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.info.settings
+    }
+
+    pub fn transaction_status(&self) -> TransactionStatus {
+        match &self.block {
+            None => TransactionStatus::Idle,
+            Some(b) if b.failed => TransactionStatus::Failed,
+            Some(_) => TransactionStatus::InBlock,
+        }
+    }
+
+    /// Runs every statement of `sql` in order, stopping at the first error (which ends the list).
+    pub fn execute(&mut self, sql: &str) -> Vec<Result<QueryResult>> {
+        let statements = match parse(sql) {
+            Ok(statements) => statements,
+            Err(err) => {
+                self.fail_block();
+                return vec![Err(err)];
+            }
+        };
+        let mut results = Vec::with_capacity(statements.len());
+        for statement in &statements {
+            let result = self.run(statement, &[]);
+            let failed = result.is_err();
+            results.push(result);
+            if failed {
+                break;
+            }
+        }
+        results
+    }
+
+    /// Parses one statement and types its parameters and result (the extended protocol's Parse).
+    pub fn prepare(&mut self, sql: &str, declared: &[Option<DataType>]) -> Result<Prepared> {
+        let mut statements = parse(sql)?;
+        if statements.len() > 1 {
+            return Err(SqlError::syntax(
+                "cannot insert multiple commands into a prepared statement",
+            ));
+        }
+        let Some(statement) = statements.pop() else {
+            return Ok(Prepared {
+                statement: Statement::Analyze { tables: vec![] },
+                params: vec![],
+                columns: vec![],
+            });
+        };
+        let (params, columns) = self.describe(&statement, declared.to_vec())?;
+        Ok(Prepared {
+            statement,
+            params,
+            columns,
+        })
+    }
+
+    /// Runs a prepared statement with parameter values.
+    pub fn execute_prepared(
+        &mut self,
+        prepared: &Prepared,
+        params: &[Value],
+    ) -> Result<QueryResult> {
+        self.run_with_types(&prepared.statement, params, prepared.params.clone())
+    }
+
+    fn run(&mut self, statement: &Statement, params: &[Value]) -> Result<QueryResult> {
+        self.run_with_types(statement, params, Vec::new())
+    }
+
+    fn run_with_types(
+        &mut self,
+        statement: &Statement,
+        params: &[Value],
+        types: Vec<Option<DataType>>,
+    ) -> Result<QueryResult> {
+        if self.block.as_ref().is_some_and(|b| b.failed) && !allowed_when_failed(statement) {
+            return Err(SqlError::new(
+                "25P02",
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ));
+        }
+        let result = self.dispatch(statement, params, types);
+        if result.is_err() {
+            self.fail_block();
+        }
+        result
+    }
+
+    /// Marks the open block failed (an error happened inside it).
+    fn fail_block(&mut self) {
+        if let Some(block) = self.block.as_mut() {
+            block.failed = true;
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        statement: &Statement,
+        params: &[Value],
+        types: Vec<Option<DataType>>,
+    ) -> Result<QueryResult> {
+        let sql = match statement {
+            Statement::Sql(sql) => sql.as_ref(),
+            Statement::Vacuum {
+                full,
+                analyze,
+                tables,
+            } => return self.vacuum(*full, *analyze, tables),
+            Statement::Analyze { tables } => return self.analyze(tables),
+        };
+        use ast::Statement as S;
+        match sql {
+            S::StartTransaction { modes, .. } => self.begin(modes),
+            S::Commit { .. } => self.commit(),
+            S::Rollback {
+                savepoint: None, ..
+            } => self.rollback(),
+            S::Rollback {
+                savepoint: Some(name),
+                ..
+            } => self.rollback_to(&crate::types::normalize_ident(name)),
+            S::Savepoint { name } => self.savepoint(&crate::types::normalize_ident(name)),
+            S::ReleaseSavepoint { name } => self.release(&crate::types::normalize_ident(name)),
+            S::Set(set) => self.set(set),
+            S::ShowVariable { variable } => self.show(variable),
+            S::Reset(reset) => {
+                match &reset.reset {
+                    ast::Reset::ALL => self.info.settings.reset(None)?,
+                    ast::Reset::ConfigurationParameter(name) => self
+                        .info
+                        .settings
+                        .reset(Some(&crate::types::object_name(name).1))?,
+                    ast::Reset::SessionAuthorization => {}
+                }
+                Ok(QueryResult::command("RESET"))
+            }
+            S::Prepare {
+                name,
+                data_types,
+                statement,
+            } => self.sql_prepare(name, data_types, statement),
+            S::Execute {
+                name, parameters, ..
+            } => self.sql_execute(name.as_ref(), parameters),
+            S::Deallocate { name, .. } => self.deallocate(&crate::types::normalize_ident(name)),
+            S::Discard { .. } => {
+                self.prepared.clear();
+                Ok(QueryResult::command("DISCARD ALL"))
+            }
+            statement if crate::ddl::is_ddl(statement) => {
+                let db = Arc::clone(&self.db);
+                crate::ddl::execute(&db, self, statement)
+            }
+            statement => self
+                .in_transaction(|session, txn| session.execute_dml(statement, txn, params, types)),
+        }
+    }
+
+    /// Runs `f` in the block's transaction (started if needed), or in a transaction of its own.
+    fn in_transaction(
+        &mut self,
+        f: impl FnOnce(&Session, &mut Transaction) -> Result<QueryResult>,
+    ) -> Result<QueryResult> {
+        let engine = Arc::clone(self.db.engine());
+        if self.block.is_none() {
+            let mut txn = engine.begin(self.info.settings.default_isolation())?;
+            txn.begin_statement();
+            let result = f(self, &mut txn);
+            return match result {
+                Ok(result) => {
+                    txn.commit()?;
+                    Ok(result)
+                }
+                Err(err) => {
+                    txn.rollback()?;
+                    Err(err)
+                }
+            };
+        }
+        let mut txn = self.take_block_txn(&engine)?;
+        txn.begin_statement();
+        let result = f(self, &mut txn);
+        if let Some(block) = self.block.as_mut() {
+            block.txn = Some(txn);
+        }
+        result
+    }
+
+    fn take_block_txn(&mut self, engine: &Arc<Engine>) -> Result<Transaction> {
+        let block = self.block.as_mut().expect("inside a block");
+        match block.txn.take() {
+            Some(txn) => Ok(txn),
+            None => Ok(engine.begin(block.isolation)?),
+        }
+    }
+
+    /// Binds and runs a query or DML statement in `txn`.
+    fn execute_dml(
+        &self,
+        statement: &ast::Statement,
+        txn: &mut Transaction,
+        params: &[Value],
+        types: Vec<Option<DataType>>,
+    ) -> Result<QueryResult> {
+        if self.block.as_ref().is_some_and(|b| b.read_only) && crate::dml::writes(statement) {
+            return Err(SqlError::new(
+                "25006",
+                "cannot execute statement in a read-only transaction",
+            ));
+        }
+        let mut binder = Binder::new(self.db.engine(), self.db.stats(), types);
+        let engine = Arc::clone(self.db.engine());
+        let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
+        crate::dml::execute(&mut binder, &mut ctx, statement, self)
+    }
+
+    /// Parameter and result types of a statement without running it.
+    fn describe(
+        &self,
+        statement: &Statement,
+        declared: Vec<Option<DataType>>,
+    ) -> Result<(Vec<Option<DataType>>, Vec<Column>)> {
+        let Statement::Sql(sql) = statement else {
+            return Ok((declared, vec![]));
+        };
+        let mut binder = Binder::new(self.db.engine(), self.db.stats(), declared);
+        let columns = crate::dml::describe(&mut binder, sql, self)?;
+        Ok((binder.params, columns))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Transaction control
+    // -----------------------------------------------------------------------------------------
+
+    fn begin(&mut self, modes: &[ast::TransactionMode]) -> Result<QueryResult> {
+        if self.block.is_some() {
+            return Ok(QueryResult::command("BEGIN").with_notice(
+                "WARNING",
+                "25001",
+                "there is already a transaction in progress",
+            ));
+        }
+        let mut block = Block {
+            txn: None,
+            isolation: self.info.settings.default_isolation(),
+            read_only: false,
+            failed: false,
+            savepoints: Vec::new(),
+        };
+        apply_modes(&mut block, modes);
+        self.block = Some(block);
+        Ok(QueryResult::command("BEGIN"))
+    }
+
+    fn commit(&mut self) -> Result<QueryResult> {
+        let Some(block) = self.block.take() else {
+            return Ok(QueryResult::command("COMMIT").with_notice(
+                "WARNING",
+                "25P01",
+                "there is no transaction in progress",
+            ));
+        };
+        if block.failed {
+            if let Some(txn) = block.txn {
+                txn.rollback()?;
+            }
+            return Ok(QueryResult::command("ROLLBACK"));
+        }
+        if let Some(txn) = block.txn {
+            txn.commit()?;
+        }
+        Ok(QueryResult::command("COMMIT"))
+    }
+
+    fn rollback(&mut self) -> Result<QueryResult> {
+        let Some(block) = self.block.take() else {
+            return Ok(QueryResult::command("ROLLBACK").with_notice(
+                "WARNING",
+                "25P01",
+                "there is no transaction in progress",
+            ));
+        };
+        if let Some(txn) = block.txn {
+            txn.rollback()?;
+        }
+        Ok(QueryResult::command("ROLLBACK"))
+    }
+
+    fn savepoint(&mut self, name: &str) -> Result<QueryResult> {
+        let engine = Arc::clone(self.db.engine());
+        let Some(_) = self.block.as_ref() else {
+            return Err(no_block("SAVEPOINT"));
+        };
+        let txn = self.take_block_txn(&engine)?;
+        let savepoint = txn.savepoint();
+        let block = self.block.as_mut().expect("inside a block");
+        block.txn = Some(txn);
+        block.savepoints.push((name.to_owned(), savepoint));
+        Ok(QueryResult::command("SAVEPOINT"))
+    }
+
+    fn find_savepoint(&self, name: &str) -> Result<usize> {
+        let block = self
+            .block
+            .as_ref()
+            .ok_or_else(|| no_block("ROLLBACK TO SAVEPOINT"))?;
+        block
+            .savepoints
+            .iter()
+            .rposition(|(n, _)| n == name)
+            .ok_or_else(|| SqlError::new("3B001", format!("savepoint \"{name}\" does not exist")))
+    }
+
+    fn rollback_to(&mut self, name: &str) -> Result<QueryResult> {
+        let position = self.find_savepoint(name)?;
+        let block = self.block.as_mut().expect("inside a block");
+        block.savepoints.truncate(position + 1);
+        let savepoint = block.savepoints[position].1.clone();
+        if let Some(txn) = block.txn.as_mut() {
+            txn.rollback_to(&savepoint)?;
+        }
+        block.failed = false;
+        Ok(QueryResult::command("ROLLBACK"))
+    }
+
+    fn release(&mut self, name: &str) -> Result<QueryResult> {
+        if self.block.is_none() {
+            return Err(no_block("RELEASE SAVEPOINT"));
+        }
+        let position = self.find_savepoint(name)?;
+        let block = self.block.as_mut().expect("inside a block");
+        block.savepoints.truncate(position);
+        Ok(QueryResult::command("RELEASE"))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Settings
+    // -----------------------------------------------------------------------------------------
+
+    fn set(&mut self, set: &ast::Set) -> Result<QueryResult> {
+        match set {
+            ast::Set::SetTransaction { modes, session, .. } => {
+                if *session {
+                    for mode in modes {
+                        if let ast::TransactionMode::IsolationLevel(level) = mode {
+                            self.info.settings.set(
+                                "default_transaction_isolation",
+                                isolation_name(convert_isolation(level)),
+                            )?;
+                        }
+                    }
+                    return Ok(QueryResult::command("SET"));
+                }
+                let Some(block) = self.block.as_mut() else {
+                    return Ok(QueryResult::command("SET").with_notice(
+                        "WARNING",
+                        "25P01",
+                        "SET TRANSACTION can only be used in transaction blocks",
+                    ));
+                };
+                if block.txn.is_some() {
+                    return Err(SqlError::new(
+                        "25001",
+                        "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                    ));
+                }
+                apply_modes(block, modes);
+                Ok(QueryResult::command("SET"))
+            }
+            ast::Set::SingleAssignment {
+                variable, values, ..
+            } => {
+                let name = crate::types::object_name(variable).1;
+                let value = setting_value(values)?;
+                self.info.settings.set(&name, &value)?;
+                Ok(QueryResult::command("SET"))
+            }
+            ast::Set::SetTimeZone { value, .. } => {
+                let value = setting_value(std::slice::from_ref(value))?;
+                self.info.settings.set("timezone", &value)?;
+                Ok(QueryResult::command("SET"))
+            }
+            ast::Set::SetNames { charset_name, .. } => {
+                self.info
+                    .settings
+                    .set("client_encoding", &charset_name.value)?;
+                Ok(QueryResult::command("SET"))
+            }
+            other => Err(SqlError::unsupported(format!("{other}"))),
+        }
+    }
+
+    fn show(&self, variable: &[ast::Ident]) -> Result<QueryResult> {
+        let name: Vec<String> = variable.iter().map(crate::types::normalize_ident).collect();
+        let name = name.join(" ");
+        let value = match name.as_str() {
+            "transaction isolation level" | "transaction_isolation" => {
+                let level = self
+                    .block
+                    .as_ref()
+                    .map_or(self.info.settings.default_isolation(), |b| b.isolation);
+                isolation_name(level).to_owned()
+            }
+            other => self.info.settings.show(other)?,
+        };
+        let column_name = if name == "transaction isolation level" {
+            "transaction_isolation".to_owned()
+        } else {
+            name
+        };
+        Ok(QueryResult::rows(
+            "SHOW",
+            vec![Column::new(column_name, Some(DataType::Text))],
+            vec![vec![Value::Text(value)]],
+        ))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // PREPARE / EXECUTE / DEALLOCATE
+    // -----------------------------------------------------------------------------------------
+
+    fn sql_prepare(
+        &mut self,
+        name: &ast::Ident,
+        data_types: &[ast::DataType],
+        statement: &ast::Statement,
+    ) -> Result<QueryResult> {
+        let name = crate::types::normalize_ident(name);
+        if self.prepared.contains_key(&name) {
+            return Err(SqlError::new(
+                "42P05",
+                format!("prepared statement \"{name}\" already exists"),
+            ));
+        }
+        let declared = data_types
+            .iter()
+            .map(|t| crate::types::convert_type(t).map(Some))
+            .collect::<Result<Vec<_>>>()?;
+        let statement = Statement::Sql(Box::new(statement.clone()));
+        let (params, columns) = self.describe(&statement, declared)?;
+        self.prepared.insert(
+            name,
+            Prepared {
+                statement,
+                params,
+                columns,
+            },
+        );
+        Ok(QueryResult::command("PREPARE"))
+    }
+
+    fn sql_execute(
+        &mut self,
+        name: Option<&ast::ObjectName>,
+        parameters: &[ast::Expr],
+    ) -> Result<QueryResult> {
+        let name = name
+            .map(|n| crate::types::object_name(n).1)
+            .unwrap_or_default();
+        let prepared = self.prepared.get(&name).cloned().ok_or_else(|| {
+            SqlError::new(
+                "26000",
+                format!("prepared statement \"{name}\" does not exist"),
+            )
+        })?;
+        let mut binder = Binder::new(self.db.engine(), self.db.stats(), Vec::new());
+        let mut values = Vec::with_capacity(parameters.len());
+        for (i, parameter) in parameters.iter().enumerate() {
+            let ty = prepared
+                .params
+                .get(i)
+                .copied()
+                .flatten()
+                .unwrap_or(DataType::Text);
+            let (expr, _) = binder.bind_expr_as(parameter, &Default::default(), ty)?;
+            values.push(crate::exec::eval_constant(&expr)?);
+        }
+        if values.len() != prepared.params.len() {
+            return Err(SqlError::new(
+                "42601",
+                format!("wrong number of parameters for prepared statement \"{name}\""),
+            ));
+        }
+        self.execute_prepared(&prepared, &values)
+    }
+
+    fn deallocate(&mut self, name: &str) -> Result<QueryResult> {
+        if name == "all" {
+            self.prepared.clear();
+            return Ok(QueryResult::command("DEALLOCATE ALL"));
+        }
+        self.prepared.remove(name).ok_or_else(|| {
+            SqlError::new(
+                "26000",
+                format!("prepared statement \"{name}\" does not exist"),
+            )
+        })?;
+        Ok(QueryResult::command("DEALLOCATE"))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // VACUUM / ANALYZE
+    // -----------------------------------------------------------------------------------------
+
+    fn vacuum(&mut self, _full: bool, analyze: bool, tables: &[String]) -> Result<QueryResult> {
+        if self.block.is_some() {
+            return Err(SqlError::new(
+                "25001",
+                "VACUUM cannot run inside a transaction block",
+            ));
+        }
+        for table in tables {
+            if self.db.engine().table(table).is_none() {
+                return Err(SqlError::undefined_table(table));
+            }
+        }
+        self.db.engine().purge()?;
+        if analyze {
+            self.analyze(tables)?;
+        }
+        Ok(QueryResult::command("VACUUM"))
+    }
+
+    fn analyze(&mut self, tables: &[String]) -> Result<QueryResult> {
+        let engine = Arc::clone(self.db.engine());
+        let targets = if tables.is_empty() {
+            engine.tables()
+        } else {
+            tables
+                .iter()
+                .map(|t| engine.table(t).ok_or_else(|| SqlError::undefined_table(t)))
+                .collect::<Result<Vec<_>>>()?
+        };
+        for table in targets {
+            let (rows, sample) = {
+                let mut txn = engine.begin(Isolation::RepeatableRead)?;
+                let result = crate::dml::sample_table(&mut txn, &table)?;
+                txn.commit()?;
+                result
+            };
+            self.db.stats().set(
+                table.id,
+                crate::stats::summarize(rows, sample, table.columns.len()),
+            );
+        }
+        Ok(QueryResult::command("ANALYZE"))
+    }
+
+    /// The prepared statements of this session (SQL-level PREPARE), by name.
+    pub fn prepared_statements(&self) -> &HashMap<String, Prepared> {
+        &self.prepared
+    }
+
+    /// Binds a query without running it (for the shell and tests).
+    pub fn bind_query(&self, sql: &str) -> Result<BoundQuery> {
+        let statements = parse(sql)?;
+        let Some(Statement::Sql(statement)) = statements.first() else {
+            return Err(SqlError::syntax("not a query"));
+        };
+        let ast::Statement::Query(query) = statement.as_ref() else {
+            return Err(SqlError::syntax("not a query"));
+        };
+        let mut binder = Binder::new(self.db.engine(), self.db.stats(), Vec::new());
+        binder.bind_query(query)
+    }
+}
+
+fn no_block(what: &str) -> SqlError {
+    SqlError::new(
+        "25P01",
+        format!("{what} can only be used in transaction blocks"),
+    )
+}
+
+fn allowed_when_failed(statement: &Statement) -> bool {
+    matches!(
+        statement,
+        Statement::Sql(s) if matches!(
+            s.as_ref(),
+            ast::Statement::Rollback { .. } | ast::Statement::Commit { .. }
+        )
+    )
+}
+
+fn apply_modes(block: &mut Block, modes: &[ast::TransactionMode]) {
+    for mode in modes {
+        match mode {
+            ast::TransactionMode::IsolationLevel(level) => {
+                block.isolation = convert_isolation(level)
+            }
+            ast::TransactionMode::AccessMode(access) => {
+                block.read_only = matches!(access, ast::TransactionAccessMode::ReadOnly)
+            }
+        }
+    }
+}
+
+fn convert_isolation(level: &ast::TransactionIsolationLevel) -> Isolation {
+    match level {
+        ast::TransactionIsolationLevel::ReadUncommitted => Isolation::ReadUncommitted,
+        ast::TransactionIsolationLevel::ReadCommitted => Isolation::ReadCommitted,
+        ast::TransactionIsolationLevel::RepeatableRead
+        | ast::TransactionIsolationLevel::Snapshot => Isolation::RepeatableRead,
+        ast::TransactionIsolationLevel::Serializable => Isolation::Serializable,
+    }
+}
+
+pub fn isolation_name(level: Isolation) -> &'static str {
+    match level {
+        Isolation::ReadUncommitted => "read uncommitted",
+        Isolation::ReadCommitted => "read committed",
+        Isolation::RepeatableRead => "repeatable read",
+        Isolation::Serializable => "serializable",
+    }
+}
+
+/// The text of a SET value list (`a, b` for lists; DEFAULT as the empty string).
+fn setting_value(values: &[ast::Expr]) -> Result<String> {
+    let parts: Vec<String> = values
+        .iter()
+        .map(|v| match v {
+            ast::Expr::Value(v) => crate::bind_expr::literal_text(&v.value),
+            ast::Expr::Identifier(ident) => Ok(ident.value.clone()),
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus,
+                expr,
+            } => Ok(format!("-{expr}")),
+            other => Ok(other.to_string()),
+        })
+        .collect::<Result<_>>()?;
+    Ok(parts.join(", "))
+}

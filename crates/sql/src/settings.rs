@@ -1,0 +1,249 @@
+//! Session settings (`SET`, `SHOW`, `RESET`, `current_setting`): the parameters clients read and
+//! write, with PostgreSQL's defaults, validation and display forms (`5s`, `ISO, MDY`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use steady_engine::engine::Isolation;
+
+use crate::error::{Result, SqlError};
+
+/// The PostgreSQL version SteadyDB reports (clients pick their SQL by it).
+pub const SERVER_VERSION: &str = "15.6";
+
+/// Parameters, their defaults, and whether a session may change them.
+const PARAMETERS: &[(&str, &str, bool)] = &[
+    ("application_name", "", true),
+    ("client_encoding", "UTF8", true),
+    ("client_min_messages", "notice", true),
+    ("datestyle", "ISO, MDY", true),
+    ("default_transaction_isolation", "read committed", true),
+    ("default_transaction_read_only", "off", true),
+    ("extra_float_digits", "1", true),
+    ("idle_in_transaction_session_timeout", "0", true),
+    ("integer_datetimes", "on", false),
+    ("intervalstyle", "postgres", true),
+    ("lock_timeout", "0", true),
+    ("max_connections", "100", false),
+    ("search_path", "\"$user\", public", true),
+    ("server_encoding", "UTF8", false),
+    ("server_version", SERVER_VERSION, false),
+    ("server_version_num", "150006", false),
+    ("standard_conforming_strings", "on", true),
+    ("statement_timeout", "0", true),
+    ("synchronous_commit", "on", true),
+    ("timezone", "UTC", true),
+    ("work_mem", "4MB", true),
+    ("is_superuser", "on", false),
+    ("session_authorization", "steady", false),
+];
+
+const TIMEOUTS: &[&str] = &[
+    "statement_timeout",
+    "lock_timeout",
+    "idle_in_transaction_session_timeout",
+];
+
+/// One session's settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    values: BTreeMap<&'static str, String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            values: PARAMETERS
+                .iter()
+                .map(|(name, value, _)| (*name, (*value).to_owned()))
+                .collect(),
+        }
+    }
+}
+
+fn parameter(name: &str) -> Result<&'static (&'static str, &'static str, bool)> {
+    let lower = name.to_lowercase();
+    PARAMETERS
+        .iter()
+        .find(|(n, _, _)| *n == lower)
+        .ok_or_else(|| {
+            SqlError::new(
+                "42704",
+                format!("unrecognized configuration parameter \"{name}\""),
+            )
+        })
+}
+
+impl Settings {
+    /// `SET name = value`; `DEFAULT` resets.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        let (key, default, settable) = *parameter(name)?;
+        if !settable {
+            return Err(SqlError::new(
+                "55P02",
+                format!("parameter \"{key}\" cannot be changed now"),
+            ));
+        }
+        let value = if value.eq_ignore_ascii_case("default") {
+            default.to_owned()
+        } else {
+            normalize(key, value)?
+        };
+        self.values.insert(key, value);
+        Ok(())
+    }
+
+    /// `RESET name` (`RESET ALL` with `None`).
+    pub fn reset(&mut self, name: Option<&str>) -> Result<()> {
+        match name {
+            None => *self = Settings::default(),
+            Some(name) => {
+                let (key, default, _) = *parameter(name)?;
+                self.values.insert(key, default.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn show(&self, name: &str) -> Result<String> {
+        let (key, _, _) = *parameter(name)?;
+        let value = self.values.get(key).cloned().unwrap_or_default();
+        Ok(if TIMEOUTS.contains(&key) {
+            show_duration(value.parse().unwrap_or(0))
+        } else {
+            value
+        })
+    }
+
+    /// Every parameter with its value (for `SHOW ALL` and the startup ParameterStatus messages).
+    pub fn all(&self) -> Vec<(String, String)> {
+        self.values
+            .keys()
+            .map(|k| (k.to_string(), self.show(k).unwrap_or_default()))
+            .collect()
+    }
+
+    pub fn default_isolation(&self) -> Isolation {
+        match self
+            .values
+            .get("default_transaction_isolation")
+            .map(String::as_str)
+        {
+            Some("read uncommitted") => Isolation::ReadUncommitted,
+            Some("repeatable read") => Isolation::RepeatableRead,
+            Some("serializable") => Isolation::Serializable,
+            _ => Isolation::ReadCommitted,
+        }
+    }
+
+    /// A timeout setting; `None` when off.
+    pub fn timeout(&self, name: &str) -> Option<Duration> {
+        let ms: u64 = self.values.get(name)?.parse().ok()?;
+        (ms > 0).then(|| Duration::from_millis(ms))
+    }
+}
+
+/// Validates a value and brings it to the stored form.
+fn normalize(key: &str, value: &str) -> Result<String> {
+    let invalid = || {
+        SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"{key}\": \"{value}\""),
+        )
+    };
+    let lower = value.trim().to_lowercase();
+    Ok(match key {
+        _ if TIMEOUTS.contains(&key) => parse_duration(&lower).ok_or_else(invalid)?.to_string(),
+        "client_min_messages" => {
+            const LEVELS: &[&str] = &[
+                "debug5", "debug4", "debug3", "debug2", "debug1", "debug", "log", "notice",
+                "warning", "error",
+            ];
+            LEVELS
+                .iter()
+                .find(|l| **l == lower)
+                .ok_or_else(invalid)?
+                .to_string()
+        }
+        "default_transaction_isolation" => {
+            const LEVELS: &[&str] = &[
+                "read uncommitted",
+                "read committed",
+                "repeatable read",
+                "serializable",
+            ];
+            LEVELS
+                .iter()
+                .find(|l| **l == lower)
+                .ok_or_else(invalid)?
+                .to_string()
+        }
+        "datestyle" => {
+            if !lower
+                .split(',')
+                .all(|p| matches!(p.trim(), "iso" | "mdy" | "dmy" | "ymd" | ""))
+            {
+                return Err(invalid());
+            }
+            "ISO, MDY".to_owned()
+        }
+        "client_encoding" => match lower.replace(['-', '_'], "").as_str() {
+            "utf8" | "unicode" => "UTF8".to_owned(),
+            _ => {
+                return Err(SqlError::new(
+                    "22023",
+                    format!("invalid value for parameter \"client_encoding\": \"{value}\""),
+                ))
+            }
+        },
+        "standard_conforming_strings" | "synchronous_commit" | "default_transaction_read_only" => {
+            match lower.as_str() {
+                "on" | "true" | "yes" | "1" => "on".to_owned(),
+                "off" | "false" | "no" | "0" => "off".to_owned(),
+                _ if key == "synchronous_commit"
+                    && matches!(lower.as_str(), "local" | "remote_write" | "remote_apply") =>
+                {
+                    lower
+                }
+                _ => return Err(invalid()),
+            }
+        }
+        _ => value.to_owned(),
+    })
+}
+
+/// Milliseconds of a duration setting: a plain number is milliseconds; units ms, s, min, h, d.
+fn parse_duration(text: &str) -> Option<u64> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let factor = match unit.trim() {
+        "" | "ms" => 1,
+        "s" => 1_000,
+        "min" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return None,
+    };
+    number.checked_mul(factor)
+}
+
+/// PostgreSQL's display of a millisecond setting: the largest unit that divides it.
+fn show_duration(ms: u64) -> String {
+    if ms == 0 {
+        return "0".to_owned();
+    }
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("min", 60_000),
+        ("s", 1_000),
+    ] {
+        if ms % size == 0 {
+            return format!("{}{unit}", ms / size);
+        }
+    }
+    format!("{ms}ms")
+}

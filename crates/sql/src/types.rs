@@ -1,0 +1,199 @@
+//! SQL names and type names: identifier case folding, qualified names, the mapping of type names
+//! (`int4`, `varchar(10)`, `serial`...) to engine [`DataType`]s, and numeric literals.
+
+use rust_decimal::Decimal;
+use sqlparser::ast::{self, CharacterLength, ExactNumberInfo};
+use steady_engine::types::{DataType, Value};
+
+use crate::error::{Result, SqlError};
+
+/// An identifier as PostgreSQL folds it: unquoted names are lower-cased.
+pub fn normalize_ident(ident: &ast::Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_lowercase()
+    }
+}
+
+/// `(schema, name)` of a possibly qualified name (a leading database name is ignored).
+pub fn object_name(name: &ast::ObjectName) -> (Option<String>, String) {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|part| match part {
+            ast::ObjectNamePart::Identifier(ident) => normalize_ident(ident),
+            ast::ObjectNamePart::Function(f) => normalize_ident(&f.name),
+        })
+        .collect();
+    match parts.as_slice() {
+        [] => (None, String::new()),
+        [name] => (None, name.clone()),
+        [.., schema, name] => (Some(schema.clone()), name.clone()),
+    }
+}
+
+/// Whether a column type is `serial`/`bigserial`/`smallserial` (an integer with a sequence).
+pub fn serial_type(data_type: &ast::DataType) -> Option<DataType> {
+    let ast::DataType::Custom(name, _) = data_type else {
+        return None;
+    };
+    match object_name(name).1.as_str() {
+        "serial" | "serial4" => Some(DataType::Integer),
+        "bigserial" | "serial8" => Some(DataType::BigInt),
+        "smallserial" | "serial2" => Some(DataType::SmallInt),
+        _ => None,
+    }
+}
+
+fn char_length(length: &Option<CharacterLength>) -> Result<Option<u32>> {
+    match length {
+        None => Ok(None),
+        Some(CharacterLength::IntegerLength { length, .. }) => {
+            let n = u32::try_from(*length)
+                .ok()
+                .filter(|n| (1..=10_485_760).contains(n))
+                .ok_or_else(|| {
+                    SqlError::new("22023", "length for type varchar must be at least 1")
+                })?;
+            Ok(Some(n))
+        }
+        Some(CharacterLength::Max) => Err(SqlError::unsupported("varchar(max)")),
+    }
+}
+
+fn numeric_type(info: &ExactNumberInfo) -> Result<DataType> {
+    let (precision, scale) = match info {
+        ExactNumberInfo::None => (None, None),
+        ExactNumberInfo::Precision(p) => (Some(*p), Some(0)),
+        ExactNumberInfo::PrecisionAndScale(p, s) => (Some(*p), Some(*s)),
+    };
+    if let Some(p) = precision {
+        if !(1..=28).contains(&p) {
+            return Err(SqlError::new(
+                "22023",
+                format!("NUMERIC precision {p} must be between 1 and 28"),
+            ));
+        }
+    }
+    let scale = match scale {
+        Some(s) if s < 0 || Some(s as u64) > precision => {
+            return Err(SqlError::new(
+                "22023",
+                format!("NUMERIC scale {s} must be between 0 and precision"),
+            ))
+        }
+        other => other.map(|s| s as u32),
+    };
+    Ok(DataType::Numeric {
+        precision: precision.map(|p| p as u32),
+        scale,
+    })
+}
+
+/// The engine type of a SQL type name.
+pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
+    use ast::DataType as T;
+    Ok(match data_type {
+        T::Boolean | T::Bool => DataType::Boolean,
+        T::SmallInt(_) | T::Int2(_) => DataType::SmallInt,
+        T::Int(_) | T::Integer(_) | T::Int4(_) => DataType::Integer,
+        T::BigInt(_) | T::Int8(_) => DataType::BigInt,
+        T::Real | T::Float4 => DataType::Real,
+        T::Double(_) | T::DoublePrecision | T::Float8 => DataType::Double,
+        T::Float(ExactNumberInfo::Precision(p)) if *p <= 24 => DataType::Real,
+        T::Float(_) => DataType::Double,
+        T::Numeric(info) | T::Decimal(info) | T::Dec(info) => numeric_type(info)?,
+        T::Char(len) | T::Character(len) => DataType::Char(char_length(len)?.unwrap_or(1)),
+        T::Varchar(len) | T::CharacterVarying(len) | T::CharVarying(len) => {
+            DataType::Varchar(char_length(len)?)
+        }
+        T::Text | T::String(None) => DataType::Text,
+        T::Bytea => DataType::Bytea,
+        T::Date => DataType::Date,
+        T::Timestamp(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+            DataType::Timestamp
+        }
+        T::Custom(name, modifiers) => custom_type(&object_name(name).1, modifiers)?,
+        other => {
+            return Err(SqlError::new(
+                "42704",
+                format!(
+                    "type \"{}\" does not exist",
+                    other.to_string().to_lowercase()
+                ),
+            ))
+        }
+    })
+}
+
+fn custom_type(name: &str, modifiers: &[String]) -> Result<DataType> {
+    Ok(match name {
+        "int2" => DataType::SmallInt,
+        "int4" => DataType::Integer,
+        "int8" => DataType::BigInt,
+        "float4" => DataType::Real,
+        "float8" => DataType::Double,
+        "bool" => DataType::Boolean,
+        "bpchar" => DataType::Char(parse_modifier(modifiers)?.unwrap_or(1)),
+        "name" | "regclass" | "regtype" | "regproc" | "regnamespace" => DataType::Text,
+        "oid" | "xid" | "cid" => DataType::BigInt,
+        "serial" | "serial4" => DataType::Integer,
+        "bigserial" | "serial8" => DataType::BigInt,
+        "smallserial" | "serial2" => DataType::SmallInt,
+        other => {
+            return Err(SqlError::new(
+                "42704",
+                format!("type \"{other}\" does not exist"),
+            ))
+        }
+    })
+}
+
+fn parse_modifier(modifiers: &[String]) -> Result<Option<u32>> {
+    modifiers
+        .first()
+        .map(|m| {
+            m.parse::<u32>()
+                .map_err(|_| SqlError::syntax(format!("invalid type modifier {m}")))
+        })
+        .transpose()
+}
+
+/// The column name PostgreSQL gives `CAST(literal AS type)`: the type's name.
+pub fn type_output_name(data_type: &ast::DataType) -> String {
+    match convert_type(data_type) {
+        Ok(DataType::Boolean) => "bool".into(),
+        Ok(DataType::SmallInt) => "int2".into(),
+        Ok(DataType::Integer) => "int4".into(),
+        Ok(DataType::BigInt) => "int8".into(),
+        Ok(DataType::Real) => "float4".into(),
+        Ok(DataType::Double) => "float8".into(),
+        Ok(DataType::Numeric { .. }) => "numeric".into(),
+        Ok(DataType::Char(_)) => "bpchar".into(),
+        Ok(DataType::Varchar(_)) => "varchar".into(),
+        Ok(DataType::Text) => "text".into(),
+        Ok(DataType::Bytea) => "bytea".into(),
+        Ok(DataType::Date) => "date".into(),
+        Ok(DataType::Timestamp) => "timestamp".into(),
+        Err(_) => "?column?".into(),
+    }
+}
+
+/// A numeric literal: integer when it fits `integer`, then `bigint`, else numeric.
+pub fn parse_number(text: &str) -> Result<Value> {
+    if let Ok(v) = text.parse::<i32>() {
+        return Ok(Value::Integer(v));
+    }
+    if let Ok(v) = text.parse::<i64>() {
+        return Ok(Value::BigInt(v));
+    }
+    let parsed = if text.contains(['e', 'E']) {
+        Decimal::from_scientific(text)
+    } else {
+        text.parse::<Decimal>()
+    };
+    parsed
+        .map(Value::Numeric)
+        .map_err(|_| SqlError::new("22003", format!("value out of range: {text}")))
+}
