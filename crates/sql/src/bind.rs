@@ -32,6 +32,10 @@ pub struct ScopeColumn {
     pub table: Option<String>,
     pub name: String,
     pub ty: Option<DataType>,
+    /// Reachable only by a qualified name (a dropped column, or one side of a USING column).
+    pub hidden: bool,
+    /// Part of its table's primary key (GROUP BY the key allows the table's other columns).
+    pub key: bool,
 }
 
 /// The columns of one query level's input row.
@@ -49,6 +53,8 @@ impl Scope {
                     table: Some(alias.to_owned()),
                     name: c.name.clone(),
                     ty: c.ty,
+                    hidden: crate::constraints::is_dropped(&c.name),
+                    key: false,
                 })
                 .collect(),
         }
@@ -57,7 +63,10 @@ impl Scope {
     pub(crate) fn find(&self, table: Option<&str>, name: &str) -> Result<Option<usize>> {
         let mut found = None;
         for (i, column) in self.columns.iter().enumerate() {
-            let table_matches = table.is_none_or(|t| column.table.as_deref() == Some(t));
+            let table_matches = match table {
+                Some(t) => column.table.as_deref() == Some(t),
+                None => !column.hidden,
+            };
             if table_matches && column.name == name {
                 if found.is_some() {
                     return Err(SqlError::new(
@@ -152,6 +161,9 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_limit(&mut self, query: &ast::Query) -> Result<(Option<Expr>, Option<Expr>)> {
+        if let Some(fetch) = &query.fetch {
+            return self.bind_fetch(fetch, query.limit_clause.as_ref());
+        }
         let Some(clause) = &query.limit_clause else {
             return Ok((None, None));
         };
@@ -169,6 +181,29 @@ impl<'a> Binder<'a> {
                 Ok((Some(bind_count(limit)?), Some(bind_count(offset)?)))
             }
         }
+    }
+
+    /// `[OFFSET n] FETCH FIRST m ROWS ONLY`.
+    fn bind_fetch(
+        &mut self,
+        fetch: &ast::Fetch,
+        clause: Option<&ast::LimitClause>,
+    ) -> Result<(Option<Expr>, Option<Expr>)> {
+        if fetch.with_ties || fetch.percent {
+            return Err(SqlError::unsupported("FETCH ... WITH TIES / PERCENT"));
+        }
+        let empty = Scope::default();
+        let count = match &fetch.quantity {
+            Some(q) => self.bind_expr_as(q, &empty, DataType::BigInt)?.0,
+            None => Expr::Literal(Value::BigInt(1)),
+        };
+        let offset = match clause {
+            Some(ast::LimitClause::LimitOffset {
+                offset: Some(o), ..
+            }) => Some(self.bind_expr_as(&o.value, &empty, DataType::BigInt)?.0),
+            _ => None,
+        };
+        Ok((Some(count), offset))
     }
 
     fn bind_set_expr(&mut self, body: &SetExpr) -> Result<BoundQuery> {
@@ -260,6 +295,8 @@ impl<'a> Binder<'a> {
                     table: None,
                     name: c.name.clone(),
                     ty: c.ty,
+                    hidden: false,
+                    key: false,
                 })
                 .collect(),
         };
@@ -485,6 +522,7 @@ impl Binder<'_> {
             }
             groups.push(expr);
         }
+        add_key_dependents(&mut groups, scope);
         Ok(groups)
     }
 
@@ -558,7 +596,7 @@ impl Binder<'_> {
                             "SELECT * with no tables specified is not valid",
                         ));
                     }
-                    for (i, c) in scope.columns.iter().enumerate() {
+                    for (i, c) in scope.columns.iter().enumerate().filter(|(_, c)| !c.hidden) {
                         exprs.push(Expr::Column(i));
                         columns.push(Column::new(c.name.clone(), c.ty));
                     }
@@ -579,7 +617,9 @@ impl Binder<'_> {
                         ));
                     }
                     for (i, c) in scope.columns.iter().enumerate() {
-                        if c.table.as_deref() == Some(table.as_str()) {
+                        if c.table.as_deref() == Some(table.as_str())
+                            && !crate::constraints::is_dropped(&c.name)
+                        {
                             exprs.push(Expr::Column(i));
                             columns.push(Column::new(c.name.clone(), c.ty));
                         }
@@ -607,49 +647,55 @@ impl Binder<'_> {
             }
             result = Some(match result {
                 None => (plan, scope),
-                Some((left, left_scope)) => cross_join(left, left_scope, plan, scope),
+                Some((left, left_scope)) => {
+                    check_aliases(&left_scope, &scope)?;
+                    cross_join(left, left_scope, plan, scope)
+                }
             });
         }
         Ok(result.unwrap_or_else(|| (Plan::single_row(), Scope::default())))
     }
 
-    fn bind_join(
-        &mut self,
-        left: Plan,
-        left_scope: Scope,
-        join: &ast::Join,
-    ) -> Result<(Plan, Scope)> {
+    fn bind_join(&mut self, left: Plan, left_scope: Scope, join: &ast::Join) -> Result<(Plan, Scope)> {
         use ast::JoinOperator as J;
         let (kind, constraint) = match &join.join_operator {
-            J::Join(c) | J::Inner(c) => (JoinKind::Inner, c),
+            J::Join(c) | J::Inner(c) | J::CrossJoin(c) => (JoinKind::Inner, c),
             J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
-            J::CrossJoin(c) => (JoinKind::Inner, c),
+            J::Right(c) | J::RightOuter(c) => (JoinKind::Right, c),
+            J::FullOuter(c) => (JoinKind::Full, c),
             other => return Err(SqlError::unsupported(format!("join {other:?}"))),
         };
         let (right, right_scope) = self.bind_factor(&join.relation)?;
+        check_aliases(&left_scope, &right_scope)?;
         let right_width = right_scope.columns.len();
         let mut scope = left_scope.clone();
         scope.columns.extend(right_scope.columns.iter().cloned());
-        let on = match constraint {
-            ast::JoinConstraint::On(e) => {
+        let using: Option<Vec<String>> = match constraint {
+            ast::JoinConstraint::Using(names) => Some(names.iter().map(|n| object_name(n).1).collect()),
+            ast::JoinConstraint::Natural => Some(common_columns(&left_scope, &right_scope)),
+            _ => None,
+        };
+        let on = match (constraint, &using) {
+            (_, Some(names)) => using_condition(names, &left_scope, &right_scope)?,
+            (ast::JoinConstraint::On(e), None) => {
                 let (on, ty) = self.with_level(scope.clone(), |b| b.bind_expr(e, &scope))?;
                 expect_boolean(ty, "JOIN/ON")?;
                 Some(on)
             }
-            ast::JoinConstraint::Using(names) => {
-                Some(using_condition(names, &left_scope, &right_scope)?)
-            }
-            ast::JoinConstraint::Natural => return Err(SqlError::unsupported("NATURAL JOIN")),
-            ast::JoinConstraint::None => None,
+            _ => None,
         };
         let plan = Plan::Join {
             left: Box::new(left),
             right: Box::new(right),
             kind,
             on,
+            left_width: left_scope.columns.len(),
             right_width,
         };
-        Ok((plan, scope))
+        match using {
+            Some(names) => merge_using(plan, &names, kind, &left_scope, &right_scope),
+            None => Ok((plan, scope)),
+        }
     }
 
     fn bind_factor(&mut self, factor: &TableFactor) -> Result<(Plan, Scope)> {
@@ -666,7 +712,13 @@ impl Binder<'_> {
                     .map_or(table.clone(), |a| normalize_ident(&a.name));
                 let (plan, columns) = self.table_source(schema.as_deref(), &table)?;
                 let columns = apply_column_aliases(columns, alias.as_ref());
-                Ok((plan, Scope::of_table(&alias_name, &columns)))
+                let mut scope = Scope::of_table(&alias_name, &columns);
+                if let Plan::Scan { table, .. } = &plan {
+                    for &k in &table.primary_key {
+                        scope.columns[k].key = true;
+                    }
+                }
+                Ok((plan, scope))
             }
             TableFactor::Function {
                 name, args, alias, ..
@@ -835,6 +887,7 @@ fn post_aggregate(expr: Expr, groups: &[Expr]) -> Result<Expr> {
 
 fn cross_join(left: Plan, left_scope: Scope, right: Plan, right_scope: Scope) -> (Plan, Scope) {
     let right_width = right_scope.columns.len();
+    let left_width = left_scope.columns.len();
     let mut scope = left_scope;
     scope.columns.extend(right_scope.columns);
     let plan = Plan::Join {
@@ -842,21 +895,17 @@ fn cross_join(left: Plan, left_scope: Scope, right: Plan, right_scope: Scope) ->
         right: Box::new(right),
         kind: JoinKind::Inner,
         on: None,
+        left_width,
         right_width,
     };
     (plan, scope)
 }
 
-fn using_condition(names: &[ast::ObjectName], left: &Scope, right: &Scope) -> Result<Expr> {
+fn using_condition(names: &[String], left: &Scope, right: &Scope) -> Result<Option<Expr>> {
     let mut condition: Option<Expr> = None;
-    for name in names {
-        let (_, column) = object_name(name);
-        let l = left
-            .find(None, &column)?
-            .ok_or_else(|| SqlError::undefined_column(&column))?;
-        let r = right
-            .find(None, &column)?
-            .ok_or_else(|| SqlError::undefined_column(&column))?;
+    for column in names {
+        let l = left.find(None, column)?.ok_or_else(|| using_missing(column, "left"))?;
+        let r = right.find(None, column)?.ok_or_else(|| using_missing(column, "right"))?;
         let eq = Expr::Compare(
             CmpOp::Eq,
             Box::new(Expr::Column(l)),
@@ -867,7 +916,117 @@ fn using_condition(names: &[ast::ObjectName], left: &Scope, right: &Scope) -> Re
             Some(c) => Expr::And(Box::new(c), Box::new(eq)),
         });
     }
-    condition.ok_or_else(|| SqlError::syntax("USING needs a column"))
+    Ok(condition)
+}
+
+fn using_missing(column: &str, side: &str) -> SqlError {
+    SqlError::undefined_column(column).with_detail(format!(
+        "column \"{column}\" specified in USING clause does not exist in {side} table"
+    ))
+}
+
+/// The column names two sides have in common (NATURAL JOIN), in the left side's order.
+fn common_columns(left: &Scope, right: &Scope) -> Vec<String> {
+    left.columns
+        .iter()
+        .filter(|c| !c.hidden && right.columns.iter().any(|r| !r.hidden && r.name == c.name))
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// After a USING / NATURAL join: the joined columns once (first), then the other columns of each
+/// side; each side's own copy stays reachable by its qualified name.
+fn merge_using(
+    plan: Plan,
+    names: &[String],
+    kind: JoinKind,
+    left: &Scope,
+    right: &Scope,
+) -> Result<(Plan, Scope)> {
+    let offset = left.columns.len();
+    let mut exprs = Vec::new();
+    let mut columns = Vec::new();
+    let mut sides = left.clone();
+    sides.columns.extend(right.columns.iter().cloned());
+    for name in names {
+        let l = left.find(None, name)?.ok_or_else(|| using_missing(name, "left"))?;
+        let r = right.find(None, name)?.ok_or_else(|| using_missing(name, "right"))? + offset;
+        let merged = match kind {
+            JoinKind::Right => Expr::Column(r),
+            JoinKind::Full => Expr::Case {
+                operand: None,
+                whens: vec![(
+                    Expr::Not(Box::new(Expr::IsNull(Box::new(Expr::Column(l))))),
+                    Expr::Column(l),
+                )],
+                otherwise: Some(Box::new(Expr::Column(r))),
+            },
+            JoinKind::Inner | JoinKind::Left => Expr::Column(l),
+        };
+        exprs.push(merged);
+        columns.push(ScopeColumn {
+            table: None,
+            name: name.clone(),
+            ty: sides.columns[l].ty,
+            hidden: false,
+            key: false,
+        });
+        sides.columns[l].hidden = true;
+        sides.columns[r].hidden = true;
+    }
+    for (i, column) in sides.columns.into_iter().enumerate() {
+        exprs.push(Expr::Column(i));
+        columns.push(column);
+    }
+    let plan = Plan::Project {
+        input: Box::new(plan),
+        exprs,
+    };
+    Ok((plan, Scope { columns }))
+}
+
+/// Two FROM items may not have the same name.
+fn check_aliases(left: &Scope, right: &Scope) -> Result<()> {
+    for column in &right.columns {
+        if let Some(table) = column.table.as_deref().filter(|t| !t.is_empty()) {
+            if left.has_table(table) {
+                return Err(SqlError::new(
+                    "42712",
+                    format!("table name \"{table}\" specified more than once"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Grouping by a table's whole primary key determines its other columns: they are added as
+/// groups too, so the select list may use them (PostgreSQL's functional dependency rule).
+fn add_key_dependents(groups: &mut Vec<Expr>, scope: &Scope) {
+    let mut tables: Vec<&str> = scope
+        .columns
+        .iter()
+        .filter(|c| c.key)
+        .filter_map(|c| c.table.as_deref())
+        .collect();
+    tables.dedup();
+    for table in tables {
+        let of_table = |c: &ScopeColumn| c.table.as_deref() == Some(table);
+        let grouped = scope
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.key && of_table(c))
+            .all(|(i, _)| groups.contains(&Expr::Column(i)));
+        if !grouped {
+            continue;
+        }
+        for (i, _) in scope.columns.iter().enumerate().filter(|(_, c)| of_table(c)) {
+            if !groups.contains(&Expr::Column(i)) {
+                groups.push(Expr::Column(i));
+            }
+        }
+    }
 }
 
 fn apply_column_aliases(mut columns: Vec<Column>, alias: Option<&ast::TableAlias>) -> Vec<Column> {

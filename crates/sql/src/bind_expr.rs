@@ -577,7 +577,7 @@ impl Binder<'_> {
                     }
                 }
                 let (expr, ty) = self.bind_expr(e, scope)?;
-                let expr = self.settle(expr, ty, DataType::Integer)?;
+                let expr = if ty.is_none() { self.settle(expr, None, DataType::Integer)? } else { expr };
                 let ty = ty.or(Some(DataType::Integer));
                 if ty.is_some_and(|t| ops::category(&t) != Category::Numeric) {
                     return Err(SqlError::undefined_function(format!(
@@ -636,11 +636,7 @@ impl Binder<'_> {
             results.push(self.bind_expr(&when.result, scope)?);
         }
         let otherwise = otherwise.map(|o| self.bind_expr(o, scope)).transpose()?;
-        let ty = results
-            .iter()
-            .chain(otherwise.iter())
-            .find_map(|(_, t)| *t)
-            .unwrap_or(DataType::Text);
+        let ty = common_type(results.iter().chain(otherwise.iter()).map(|(_, t)| *t), "CASE")?;
         let mut coerced = Vec::new();
         for (expr, t) in results {
             coerced.push(self.coerce_branch(expr, t, ty)?);
@@ -713,7 +709,18 @@ impl Binder<'_> {
             bound.push(expr);
             types.push(ty);
         }
-        let ty = (function.returns)(&types);
+        let ty = match name {
+            "greatest" | "least" | "nullif" => {
+                let common = common_type(types.iter().copied(), &name.to_uppercase())?;
+                bound = bound
+                    .into_iter()
+                    .zip(&types)
+                    .map(|(e, t)| self.coerce_branch(e, *t, common))
+                    .collect::<Result<_>>()?;
+                Some(common)
+            }
+            _ => (function.returns)(&types),
+        };
         let expr = Expr::Call(function, bound);
         Ok((if function.volatile { expr } else { fold(expr)? }, ty))
     }
@@ -726,7 +733,7 @@ impl Binder<'_> {
         for arg in args {
             bound.push(self.bind_expr(arg, scope)?);
         }
-        let ty = bound.iter().find_map(|(_, t)| *t).unwrap_or(DataType::Text);
+        let ty = common_type(bound.iter().map(|(_, t)| *t), "COALESCE")?;
         let mut whens = Vec::new();
         let last = bound.pop();
         for (expr, t) in bound {
@@ -797,11 +804,16 @@ impl Binder<'_> {
             if func != AggFunc::Count {
                 return Err(SqlError::syntax(format!("{}(*) is not valid", func.name())));
             }
+            let filter = function
+                .filter
+                .as_ref()
+                .map(|f| self.bind_expr_as(f, scope, DataType::Boolean).map(|t| t.0))
+                .transpose()?;
             return Ok(AggCall {
                 func: AggFunc::CountStar,
                 args: vec![],
                 distinct: false,
-                filter: None,
+                filter,
                 order_by: vec![],
                 ty: Some(DataType::BigInt),
             });
@@ -856,6 +868,23 @@ impl Binder<'_> {
             order_by,
         })
     }
+}
+
+/// The type values of these types are brought to (CASE, COALESCE, GREATEST...): the first known
+/// type, widened across numeric types; types of different categories cannot be matched (42804).
+pub fn common_type(types: impl Iterator<Item = Option<DataType>>, construct: &str) -> Result<DataType> {
+    let mut common: Option<DataType> = None;
+    for ty in types.flatten() {
+        common = Some(match common {
+            None => ty,
+            Some(c) if ops::category(&c) != ops::category(&ty) => {
+                return Err(SqlError::datatype_mismatch(format!("{construct} types {c} and {ty} cannot be matched")))
+            }
+            Some(c) if ops::category(&c) == Category::Numeric => ops::arith_type(ArithOp::Add, &c, &ty).unwrap_or(c),
+            Some(c) => c,
+        });
+    }
+    Ok(common.unwrap_or(DataType::Text))
 }
 
 fn numeric() -> DataType {
@@ -915,12 +944,14 @@ fn special_identifier(name: &str) -> Option<Typed> {
     Some((Expr::Call(function, vec![]), ty))
 }
 
-/// Folds an expression made only of literals into a literal (errors surface at bind time, as in
-/// PostgreSQL's constant folding).
+/// Folds an expression made only of literals into a literal. One that fails is left for run time,
+/// so an error is raised only if the expression is really evaluated (`CASE`, `COALESCE` branches).
 fn fold(expr: Expr) -> Result<Expr> {
     if !expr.is_constant() || matches!(expr, Expr::Literal(_)) {
         return Ok(expr);
     }
-    let value = crate::exec::eval_constant(&expr)?;
-    Ok(Expr::Literal(value))
+    match crate::exec::eval_constant(&expr) {
+        Ok(value) => Ok(Expr::Literal(value)),
+        Err(_) => Ok(expr),
+    }
 }

@@ -252,7 +252,7 @@ fn bind_insert(binder: &mut Binder, insert: &ast::Insert) -> Result<InsertPlan> 
     let targets = insert_targets(&table, &insert.columns)?;
     let source = match insert.source.as_deref() {
         None => InsertSource::Values(vec![vec![None; targets.len()]]),
-        Some(query) => bind_insert_source(binder, &table, &targets, query)?,
+        Some(query) => bind_insert_source(binder, &table, &targets, !insert.columns.is_empty(), query)?,
     };
     let defaults = bind_defaults(binder, &table)?;
     let alias = insert
@@ -309,15 +309,25 @@ fn bind_insert_source(
     binder: &mut Binder,
     table: &TableDef,
     targets: &[usize],
+    listed: bool,
     query: &ast::Query,
 ) -> Result<InsertSource> {
     if let ast::SetExpr::Values(values) = query.body.as_ref() {
         if query.order_by.is_none() && query.limit_clause.is_none() {
+            let width = values.rows.first().map_or(0, |r| r.len());
             let mut rows = Vec::with_capacity(values.rows.len());
             for row in &values.rows {
+                if row.len() != width {
+                    return Err(SqlError::syntax("VALUES lists must all be the same length"));
+                }
                 if row.len() > targets.len() {
                     return Err(SqlError::syntax(
                         "INSERT has more expressions than target columns",
+                    ));
+                }
+                if listed && row.len() < targets.len() {
+                    return Err(SqlError::syntax(
+                        "INSERT has more target columns than expressions",
                     ));
                 }
                 let mut bound = Vec::with_capacity(targets.len());
@@ -344,6 +354,11 @@ fn bind_insert_source(
     if bound.columns.len() > targets.len() {
         return Err(SqlError::syntax(
             "INSERT has more expressions than target columns",
+        ));
+    }
+    if listed && bound.columns.len() < targets.len() {
+        return Err(SqlError::syntax(
+            "INSERT has more target columns than expressions",
         ));
     }
     for (column, &target) in bound.columns.iter().zip(targets) {
@@ -549,7 +564,8 @@ impl InsertPlan {
         Ok(values)
     }
 
-    /// Inserts one row, or applies ON CONFLICT; returns the row written, if any.
+    /// Inserts one row, or applies ON CONFLICT; returns the row written, if any. `updated` holds
+    /// the keys this statement wrote (a conflict with one of them is an error, 21000).
     fn insert_one(
         &self,
         values: Row,
@@ -560,7 +576,12 @@ impl InsertPlan {
         check_parents(ctx, &self.table, &values)?;
         loop {
             let err = match ctx.txn()?.insert_row(&self.table, &values) {
-                Ok(_) => return Ok(Some(values)),
+                Ok(pk) => {
+                    if self.on_conflict.is_some() {
+                        updated.push(pk);
+                    }
+                    return Ok(Some(values));
+                }
                 Err(err) => err,
             };
             let EngineError::UniqueViolation { index } = err else {

@@ -295,6 +295,7 @@ fn open_node<'p>(
             right,
             kind,
             on,
+            left_width,
             right_width,
         } => {
             let left = open(left, ctx, numbering)?;
@@ -305,13 +306,16 @@ fn open_node<'p>(
             }
             Box::new(JoinSource {
                 left,
+                matched_inner: vec![false; inner.len()],
                 inner,
                 kind: *kind,
                 on: on.as_ref(),
                 right_width: *right_width,
+                left_width: *left_width,
                 current: None,
                 position: 0,
                 matched: false,
+                unmatched: None,
             })
         }
         Plan::SetOp {
@@ -668,43 +672,82 @@ impl Source for DistinctSource<'_> {
 struct JoinSource<'p> {
     left: BoxedSource<'p>,
     inner: Vec<Row>,
+    matched_inner: Vec<bool>,
     kind: JoinKind,
     on: Option<&'p Expr>,
     right_width: usize,
+    left_width: usize,
     current: Option<Row>,
     position: usize,
     matched: bool,
+    /// After the left side ends (right and full joins): the next right row to check.
+    unmatched: Option<usize>,
+}
+
+impl JoinSource<'_> {
+    /// The right rows no left row matched, NULL-extended on the left.
+    fn next_unmatched(&mut self) -> Option<Row> {
+        let position = self.unmatched.get_or_insert(0);
+        while *position < self.inner.len() {
+            let i = *position;
+            *position += 1;
+            if !self.matched_inner[i] {
+                let mut row = vec![Value::Null; self.left_width];
+                row.extend_from_slice(&self.inner[i]);
+                return Some(row);
+            }
+        }
+        None
+    }
+
+    /// The next joined row of the current left row, if any.
+    fn next_match(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        let Some(left) = &self.current else {
+            return Ok(None);
+        };
+        while self.position < self.inner.len() {
+            let mut row = left.clone();
+            row.extend_from_slice(&self.inner[self.position]);
+            let i = self.position;
+            self.position += 1;
+            let keep = match self.on {
+                Some(on) => on.eval_predicate(&row, ctx)?,
+                None => true,
+            };
+            if keep {
+                self.matched = true;
+                self.matched_inner[i] = true;
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
+    }
 }
 
 impl Source for JoinSource<'_> {
     fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
         loop {
-            let Some(left) = &self.current else {
+            if self.unmatched.is_some() {
+                return Ok(self.next_unmatched());
+            }
+            if self.current.is_none() {
                 match self.left.next(ctx)? {
                     Some(row) => {
                         self.current = Some(row);
                         self.position = 0;
                         self.matched = false;
-                        continue;
+                    }
+                    None if matches!(self.kind, JoinKind::Right | JoinKind::Full) => {
+                        return Ok(self.next_unmatched());
                     }
                     None => return Ok(None),
                 }
-            };
-            while self.position < self.inner.len() {
-                let mut row = left.clone();
-                row.extend_from_slice(&self.inner[self.position]);
-                self.position += 1;
-                let keep = match self.on {
-                    Some(on) => on.eval_predicate(&row, ctx)?,
-                    None => true,
-                };
-                if keep {
-                    self.matched = true;
-                    return Ok(Some(row));
-                }
+            }
+            if let Some(row) = self.next_match(ctx)? {
+                return Ok(Some(row));
             }
             let left = self.current.take().unwrap_or_default();
-            if self.kind == JoinKind::Left && !self.matched {
+            if matches!(self.kind, JoinKind::Left | JoinKind::Full) && !self.matched {
                 let mut row = left;
                 row.extend(std::iter::repeat_n(Value::Null, self.right_width));
                 return Ok(Some(row));

@@ -89,6 +89,19 @@ const fn volatile(name: &'static str, returns: ReturnType, eval: Body) -> Functi
     }
 }
 
+/// A function that reads the session or database: never folded at bind time.
+const fn contextual(name: &'static str, args: (usize, usize), returns: ReturnType, eval: Body) -> Function {
+    Function {
+        name,
+        min_args: args.0,
+        max_args: args.1,
+        strict: true,
+        volatile: true,
+        returns,
+        eval,
+    }
+}
+
 const fn lenient(
     name: &'static str,
     args: (usize, usize),
@@ -118,6 +131,9 @@ fn text(_: &[Option<DataType>]) -> Option<DataType> {
 fn integer(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Integer)
 }
+fn bigint(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::BigInt)
+}
 fn double(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Double)
 }
@@ -133,7 +149,17 @@ fn timestamp(_: &[Option<DataType>]) -> Option<DataType> {
 fn date(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Date)
 }
-/// Numeric for exact inputs, double for floats (round, trunc, sqrt of numeric...).
+/// Numeric for numeric input, double for anything else (power, sqrt, exp, ln: PostgreSQL picks
+/// the float8 version for integers).
+fn numeric_only_for_numeric(args: &[Option<DataType>]) -> Option<DataType> {
+    match args.iter().flatten().any(|t| matches!(t, DataType::Real | DataType::Double)) {
+        true => Some(DataType::Double),
+        false if args.iter().flatten().any(|t| matches!(t, DataType::Numeric { .. })) => Some(NUMERIC),
+        false => Some(DataType::Double),
+    }
+}
+
+/// Numeric for exact inputs, double for floats (round, trunc, floor...).
 fn numeric_or_double(args: &[Option<DataType>]) -> Option<DataType> {
     match args.first().copied().flatten() {
         Some(DataType::Real | DataType::Double) => Some(DataType::Double),
@@ -155,11 +181,11 @@ static FUNCTIONS: &[Function] = &[
     strict("ceiling", (1, 1), numeric_or_double, ceil),
     strict("sign", (1, 1), numeric_or_double, sign),
     strict("mod", (2, 2), same_as_first, modulo),
-    strict("power", (2, 2), numeric_or_double, power),
-    strict("pow", (2, 2), numeric_or_double, power),
-    strict("sqrt", (1, 1), numeric_or_double, sqrt),
-    strict("exp", (1, 1), numeric_or_double, exp),
-    strict("ln", (1, 1), numeric_or_double, ln),
+    strict("power", (2, 2), numeric_only_for_numeric, power),
+    strict("pow", (2, 2), numeric_only_for_numeric, power),
+    strict("sqrt", (1, 1), numeric_only_for_numeric, sqrt),
+    strict("exp", (1, 1), numeric_only_for_numeric, exp),
+    strict("ln", (1, 1), numeric_only_for_numeric, ln),
     strict("lower", (1, 1), text, lower),
     strict("upper", (1, 1), text, upper),
     strict("initcap", (1, 1), text, initcap),
@@ -196,14 +222,16 @@ static FUNCTIONS: &[Function] = &[
     volatile("clock_timestamp", timestamp, now),
     volatile("current_date", date, current_date),
     volatile("random", double, random),
-    lenient("version", (0, 0), text, version),
-    lenient("current_database", (0, 0), text, current_database),
-    lenient("current_schema", (0, 0), text, current_schema),
-    lenient("current_user", (0, 0), text, current_user),
-    lenient("session_user", (0, 0), text, current_user),
-    lenient("user", (0, 0), text, current_user),
-    lenient("pg_backend_pid", (0, 0), integer, backend_pid),
-    strict("current_setting", (1, 2), text, current_setting),
+    contextual("version", (0, 0), text, version),
+    contextual("current_database", (0, 0), text, current_database),
+    contextual("current_schema", (0, 0), text, current_schema),
+    contextual("current_user", (0, 0), text, current_user),
+    contextual("session_user", (0, 0), text, current_user),
+    contextual("user", (0, 0), text, current_user),
+    contextual("pg_backend_pid", (0, 0), integer, backend_pid),
+    contextual("current_setting", (1, 2), text, current_setting),
+    contextual("nextval", (1, 1), bigint, nextval),
+    contextual("setval", (2, 3), bigint, setval),
     strict("to_hex", (1, 1), text, to_hex),
     strict("chr", (1, 1), text, chr),
     strict("ascii", (1, 1), integer, ascii),
@@ -355,7 +383,8 @@ fn power(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
             "a negative number raised to a non-integer power yields a complex result",
         ));
     }
-    if !is_float(&args[0]) && !is_float(&args[1]) && exponent.fract() == 0.0 && exponent >= 0.0 {
+    let numeric = matches!(args[0], Value::Numeric(_)) || matches!(args[1], Value::Numeric(_));
+    if numeric && exponent.fract() == 0.0 && exponent >= 0.0 {
         let base = as_decimal(&args[0])?;
         let mut d = Decimal::ONE;
         for _ in 0..exponent as u64 {
@@ -365,7 +394,12 @@ fn power(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         }
         return Ok(Value::Numeric(crate::ops::with_scale(d.normalize(), 16)));
     }
-    float_fn(args, |b| b.powf(exponent))
+    let result = float_result(base.powf(exponent))?;
+    if numeric {
+        let d = Decimal::try_from(result).map_err(|_| SqlError::new("22003", "value out of range for type numeric"))?;
+        return Ok(Value::Numeric(crate::ops::with_scale(d.round_dp(16), 16)));
+    }
+    Ok(Value::Double(result))
 }
 
 fn sqrt(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
@@ -638,6 +672,10 @@ fn fields(value: &Value) -> Result<(i64, i64, i64, i64)> {
 
 fn field_value(field: &str, value: &Value) -> Result<Decimal> {
     let (year, month, day, micros) = fields(value)?;
+    let time_field = matches!(field, "hour" | "hours" | "minute" | "minutes" | "second" | "seconds");
+    if time_field && matches!(value, Value::Date(_)) {
+        return Err(SqlError::new("0A000", format!("unit \"{field}\" not supported for type date")));
+    }
     let days = match value {
         Value::Date(d) => i64::from(*d),
         Value::Timestamp(t) => t.div_euclid(USECS_PER_DAY),
@@ -651,6 +689,7 @@ fn field_value(field: &str, value: &Value) -> Result<Decimal> {
         "minute" | "minutes" => Decimal::from(micros / 60_000_000 % 60),
         "second" | "seconds" => Decimal::new(micros % 60_000_000, 6),
         "dow" => Decimal::from((days + 6).rem_euclid(7)),
+        "week" => Decimal::from(iso_week(days)),
         "isodow" => Decimal::from((days + 5).rem_euclid(7) + 1),
         "doy" => Decimal::from(
             days + PG_EPOCH_UNIX_DAYS - steady_engine::types::days_from_civil(year, 1, 1) + 1,
@@ -658,9 +697,12 @@ fn field_value(field: &str, value: &Value) -> Result<Decimal> {
         "quarter" => Decimal::from((month - 1) / 3 + 1),
         "decade" => Decimal::from(year.div_euclid(10)),
         "century" => Decimal::from((year + 99).div_euclid(100)),
-        "epoch" => {
+        "epoch" if matches!(value, Value::Date(_)) => {
             Decimal::from(days + PG_EPOCH_UNIX_DAYS) * Decimal::from(86_400)
-                + Decimal::new(micros, 6)
+        }
+        "epoch" => {
+            let seconds = Decimal::from(days + PG_EPOCH_UNIX_DAYS) * Decimal::from(86_400);
+            crate::ops::with_scale(seconds + Decimal::new(micros, 6), 6)
         }
         other => {
             return Err(SqlError::new(
@@ -674,8 +716,17 @@ fn field_value(field: &str, value: &Value) -> Result<Decimal> {
     })
 }
 
+/// The ISO 8601 week number of a day (days since 2000-01-01).
+fn iso_week(days: i64) -> i64 {
+    let weekday = (days + 5).rem_euclid(7);
+    let thursday = days - weekday + 3;
+    let (year, _, _) = civil_from_days(thursday + PG_EPOCH_UNIX_DAYS);
+    let first = steady_engine::types::days_from_civil(year, 1, 1) - PG_EPOCH_UNIX_DAYS;
+    (thursday - first) / 7 + 1
+}
+
 fn date_part(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let d = field_value(&string(&args[0]), &args[1])?;
+    let d = field_value(&string(&args[0]).to_lowercase(), &args[1])?;
     Ok(Value::Double(d.to_f64().unwrap_or(f64::NAN)))
 }
 
@@ -748,6 +799,27 @@ fn backend_pid(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 
 fn current_setting(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(ctx.setting(&string(&args[0]))?))
+}
+
+fn nextval(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let name = string(&args[0]);
+    let engine = ctx.engine()?.clone();
+    engine
+        .next_value(&name)
+        .map(Value::BigInt)
+        .map_err(|_| SqlError::new("42P01", format!("relation \"{name}\" does not exist")))
+}
+
+fn setval(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let name = string(&args[0]);
+    let value = as_i64(&args[1]);
+    let called = args.get(2).is_none_or(|c| matches!(c, Value::Boolean(true)));
+    let last = if called { value } else { value - 1 };
+    let engine = ctx.engine()?.clone();
+    engine
+        .set_sequence(&name, last)
+        .map_err(|_| SqlError::new("42P01", format!("relation \"{name}\" does not exist")))?;
+    Ok(Value::BigInt(value))
 }
 
 fn to_hex(args: &[Value], _: &mut ExecCtx) -> Result<Value> {

@@ -71,6 +71,8 @@ pub struct SortKey {
 pub enum JoinKind {
     Inner,
     Left,
+    Right,
+    Full,
 }
 
 /// A plan node.
@@ -122,12 +124,14 @@ pub enum Plan {
     Distinct {
         input: Box<Plan>,
     },
-    /// Nested loop join; `on` sees the left row followed by the right row.
+    /// Nested loop join over the materialised right side; `on` sees the left row followed by the
+    /// right row. Right and full joins also emit the right rows no left row matched.
     Join {
         left: Box<Plan>,
         right: Box<Plan>,
         kind: JoinKind,
         on: Option<Expr>,
+        left_width: usize,
         right_width: usize,
     },
     /// `UNION [ALL]`, `INTERSECT`, `EXCEPT` of inputs of one width.
@@ -180,6 +184,8 @@ impl Plan {
             Plan::Join { kind, .. } => match kind {
                 JoinKind::Inner => "Nested Loop".into(),
                 JoinKind::Left => "Nested Loop Left Join".into(),
+                JoinKind::Right => "Nested Loop Right Join".into(),
+                JoinKind::Full => "Nested Loop Full Join".into(),
             },
             Plan::SetOp { op, all, .. } => {
                 let name = match op {
