@@ -233,8 +233,11 @@ impl<'a> Binder<'a> {
                     .columns
                     .iter()
                     .zip(&right.columns)
-                    .map(|(l, r)| Column::new(l.name.clone(), l.ty.or(r.ty)))
-                    .collect();
+                    .map(|(l, r)| {
+                        let ty = crate::bind_expr::common_type([l.ty, r.ty].into_iter(), "UNION")?;
+                        Ok(Column::new(l.name.clone(), Some(ty)))
+                    })
+                    .collect::<Result<_>>()?;
                 Ok(BoundQuery {
                     plan: Plan::SetOp {
                         left: Box::new(left.plan),
@@ -656,7 +659,12 @@ impl Binder<'_> {
         Ok(result.unwrap_or_else(|| (Plan::single_row(), Scope::default())))
     }
 
-    fn bind_join(&mut self, left: Plan, left_scope: Scope, join: &ast::Join) -> Result<(Plan, Scope)> {
+    fn bind_join(
+        &mut self,
+        left: Plan,
+        left_scope: Scope,
+        join: &ast::Join,
+    ) -> Result<(Plan, Scope)> {
         use ast::JoinOperator as J;
         let (kind, constraint) = match &join.join_operator {
             J::Join(c) | J::Inner(c) | J::CrossJoin(c) => (JoinKind::Inner, c),
@@ -671,7 +679,9 @@ impl Binder<'_> {
         let mut scope = left_scope.clone();
         scope.columns.extend(right_scope.columns.iter().cloned());
         let using: Option<Vec<String>> = match constraint {
-            ast::JoinConstraint::Using(names) => Some(names.iter().map(|n| object_name(n).1).collect()),
+            ast::JoinConstraint::Using(names) => {
+                Some(names.iter().map(|n| object_name(n).1).collect())
+            }
             ast::JoinConstraint::Natural => Some(common_columns(&left_scope, &right_scope)),
             _ => None,
         };
@@ -904,8 +914,12 @@ fn cross_join(left: Plan, left_scope: Scope, right: Plan, right_scope: Scope) ->
 fn using_condition(names: &[String], left: &Scope, right: &Scope) -> Result<Option<Expr>> {
     let mut condition: Option<Expr> = None;
     for column in names {
-        let l = left.find(None, column)?.ok_or_else(|| using_missing(column, "left"))?;
-        let r = right.find(None, column)?.ok_or_else(|| using_missing(column, "right"))?;
+        let l = left
+            .find(None, column)?
+            .ok_or_else(|| using_missing(column, "left"))?;
+        let r = right
+            .find(None, column)?
+            .ok_or_else(|| using_missing(column, "right"))?;
         let eq = Expr::Compare(
             CmpOp::Eq,
             Box::new(Expr::Column(l)),
@@ -949,8 +963,13 @@ fn merge_using(
     let mut sides = left.clone();
     sides.columns.extend(right.columns.iter().cloned());
     for name in names {
-        let l = left.find(None, name)?.ok_or_else(|| using_missing(name, "left"))?;
-        let r = right.find(None, name)?.ok_or_else(|| using_missing(name, "right"))? + offset;
+        let l = left
+            .find(None, name)?
+            .ok_or_else(|| using_missing(name, "left"))?;
+        let r = right
+            .find(None, name)?
+            .ok_or_else(|| using_missing(name, "right"))?
+            + offset;
         let merged = match kind {
             JoinKind::Right => Expr::Column(r),
             JoinKind::Full => Expr::Case {
@@ -1021,7 +1040,12 @@ fn add_key_dependents(groups: &mut Vec<Expr>, scope: &Scope) {
         if !grouped {
             continue;
         }
-        for (i, _) in scope.columns.iter().enumerate().filter(|(_, c)| of_table(c)) {
+        for (i, _) in scope
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| of_table(c))
+        {
             if !groups.contains(&Expr::Column(i)) {
                 groups.push(Expr::Column(i));
             }

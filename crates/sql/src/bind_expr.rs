@@ -204,6 +204,21 @@ impl Binder<'_> {
             }
             AstExpr::Ceil { expr, .. } => self.bind_call("ceil", &[expr], scope),
             AstExpr::Floor { expr, .. } => self.bind_call("floor", &[expr], scope),
+            AstExpr::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } if matches!(right.as_ref(), AstExpr::Subquery(_)) => {
+                self.bind_quantified(left, compare_op, right, false, scope)
+            }
+            AstExpr::AllOp {
+                left,
+                compare_op,
+                right,
+            } if matches!(right.as_ref(), AstExpr::Subquery(_)) => {
+                self.bind_quantified(left, compare_op, right, true, scope)
+            }
             AstExpr::Tuple(_) => Err(SqlError::unsupported("row constructors")),
             other => Err(SqlError::unsupported(format!("expression {other}"))),
         }
@@ -381,6 +396,42 @@ impl Binder<'_> {
         Ok((negate_if(sub, negated), Some(DataType::Boolean)))
     }
 
+    /// `left op ANY/ALL (subquery)`.
+    fn bind_quantified(
+        &mut self,
+        left: &AstExpr,
+        op: &BinaryOperator,
+        right: &AstExpr,
+        all: bool,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let AstExpr::Subquery(query) = right else {
+            return Err(SqlError::unsupported("ANY/ALL over a non-subquery"));
+        };
+        let op = comparison(op).ok_or_else(|| SqlError::unsupported(format!("{op} ANY/ALL")))?;
+        let (needle, ty) = self.bind_expr(left, scope)?;
+        let (bound, correlated) = self.bind_subquery_full(query)?;
+        if bound.columns.len() != 1 {
+            return Err(SqlError::syntax("subquery has too many columns"));
+        }
+        let (needle, _, _) = self.unify(
+            needle,
+            ty,
+            Expr::Literal(Value::Null),
+            bound.columns[0].ty,
+            op.symbol(),
+        )?;
+        let kind = SubqueryKind::Quantified {
+            expr: Box::new(needle),
+            op,
+            all,
+        };
+        Ok((
+            self.subquery(bound.plan, kind, correlated),
+            Some(DataType::Boolean),
+        ))
+    }
+
     fn bind_subquery_full(
         &mut self,
         query: &ast::Query,
@@ -412,16 +463,7 @@ impl Binder<'_> {
         right: &AstExpr,
         scope: &Scope,
     ) -> Result<Typed> {
-        let cmp = match op {
-            BinaryOperator::Eq => Some(CmpOp::Eq),
-            BinaryOperator::NotEq => Some(CmpOp::NotEq),
-            BinaryOperator::Lt => Some(CmpOp::Lt),
-            BinaryOperator::LtEq => Some(CmpOp::LtEq),
-            BinaryOperator::Gt => Some(CmpOp::Gt),
-            BinaryOperator::GtEq => Some(CmpOp::GtEq),
-            _ => None,
-        };
-        if let Some(cmp) = cmp {
+        if let Some(cmp) = comparison(op) {
             let (a, b) = self.bind_comparable(left, right, scope, cmp.symbol())?;
             return Ok((
                 Expr::Compare(cmp, Box::new(a), Box::new(b)),
@@ -512,10 +554,8 @@ impl Binder<'_> {
                 (a, Some(DataType::Integer), b, Some(DataType::Integer))
             }
             (at, bt) => {
-                let a = self
-                    .settle(a, at, DataType::Text)
-                    .map(|e| if at.is_none() { e } else { e })?;
-                let b = self.settle(b, bt, DataType::Text)?;
+                let a = char_as_text(self.settle(a, at, DataType::Text)?, at);
+                let b = char_as_text(self.settle(b, bt, DataType::Text)?, bt);
                 (
                     a,
                     at.or(Some(DataType::Text)),
@@ -577,7 +617,11 @@ impl Binder<'_> {
                     }
                 }
                 let (expr, ty) = self.bind_expr(e, scope)?;
-                let expr = if ty.is_none() { self.settle(expr, None, DataType::Integer)? } else { expr };
+                let expr = if ty.is_none() {
+                    self.settle(expr, None, DataType::Integer)?
+                } else {
+                    expr
+                };
                 let ty = ty.or(Some(DataType::Integer));
                 if ty.is_some_and(|t| ops::category(&t) != Category::Numeric) {
                     return Err(SqlError::undefined_function(format!(
@@ -604,8 +648,11 @@ impl Binder<'_> {
         let ty = convert_type(data_type)?;
         let (expr, from) = self.bind_expr(e, scope)?;
         let expr = match (expr, from) {
-            (Expr::Literal(Value::Text(s)), None) => Expr::Literal(Value::parse(&ty, &s)?),
+            (Expr::Literal(Value::Text(s)), None) => Expr::Literal(Value::Text(s).cast_to(&ty)?),
             (expr @ Expr::Param { ty: None, .. }, None) => self.settle(expr, None, ty)?,
+            (expr, from) if ops::category(&ty) == Category::String => {
+                fold(Expr::Cast(Box::new(char_as_text(expr, from)), ty))?
+            }
             (expr, _) => fold(Expr::Cast(Box::new(expr), ty))?,
         };
         Ok((expr, Some(ty)))
@@ -636,7 +683,10 @@ impl Binder<'_> {
             results.push(self.bind_expr(&when.result, scope)?);
         }
         let otherwise = otherwise.map(|o| self.bind_expr(o, scope)).transpose()?;
-        let ty = common_type(results.iter().chain(otherwise.iter()).map(|(_, t)| *t), "CASE")?;
+        let ty = common_type(
+            results.iter().chain(otherwise.iter()).map(|(_, t)| *t),
+            "CASE",
+        )?;
         let mut coerced = Vec::new();
         for (expr, t) in results {
             coerced.push(self.coerce_branch(expr, t, ty)?);
@@ -706,6 +756,11 @@ impl Binder<'_> {
         let mut types = Vec::with_capacity(args.len());
         for arg in args {
             let (expr, ty) = self.bind_expr(arg, scope)?;
+            let expr = if name == "octet_length" {
+                expr
+            } else {
+                char_as_text(expr, ty)
+            };
             bound.push(expr);
             types.push(ty);
         }
@@ -872,19 +927,46 @@ impl Binder<'_> {
 
 /// The type values of these types are brought to (CASE, COALESCE, GREATEST...): the first known
 /// type, widened across numeric types; types of different categories cannot be matched (42804).
-pub fn common_type(types: impl Iterator<Item = Option<DataType>>, construct: &str) -> Result<DataType> {
+pub fn common_type(
+    types: impl Iterator<Item = Option<DataType>>,
+    construct: &str,
+) -> Result<DataType> {
     let mut common: Option<DataType> = None;
     for ty in types.flatten() {
         common = Some(match common {
             None => ty,
             Some(c) if ops::category(&c) != ops::category(&ty) => {
-                return Err(SqlError::datatype_mismatch(format!("{construct} types {c} and {ty} cannot be matched")))
+                return Err(SqlError::datatype_mismatch(format!(
+                    "{construct} types {c} and {ty} cannot be matched"
+                )))
             }
-            Some(c) if ops::category(&c) == Category::Numeric => ops::arith_type(ArithOp::Add, &c, &ty).unwrap_or(c),
+            Some(c) if ops::category(&c) == Category::Numeric => {
+                ops::arith_type(ArithOp::Add, &c, &ty).unwrap_or(c)
+            }
             Some(c) => c,
         });
     }
     Ok(common.unwrap_or(DataType::Text))
+}
+
+/// A `char(n)` value used as text loses its padding (PostgreSQL's bpchar-to-text conversion).
+fn char_as_text(expr: Expr, ty: Option<DataType>) -> Expr {
+    match (ty, functions::lookup("rtrim", 1)) {
+        (Some(DataType::Char(_)), Ok(rtrim)) => Expr::Call(rtrim, vec![expr]),
+        _ => expr,
+    }
+}
+
+fn comparison(op: &BinaryOperator) -> Option<CmpOp> {
+    Some(match op {
+        BinaryOperator::Eq => CmpOp::Eq,
+        BinaryOperator::NotEq => CmpOp::NotEq,
+        BinaryOperator::Lt => CmpOp::Lt,
+        BinaryOperator::LtEq => CmpOp::LtEq,
+        BinaryOperator::Gt => CmpOp::Gt,
+        BinaryOperator::GtEq => CmpOp::GtEq,
+        _ => return None,
+    })
 }
 
 fn numeric() -> DataType {

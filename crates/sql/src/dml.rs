@@ -182,7 +182,7 @@ fn bind_assignment(
     scope: &Scope,
 ) -> Result<Expr> {
     let column = &table.columns[index];
-    let (expr, ty) = binder.bind_expr(e, scope)?;
+    let (expr, ty) = binder.bind_expr_with_level(e, scope)?;
     check_assignable(&column.name, ty, column.data_type)?;
     coerce_to(expr, ty, column.data_type)
 }
@@ -252,7 +252,9 @@ fn bind_insert(binder: &mut Binder, insert: &ast::Insert) -> Result<InsertPlan> 
     let targets = insert_targets(&table, &insert.columns)?;
     let source = match insert.source.as_deref() {
         None => InsertSource::Values(vec![vec![None; targets.len()]]),
-        Some(query) => bind_insert_source(binder, &table, &targets, !insert.columns.is_empty(), query)?,
+        Some(query) => {
+            bind_insert_source(binder, &table, &targets, !insert.columns.is_empty(), query)?
+        }
     };
     let defaults = bind_defaults(binder, &table)?;
     let alias = insert
@@ -465,40 +467,57 @@ fn bind_set(
 ) -> Result<Vec<(usize, Expr)>> {
     let mut bound: Vec<(usize, Expr)> = Vec::new();
     for assignment in assignments {
-        let ast::AssignmentTarget::ColumnName(name) = &assignment.target else {
-            return Err(SqlError::unsupported("assigning a row of columns"));
-        };
-        let name = object_name(name).1;
-        let index = table
-            .column(&name)
-            .filter(|_| !is_dropped(&name))
-            .ok_or_else(|| {
-                SqlError::undefined_column(&name)
-                    .with_detail(format!("of relation \"{}\"", table.name))
-            })?;
-        if bound.iter().any(|(i, _)| *i == index) {
-            return Err(SqlError::new(
-                "42601",
-                format!("multiple assignments to same column \"{name}\""),
-            ));
-        }
-        let expr = if is_default_keyword(&assignment.value) {
-            match &table.columns[index].default {
-                Some(text) => bind_assignment(
-                    binder,
-                    table,
-                    index,
-                    &crate::ddl::parse_expr(text)?,
-                    &Scope::default(),
-                )?,
-                None => Expr::Literal(Value::Null),
+        let pairs: Vec<(&ast::ObjectName, &AstExpr)> = match (&assignment.target, &assignment.value)
+        {
+            (ast::AssignmentTarget::ColumnName(name), value) => vec![(name, value)],
+            (ast::AssignmentTarget::Tuple(names), AstExpr::Tuple(values))
+                if names.len() == values.len() =>
+            {
+                names.iter().zip(values).collect()
             }
-        } else {
-            bind_assignment(binder, table, index, &assignment.value, scope)?
+            (ast::AssignmentTarget::Tuple(_), _) => {
+                return Err(SqlError::syntax(
+                    "number of columns does not match number of values",
+                ))
+            }
         };
-        bound.push((index, expr));
+        for (name, value) in pairs {
+            let index = assignment_column(table, name)?;
+            if bound.iter().any(|(i, _)| *i == index) {
+                return Err(SqlError::new(
+                    "42601",
+                    format!(
+                        "multiple assignments to same column \"{}\"",
+                        table.columns[index].name
+                    ),
+                ));
+            }
+            let expr = if is_default_keyword(value) {
+                match &table.columns[index].default {
+                    Some(text) => {
+                        let default = crate::ddl::parse_expr(text)?;
+                        bind_assignment(binder, table, index, &default, &Scope::default())?
+                    }
+                    None => Expr::Literal(Value::Null),
+                }
+            } else {
+                bind_assignment(binder, table, index, value, scope)?
+            };
+            bound.push((index, expr));
+        }
     }
     Ok(bound)
+}
+
+/// The position of an assigned column.
+fn assignment_column(table: &TableDef, name: &ast::ObjectName) -> Result<usize> {
+    let name = object_name(name).1;
+    table
+        .column(&name)
+        .filter(|_| !is_dropped(&name))
+        .ok_or_else(|| {
+            SqlError::undefined_column(&name).with_detail(format!("of relation \"{}\"", table.name))
+        })
 }
 
 impl InsertPlan {
@@ -707,12 +726,16 @@ fn write_update(
 struct Target {
     table: Arc<TableDef>,
     access: Access,
+    /// Over the table's row, or with `others` over the table's row followed by an other row.
     filter: Option<Expr>,
+    /// `UPDATE ... FROM` / `DELETE ... USING`: the other tables, joined to each row by `filter`.
+    others: Option<Plan>,
 }
 
 fn bind_target(
     binder: &mut Binder,
     relation: &ast::TableFactor,
+    from: &[ast::TableWithJoins],
     selection: Option<&AstExpr>,
 ) -> Result<(Target, Scope)> {
     let ast::TableFactor::Table { name, alias, .. } = relation else {
@@ -720,13 +743,15 @@ fn bind_target(
     };
     let table = lookup_table(binder, name)?;
     let alias = alias.as_ref().map(|a| normalize_ident(&a.name));
-    let scope = table_scope(&table, alias.as_deref());
-    let plan = Plan::Scan {
-        table: table.clone(),
-        access: Access::Full,
-        filter: None,
+    let mut scope = table_scope(&table, alias.as_deref());
+    let others = if from.is_empty() {
+        None
+    } else {
+        let (plan, other_scope) = binder.bind_from(from)?;
+        scope.columns.extend(other_scope.columns);
+        Some(plan)
     };
-    let plan = match selection {
+    let predicate = match selection {
         Some(selection) => {
             let (predicate, ty) = binder.bind_expr_with_level(selection, &scope)?;
             if ty.is_some_and(|t| t != DataType::Boolean) {
@@ -734,36 +759,59 @@ fn bind_target(
                     "argument of WHERE must be type boolean",
                 ));
             }
-            crate::access::filter(plan, predicate, binder.stats)
+            Some(predicate)
         }
-        None => plan,
+        None => None,
     };
-    let Plan::Scan { access, filter, .. } = plan else {
-        unreachable!("filtering a bare scan gives a scan");
+    let scan = Plan::Scan {
+        table: table.clone(),
+        access: Access::Full,
+        filter: None,
     };
-    Ok((
-        Target {
-            table,
-            access,
-            filter,
+    let (access, filter) = match (predicate, &others) {
+        (Some(predicate), None) => match crate::access::filter(scan, predicate, binder.stats) {
+            Plan::Scan { access, filter, .. } => (access, filter),
+            _ => unreachable!("filtering a bare scan gives a scan"),
         },
-        scope,
-    ))
+        (predicate, _) => (Access::Full, predicate),
+    };
+    let target = Target {
+        table,
+        access,
+        filter,
+        others,
+    };
+    Ok((target, scope))
 }
 
 impl Target {
     /// The scan plan, for EXPLAIN.
     fn plan(&self) -> Plan {
-        Plan::Scan {
+        let scan = Plan::Scan {
             table: self.table.clone(),
             access: self.access.clone(),
-            filter: self.filter.clone(),
+            filter: if self.others.is_some() {
+                None
+            } else {
+                self.filter.clone()
+            },
+        };
+        match &self.others {
+            None => scan,
+            Some(others) => Plan::Join {
+                left: Box::new(scan),
+                right: Box::new(others.clone()),
+                kind: crate::plan::JoinKind::Inner,
+                on: self.filter.clone(),
+                left_width: self.table.columns.len(),
+                right_width: 0,
+            },
         }
     }
 
     /// Primary keys of the candidate rows in key order, and whether each still needs the
     /// snapshot check (index candidates) or was already read and matched (scan candidates).
-    fn candidates(&self, ctx: &mut ExecCtx) -> Result<(Vec<Vec<u8>>, bool)> {
+    fn candidates(&self, others: &[Row], ctx: &mut ExecCtx) -> Result<(Vec<Vec<u8>>, bool)> {
         if let Access::Index(index, range) = &self.access {
             let Some((start, end)) = encode_range(range, ctx)? else {
                 return Ok((vec![], false));
@@ -786,49 +834,72 @@ impl Target {
         let mut keys = Vec::new();
         for row in scan {
             let (pk, values) = row?;
-            if self.matches(&values, ctx)? {
+            if self.matching(&values, others, ctx)?.is_some() {
                 keys.push(pk);
             }
         }
         Ok((keys, false))
     }
 
-    fn matches(&self, values: &[Value], ctx: &mut ExecCtx) -> Result<bool> {
-        match &self.filter {
-            Some(filter) => filter.eval_predicate(values, ctx),
-            None => Ok(true),
+    /// The row the statement works on for the table row `values`: the row itself, or joined with
+    /// the first of `others` that matches; `None` when the WHERE clause rejects it.
+    fn matching(&self, values: &[Value], others: &[Row], ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        if self.others.is_none() {
+            let keep = match &self.filter {
+                Some(filter) => filter.eval_predicate(values, ctx)?,
+                None => true,
+            };
+            return Ok(keep.then(|| values.to_vec()));
         }
+        for other in others {
+            let mut row = values.to_vec();
+            row.extend_from_slice(other);
+            let keep = match &self.filter {
+                Some(filter) => filter.eval_predicate(&row, ctx)?,
+                None => true,
+            };
+            if keep {
+                return Ok(Some(row));
+            }
+        }
+        Ok(None)
     }
 
     /// Visits the candidate rows in key order, locked, with their newest values (each still
-    /// matching the WHERE clause); `visit` returns whether it changed the row. Stops after `limit`
-    /// changes.
+    /// matching the WHERE clause); `visit` gets the key, the newest values and the row the
+    /// statement's expressions see (with `others`, joined), and returns whether it changed the
+    /// row. Stops after `limit` changes.
     fn for_each_row(
         &self,
         ctx: &mut ExecCtx,
         limit: Option<usize>,
-        mut visit: impl FnMut(&mut ExecCtx, &[u8], Row) -> Result<bool>,
+        mut visit: impl FnMut(&mut ExecCtx, &[u8], Row, Row) -> Result<bool>,
     ) -> Result<usize> {
-        let (keys, check_snapshot) = self.candidates(ctx)?;
+        let others = match &self.others {
+            Some(plan) => collect(plan, ctx)?,
+            None => Vec::new(),
+        };
+        let (keys, check_snapshot) = self.candidates(&others, ctx)?;
         let mut changed = 0;
         for pk in keys {
             if limit.is_some_and(|l| changed >= l) {
                 break;
             }
             if check_snapshot {
-                let seen = ctx.txn()?.get_row(&self.table, &pk)?;
-                match seen {
-                    Some(values) if self.matches(&values, ctx)? => {}
-                    _ => continue,
+                let Some(seen) = ctx.txn()?.get_row(&self.table, &pk)? else {
+                    continue;
+                };
+                if self.matching(&seen, &others, ctx)?.is_none() {
+                    continue;
                 }
             }
             let Some(current) = ctx.txn()?.lock_table_row(&self.table, &pk)? else {
                 continue;
             };
-            if !self.matches(&current, ctx)? {
+            let Some(row) = self.matching(&current, &others, ctx)? else {
                 continue;
-            }
-            changed += usize::from(visit(ctx, &pk, current)?);
+            };
+            changed += usize::from(visit(ctx, &pk, current, row)?);
         }
         Ok(changed)
     }
@@ -841,10 +912,21 @@ struct UpdatePlan {
 }
 
 fn bind_update(binder: &mut Binder, update: &ast::Update) -> Result<UpdatePlan> {
-    if update.from.is_some() || !update.table.joins.is_empty() {
-        return Err(SqlError::unsupported("UPDATE ... FROM"));
+    if !update.table.joins.is_empty() {
+        return Err(SqlError::unsupported("UPDATE of a join"));
     }
-    let (target, scope) = bind_target(binder, &update.table.relation, update.selection.as_ref())?;
+    let from = match &update.from {
+        Some(
+            ast::UpdateTableFromKind::BeforeSet(from) | ast::UpdateTableFromKind::AfterSet(from),
+        ) => from.as_slice(),
+        None => &[],
+    };
+    let (target, scope) = bind_target(
+        binder,
+        &update.table.relation,
+        from,
+        update.selection.as_ref(),
+    )?;
     let assignments = bind_set(binder, &target.table, &update.assignments, &scope)?;
     let returning = bind_returning(binder, update.returning.as_ref(), &scope)?;
     Ok(UpdatePlan {
@@ -866,11 +948,11 @@ impl UpdatePlan {
         let table = self.target.table.clone();
         let mut written = Vec::new();
         let mut moved: Vec<Vec<u8>> = Vec::new();
-        let count = self.target.for_each_row(ctx, None, |ctx, pk, old| {
+        let count = self.target.for_each_row(ctx, None, |ctx, pk, old, row| {
             if moved.iter().any(|k| k.as_slice() == pk) {
                 return Ok(false);
             }
-            let new = apply_assignments(&table, &old, &self.assignments, &old, ctx)?;
+            let new = apply_assignments(&table, &old, &self.assignments, &row, ctx)?;
             let new_pk = write_update(ctx, &table, pk, &old, new.clone())?;
             if new_pk != pk {
                 moved.push(new_pk);
@@ -898,10 +980,12 @@ fn bind_delete(binder: &mut Binder, delete: &ast::Delete) -> Result<DeletePlan> 
     let [relation] = from.as_slice() else {
         return Err(SqlError::unsupported("DELETE from several tables"));
     };
-    if delete.using.is_some() || !relation.joins.is_empty() {
-        return Err(SqlError::unsupported("DELETE ... USING"));
+    if !relation.joins.is_empty() {
+        return Err(SqlError::unsupported("DELETE from a join"));
     }
-    let (target, scope) = bind_target(binder, &relation.relation, delete.selection.as_ref())?;
+    let using = delete.using.as_deref().unwrap_or_default();
+    let (target, scope) =
+        bind_target(binder, &relation.relation, using, delete.selection.as_ref())?;
     let limit = delete
         .limit
         .as_ref()
@@ -941,11 +1025,11 @@ impl DeletePlan {
         let table = self.target.table.clone();
         let mut deleted = Vec::new();
         let keep_rows = self.returning.is_some();
-        let count = self.target.for_each_row(ctx, limit, |ctx, pk, old| {
+        let count = self.target.for_each_row(ctx, limit, |ctx, pk, old, row| {
             check_no_children(ctx, &table, &old, None)?;
             let done = ctx.txn()?.delete_row(&table, pk)?;
             if done && keep_rows {
-                deleted.push(old);
+                deleted.push(row);
             }
             Ok(done)
         })?;

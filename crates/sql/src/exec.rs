@@ -599,9 +599,10 @@ impl<'p> LimitSource<'p> {
                 Value::Null => Ok(None),
                 v => {
                     let n = crate::ops::as_i64(&v.cast_to(&DataType::BigInt)?);
+                    let code = if what == "LIMIT" { "2201W" } else { "2201X" };
                     u64::try_from(n)
                         .map(Some)
-                        .map_err(|_| SqlError::new("2201W", format!("{what} must not be negative")))
+                        .map_err(|_| SqlError::new(code, format!("{what} must not be negative")))
                 }
             }
         };

@@ -86,6 +86,22 @@ pub enum SubqueryKind {
     Exists,
     /// `expr IN (SELECT ...)`.
     In(Box<Expr>),
+    /// `expr op ANY (SELECT ...)` / `expr op ALL (SELECT ...)`.
+    Quantified {
+        expr: Box<Expr>,
+        op: CmpOp,
+        all: bool,
+    },
+}
+
+impl SubqueryKind {
+    /// The expression compared with the subquery's rows, if any.
+    fn needle(&self) -> Option<&Expr> {
+        match self {
+            SubqueryKind::In(e) | SubqueryKind::Quantified { expr: e, .. } => Some(e),
+            SubqueryKind::Scalar | SubqueryKind::Exists => None,
+        }
+    }
 }
 
 impl Expr {
@@ -236,10 +252,7 @@ impl Expr {
                 .chain(otherwise.iter().map(|e| &**e))
                 .collect(),
             Expr::Call(_, args) => args.iter().collect(),
-            Expr::Subquery(sub) => match &sub.kind {
-                SubqueryKind::In(e) => vec![e],
-                _ => vec![],
-            },
+            Expr::Subquery(sub) => sub.kind.needle().into_iter().collect(),
         }
     }
 
@@ -289,9 +302,15 @@ impl Expr {
                 args.into_iter().map(&mut *f).collect::<Result<_>>()?,
             ),
             Expr::Subquery(mut sub) => {
-                if let SubqueryKind::In(e) = sub.kind {
-                    sub.kind = SubqueryKind::In(t(e, f)?);
-                }
+                sub.kind = match sub.kind {
+                    SubqueryKind::In(e) => SubqueryKind::In(t(e, f)?),
+                    SubqueryKind::Quantified { expr, op, all } => SubqueryKind::Quantified {
+                        expr: t(expr, f)?,
+                        op,
+                        all,
+                    },
+                    other => other,
+                };
                 Expr::Subquery(sub)
             }
             leaf => leaf,
@@ -413,6 +432,10 @@ pub fn distinct(a: &Value, b: &Value) -> bool {
 
 /// `needle IN (candidates)` with SQL's NULL rules.
 pub fn in_values<'a>(needle: &Value, candidates: impl Iterator<Item = &'a Value>) -> Value {
+    let mut candidates = candidates.peekable();
+    if candidates.peek().is_none() {
+        return Value::Boolean(false);
+    }
     if needle.is_null() {
         return Value::Null;
     }
@@ -453,10 +476,7 @@ fn eval_case(
 }
 
 fn eval_subquery(sub: &Subquery, row: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
-    let needle = match &sub.kind {
-        SubqueryKind::In(e) => Some(e.eval(row, ctx)?),
-        _ => None,
-    };
+    let needle = sub.kind.needle().map(|e| e.eval(row, ctx)).transpose()?;
     let rows = ctx.run_subquery(sub, row)?;
     Ok(match &sub.kind {
         SubqueryKind::Exists => Value::Boolean(!rows.is_empty()),
@@ -474,5 +494,31 @@ fn eval_subquery(sub: &Subquery, row: &[Value], ctx: &mut ExecCtx) -> Result<Val
             let needle = needle.unwrap_or(Value::Null);
             in_values(&needle, rows.iter().map(|r| &r[0]))
         }
+        SubqueryKind::Quantified { op, all, .. } => {
+            let needle = needle.unwrap_or(Value::Null);
+            quantified(&needle, *op, *all, rows.iter().map(|r| &r[0]))
+        }
     })
+}
+
+/// `needle op ALL (...)` / `needle op ANY (...)` with SQL's NULL rules.
+fn quantified<'a>(
+    needle: &Value,
+    op: CmpOp,
+    all: bool,
+    values: impl Iterator<Item = &'a Value>,
+) -> Value {
+    let mut saw_null = false;
+    for value in values {
+        match ops::compare(op, needle, value) {
+            Value::Boolean(b) if b != all => return Value::Boolean(b),
+            Value::Null => saw_null = true,
+            _ => {}
+        }
+    }
+    if saw_null {
+        Value::Null
+    } else {
+        Value::Boolean(all)
+    }
 }

@@ -90,7 +90,12 @@ const fn volatile(name: &'static str, returns: ReturnType, eval: Body) -> Functi
 }
 
 /// A function that reads the session or database: never folded at bind time.
-const fn contextual(name: &'static str, args: (usize, usize), returns: ReturnType, eval: Body) -> Function {
+const fn contextual(
+    name: &'static str,
+    args: (usize, usize),
+    returns: ReturnType,
+    eval: Body,
+) -> Function {
     Function {
         name,
         min_args: args.0,
@@ -152,9 +157,20 @@ fn date(_: &[Option<DataType>]) -> Option<DataType> {
 /// Numeric for numeric input, double for anything else (power, sqrt, exp, ln: PostgreSQL picks
 /// the float8 version for integers).
 fn numeric_only_for_numeric(args: &[Option<DataType>]) -> Option<DataType> {
-    match args.iter().flatten().any(|t| matches!(t, DataType::Real | DataType::Double)) {
+    match args
+        .iter()
+        .flatten()
+        .any(|t| matches!(t, DataType::Real | DataType::Double))
+    {
         true => Some(DataType::Double),
-        false if args.iter().flatten().any(|t| matches!(t, DataType::Numeric { .. })) => Some(NUMERIC),
+        false
+            if args
+                .iter()
+                .flatten()
+                .any(|t| matches!(t, DataType::Numeric { .. })) =>
+        {
+            Some(NUMERIC)
+        }
         false => Some(DataType::Double),
     }
 }
@@ -356,17 +372,21 @@ fn float_result(x: f64) -> Result<f64> {
     Ok(x)
 }
 
-/// Evaluates a float function, giving a numeric back for exact arguments.
+/// Evaluates a float function: a double, or for a numeric argument a numeric with at least 16
+/// significant digits (and no fewer decimals than the argument), as PostgreSQL's numeric versions.
 fn float_fn(args: &[Value], f: impl Fn(f64) -> f64) -> Result<Value> {
     let result = float_result(f(as_f64(&args[0])))?;
-    if is_float(&args[0]) {
+    let Value::Numeric(arg) = &args[0] else {
         return Ok(Value::Double(result));
-    }
+    };
     let d = Decimal::try_from(result)
         .map_err(|_| SqlError::new("22003", "value out of range for type numeric"))?;
-    Ok(Value::Numeric(
-        d.round_dp(16).normalize().max(d.round_dp(16)),
-    ))
+    let int_digits = d.abs().trunc().to_string().trim_start_matches('0').len() as u32;
+    let scale = 16u32.saturating_sub(int_digits.max(1)).max(arg.scale());
+    Ok(Value::Numeric(crate::ops::with_scale(
+        d.round_dp(scale),
+        scale,
+    )))
 }
 
 fn power(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
@@ -396,7 +416,8 @@ fn power(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     }
     let result = float_result(base.powf(exponent))?;
     if numeric {
-        let d = Decimal::try_from(result).map_err(|_| SqlError::new("22003", "value out of range for type numeric"))?;
+        let d = Decimal::try_from(result)
+            .map_err(|_| SqlError::new("22003", "value out of range for type numeric"))?;
         return Ok(Value::Numeric(crate::ops::with_scale(d.round_dp(16), 16)));
     }
     Ok(Value::Double(result))
@@ -672,9 +693,15 @@ fn fields(value: &Value) -> Result<(i64, i64, i64, i64)> {
 
 fn field_value(field: &str, value: &Value) -> Result<Decimal> {
     let (year, month, day, micros) = fields(value)?;
-    let time_field = matches!(field, "hour" | "hours" | "minute" | "minutes" | "second" | "seconds");
+    let time_field = matches!(
+        field,
+        "hour" | "hours" | "minute" | "minutes" | "second" | "seconds"
+    );
     if time_field && matches!(value, Value::Date(_)) {
-        return Err(SqlError::new("0A000", format!("unit \"{field}\" not supported for type date")));
+        return Err(SqlError::new(
+            "0A000",
+            format!("unit \"{field}\" not supported for type date"),
+        ));
     }
     let days = match value {
         Value::Date(d) => i64::from(*d),
@@ -731,9 +758,8 @@ fn date_part(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn extract(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    Ok(Value::Numeric(
-        field_value(&string(&args[0]), &args[1])?.normalize(),
-    ))
+    let field = string(&args[0]).to_lowercase();
+    Ok(Value::Numeric(field_value(&field, &args[1])?))
 }
 
 fn date_trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
@@ -813,7 +839,9 @@ fn nextval(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 fn setval(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let name = string(&args[0]);
     let value = as_i64(&args[1]);
-    let called = args.get(2).is_none_or(|c| matches!(c, Value::Boolean(true)));
+    let called = args
+        .get(2)
+        .is_none_or(|c| matches!(c, Value::Boolean(true)));
     let last = if called { value } else { value - 1 };
     let engine = ctx.engine()?.clone();
     engine

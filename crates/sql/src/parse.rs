@@ -128,7 +128,8 @@ fn parse_vacuum(rest: &[&Token]) -> Result<Statement> {
     })
 }
 
-/// `name [, name ...]` (qualified names keep their last part), after any of `skip` words.
+/// `name [(columns)] [, ...]` (qualified names keep their last part; column lists are ignored),
+/// after any of `skip` words.
 fn table_list(tokens: &[&Token], skip: &[&str]) -> Result<Vec<String>> {
     let syntax = |t: Option<&&Token>| {
         SqlError::syntax(format!(
@@ -153,6 +154,13 @@ fn table_list(tokens: &[&Token], skip: &[&str]) -> Result<Vec<String>> {
             name = part.and_then(|t| word(t)).ok_or_else(|| syntax(part))?;
         }
         tables.push(name);
+        if rest.peek() == Some(&&&Token::LParen) {
+            for token in rest.by_ref() {
+                if token == &&Token::RParen {
+                    break;
+                }
+            }
+        }
         match rest.next() {
             None => break,
             Some(Token::Comma) => continue,

@@ -25,6 +25,8 @@ const PARAMETERS: &[(&str, &str, bool)] = &[
     ("intervalstyle", "postgres", true),
     ("lock_timeout", "0", true),
     ("max_connections", "100", false),
+    ("max_identifier_length", "63", false),
+    ("block_size", "8192", false),
     ("search_path", "\"$user\", public", true),
     ("server_encoding", "UTF8", false),
     ("server_version", SERVER_VERSION, false),

@@ -1,6 +1,6 @@
 //! `steady`: the SteadyDB command-line tool.
 //!
-//! Subcommands: `shell` (an embedded session on a data directory), `check` (offline verification of
+//! Subcommands: `shell` (an embedded SQL session on a data directory), `check` (offline verification of
 //! every page and tree), `bench` (the benchmark scenarios).
 
 mod bench;
@@ -28,7 +28,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Open a data directory (created if new) and run commands on it interactively or from stdin.
+    /// Open a data directory (created if new) and run SQL on it interactively or from stdin.
     Shell {
         /// Data directory.
         #[arg(default_value = DEFAULT_DATA_DIR)]
@@ -36,6 +36,9 @@ enum Command {
         /// Page size for a new directory (4096 to 65536).
         #[arg(long, default_value_t = steady_storage::page::DEFAULT_PAGE_SIZE)]
         page_size: usize,
+        /// Stop at the first failing statement and exit with status 3 (psql's ON_ERROR_STOP).
+        #[arg(long)]
+        stop_on_error: bool,
     },
     /// Verify every page checksum and B+tree invariant of a stopped database.
     Check {
@@ -58,7 +61,17 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Shell { dir, page_size } => shell::run(&dir, page_size),
+        Command::Shell {
+            dir,
+            page_size,
+            stop_on_error,
+        } => shell::run(
+            &dir,
+            &shell::Options {
+                page_size,
+                stop_on_error,
+            },
+        ),
         Command::Check { dir } => check::run(&dir),
         Command::Bench {
             scenario,

@@ -1,0 +1,80 @@
+//! The object ids the catalog views give everything that is not a type (types: [`super::pg_type`]).
+//!
+//! Oids are derived, never stored, so they are stable as long as the schema is:
+//!
+//! ```text
+//!   11, 99, 2200, 13000       namespaces pg_catalog, pg_toast, public, information_schema
+//!   12000 + n                 the n-th system view (in registry order)
+//!   16384 + id                a table (id = its clustered index) or a secondary index
+//!   16384 + 1_000_000 + id    table id's primary key, shown as the index `<table>_pkey`
+//!   16384 + 2_000_000 + id    the PRIMARY KEY / UNIQUE constraint behind index (or table) id
+//!   16384 + 3_000_000 + ...   foreign key n of table id: id * 1000 + n
+//!   16384 + 4_000_000 + ...   the default of column attnum of table id: id * 1000 + attnum
+//! ```
+
+pub const PG_CATALOG: i64 = 11;
+pub const PG_TOAST: i64 = 99;
+pub const PUBLIC: i64 = 2200;
+pub const INFORMATION_SCHEMA: i64 = 13000;
+
+/// The one role: the superuser every session runs as.
+pub const SUPERUSER: i64 = 10;
+/// The one database.
+pub const DATABASE: i64 = 5;
+pub const DEFAULT_TABLESPACE: i64 = 1663;
+pub const GLOBAL_TABLESPACE: i64 = 1664;
+/// Access methods.
+pub const HEAP: i64 = 2;
+pub const BTREE: i64 = 403;
+/// PostgreSQL's `UTF8` encoding number.
+pub const UTF8: i32 = 6;
+
+const FIRST_VIEW: i64 = 12000;
+const FIRST_USER: i64 = 16384;
+const PRIMARY_KEY_INDEXES: i64 = FIRST_USER + 1_000_000;
+const KEY_CONSTRAINTS: i64 = FIRST_USER + 2_000_000;
+const FOREIGN_KEYS: i64 = FIRST_USER + 3_000_000;
+const DEFAULTS: i64 = FIRST_USER + 4_000_000;
+
+/// The namespaces, by oid.
+pub const NAMESPACES: &[(i64, &str)] = &[
+    (PG_CATALOG, "pg_catalog"),
+    (PG_TOAST, "pg_toast"),
+    (PUBLIC, "public"),
+    (INFORMATION_SCHEMA, "information_schema"),
+];
+
+pub fn namespace_oid(name: &str) -> Option<i64> {
+    NAMESPACES.iter().find(|(_, n)| *n == name).map(|(o, _)| *o)
+}
+
+pub fn namespace_name(oid: i64) -> Option<&'static str> {
+    NAMESPACES.iter().find(|(o, _)| *o == oid).map(|(_, n)| *n)
+}
+
+/// The n-th system view.
+pub fn view(n: usize) -> i64 {
+    FIRST_VIEW + n as i64
+}
+
+/// A table or secondary index, by engine index id.
+pub fn relation(id: u64) -> i64 {
+    FIRST_USER + id as i64
+}
+
+pub fn primary_key_index(table_id: u64) -> i64 {
+    PRIMARY_KEY_INDEXES + table_id as i64
+}
+
+/// The constraint behind a unique index (for the primary key: the table's id).
+pub fn key_constraint(index_id: u64) -> i64 {
+    KEY_CONSTRAINTS + index_id as i64
+}
+
+pub fn foreign_key(table_id: u64, n: usize) -> i64 {
+    FOREIGN_KEYS + table_id as i64 * 1000 + n as i64
+}
+
+pub fn default_value(table_id: u64, attnum: usize) -> i64 {
+    DEFAULTS + table_id as i64 * 1000 + attnum as i64
+}
