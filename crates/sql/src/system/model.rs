@@ -1,0 +1,288 @@
+//! The relations, indexes and constraints of the database as the catalog views present them,
+//! derived from the engine's table definitions each time a view or function needs them.
+//!
+//! Relations are the user tables (relkind `r`), their indexes (`i`) and the system views (`v`). A
+//! table's primary key is its clustered index, but it is shown as PostgreSQL shows it: an index
+//! `<table>_pkey` of its own, backing a `p` constraint. Every unique index backs a `u` constraint
+//! (the engine does not tell `UNIQUE` constraints from unique indexes). Column positions include
+//! dropped columns, so attribute number = position + 1 everywhere.
+
+use std::sync::Arc;
+
+use steady_engine::catalog::TableDef;
+use steady_engine::engine::Engine;
+use steady_engine::types::DataType;
+
+use super::{oids, SystemTable};
+use crate::constraints::{foreign_keys, is_dropped};
+
+/// An index as `pg_index` shows it.
+pub struct IndexInfo {
+    pub oid: i64,
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub unique: bool,
+    pub primary: bool,
+    /// The engine's id of the index: the table's own for the primary key.
+    pub engine_id: u64,
+}
+
+/// The primary key (if any) and the secondary indexes of a table.
+pub fn indexes(table: &TableDef) -> Vec<IndexInfo> {
+    let primary = (!table.primary_key.is_empty()).then(|| IndexInfo {
+        oid: oids::primary_key_index(table.id),
+        name: format!("{}_pkey", table.name),
+        columns: table.primary_key.clone(),
+        unique: true,
+        primary: true,
+        engine_id: table.id,
+    });
+    let secondary = table.indexes.iter().map(|i| IndexInfo {
+        oid: oids::relation(i.id),
+        name: i.name.clone(),
+        columns: i.columns.clone(),
+        unique: i.unique,
+        primary: false,
+        engine_id: i.id,
+    });
+    primary.into_iter().chain(secondary).collect()
+}
+
+/// A constraint as `pg_constraint` shows it.
+pub struct ConstraintInfo {
+    pub oid: i64,
+    pub name: String,
+    /// `p`, `u` or `f`.
+    pub kind: &'static str,
+    pub table: Arc<TableDef>,
+    pub columns: Vec<usize>,
+    /// The unique index behind it (for a foreign key: the referenced table's).
+    pub index: i64,
+    /// The referenced table and columns of a foreign key.
+    pub parent: Option<(Arc<TableDef>, Vec<usize>)>,
+}
+
+/// The key constraints (from the unique indexes), then the foreign keys of `table`.
+pub fn constraints(engine: &Engine, table: &Arc<TableDef>) -> Vec<ConstraintInfo> {
+    let keys = indexes(table).into_iter().filter(|i| i.unique).map(|i| ConstraintInfo {
+        oid: oids::key_constraint(i.engine_id),
+        name: i.name,
+        kind: if i.primary { "p" } else { "u" },
+        table: table.clone(),
+        columns: i.columns,
+        index: i.oid,
+        parent: None,
+    });
+    let foreign = foreign_keys(table).into_iter().enumerate().map(|(n, fk)| {
+        let parent = engine.table(&fk.table);
+        let index = parent.as_deref().map_or(0, |p| {
+            indexes(p)
+                .into_iter()
+                .find(|i| i.unique && i.columns == fk.ref_columns)
+                .map_or(0, |i| i.oid)
+        });
+        ConstraintInfo {
+            oid: oids::foreign_key(table.id, n),
+            name: fk.name,
+            kind: "f",
+            table: table.clone(),
+            columns: fk.columns,
+            index,
+            parent: parent.map(|p| (p, fk.ref_columns)),
+        }
+    });
+    keys.chain(foreign).collect()
+}
+
+/// Every constraint of every table.
+pub fn all_constraints(engine: &Engine) -> Vec<ConstraintInfo> {
+    engine
+        .tables()
+        .iter()
+        .flat_map(|t| constraints(engine, t))
+        .collect()
+}
+
+/// One column of a relation; `ty` is `None` for a dropped column.
+pub struct Attribute {
+    pub name: String,
+    pub ty: Option<DataType>,
+    pub not_null: bool,
+    pub default: Option<String>,
+}
+
+/// A relation of `pg_class`.
+pub enum Relation {
+    Table(Arc<TableDef>),
+    Index(Arc<TableDef>, IndexInfo),
+    View(usize, &'static SystemTable),
+}
+
+impl Relation {
+    pub fn oid(&self) -> i64 {
+        match self {
+            Relation::Table(t) => oids::relation(t.id),
+            Relation::Index(_, i) => i.oid,
+            Relation::View(n, _) => oids::view(*n),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Relation::Table(t) => &t.name,
+            Relation::Index(_, i) => &i.name,
+            Relation::View(_, v) => v.name,
+        }
+    }
+
+    pub fn namespace(&self) -> i64 {
+        match self {
+            Relation::View(_, v) => oids::namespace_oid(v.schema).unwrap_or(oids::PUBLIC),
+            _ => oids::PUBLIC,
+        }
+    }
+
+    /// `relkind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Relation::Table(_) => "r",
+            Relation::Index(..) => "i",
+            Relation::View(..) => "v",
+        }
+    }
+
+    /// The columns, in attribute-number order.
+    pub fn attributes(&self) -> Vec<Attribute> {
+        match self {
+            Relation::Table(t) => t.columns.iter().map(table_attribute).collect(),
+            Relation::Index(t, i) => i
+                .columns
+                .iter()
+                .map(|&c| plain_attribute(&t.columns[c].name, t.columns[c].data_type))
+                .collect(),
+            Relation::View(_, v) => v
+                .columns
+                .iter()
+                .map(|(name, ty)| plain_attribute(name, *ty))
+                .collect(),
+        }
+    }
+}
+
+fn table_attribute(column: &steady_engine::catalog::ColumnDef) -> Attribute {
+    let dropped = is_dropped(&column.name);
+    Attribute {
+        name: column.name.clone(),
+        ty: (!dropped).then_some(column.data_type),
+        not_null: !dropped && !column.nullable,
+        default: column.default.clone().filter(|_| !dropped),
+    }
+}
+
+fn plain_attribute(name: &str, ty: DataType) -> Attribute {
+    Attribute {
+        name: name.to_owned(),
+        ty: Some(ty),
+        not_null: false,
+        default: None,
+    }
+}
+
+/// Every relation: tables, each followed by its indexes, then the system views.
+pub fn relations(engine: &Engine) -> Vec<Relation> {
+    let mut relations = Vec::new();
+    for table in engine.tables() {
+        relations.push(Relation::Table(table.clone()));
+        for index in indexes(&table) {
+            relations.push(Relation::Index(table.clone(), index));
+        }
+    }
+    relations.extend(super::all().enumerate().map(|(n, v)| Relation::View(n, v)));
+    relations
+}
+
+/// The relation with oid `oid`.
+pub fn relation(engine: &Engine, oid: i64) -> Option<Relation> {
+    relations(engine).into_iter().find(|r| r.oid() == oid)
+}
+
+/// The oid of the relation a possibly qualified name (`accounts`, `public."Accounts"`) names;
+/// unqualified names are looked up in `pg_catalog`, then `public`.
+pub fn relation_by_name(engine: &Engine, text: &str) -> Option<i64> {
+    let parts = split_qualified(text);
+    let (schema, name) = match parts.as_slice() {
+        [name] => (None, name.as_str()),
+        [schema, name] => (Some(schema.as_str()), name.as_str()),
+        _ => return None,
+    };
+    let search = [oids::PG_CATALOG, oids::PUBLIC];
+    let namespaces: Vec<i64> = match schema {
+        Some(s) => oids::namespace_oid(s).into_iter().collect(),
+        None => search.to_vec(),
+    };
+    let relations = relations(engine);
+    namespaces.iter().find_map(|ns| {
+        relations
+            .iter()
+            .find(|r| r.namespace() == *ns && r.name() == name)
+            .map(Relation::oid)
+    })
+}
+
+/// The parts of a dotted name, unquoted (`"A"` keeps its case, `A` is lower-cased).
+pub fn split_qualified(text: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = text.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                parts.last_mut().expect("one part").push('"');
+            }
+            '"' => quoted = !quoted,
+            '.' if !quoted => parts.push(String::new()),
+            c if quoted => parts.last_mut().expect("one part").push(c),
+            c => parts
+                .last_mut()
+                .expect("one part")
+                .extend(c.to_lowercase()),
+        }
+    }
+    parts
+}
+
+/// An identifier as PostgreSQL prints it: quoted unless it is lower-case letters, digits and `_`.
+pub fn quote_ident(name: &str) -> String {
+    let plain = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        name.to_owned()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_names_split_and_unquote() {
+        assert_eq!(split_qualified("accounts"), vec!["accounts"]);
+        assert_eq!(split_qualified("Public.Accounts"), vec!["public", "accounts"]);
+        assert_eq!(split_qualified("\"My.T\"\"x\""), vec!["My.T\"x"]);
+    }
+
+    #[test]
+    fn identifiers_are_quoted_when_needed() {
+        assert_eq!(quote_ident("owner_1"), "owner_1");
+        assert_eq!(quote_ident("Owner"), "\"Owner\"");
+        assert_eq!(quote_ident("a b"), "\"a b\"");
+    }
+}

@@ -1,0 +1,458 @@
+//! The `pg_catalog` views of relations: `pg_class`, `pg_attribute`, `pg_attrdef`, `pg_index`,
+//! `pg_constraint`, and the `pg_tables` / `pg_indexes` views over them.
+//!
+//! Each is computed from [`super::model`]; the columns are those psql 15 and common drivers read,
+//! with PostgreSQL's names and meanings.
+
+use std::collections::HashSet;
+
+use steady_engine::types::{DataType, Value};
+
+use super::model::{self, indexes, ConstraintInfo, IndexInfo, Relation};
+use super::pg_type::{type_modifier, type_oid, DEFAULT_COLLATION};
+use super::rows::{attnum, attnum_array, attnum_vector, flag, name, oid, Rows};
+use super::{oids, SystemTable};
+use crate::constraints::foreign_keys;
+use crate::error::Result;
+use crate::exec::ExecCtx;
+
+use DataType::{BigInt, Boolean, Integer, Real, SmallInt, Text};
+
+pub const VIEWS: &[SystemTable] = &[
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_class",
+        columns: &[
+            ("oid", BigInt),
+            ("relname", Text),
+            ("relnamespace", BigInt),
+            ("reltype", BigInt),
+            ("reloftype", BigInt),
+            ("relowner", BigInt),
+            ("relam", BigInt),
+            ("relfilenode", BigInt),
+            ("reltablespace", BigInt),
+            ("relpages", Integer),
+            ("reltuples", Real),
+            ("relallvisible", Integer),
+            ("reltoastrelid", BigInt),
+            ("relhasindex", Boolean),
+            ("relisshared", Boolean),
+            ("relpersistence", Text),
+            ("relkind", Text),
+            ("relnatts", SmallInt),
+            ("relchecks", SmallInt),
+            ("relhasrules", Boolean),
+            ("relhastriggers", Boolean),
+            ("relhassubclass", Boolean),
+            ("relrowsecurity", Boolean),
+            ("relforcerowsecurity", Boolean),
+            ("relispopulated", Boolean),
+            ("relreplident", Text),
+            ("relispartition", Boolean),
+            ("relrewrite", BigInt),
+            ("relacl", Text),
+            ("reloptions", Text),
+            ("relpartbound", Text),
+        ],
+        rows: pg_class,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_attribute",
+        columns: &[
+            ("attrelid", BigInt),
+            ("attname", Text),
+            ("atttypid", BigInt),
+            ("attstattarget", Integer),
+            ("attlen", SmallInt),
+            ("attnum", SmallInt),
+            ("attndims", Integer),
+            ("atttypmod", Integer),
+            ("attbyval", Boolean),
+            ("attnotnull", Boolean),
+            ("atthasdef", Boolean),
+            ("atthasmissing", Boolean),
+            ("attidentity", Text),
+            ("attgenerated", Text),
+            ("attisdropped", Boolean),
+            ("attislocal", Boolean),
+            ("attinhcount", Integer),
+            ("attcollation", BigInt),
+            ("attacl", Text),
+            ("attoptions", Text),
+        ],
+        rows: pg_attribute,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_attrdef",
+        columns: &[
+            ("oid", BigInt),
+            ("adrelid", BigInt),
+            ("adnum", SmallInt),
+            ("adbin", Text),
+        ],
+        rows: pg_attrdef,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_index",
+        columns: &[
+            ("indexrelid", BigInt),
+            ("indrelid", BigInt),
+            ("indnatts", SmallInt),
+            ("indnkeyatts", SmallInt),
+            ("indisunique", Boolean),
+            ("indnullsnotdistinct", Boolean),
+            ("indisprimary", Boolean),
+            ("indisexclusion", Boolean),
+            ("indimmediate", Boolean),
+            ("indisclustered", Boolean),
+            ("indisvalid", Boolean),
+            ("indcheckxmin", Boolean),
+            ("indisready", Boolean),
+            ("indislive", Boolean),
+            ("indisreplident", Boolean),
+            ("indkey", Text),
+            ("indexprs", Text),
+            ("indpred", Text),
+        ],
+        rows: pg_index,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_constraint",
+        columns: &[
+            ("oid", BigInt),
+            ("conname", Text),
+            ("connamespace", BigInt),
+            ("contype", Text),
+            ("condeferrable", Boolean),
+            ("condeferred", Boolean),
+            ("convalidated", Boolean),
+            ("conrelid", BigInt),
+            ("contypid", BigInt),
+            ("conindid", BigInt),
+            ("conparentid", BigInt),
+            ("confrelid", BigInt),
+            ("confupdtype", Text),
+            ("confdeltype", Text),
+            ("confmatchtype", Text),
+            ("conislocal", Boolean),
+            ("coninhcount", Integer),
+            ("connoinherit", Boolean),
+            ("conkey", Text),
+            ("confkey", Text),
+            ("conbin", Text),
+        ],
+        rows: pg_constraint,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_tables",
+        columns: &[
+            ("schemaname", Text),
+            ("tablename", Text),
+            ("tableowner", Text),
+            ("tablespace", Text),
+            ("hasindexes", Boolean),
+            ("hasrules", Boolean),
+            ("hastriggers", Boolean),
+            ("rowsecurity", Boolean),
+        ],
+        rows: pg_tables,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_indexes",
+        columns: &[
+            ("schemaname", Text),
+            ("tablename", Text),
+            ("indexname", Text),
+            ("tablespace", Text),
+            ("indexdef", Text),
+        ],
+        rows: pg_indexes,
+    },
+];
+
+/// The names of the tables some foreign key refers to or starts from (`relhastriggers`).
+fn tables_with_foreign_keys(ctx: &mut ExecCtx) -> Result<HashSet<String>> {
+    let mut names = HashSet::new();
+    for table in ctx.engine()?.tables() {
+        for fk in foreign_keys(&table) {
+            names.insert(table.name.clone());
+            names.insert(fk.table);
+        }
+    }
+    Ok(names)
+}
+
+fn pg_class(ctx: &mut ExecCtx) -> Result<Rows> {
+    let engine = ctx.engine()?.clone();
+    let triggers = tables_with_foreign_keys(ctx)?;
+    Ok(model::relations(&engine)
+        .iter()
+        .map(|r| class_row(r, &triggers))
+        .collect())
+}
+
+fn class_row(relation: &Relation, triggers: &HashSet<String>) -> Vec<Value> {
+    let (am, has_index, has_triggers, replident) = match relation {
+        Relation::Table(t) => (
+            oids::HEAP,
+            !indexes(t).is_empty(),
+            triggers.contains(&t.name),
+            "d",
+        ),
+        Relation::Index(..) => (oids::BTREE, false, false, "n"),
+        Relation::View(..) => (0, false, false, "n"),
+    };
+    let filenode = if am == 0 { 0 } else { relation.oid() };
+    vec![
+        oid(relation.oid()),
+        name(relation.name()),
+        oid(relation.namespace()),
+        oid(0),
+        oid(0),
+        oid(oids::SUPERUSER),
+        oid(am),
+        oid(filenode),
+        oid(0),
+        Value::Integer(0),
+        Value::Real(-1.0),
+        Value::Integer(0),
+        oid(0),
+        flag(has_index),
+        flag(false),
+        name("p"),
+        name(relation.kind()),
+        Value::SmallInt(relation.attributes().len() as i16),
+        Value::SmallInt(0),
+        flag(false),
+        flag(has_triggers),
+        flag(false),
+        flag(false),
+        flag(false),
+        flag(true),
+        name(replident),
+        flag(false),
+        oid(0),
+        Value::Null,
+        Value::Null,
+        Value::Null,
+    ]
+}
+
+fn pg_attribute(ctx: &mut ExecCtx) -> Result<Rows> {
+    let engine = ctx.engine()?.clone();
+    let mut rows = Vec::new();
+    for relation in model::relations(&engine) {
+        for (position, attribute) in relation.attributes().iter().enumerate() {
+            rows.push(attribute_row(relation.oid(), position, attribute));
+        }
+    }
+    Ok(rows)
+}
+
+fn attribute_row(relid: i64, position: usize, attribute: &model::Attribute) -> Vec<Value> {
+    let (type_id, typmod, collation) = match &attribute.ty {
+        Some(ty) => {
+            let type_id = type_oid(ty);
+            let collatable = super::pg_type::lookup(type_id)
+                .is_some_and(|(t, _)| t.collation == DEFAULT_COLLATION);
+            let collation = if collatable { DEFAULT_COLLATION } else { 0 };
+            (type_id, type_modifier(ty), collation)
+        }
+        None => (0, -1, 0),
+    };
+    let (len, by_value) =
+        super::pg_type::lookup(type_id).map_or((-1, false), |(t, _)| (t.len, t.by_value));
+    vec![
+        oid(relid),
+        name(&attribute.name),
+        oid(type_id),
+        Value::Integer(-1),
+        Value::SmallInt(len),
+        attnum(position),
+        Value::Integer(0),
+        Value::Integer(typmod),
+        flag(by_value),
+        flag(attribute.not_null),
+        flag(attribute.default.is_some()),
+        flag(false),
+        name(""),
+        name(""),
+        flag(attribute.ty.is_none()),
+        flag(true),
+        Value::Integer(0),
+        oid(collation),
+        Value::Null,
+        Value::Null,
+    ]
+}
+
+fn pg_attrdef(ctx: &mut ExecCtx) -> Result<Rows> {
+    let mut rows = Vec::new();
+    for table in ctx.engine()?.tables() {
+        let relation = Relation::Table(table.clone());
+        for (position, attribute) in relation.attributes().into_iter().enumerate() {
+            if let Some(default) = attribute.default {
+                rows.push(vec![
+                    oid(oids::default_value(table.id, position + 1)),
+                    oid(relation.oid()),
+                    attnum(position),
+                    Value::Text(default),
+                ]);
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn pg_index(ctx: &mut ExecCtx) -> Result<Rows> {
+    let mut rows = Vec::new();
+    for table in ctx.engine()?.tables() {
+        for index in indexes(&table) {
+            rows.push(index_row(oids::relation(table.id), &index));
+        }
+    }
+    Ok(rows)
+}
+
+fn index_row(table_oid: i64, index: &IndexInfo) -> Vec<Value> {
+    let width = Value::SmallInt(index.columns.len() as i16);
+    vec![
+        oid(index.oid),
+        oid(table_oid),
+        width.clone(),
+        width,
+        flag(index.unique),
+        flag(false),
+        flag(index.primary),
+        flag(false),
+        flag(true),
+        flag(false),
+        flag(true),
+        flag(false),
+        flag(true),
+        flag(true),
+        flag(false),
+        attnum_vector(&index.columns),
+        Value::Null,
+        Value::Null,
+    ]
+}
+
+fn pg_constraint(ctx: &mut ExecCtx) -> Result<Rows> {
+    let engine = ctx.engine()?.clone();
+    Ok(model::all_constraints(&engine)
+        .iter()
+        .map(constraint_row)
+        .collect())
+}
+
+fn constraint_row(constraint: &ConstraintInfo) -> Vec<Value> {
+    let foreign = constraint.kind == "f";
+    let (parent, parent_columns) = match &constraint.parent {
+        Some((table, columns)) => (oids::relation(table.id), attnum_array(columns)),
+        None => (0, Value::Null),
+    };
+    let action = if foreign { "a" } else { " " };
+    vec![
+        oid(constraint.oid),
+        name(&constraint.name),
+        oid(oids::PUBLIC),
+        name(constraint.kind),
+        flag(false),
+        flag(false),
+        flag(true),
+        oid(oids::relation(constraint.table.id)),
+        oid(0),
+        oid(constraint.index),
+        oid(0),
+        oid(parent),
+        name(action),
+        name(action),
+        name(if foreign { "s" } else { " " }),
+        flag(true),
+        Value::Integer(0),
+        flag(true),
+        attnum_array(&constraint.columns),
+        parent_columns,
+        Value::Null,
+    ]
+}
+
+fn pg_tables(ctx: &mut ExecCtx) -> Result<Rows> {
+    let owner = ctx.user_name();
+    let triggers = tables_with_foreign_keys(ctx)?;
+    Ok(ctx
+        .engine()?
+        .tables()
+        .iter()
+        .map(|t| {
+            vec![
+                name("public"),
+                name(&t.name),
+                name(&owner),
+                Value::Null,
+                flag(!indexes(t).is_empty()),
+                flag(false),
+                flag(triggers.contains(&t.name)),
+                flag(false),
+            ]
+        })
+        .collect())
+}
+
+fn pg_indexes(ctx: &mut ExecCtx) -> Result<Rows> {
+    let mut rows = Vec::new();
+    for table in ctx.engine()?.tables() {
+        for index in indexes(&table) {
+            rows.push(vec![
+                name("public"),
+                name(&table.name),
+                name(&index.name),
+                Value::Null,
+                Value::Text(index_definition(&table, &index)),
+            ]);
+        }
+    }
+    Ok(rows)
+}
+
+/// `pg_get_indexdef`: `CREATE UNIQUE INDEX accounts_pkey ON public.accounts USING btree (id)`.
+pub fn index_definition(table: &steady_engine::catalog::TableDef, index: &IndexInfo) -> String {
+    format!(
+        "CREATE {}INDEX {} ON public.{} USING btree ({})",
+        if index.unique { "UNIQUE " } else { "" },
+        model::quote_ident(&index.name),
+        model::quote_ident(&table.name),
+        column_list(table, &index.columns)
+    )
+}
+
+/// `a, b`: the names of columns at `positions`, quoted where needed.
+pub fn column_list(table: &steady_engine::catalog::TableDef, positions: &[usize]) -> String {
+    let names: Vec<String> = positions
+        .iter()
+        .map(|&p| model::quote_ident(&table.columns[p].name))
+        .collect();
+    names.join(", ")
+}
+
+/// `pg_get_constraintdef`: `PRIMARY KEY (id)`, `UNIQUE (x)`, `FOREIGN KEY (a) REFERENCES p(id)`.
+pub fn constraint_definition(constraint: &ConstraintInfo) -> String {
+    let columns = column_list(&constraint.table, &constraint.columns);
+    match (&constraint.parent, constraint.kind) {
+        (Some((parent, parent_columns)), _) => format!(
+            "FOREIGN KEY ({columns}) REFERENCES {}({})",
+            model::quote_ident(&parent.name),
+            column_list(parent, parent_columns)
+        ),
+        (None, "p") => format!("PRIMARY KEY ({columns})"),
+        (None, _) => format!("UNIQUE ({columns})"),
+    }
+}

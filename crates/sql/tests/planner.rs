@@ -1,0 +1,124 @@
+//! Access paths as EXPLAIN shows them, and seed 000 in miniature: a DELETE through a secondary
+//! index reads each page of the table at most once, counted by the buffer pool.
+
+use std::time::Duration;
+
+use steady_engine::engine::{Engine, EngineConfig};
+use steady_engine::types::Value;
+use steady_sql::{Database, QueryResult, Session};
+use steady_storage::store::StoreConfig;
+
+const PAGE: usize = 4096;
+const POOL_PAGES: usize = 256;
+
+fn open(dir: &std::path::Path) -> std::sync::Arc<Database> {
+    let config = EngineConfig {
+        store: StoreConfig {
+            page_size: PAGE,
+            buffer_pool_bytes: POOL_PAGES * PAGE,
+            background_flush: false,
+            log_capacity: 64 << 20,
+            ..Default::default()
+        },
+        lock_timeout: Some(Duration::from_secs(5)),
+        background_purge: false,
+        ..Default::default()
+    };
+    Database::new(Engine::open(dir, &config).expect("engine opens"), "steady")
+}
+
+fn run(session: &mut Session, sql: &str) -> QueryResult {
+    let mut results = session.execute(sql);
+    let last = results.pop().expect("one result");
+    last.unwrap_or_else(|err| panic!("{sql}: {err}"))
+}
+
+fn plan_text(session: &mut Session, sql: &str) -> String {
+    let result = run(session, sql);
+    let lines: Vec<String> = result.rows.iter().map(|r| r[0].to_string()).collect();
+    lines.join("\n")
+}
+
+fn single_int(session: &mut Session, sql: &str) -> i64 {
+    match &run(session, sql).rows[0][0] {
+        Value::BigInt(v) => *v,
+        Value::Integer(v) => i64::from(*v),
+        other => panic!("{sql}: not an integer: {other:?}"),
+    }
+}
+
+fn metric(session: &mut Session, name: &str) -> i64 {
+    single_int(session, &format!("SELECT value FROM steady_metrics WHERE name = '{name}'"))
+}
+
+#[test]
+fn explain_shows_an_index_range_scan_for_a_range_on_an_indexed_column_and_a_full_scan_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut session = db.session("steady");
+    run(&mut session, "CREATE TABLE t (id integer PRIMARY KEY, v integer, w integer)");
+    run(&mut session, "CREATE INDEX t_v ON t (v)");
+    run(&mut session, "INSERT INTO t SELECT i, i % 1000, i FROM generate_series(1, 5000) AS g(i)");
+    run(&mut session, "ANALYZE t");
+
+    let range = plan_text(&mut session, "EXPLAIN SELECT * FROM t WHERE v BETWEEN 10 AND 20");
+    assert!(range.contains("Index Scan using t_v on t"), "{range}");
+    let unindexed = plan_text(&mut session, "EXPLAIN SELECT * FROM t WHERE w > 10 AND w < 20");
+    assert!(unindexed.contains("Seq Scan on t"), "{unindexed}");
+    let primary = plan_text(&mut session, "EXPLAIN SELECT * FROM t WHERE id >= 100 AND id < 120");
+    assert!(primary.contains("Index Scan using t_pkey on t"), "{primary}");
+    let most = plan_text(&mut session, "EXPLAIN SELECT * FROM t WHERE v > 10");
+    assert!(most.contains("Seq Scan on t"), "a range covering 99% of the rows: {most}");
+
+    let analyzed = plan_text(
+        &mut session,
+        "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM t WHERE v BETWEEN 10 AND 20",
+    );
+    assert!(analyzed.contains("Index Scan using t_v on t (actual rows=55 loops=1)"), "{analyzed}");
+    assert!(analyzed.contains("Buffers: shared hit="), "{analyzed}");
+    assert_eq!(single_int(&mut session, "SELECT count(*) FROM t WHERE v BETWEEN 10 AND 20"), 55);
+}
+
+#[test]
+fn delete_through_an_index_reads_each_page_at_most_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut session = db.session("steady");
+    run(&mut session, "CREATE TABLE t (id integer PRIMARY KEY, v integer, pad text)");
+    run(
+        &mut session,
+        "INSERT INTO t SELECT i, i % 50, repeat('x', 100) FROM generate_series(1, 40000) AS g(i)",
+    );
+    run(&mut session, "CREATE INDEX t_v ON t (v)");
+    run(&mut session, "ANALYZE t");
+    let pages = single_int(&mut session, "SELECT pages FROM steady_tables WHERE name = 't'");
+    assert!(pages as usize >= 4 * POOL_PAGES, "the table ({pages} pages) must be 4x the pool");
+
+    let plan = plan_text(&mut session, "EXPLAIN DELETE FROM t WHERE v < 5");
+    assert!(plan.contains("Index Scan using t_v on t"), "{plan}");
+    let reads_before = metric(&mut session, "buffer_pool_reads");
+    let deleted = run(&mut session, "DELETE FROM t WHERE v < 5");
+    let reads = metric(&mut session, "buffer_pool_reads") - reads_before;
+
+    eprintln!("seed 000: the delete read {reads} pages; table and index have {pages}");
+    assert_eq!(deleted.tag, "DELETE 4000");
+    assert!(
+        reads <= pages,
+        "the delete read {reads} pages; table and index together have {pages}"
+    );
+    assert_eq!(single_int(&mut session, "SELECT count(*) FROM t"), 36_000);
+    assert_eq!(single_int(&mut session, "SELECT count(*) FROM t WHERE v < 5"), 0);
+}
+
+#[test]
+fn delete_limit_removes_that_many_rows_in_key_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut session = db.session("steady");
+    run(&mut session, "CREATE TABLE q (id integer PRIMARY KEY, done boolean)");
+    run(&mut session, "INSERT INTO q SELECT i, i % 2 = 0 FROM generate_series(1, 100) AS g(i)");
+    let result = run(&mut session, "DELETE FROM q WHERE done LIMIT 10");
+    assert_eq!(result.tag, "DELETE 10");
+    assert_eq!(single_int(&mut session, "SELECT count(*) FROM q WHERE done"), 40);
+    assert_eq!(single_int(&mut session, "SELECT min(id) FROM q WHERE done"), 22);
+}
