@@ -1,0 +1,258 @@
+//! Arrays as the catalog has them: text in PostgreSQL's array syntax (`{a,"b c",NULL}`, 1-based),
+//! or in the `int2vector` / `oidvector` form (`1 3`, 0-based), one dimension only. This module
+//! reads and writes that text and implements the array functions and operators client catalog
+//! queries use on it: `array_to_string`, `array_upper`, `x = ANY(arr)`, `arr[i]`, `ARRAY(...)`.
+
+use steady_engine::types::Value;
+
+use crate::error::{Result, SqlError};
+use crate::exec::ExecCtx;
+use crate::ops::text_of;
+
+/// A one-dimensional array read from its text form.
+#[derive(Debug, PartialEq)]
+pub struct TextArray {
+    pub elements: Vec<Option<String>>,
+    /// The subscript of the first element: 1, or 0 for a vector.
+    pub lower: i64,
+}
+
+impl TextArray {
+    pub fn parse(text: &str) -> Result<TextArray> {
+        let text = text.trim();
+        let Some(body) = text.strip_prefix('{') else {
+            let elements = text.split_whitespace().map(|e| Some(e.to_owned())).collect();
+            return Ok(TextArray { elements, lower: 0 });
+        };
+        let body = body
+            .strip_suffix('}')
+            .ok_or_else(|| malformed(text, "missing \"}\""))?;
+        Ok(TextArray {
+            elements: split_elements(body),
+            lower: 1,
+        })
+    }
+
+    fn upper(&self) -> Option<i64> {
+        (!self.elements.is_empty()).then(|| self.lower + self.elements.len() as i64 - 1)
+    }
+}
+
+fn malformed(text: &str, detail: &str) -> SqlError {
+    SqlError::new("22P02", format!("malformed array literal: \"{text}\""))
+        .with_detail(detail.to_owned())
+}
+
+/// The elements between the braces: quoted (`"a,b"`, with `\` escapes) or bare (`NULL` is null).
+fn split_elements(body: &str) -> Vec<Option<String>> {
+    if body.trim().is_empty() {
+        return Vec::new();
+    }
+    let mut elements = Vec::new();
+    let mut current = String::new();
+    let (mut quoted, mut was_quoted) = (false, false);
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => current.extend(chars.next()),
+            '"' => {
+                quoted = !quoted;
+                was_quoted = true;
+            }
+            ',' if !quoted => {
+                elements.push(element(&current, was_quoted));
+                current.clear();
+                was_quoted = false;
+            }
+            c => current.push(c),
+        }
+    }
+    elements.push(element(&current, was_quoted));
+    elements
+}
+
+fn element(text: &str, quoted: bool) -> Option<String> {
+    if quoted {
+        return Some(text.to_owned());
+    }
+    let text = text.trim();
+    (!text.eq_ignore_ascii_case("null")).then(|| text.to_owned())
+}
+
+/// One element as it appears in an array's text: quoted when it would not read back as itself.
+pub fn quote_element(value: &Value) -> String {
+    if value.is_null() {
+        return "NULL".to_owned();
+    }
+    let text = text_of(value);
+    let special = |c: char| c.is_whitespace() || "{},\"\\".contains(c);
+    if text.is_empty() || text.eq_ignore_ascii_case("null") || text.chars().any(special) {
+        format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        text
+    }
+}
+
+fn array_arg(value: &Value) -> Result<TextArray> {
+    TextArray::parse(&text_of(value))
+}
+
+/// An integer argument, also from text (arguments of catalog functions may be untyped literals).
+pub fn int_arg(value: &Value) -> Option<i64> {
+    match value {
+        Value::SmallInt(v) => Some(i64::from(*v)),
+        Value::Integer(v) => Some(i64::from(*v)),
+        Value::BigInt(v) => Some(*v),
+        Value::Text(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn first_dimension(args: &[Value]) -> bool {
+    int_arg(&args[1]) == Some(1)
+}
+
+/// `array_to_string(arr, sep [, null_text])`.
+pub fn array_to_string(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let array = array_arg(&args[0])?;
+    let separator = text_of(&args[1]);
+    let null_text = args.get(2).map(text_of);
+    let parts: Vec<String> = array
+        .elements
+        .into_iter()
+        .filter_map(|e| e.or_else(|| null_text.clone()))
+        .collect();
+    Ok(Value::Text(parts.join(&separator)))
+}
+
+/// `array_upper(arr, 1)`: NULL for an empty array or another dimension.
+pub fn array_upper(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let array = array_arg(&args[0])?;
+    Ok(match array.upper() {
+        Some(upper) if first_dimension(args) => Value::Integer(upper as i32),
+        _ => Value::Null,
+    })
+}
+
+/// `array_lower(arr, 1)`.
+pub fn array_lower(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let array = array_arg(&args[0])?;
+    Ok(match array.upper() {
+        Some(_) if first_dimension(args) => Value::Integer(array.lower as i32),
+        _ => Value::Null,
+    })
+}
+
+/// `array_length(arr, 1)`.
+pub fn array_length(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let array = array_arg(&args[0])?;
+    Ok(match array.upper() {
+        Some(_) if first_dimension(args) => Value::Integer(array.elements.len() as i32),
+        _ => Value::Null,
+    })
+}
+
+/// `cardinality(arr)`.
+pub fn cardinality(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Integer(array_arg(&args[0])?.elements.len() as i32))
+}
+
+/// `array_position(arr, x)`: the subscript of the first element equal to `x` (as text).
+pub fn array_position(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args[0].is_null() || args[1].is_null() {
+        return Ok(Value::Null);
+    }
+    let array = array_arg(&args[0])?;
+    let wanted = text_of(&args[1]);
+    Ok(array
+        .elements
+        .iter()
+        .position(|e| e.as_deref() == Some(wanted.as_str()))
+        .map_or(Value::Null, |i| Value::Integer((array.lower + i as i64) as i32)))
+}
+
+/// `x = ANY(arr)`, comparing as text: true on a match, else NULL if `x` or an element is NULL.
+pub fn any_equal(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args[0].is_null() || args[1].is_null() {
+        return Ok(Value::Null);
+    }
+    let wanted = text_of(&args[0]);
+    let array = array_arg(&args[1])?;
+    if array.elements.iter().flatten().any(|e| *e == wanted) {
+        return Ok(Value::Boolean(true));
+    }
+    let has_null = array.elements.iter().any(Option::is_none);
+    Ok(if has_null {
+        Value::Null
+    } else {
+        Value::Boolean(false)
+    })
+}
+
+/// `arr[i]`: the element (an integer when it reads as one), NULL outside the array.
+pub fn subscript(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let array = array_arg(&args[0])?;
+    let Some(index) = int_arg(&args[1]) else {
+        return Ok(Value::Null);
+    };
+    let element = usize::try_from(index - array.lower)
+        .ok()
+        .and_then(|i| array.elements.get(i).cloned().flatten());
+    Ok(match element {
+        Some(text) => text.parse().map_or(Value::Text(text), Value::BigInt),
+        None => Value::Null,
+    })
+}
+
+/// One element of `ARRAY(subquery)`, quoted for the array's text (NULL is `NULL`).
+pub fn array_element_text(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(quote_element(&args[0])))
+}
+
+/// `ARRAY(subquery)` from its elements' texts joined by commas (NULL when there were none).
+pub fn array_from_elements(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(match &args[0] {
+        Value::Null => "{}".to_owned(),
+        joined => format!("{{{}}}", text_of(joined)),
+    }))
+}
+
+/// `current_schemas(include_implicit)`.
+pub fn current_schemas(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let implicit = matches!(args[0], Value::Boolean(true));
+    Ok(Value::Text(
+        if implicit {
+            "{pg_catalog,public}"
+        } else {
+            "{public}"
+        }
+        .to_owned(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Vec<Option<String>> {
+        TextArray::parse(text).expect("parses").elements
+    }
+
+    #[test]
+    fn array_text_reads_quotes_and_nulls() {
+        let s = |t: &str| Some(t.to_owned());
+        assert_eq!(parsed("{}"), Vec::<Option<String>>::new());
+        assert_eq!(parsed("{1,2}"), vec![s("1"), s("2")]);
+        assert_eq!(parsed("{\"a,b\",NULL,\"NULL\"}"), vec![s("a,b"), None, s("NULL")]);
+        assert_eq!(TextArray::parse("1 3").expect("vector").lower, 0);
+        assert!(TextArray::parse("{1,2").is_err());
+    }
+
+    #[test]
+    fn elements_are_quoted_when_needed() {
+        assert_eq!(quote_element(&Value::Text("ab".into())), "ab");
+        assert_eq!(quote_element(&Value::Text("a b".into())), "\"a b\"");
+        assert_eq!(quote_element(&Value::Text("".into())), "\"\"");
+        assert_eq!(quote_element(&Value::Null), "NULL");
+    }
+}

@@ -1,0 +1,438 @@
+//! The `pg_catalog` views of everything that is not a relation: namespaces, types, access methods,
+//! the database, the role, tablespaces, collations and settings, plus the catalogs of features
+//! SteadyDB does not have (policies, statistics objects, publications, inheritance, partitioning,
+//! triggers, comments), which exist so that client queries bind and return no rows.
+//!
+//! There is one database (the session's), one role (the session's user, oid 10, a superuser that
+//! owns everything) and the `UTF8` encoding with the `C` locale.
+
+use steady_engine::types::{DataType, Value};
+
+use super::pg_type::{pg_type_rows, PG_TYPE_COLUMNS};
+use super::rows::{flag, name, oid, Rows};
+use super::{oids, SystemTable};
+use crate::error::Result;
+use crate::exec::ExecCtx;
+use crate::settings::Settings;
+
+use DataType::{BigInt, Boolean, Bytea, Integer, SmallInt, Text, Timestamp};
+
+pub const VIEWS: &[SystemTable] = &[
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_namespace",
+        columns: &[
+            ("oid", BigInt),
+            ("nspname", Text),
+            ("nspowner", BigInt),
+            ("nspacl", Text),
+        ],
+        rows: pg_namespace,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_type",
+        columns: PG_TYPE_COLUMNS,
+        rows: pg_type,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_am",
+        columns: &[
+            ("oid", BigInt),
+            ("amname", Text),
+            ("amhandler", Text),
+            ("amtype", Text),
+        ],
+        rows: pg_am,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_database",
+        columns: &[
+            ("oid", BigInt),
+            ("datname", Text),
+            ("datdba", BigInt),
+            ("encoding", Integer),
+            ("datlocprovider", Text),
+            ("datistemplate", Boolean),
+            ("datallowconn", Boolean),
+            ("datconnlimit", Integer),
+            ("dattablespace", BigInt),
+            ("datcollate", Text),
+            ("datctype", Text),
+            ("daticulocale", Text),
+            ("datcollversion", Text),
+            ("datacl", Text),
+        ],
+        rows: pg_database,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_roles",
+        columns: &[
+            ("rolname", Text),
+            ("rolsuper", Boolean),
+            ("rolinherit", Boolean),
+            ("rolcreaterole", Boolean),
+            ("rolcreatedb", Boolean),
+            ("rolcanlogin", Boolean),
+            ("rolreplication", Boolean),
+            ("rolconnlimit", Integer),
+            ("rolpassword", Text),
+            ("rolvaliduntil", Timestamp),
+            ("rolbypassrls", Boolean),
+            ("rolconfig", Text),
+            ("oid", BigInt),
+        ],
+        rows: pg_roles,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_authid",
+        columns: &[
+            ("oid", BigInt),
+            ("rolname", Text),
+            ("rolsuper", Boolean),
+            ("rolinherit", Boolean),
+            ("rolcreaterole", Boolean),
+            ("rolcreatedb", Boolean),
+            ("rolcanlogin", Boolean),
+            ("rolreplication", Boolean),
+            ("rolbypassrls", Boolean),
+            ("rolconnlimit", Integer),
+            ("rolpassword", Text),
+            ("rolvaliduntil", Timestamp),
+        ],
+        rows: pg_authid,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_user",
+        columns: &[
+            ("usename", Text),
+            ("usesysid", BigInt),
+            ("usecreatedb", Boolean),
+            ("usesuper", Boolean),
+            ("userepl", Boolean),
+            ("usebypassrls", Boolean),
+            ("passwd", Text),
+            ("valuntil", Timestamp),
+            ("useconfig", Text),
+        ],
+        rows: pg_user,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_tablespace",
+        columns: &[
+            ("oid", BigInt),
+            ("spcname", Text),
+            ("spcowner", BigInt),
+            ("spcacl", Text),
+            ("spcoptions", Text),
+        ],
+        rows: pg_tablespace,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_collation",
+        columns: &[
+            ("oid", BigInt),
+            ("collname", Text),
+            ("collnamespace", BigInt),
+            ("collowner", BigInt),
+            ("collprovider", Text),
+            ("collisdeterministic", Boolean),
+            ("collencoding", Integer),
+            ("collcollate", Text),
+            ("collctype", Text),
+        ],
+        rows: pg_collation,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_settings",
+        columns: &[
+            ("name", Text),
+            ("setting", Text),
+            ("unit", Text),
+            ("category", Text),
+            ("short_desc", Text),
+            ("context", Text),
+            ("vartype", Text),
+            ("source", Text),
+            ("boot_val", Text),
+            ("reset_val", Text),
+            ("pending_restart", Boolean),
+        ],
+        rows: pg_settings,
+    },
+    empty(
+        "pg_auth_members",
+        &[
+            ("roleid", BigInt),
+            ("member", BigInt),
+            ("grantor", BigInt),
+            ("admin_option", Boolean),
+        ],
+    ),
+    empty(
+        "pg_description",
+        &[
+            ("objoid", BigInt),
+            ("classoid", BigInt),
+            ("objsubid", Integer),
+            ("description", Text),
+        ],
+    ),
+    empty(
+        "pg_inherits",
+        &[
+            ("inhrelid", BigInt),
+            ("inhparent", BigInt),
+            ("inhseqno", Integer),
+            ("inhdetachpending", Boolean),
+        ],
+    ),
+    empty(
+        "pg_policy",
+        &[
+            ("oid", BigInt),
+            ("polname", Text),
+            ("polrelid", BigInt),
+            ("polcmd", Text),
+            ("polpermissive", Boolean),
+            ("polroles", Text),
+            ("polqual", Text),
+            ("polwithcheck", Text),
+        ],
+    ),
+    empty(
+        "pg_statistic_ext",
+        &[
+            ("oid", BigInt),
+            ("stxrelid", BigInt),
+            ("stxname", Text),
+            ("stxnamespace", BigInt),
+            ("stxowner", BigInt),
+            ("stxstattarget", Integer),
+            ("stxkeys", Text),
+            ("stxkind", Text),
+            ("stxexprs", Text),
+        ],
+    ),
+    empty(
+        "pg_publication",
+        &[
+            ("oid", BigInt),
+            ("pubname", Text),
+            ("pubowner", BigInt),
+            ("puballtables", Boolean),
+            ("pubinsert", Boolean),
+            ("pubupdate", Boolean),
+            ("pubdelete", Boolean),
+            ("pubtruncate", Boolean),
+            ("pubviaroot", Boolean),
+        ],
+    ),
+    empty(
+        "pg_publication_rel",
+        &[
+            ("oid", BigInt),
+            ("prpubid", BigInt),
+            ("prrelid", BigInt),
+            ("prqual", Text),
+            ("prattrs", Text),
+        ],
+    ),
+    empty(
+        "pg_publication_namespace",
+        &[("oid", BigInt), ("pnpubid", BigInt), ("pnnspid", BigInt)],
+    ),
+    empty(
+        "pg_partitioned_table",
+        &[
+            ("partrelid", BigInt),
+            ("partstrat", Text),
+            ("partnatts", SmallInt),
+            ("partdefid", BigInt),
+            ("partattrs", Text),
+            ("partexprs", Text),
+        ],
+    ),
+    empty(
+        "pg_trigger",
+        &[
+            ("oid", BigInt),
+            ("tgrelid", BigInt),
+            ("tgparentid", BigInt),
+            ("tgname", Text),
+            ("tgfoid", BigInt),
+            ("tgtype", SmallInt),
+            ("tgenabled", Text),
+            ("tgisinternal", Boolean),
+            ("tgconstrrelid", BigInt),
+            ("tgconstrindid", BigInt),
+            ("tgconstraint", BigInt),
+            ("tgdeferrable", Boolean),
+            ("tginitdeferred", Boolean),
+            ("tgnargs", SmallInt),
+            ("tgattr", Text),
+            ("tgargs", Bytea),
+            ("tgqual", Text),
+        ],
+    ),
+];
+
+
+/// A `pg_catalog` view that never has rows.
+const fn empty(name: &'static str, columns: &'static [(&'static str, DataType)]) -> SystemTable {
+    SystemTable {
+        schema: "pg_catalog",
+        name,
+        columns,
+        rows: no_rows,
+    }
+}
+
+fn no_rows(_: &mut ExecCtx) -> Result<Rows> {
+    Ok(Vec::new())
+}
+
+fn pg_namespace(_: &mut ExecCtx) -> Result<Rows> {
+    Ok(oids::NAMESPACES
+        .iter()
+        .map(|(id, nsp)| vec![oid(*id), name(nsp), oid(oids::SUPERUSER), Value::Null])
+        .collect())
+}
+
+fn pg_type(_: &mut ExecCtx) -> Result<Rows> {
+    Ok(pg_type_rows())
+}
+
+fn pg_am(_: &mut ExecCtx) -> Result<Rows> {
+    Ok(vec![
+        vec![
+            oid(oids::HEAP),
+            name("heap"),
+            name("heap_tableam_handler"),
+            name("t"),
+        ],
+        vec![
+            oid(oids::BTREE),
+            name("btree"),
+            name("bthandler"),
+            name("i"),
+        ],
+    ])
+}
+
+fn pg_database(ctx: &mut ExecCtx) -> Result<Rows> {
+    Ok(vec![vec![
+        oid(oids::DATABASE),
+        name(&ctx.database_name()),
+        oid(oids::SUPERUSER),
+        Value::Integer(oids::UTF8),
+        name("c"),
+        flag(false),
+        flag(true),
+        Value::Integer(-1),
+        oid(oids::DEFAULT_TABLESPACE),
+        name("C"),
+        name("C"),
+        Value::Null,
+        Value::Null,
+        Value::Null,
+    ]])
+}
+
+fn pg_roles(ctx: &mut ExecCtx) -> Result<Rows> {
+    let mut row = vec![name(&ctx.user_name())];
+    row.extend(std::iter::repeat_n(flag(true), 6));
+    row.extend([Value::Integer(-1), name("********"), Value::Null]);
+    row.extend([flag(true), Value::Null, oid(oids::SUPERUSER)]);
+    Ok(vec![row])
+}
+
+fn pg_authid(ctx: &mut ExecCtx) -> Result<Rows> {
+    let mut row = vec![oid(oids::SUPERUSER), name(&ctx.user_name())];
+    row.extend(std::iter::repeat_n(flag(true), 7));
+    row.extend([Value::Integer(-1), Value::Null, Value::Null]);
+    Ok(vec![row])
+}
+
+fn pg_user(ctx: &mut ExecCtx) -> Result<Rows> {
+    Ok(vec![vec![
+        name(&ctx.user_name()),
+        oid(oids::SUPERUSER),
+        flag(true),
+        flag(true),
+        flag(true),
+        flag(true),
+        name("********"),
+        Value::Null,
+        Value::Null,
+    ]])
+}
+
+fn pg_tablespace(_: &mut ExecCtx) -> Result<Rows> {
+    let row = |id, spcname| {
+        vec![
+            oid(id),
+            name(spcname),
+            oid(oids::SUPERUSER),
+            Value::Null,
+            Value::Null,
+        ]
+    };
+    Ok(vec![
+        row(oids::DEFAULT_TABLESPACE, "pg_default"),
+        row(oids::GLOBAL_TABLESPACE, "pg_global"),
+    ])
+}
+
+fn pg_collation(_: &mut ExecCtx) -> Result<Rows> {
+    use super::pg_type::{C_COLLATION, DEFAULT_COLLATION};
+    let row = |id: u32, collname, provider, locale: Option<&str>| {
+        let locale = locale.map_or(Value::Null, name);
+        vec![
+            oid(id),
+            name(collname),
+            oid(oids::PG_CATALOG),
+            oid(oids::SUPERUSER),
+            name(provider),
+            flag(true),
+            Value::Integer(-1),
+            locale.clone(),
+            locale,
+        ]
+    };
+    Ok(vec![
+        row(DEFAULT_COLLATION, "default", "d", None),
+        row(C_COLLATION, "C", "c", Some("C")),
+        row(C_COLLATION + 1, "POSIX", "c", Some("POSIX")),
+    ])
+}
+
+fn pg_settings(ctx: &mut ExecCtx) -> Result<Rows> {
+    let mut rows = Vec::new();
+    for (parameter, boot) in Settings::default().all() {
+        let setting = ctx.setting(&parameter)?;
+        let source = if setting == boot { "default" } else { "session" };
+        rows.push(vec![
+            name(&parameter),
+            Value::Text(setting),
+            Value::Null,
+            name(""),
+            name(""),
+            name("user"),
+            name("string"),
+            name(source),
+            name(&boot),
+            Value::Text(boot.clone()),
+            flag(false),
+        ]);
+    }
+    Ok(rows)
+}
