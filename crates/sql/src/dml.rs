@@ -882,6 +882,7 @@ impl Target {
         let (keys, check_snapshot) = self.candidates(&others, ctx)?;
         let mut changed = 0;
         for pk in keys {
+            ctx.check_interrupt()?;
             if limit.is_some_and(|l| changed >= l) {
                 break;
             }

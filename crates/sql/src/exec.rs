@@ -32,6 +32,7 @@ pub struct SessionInfo {
     pub user: String,
     pub database: String,
     pub settings: crate::settings::Settings,
+    pub cancel: crate::cancel::CancelHandle,
 }
 
 /// Per plan node figures for EXPLAIN ANALYZE.
@@ -122,6 +123,11 @@ impl<'a> ExecCtx<'a> {
         self.info.user.clone()
     }
 
+    /// Fails with 57014 once the statement has been cancelled or has timed out.
+    pub fn check_interrupt(&self) -> Result<()> {
+        self.info.cancel.check()
+    }
+
     pub fn setting(&self, name: &str) -> Result<String> {
         self.info.settings.show(name)
     }
@@ -169,6 +175,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         user: String::new(),
         database: String::new(),
         settings: crate::settings::Settings::default(),
+        cancel: crate::cancel::CancelHandle::default(),
     };
     let mut ctx = ExecCtx::new(None, None, &[], &info);
     expr.eval(&[], &mut ctx)
@@ -350,6 +357,7 @@ struct ScanSource<'p> {
 impl Source for ScanSource<'_> {
     fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
         loop {
+            ctx.check_interrupt()?;
             let next = match &mut self.rows {
                 ScanRows::Stream(scan) => scan.next().transpose()?,
                 ScanRows::Fetched(rows) => rows.next(),
@@ -525,7 +533,8 @@ impl SeriesSource {
 }
 
 impl Source for SeriesSource {
-    fn next(&mut self, _: &mut ExecCtx) -> Result<Option<Row>> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        ctx.check_interrupt()?;
         let ascending = self.step.compare(&Value::Integer(0)) == Some(std::cmp::Ordering::Greater);
         let done = match self.next.compare(&self.stop) {
             None => true,
@@ -707,6 +716,7 @@ impl JoinSource<'_> {
             return Ok(None);
         };
         while self.position < self.inner.len() {
+            ctx.check_interrupt()?;
             let mut row = left.clone();
             row.extend_from_slice(&self.inner[self.position]);
             let i = self.position;

@@ -9,6 +9,7 @@ pub mod access;
 pub mod aggregate;
 pub mod bind;
 mod bind_expr;
+pub mod cancel;
 pub mod constraints;
 pub mod ddl;
 pub mod dml;

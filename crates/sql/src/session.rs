@@ -17,6 +17,7 @@ use steady_engine::engine::{Engine, Isolation, Savepoint, Transaction};
 use steady_engine::types::{DataType, Value};
 
 use crate::bind::{Binder, BoundQuery};
+use crate::cancel::CancelHandle;
 use crate::error::{Result, SqlError};
 use crate::exec::{ExecCtx, Row, SessionInfo};
 use crate::parse::{parse, Statement};
@@ -60,6 +61,7 @@ impl Database {
                 user: user.to_owned(),
                 database: self.name.clone(),
                 settings: Settings::default(),
+                cancel: CancelHandle::default(),
             },
             block: None,
             prepared: HashMap::new(),
@@ -333,8 +335,7 @@ impl Session {
         let engine = Arc::clone(self.db.engine());
         if self.block.is_none() {
             let mut txn = engine.begin(self.info.settings.default_isolation())?;
-            txn.begin_statement();
-            let result = f(self, &mut txn);
+            let result = self.run_statement(&engine, &mut txn, f);
             return match result {
                 Ok(result) => {
                     txn.commit()?;
@@ -347,12 +348,31 @@ impl Session {
             };
         }
         let mut txn = self.take_block_txn(&engine)?;
-        txn.begin_statement();
-        let result = f(self, &mut txn);
+        let result = self.run_statement(&engine, &mut txn, f);
         if let Some(block) = self.block.as_mut() {
             block.txn = Some(txn);
         }
         result
+    }
+
+    /// Runs one statement in `txn`, cancellable through [`Session::cancel_handle`].
+    fn run_statement(
+        &self,
+        engine: &Arc<Engine>,
+        txn: &mut Transaction,
+        f: impl FnOnce(&Session, &mut Transaction) -> Result<QueryResult>,
+    ) -> Result<QueryResult> {
+        txn.begin_statement();
+        let timeout = self.info.settings.timeout("statement_timeout");
+        self.info.cancel.start(engine, txn.id(), timeout);
+        let result = f(self, txn);
+        self.info.cancel.finish();
+        result
+    }
+
+    /// A handle another thread can use to stop this session's running statement.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.info.cancel.clone()
     }
 
     fn take_block_txn(&mut self, engine: &Arc<Engine>) -> Result<Transaction> {

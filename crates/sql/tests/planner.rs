@@ -48,7 +48,10 @@ fn single_int(session: &mut Session, sql: &str) -> i64 {
 }
 
 fn metric(session: &mut Session, name: &str) -> i64 {
-    single_int(session, &format!("SELECT value FROM steady_metrics WHERE name = '{name}'"))
+    single_int(
+        session,
+        &format!("SELECT value FROM steady_metrics WHERE name = '{name}'"),
+    )
 }
 
 #[test]
@@ -56,27 +59,57 @@ fn explain_shows_an_index_range_scan_for_a_range_on_an_indexed_column_and_a_full
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     let mut session = db.session("steady");
-    run(&mut session, "CREATE TABLE t (id integer PRIMARY KEY, v integer, w integer)");
+    run(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer, w integer)",
+    );
     run(&mut session, "CREATE INDEX t_v ON t (v)");
-    run(&mut session, "INSERT INTO t SELECT i, i % 1000, i FROM generate_series(1, 5000) AS g(i)");
+    run(
+        &mut session,
+        "INSERT INTO t SELECT i, i % 1000, i FROM generate_series(1, 5000) AS g(i)",
+    );
     run(&mut session, "ANALYZE t");
 
-    let range = plan_text(&mut session, "EXPLAIN SELECT * FROM t WHERE v BETWEEN 10 AND 20");
+    let range = plan_text(
+        &mut session,
+        "EXPLAIN SELECT * FROM t WHERE v BETWEEN 10 AND 20",
+    );
     assert!(range.contains("Index Scan using t_v on t"), "{range}");
-    let unindexed = plan_text(&mut session, "EXPLAIN SELECT * FROM t WHERE w > 10 AND w < 20");
+    let unindexed = plan_text(
+        &mut session,
+        "EXPLAIN SELECT * FROM t WHERE w > 10 AND w < 20",
+    );
     assert!(unindexed.contains("Seq Scan on t"), "{unindexed}");
-    let primary = plan_text(&mut session, "EXPLAIN SELECT * FROM t WHERE id >= 100 AND id < 120");
-    assert!(primary.contains("Index Scan using t_pkey on t"), "{primary}");
+    let primary = plan_text(
+        &mut session,
+        "EXPLAIN SELECT * FROM t WHERE id >= 100 AND id < 120",
+    );
+    assert!(
+        primary.contains("Index Scan using t_pkey on t"),
+        "{primary}"
+    );
     let most = plan_text(&mut session, "EXPLAIN SELECT * FROM t WHERE v > 10");
-    assert!(most.contains("Seq Scan on t"), "a range covering 99% of the rows: {most}");
+    assert!(
+        most.contains("Seq Scan on t"),
+        "a range covering 99% of the rows: {most}"
+    );
 
     let analyzed = plan_text(
         &mut session,
         "EXPLAIN (ANALYZE, BUFFERS) SELECT count(*) FROM t WHERE v BETWEEN 10 AND 20",
     );
-    assert!(analyzed.contains("Index Scan using t_v on t (actual rows=55 loops=1)"), "{analyzed}");
+    assert!(
+        analyzed.contains("Index Scan using t_v on t (actual rows=55 loops=1)"),
+        "{analyzed}"
+    );
     assert!(analyzed.contains("Buffers: shared hit="), "{analyzed}");
-    assert_eq!(single_int(&mut session, "SELECT count(*) FROM t WHERE v BETWEEN 10 AND 20"), 55);
+    assert_eq!(
+        single_int(
+            &mut session,
+            "SELECT count(*) FROM t WHERE v BETWEEN 10 AND 20"
+        ),
+        55
+    );
 }
 
 #[test]
@@ -84,15 +117,24 @@ fn delete_through_an_index_reads_each_page_at_most_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     let mut session = db.session("steady");
-    run(&mut session, "CREATE TABLE t (id integer PRIMARY KEY, v integer, pad text)");
+    run(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer, pad text)",
+    );
     run(
         &mut session,
         "INSERT INTO t SELECT i, i % 50, repeat('x', 100) FROM generate_series(1, 40000) AS g(i)",
     );
     run(&mut session, "CREATE INDEX t_v ON t (v)");
     run(&mut session, "ANALYZE t");
-    let pages = single_int(&mut session, "SELECT pages FROM steady_tables WHERE name = 't'");
-    assert!(pages as usize >= 4 * POOL_PAGES, "the table ({pages} pages) must be 4x the pool");
+    let pages = single_int(
+        &mut session,
+        "SELECT pages FROM steady_tables WHERE name = 't'",
+    );
+    assert!(
+        pages as usize >= 4 * POOL_PAGES,
+        "the table ({pages} pages) must be 4x the pool"
+    );
 
     let plan = plan_text(&mut session, "EXPLAIN DELETE FROM t WHERE v < 5");
     assert!(plan.contains("Index Scan using t_v on t"), "{plan}");
@@ -107,7 +149,10 @@ fn delete_through_an_index_reads_each_page_at_most_once() {
         "the delete read {reads} pages; table and index together have {pages}"
     );
     assert_eq!(single_int(&mut session, "SELECT count(*) FROM t"), 36_000);
-    assert_eq!(single_int(&mut session, "SELECT count(*) FROM t WHERE v < 5"), 0);
+    assert_eq!(
+        single_int(&mut session, "SELECT count(*) FROM t WHERE v < 5"),
+        0
+    );
 }
 
 #[test]
@@ -115,10 +160,22 @@ fn delete_limit_removes_that_many_rows_in_key_order() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     let mut session = db.session("steady");
-    run(&mut session, "CREATE TABLE q (id integer PRIMARY KEY, done boolean)");
-    run(&mut session, "INSERT INTO q SELECT i, i % 2 = 0 FROM generate_series(1, 100) AS g(i)");
+    run(
+        &mut session,
+        "CREATE TABLE q (id integer PRIMARY KEY, done boolean)",
+    );
+    run(
+        &mut session,
+        "INSERT INTO q SELECT i, i % 2 = 0 FROM generate_series(1, 100) AS g(i)",
+    );
     let result = run(&mut session, "DELETE FROM q WHERE done LIMIT 10");
     assert_eq!(result.tag, "DELETE 10");
-    assert_eq!(single_int(&mut session, "SELECT count(*) FROM q WHERE done"), 40);
-    assert_eq!(single_int(&mut session, "SELECT min(id) FROM q WHERE done"), 22);
+    assert_eq!(
+        single_int(&mut session, "SELECT count(*) FROM q WHERE done"),
+        40
+    );
+    assert_eq!(
+        single_int(&mut session, "SELECT min(id) FROM q WHERE done"),
+        22
+    );
 }

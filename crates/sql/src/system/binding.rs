@@ -1,0 +1,241 @@
+//! The binder's hooks for catalog syntax: casts to `regclass` / `regtype` / `regnamespace` and to
+//! schema-qualified or array types, `x = ANY(array)`, `array[i]`, `ARRAY(subquery)`, `pg_typeof`
+//! and the table function `pg_partition_ancestors`.
+//!
+//! A `reg*` value is an oid that prints as a name. Without such a type in the engine, a cast to
+//! one is bound by what it is applied to: a name (text, an untyped literal or parameter) becomes
+//! the oid (`'accounts'::regclass`, compared with oid columns); an integer literal stays the oid
+//! (`16385::regclass` in `IN (...)` lists); any other oid-valued expression becomes the name
+//! (`c.oid::regclass` in a select list). Arrays are text (see [`super::arrays`]).
+
+use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr};
+use steady_engine::types::{DataType, Value};
+
+use super::functions::{
+    ANY_EQUAL, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, REGCLASS_IN, REGCLASS_OUT,
+    REGNAMESPACE_IN, REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SUBSCRIPT,
+};
+use super::pg_type::{format_type, type_oid};
+use crate::aggregate::{AggCall, AggFunc};
+use crate::bind::{coerce_to, Binder, Scope, Typed};
+use crate::error::{Result, SqlError};
+use crate::expr::{Expr, Subquery, SubqueryKind};
+use crate::functions::Function;
+use crate::ops::{as_i64, category, Category};
+use crate::plan::{Column, Plan};
+use crate::types::{normalize_ident, object_name};
+
+/// Casts that need more than the engine's value conversions; `None` for the others.
+pub fn bind_special_cast(
+    binder: &mut Binder<'_>,
+    expr: &AstExpr,
+    data_type: &ast::DataType,
+    scope: &Scope,
+) -> Result<Option<Typed>> {
+    if let Some((input, output)) = reg_functions(data_type) {
+        return bind_reg_cast(binder, expr, input, output, scope).map(Some);
+    }
+    let Some(plain) = plain_type(data_type) else {
+        return Ok(None);
+    };
+    let cast = AstExpr::Cast {
+        kind: ast::CastKind::DoubleColon,
+        expr: Box::new(expr.clone()),
+        data_type: plain,
+        format: None,
+    };
+    binder.bind_expr(&cast, scope).map(Some)
+}
+
+/// The name-to-oid and oid-to-name functions of a `reg*` type.
+fn reg_functions(data_type: &ast::DataType) -> Option<(&'static Function, &'static Function)> {
+    let name = match data_type {
+        ast::DataType::Regclass => "regclass".to_owned(),
+        ast::DataType::Custom(name, _) => object_name(name).1,
+        _ => return None,
+    };
+    match name.as_str() {
+        "regclass" => Some((&REGCLASS_IN, &REGCLASS_OUT)),
+        "regtype" => Some((&REGTYPE_IN, &REGTYPE_OUT)),
+        "regnamespace" => Some((&REGNAMESPACE_IN, &REGNAMESPACE_OUT)),
+        _ => None,
+    }
+}
+
+fn bind_reg_cast(
+    binder: &mut Binder<'_>,
+    expr: &AstExpr,
+    input: &'static Function,
+    output: &'static Function,
+    scope: &Scope,
+) -> Result<Typed> {
+    let (bound, ty) = binder.bind_expr(expr, scope)?;
+    Ok(match (bound, ty) {
+        (Expr::Literal(v @ (Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_))), _) => (
+            Expr::Literal(Value::BigInt(as_i64(&v))),
+            Some(DataType::BigInt),
+        ),
+        (oid, Some(t)) if category(&t) == Category::Numeric => {
+            (Expr::Call(output, vec![oid]), Some(DataType::Text))
+        }
+        (name, ty) => {
+            let name = text_operand(binder, name, ty)?;
+            (Expr::Call(input, vec![name]), Some(DataType::BigInt))
+        }
+    })
+}
+
+/// An operand used as text; an untyped parameter is typed `text` from here on.
+fn text_operand(binder: &mut Binder<'_>, expr: Expr, ty: Option<DataType>) -> Result<Expr> {
+    if let (Expr::Param { index, ty: None }, None) = (&expr, ty) {
+        binder.params[*index] = Some(DataType::Text);
+    }
+    coerce_to(expr, ty, DataType::Text)
+}
+
+/// The engine type standing for a type the engine lacks or the parser leaves schema-qualified
+/// (`pg_catalog.text`, `"char"`, `int2[]`).
+fn plain_type(data_type: &ast::DataType) -> Option<ast::DataType> {
+    use ast::DataType as T;
+    match data_type {
+        T::Array(_) => Some(T::Text),
+        T::Custom(name, _) => Some(match object_name(name).1.as_str() {
+            "text" | "char" | "int2vector" | "oidvector" | "regproc" => T::Text,
+            "varchar" => T::Varchar(None),
+            "numeric" => T::Numeric(ast::ExactNumberInfo::None),
+            "date" => T::Date,
+            "timestamp" => T::Timestamp(None, ast::TimezoneInfo::None),
+            "bytea" => T::Bytea,
+            "boolean" => T::Boolean,
+            _ => return None,
+        }),
+        _ => None,
+    }
+}
+
+/// `x = ANY(array)` for an array that is not a subquery (those the binder handles itself).
+pub fn bind_any_array(
+    binder: &mut Binder<'_>,
+    left: &AstExpr,
+    op: &BinaryOperator,
+    right: &AstExpr,
+    scope: &Scope,
+) -> Result<Typed> {
+    if *op != BinaryOperator::Eq {
+        return Err(SqlError::unsupported(format!("{op} ANY over an array")));
+    }
+    let (needle, _) = binder.bind_expr(left, scope)?;
+    let (array, _) = binder.bind_expr(right, scope)?;
+    Ok((
+        Expr::Call(&ANY_EQUAL, vec![needle, array]),
+        Some(DataType::Boolean),
+    ))
+}
+
+/// `array[i]`: its type is unknown (the element's, which the text does not record).
+pub fn bind_subscript(
+    binder: &mut Binder<'_>,
+    root: &AstExpr,
+    access: &[ast::AccessExpr],
+    scope: &Scope,
+) -> Result<Typed> {
+    let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] = access else {
+        return Err(SqlError::unsupported(format!(
+            "expression {root}{}",
+            access.iter().map(|a| a.to_string()).collect::<String>()
+        )));
+    };
+    let (array, _) = binder.bind_expr(root, scope)?;
+    let (index, _) = binder.bind_expr_as(index, scope, DataType::Integer)?;
+    Ok((Expr::Call(&SUBSCRIPT, vec![array, index]), None))
+}
+
+/// `ARRAY(subquery)`: the subquery's values, quoted and joined into the array's text.
+pub fn bind_array_subquery(binder: &mut Binder<'_>, query: &ast::Query) -> Result<Typed> {
+    let saved = binder.take_aggregates();
+    let result = binder.bind_subquery(query);
+    binder.restore_aggregates(saved);
+    let (bound, correlated) = result?;
+    if bound.columns.len() != 1 {
+        return Err(SqlError::syntax("subquery must return only one column"));
+    }
+    let joined = AggCall {
+        func: AggFunc::StringAgg,
+        args: vec![
+            Expr::Call(&ARRAY_ELEMENT_TEXT, vec![Expr::Column(0)]),
+            Expr::Literal(Value::Text(",".to_owned())),
+        ],
+        distinct: false,
+        filter: None,
+        order_by: Vec::new(),
+        ty: Some(DataType::Text),
+    };
+    let plan = Plan::Project {
+        input: Box::new(Plan::Aggregate {
+            input: Box::new(bound.plan),
+            groups: Vec::new(),
+            aggregates: vec![joined],
+        }),
+        exprs: vec![Expr::Call(&ARRAY_FROM_ELEMENTS, vec![Expr::Column(0)])],
+    };
+    let subquery = Subquery {
+        id: binder.next_subquery_id(),
+        plan,
+        kind: SubqueryKind::Scalar,
+        correlated,
+    };
+    Ok((
+        Expr::Subquery(Box::new(subquery)),
+        Some(DataType::Text),
+    ))
+}
+
+/// `pg_typeof(x)`: the name of `x`'s type (`unknown` for untyped literals and NULL).
+pub fn bind_pg_typeof(binder: &mut Binder<'_>, args: &[&AstExpr], scope: &Scope) -> Result<Typed> {
+    let [arg] = args else {
+        return Err(SqlError::undefined_function(format!(
+            "function pg_typeof with {} arguments does not exist",
+            args.len()
+        )));
+    };
+    let (_, ty) = binder.bind_expr(arg, scope)?;
+    let name = ty.map_or_else(|| "unknown".to_owned(), |t| format_type(type_oid(&t), None));
+    Ok((Expr::Literal(Value::Text(name)), Some(DataType::Text)))
+}
+
+/// Catalog functions in FROM: `pg_partition_ancestors(rel)` is `rel` itself (nothing is
+/// partitioned), with an ordinality column `WITH ORDINALITY`.
+pub fn bind_table_function(
+    binder: &mut Binder<'_>,
+    name: &str,
+    args: &[ast::FunctionArg],
+    alias: Option<&ast::TableAlias>,
+    with_ordinality: bool,
+) -> Result<(Plan, Scope)> {
+    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = args else {
+        return Err(SqlError::undefined_function(format!(
+            "function {name} does not exist"
+        )));
+    };
+    if name != "pg_partition_ancestors" {
+        return Err(SqlError::undefined_function(format!(
+            "function {name} does not exist"
+        )));
+    }
+    let (relid, _) = binder.bind_expr_with_level(arg, &Scope::default())?;
+    let mut row = vec![relid];
+    let mut columns = vec![Column::new("relid", Some(DataType::BigInt))];
+    if with_ordinality {
+        row.push(Expr::Literal(Value::BigInt(1)));
+        columns.push(Column::new("ordinality", Some(DataType::BigInt)));
+    }
+    let alias_name = alias.map_or_else(|| name.to_owned(), |a| normalize_ident(&a.name));
+    for (column, alias) in columns.iter_mut().zip(alias.map_or(&[][..], |a| &a.columns)) {
+        column.name = normalize_ident(&alias.name);
+    }
+    let plan = Plan::Values {
+        width: row.len(),
+        rows: vec![row],
+    };
+    Ok((plan, Scope::of_table(&alias_name, &columns)))
+}

@@ -1,0 +1,358 @@
+//! Catalog functions (`pg_get_indexdef`, `format_type`, `pg_table_is_visible`...), the `reg*`
+//! conversions between names and oids, the array functions of [`super::arrays`] and the regular
+//! expression operators (`~`, `~*`, `!~`, `!~*`), all found by the binder when the built-in
+//! registry ([`crate::functions`]) has no such name.
+//!
+//! Functions that read the engine or the session are volatile, so the binder never folds them:
+//! constant folding runs without a session. Regular expressions use the `regex` crate, whose
+//! syntax covers the POSIX EREs clients send (`^(accounts)$`, `^pg_toast`).
+
+use std::cell::RefCell;
+
+use regex::{Regex, RegexBuilder};
+use steady_engine::types::{DataType, Value};
+
+use super::arrays::{self, int_arg};
+use super::model::{self, Relation};
+use super::pg_type::{format_type, type_by_name};
+use super::relations::{column_list, constraint_definition, index_definition};
+use super::{oids, pg_type};
+use crate::error::{Result, SqlError};
+use crate::exec::ExecCtx;
+use crate::functions::Function;
+use crate::ops::text_of;
+
+type Body = fn(&[Value], &mut ExecCtx) -> Result<Value>;
+type ReturnType = fn(&[Option<DataType>]) -> Option<DataType>;
+
+/// Strict (NULL in, NULL out) and foldable.
+const fn pure(name: &'static str, args: (usize, usize), returns: ReturnType, eval: Body) -> Function {
+    Function {
+        name,
+        min_args: args.0,
+        max_args: args.1,
+        strict: true,
+        volatile: false,
+        returns,
+        eval,
+    }
+}
+
+/// Strict, and reads the engine or the session.
+const fn catalog(
+    name: &'static str,
+    args: (usize, usize),
+    returns: ReturnType,
+    eval: Body,
+) -> Function {
+    Function {
+        volatile: true,
+        ..pure(name, args, returns, eval)
+    }
+}
+
+/// Sees NULL arguments.
+const fn lenient(mut function: Function) -> Function {
+    function.strict = false;
+    function
+}
+
+fn text(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Text)
+}
+fn boolean(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Boolean)
+}
+fn integer(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Integer)
+}
+fn oid_type(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::BigInt)
+}
+fn unknown(_: &[Option<DataType>]) -> Option<DataType> {
+    None
+}
+
+pub static REGEX_MATCH: Function = pure("textregexeq", (2, 2), boolean, regex_match);
+pub static REGEX_NOT_MATCH: Function = pure("textregexne", (2, 2), boolean, regex_not_match);
+pub static REGEX_IMATCH: Function = pure("texticregexeq", (2, 2), boolean, regex_imatch);
+pub static REGEX_NOT_IMATCH: Function = pure("texticregexne", (2, 2), boolean, regex_not_imatch);
+pub static REGCLASS_IN: Function = catalog("regclassin", (1, 1), oid_type, regclass_in);
+pub static REGCLASS_OUT: Function = catalog("regclassout", (1, 1), text, regclass_out);
+pub static REGTYPE_IN: Function = pure("regtypein", (1, 1), oid_type, regtype_in);
+pub static REGTYPE_OUT: Function = pure("regtypeout", (1, 1), text, regtype_out);
+pub static REGNAMESPACE_IN: Function = pure("regnamespacein", (1, 1), oid_type, regnamespace_in);
+pub static REGNAMESPACE_OUT: Function = pure("regnamespaceout", (1, 1), text, regnamespace_out);
+pub static ANY_EQUAL: Function = lenient(pure("array_any_eq", (2, 2), boolean, arrays::any_equal));
+pub static SUBSCRIPT: Function = pure("array_subscript", (2, 2), unknown, arrays::subscript);
+pub static ARRAY_ELEMENT_TEXT: Function = lenient(pure(
+    "array_element_text",
+    (1, 1),
+    text,
+    arrays::array_element_text,
+));
+pub static ARRAY_FROM_ELEMENTS: Function = lenient(pure(
+    "array_from_elements",
+    (1, 1),
+    text,
+    arrays::array_from_elements,
+));
+
+static FUNCTIONS: &[&Function] = &[
+    &REGEX_MATCH,
+    &REGEX_NOT_MATCH,
+    &REGEX_IMATCH,
+    &REGEX_NOT_IMATCH,
+    &REGCLASS_IN,
+    &REGCLASS_OUT,
+    &REGTYPE_IN,
+    &REGTYPE_OUT,
+    &REGNAMESPACE_IN,
+    &REGNAMESPACE_OUT,
+    &ANY_EQUAL,
+    &SUBSCRIPT,
+    &catalog("to_regclass", (1, 1), oid_type, to_regclass),
+    &pure("to_regtype", (1, 1), oid_type, to_regtype),
+    &pure("to_regnamespace", (1, 1), oid_type, to_regnamespace),
+    &catalog("pg_get_userbyid", (1, 1), text, get_userbyid),
+    &pure("pg_table_is_visible", (1, 1), boolean, table_is_visible),
+    &pure("pg_type_is_visible", (1, 1), boolean, always),
+    &lenient(pure("format_type", (2, 2), text, format_type_fn)),
+    &catalog("pg_get_indexdef", (1, 3), text, get_indexdef),
+    &catalog("pg_get_constraintdef", (1, 2), text, get_constraintdef),
+    &pure("pg_get_expr", (2, 3), text, get_expr),
+    &pure("pg_encoding_to_char", (1, 1), text, encoding_to_char),
+    &catalog("pg_relation_is_publishable", (1, 1), boolean, is_publishable),
+    &pure("pg_partition_ancestors", (1, 1), oid_type, itself),
+    &pure("obj_description", (1, 2), text, nothing),
+    &pure("col_description", (2, 2), text, nothing),
+    &pure("shobj_description", (2, 2), text, nothing),
+    &pure("pg_get_statisticsobjdef_columns", (1, 1), text, nothing),
+    &pure("pg_get_triggerdef", (1, 2), text, nothing),
+    &pure("pg_get_partkeydef", (1, 1), text, nothing),
+    &pure("has_table_privilege", (2, 3), boolean, always),
+    &pure("has_schema_privilege", (2, 3), boolean, always),
+    &pure("has_database_privilege", (2, 3), boolean, always),
+    &pure("has_column_privilege", (3, 4), boolean, always),
+    &pure("array_to_string", (2, 3), text, arrays::array_to_string),
+    &pure("array_upper", (2, 2), integer, arrays::array_upper),
+    &pure("array_lower", (2, 2), integer, arrays::array_lower),
+    &pure("array_length", (2, 2), integer, arrays::array_length),
+    &pure("cardinality", (1, 1), integer, arrays::cardinality),
+    &lenient(pure("array_position", (2, 2), integer, arrays::array_position)),
+    &pure("current_schemas", (1, 1), text, arrays::current_schemas),
+];
+
+/// The catalog function `name` taking `args` arguments.
+pub fn lookup(name: &str, args: usize) -> Option<&'static Function> {
+    FUNCTIONS
+        .iter()
+        .copied()
+        .find(|f| f.name == name && (f.min_args..=f.max_args).contains(&args))
+}
+
+fn always(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Boolean(true))
+}
+
+fn nothing(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Null)
+}
+
+fn itself(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(args[0].clone())
+}
+
+fn oid_arg(value: &Value) -> i64 {
+    int_arg(value).unwrap_or(0)
+}
+
+thread_local! {
+    /// The last regular expression compiled on this thread (a scan matches one pattern per row).
+    static LAST_REGEX: RefCell<Option<(String, bool, Regex)>> = const { RefCell::new(None) };
+}
+
+fn matches(args: &[Value], case_insensitive: bool) -> Result<bool> {
+    let (text, pattern) = (text_of(&args[0]), text_of(&args[1]));
+    LAST_REGEX.with(|cell| {
+        let mut last = cell.borrow_mut();
+        let cached = last
+            .as_ref()
+            .is_some_and(|(p, ci, _)| *p == pattern && *ci == case_insensitive);
+        if !cached {
+            let regex = RegexBuilder::new(&pattern)
+                .case_insensitive(case_insensitive)
+                .build()
+                .map_err(|e| {
+                    SqlError::new("2201B", format!("invalid regular expression: {e}"))
+                })?;
+            *last = Some((pattern, case_insensitive, regex));
+        }
+        let (_, _, regex) = last.as_ref().expect("compiled above");
+        Ok(regex.is_match(&text))
+    })
+}
+
+fn regex_match(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    matches(args, false).map(Value::Boolean)
+}
+
+fn regex_not_match(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    matches(args, false).map(|m| Value::Boolean(!m))
+}
+
+fn regex_imatch(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    matches(args, true).map(Value::Boolean)
+}
+
+fn regex_not_imatch(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    matches(args, true).map(|m| Value::Boolean(!m))
+}
+
+fn to_regclass(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let engine = ctx.engine()?;
+    Ok(model::relation_by_name(engine, &text_of(&args[0])).map_or(Value::Null, Value::BigInt))
+}
+
+fn regclass_in(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    match to_regclass(args, ctx)? {
+        Value::Null => Err(SqlError::undefined_table(&text_of(&args[0]))),
+        oid => Ok(oid),
+    }
+}
+
+/// A relation's name, qualified when its schema is not on the search path.
+fn regclass_out(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let oid = oid_arg(&args[0]);
+    Ok(Value::Text(match model::relation(ctx.engine()?, oid) {
+        Some(r) if r.namespace() == oids::INFORMATION_SCHEMA => {
+            format!("information_schema.{}", model::quote_ident(r.name()))
+        }
+        Some(r) => model::quote_ident(r.name()),
+        None => oid.to_string(),
+    }))
+}
+
+fn to_regtype(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(type_by_name(&text_of(&args[0])).map_or(Value::Null, |t| Value::BigInt(t.into())))
+}
+
+fn regtype_in(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    match to_regtype(args, ctx)? {
+        Value::Null => Err(SqlError::new(
+            "42704",
+            format!("type \"{}\" does not exist", text_of(&args[0])),
+        )),
+        oid => Ok(oid),
+    }
+}
+
+fn regtype_out(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let oid = oid_arg(&args[0]);
+    Ok(Value::Text(match u32::try_from(oid).ok().and_then(pg_type::lookup) {
+        Some(_) => format_type(oid as u32, None),
+        None => oid.to_string(),
+    }))
+}
+
+fn to_regnamespace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let parts = model::split_qualified(&text_of(&args[0]));
+    let found = match parts.as_slice() {
+        [name] => oids::namespace_oid(name),
+        _ => None,
+    };
+    Ok(found.map_or(Value::Null, Value::BigInt))
+}
+
+fn regnamespace_in(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    match to_regnamespace(args, ctx)? {
+        Value::Null => Err(SqlError::new(
+            "3F000",
+            format!("schema \"{}\" does not exist", text_of(&args[0])),
+        )),
+        oid => Ok(oid),
+    }
+}
+
+fn regnamespace_out(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let oid = oid_arg(&args[0]);
+    Ok(Value::Text(
+        oids::namespace_name(oid).map_or_else(|| oid.to_string(), str::to_owned),
+    ))
+}
+
+fn get_userbyid(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let oid = oid_arg(&args[0]);
+    Ok(Value::Text(if oid == oids::SUPERUSER {
+        ctx.user_name()
+    } else {
+        format!("unknown (OID={oid})")
+    }))
+}
+
+/// Everything is on the search path (`pg_catalog`, `public`) except `information_schema`.
+fn table_is_visible(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let oid = oid_arg(&args[0]);
+    let hidden = super::all()
+        .enumerate()
+        .any(|(n, v)| oids::view(n) == oid && v.schema == "information_schema");
+    Ok(Value::Boolean(!hidden))
+}
+
+/// `format_type(type_oid, typmod)`; a NULL modifier gives the bare name.
+fn format_type_fn(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let Some(oid) = int_arg(&args[0]) else {
+        return Ok(Value::Null);
+    };
+    let typmod = int_arg(&args[1]).map(|m| m as i32);
+    Ok(Value::Text(match u32::try_from(oid) {
+        Ok(oid) => format_type(oid, typmod),
+        Err(_) => "???".to_owned(),
+    }))
+}
+
+/// `pg_get_indexdef(index_oid [, column, pretty])`: the CREATE INDEX statement, or with a column
+/// number above 0 that column's name.
+fn get_indexdef(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let oid = oid_arg(&args[0]);
+    let column = args.get(1).and_then(int_arg).unwrap_or(0);
+    let Some(Relation::Index(table, index)) = model::relation(ctx.engine()?, oid) else {
+        return Ok(Value::Null);
+    };
+    Ok(match usize::try_from(column - 1) {
+        Ok(n) => match index.columns.get(n) {
+            Some(&position) => Value::Text(column_list(&table, &[position])),
+            None => Value::Null,
+        },
+        Err(_) => Value::Text(index_definition(&table, &index)),
+    })
+}
+
+fn get_constraintdef(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let oid = oid_arg(&args[0]);
+    Ok(model::all_constraints(ctx.engine()?)
+        .iter()
+        .find(|c| c.oid == oid)
+        .map_or(Value::Null, |c| Value::Text(constraint_definition(c))))
+}
+
+/// `pg_get_expr(expr, relation)`: expressions are stored as their SQL text already.
+fn get_expr(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(text_of(&args[0])))
+}
+
+fn encoding_to_char(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(
+        match int_arg(&args[0]).map(|e| e as i32) {
+            Some(0) => "SQL_ASCII",
+            Some(oids::UTF8) => "UTF8",
+            _ => "",
+        }
+        .to_owned(),
+    ))
+}
+
+fn is_publishable(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let relation = model::relation(ctx.engine()?, oid_arg(&args[0]));
+    Ok(Value::Boolean(matches!(relation, Some(Relation::Table(_)))))
+}

@@ -1,0 +1,89 @@
+//! SteadyDB's own views: `steady_metrics` (the counters of every layer) and `steady_tables` (per
+//! table pages, rows and history).
+
+use steady_engine::types::{DataType, Value};
+
+use super::SystemTable;
+use crate::error::Result;
+use crate::exec::{ExecCtx, Row};
+
+pub const VIEWS: &[SystemTable] = &[
+    SystemTable {
+        schema: "public",
+        name: "steady_metrics",
+        columns: &[("name", DataType::Text), ("value", DataType::BigInt)],
+        rows: metrics,
+    },
+    SystemTable {
+        schema: "public",
+        name: "steady_tables",
+        columns: &[
+            ("name", DataType::Text),
+            ("pages", DataType::BigInt),
+            ("live_rows", DataType::BigInt),
+            ("dead_rows", DataType::BigInt),
+            ("history_entries", DataType::BigInt),
+        ],
+        rows: tables,
+    },
+];
+
+fn metric(name: &str, value: u64) -> Row {
+    vec![Value::Text(name.to_owned()), Value::BigInt(value as i64)]
+}
+
+fn metrics(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+    let engine = ctx.engine()?;
+    let pool = engine.store().pool().stats();
+    let wal = engine.store().wal_stats();
+    let stats = engine.stats();
+    Ok(vec![
+        metric("buffer_pool_frames", pool.frames as u64),
+        metric("buffer_pool_read_requests", pool.read_requests),
+        metric("buffer_pool_reads", pool.reads),
+        metric("buffer_pool_read_ahead_reads", pool.read_ahead_reads),
+        metric("buffer_pool_pages_written", pool.pages_written),
+        metric("buffer_pool_evictions", pool.evictions),
+        metric("buffer_pool_dirty_pages", pool.dirty_pages as u64),
+        metric("wal_bytes_written", wal.bytes_written),
+        metric("wal_fsyncs", wal.fsyncs),
+        metric("wal_full_page_images", wal.full_page_images),
+        metric("wal_checkpoint_age", wal.checkpoint_age),
+        metric("wal_capacity", wal.capacity),
+        metric("transactions_active", stats.active_transactions as u64),
+        metric("snapshots_open", stats.open_snapshots as u64),
+        metric("last_commit_csn", stats.last_csn),
+        metric("history_length", stats.history_length),
+        metric("purge_lag", stats.purge_lag as u64),
+        metric("graveyard_length", stats.graveyard_length),
+    ])
+}
+
+fn tables(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+    let engine = ctx.engine()?.clone();
+    let history = engine.stats().history_length;
+    let mut rows = Vec::new();
+    for table in engine.tables() {
+        let pages = engine
+            .store()
+            .space(table.space)
+            .map_or(0, |s| u64::from(s.size_in_pages()));
+        let records = engine.index_records(table.id)?;
+        let live = ctx
+            .txn()?
+            .scan_rows(
+                &table,
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded,
+            )?
+            .count() as u64;
+        rows.push(vec![
+            Value::Text(table.name.clone()),
+            Value::BigInt(pages as i64),
+            Value::BigInt(live as i64),
+            Value::BigInt(records.saturating_sub(live) as i64),
+            Value::BigInt(history as i64),
+        ]);
+    }
+    Ok(rows)
+}

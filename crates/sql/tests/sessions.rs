@@ -1,0 +1,171 @@
+//! Sessions against each other through SQL: isolation, write conflicts, deadlocks, and stopping a
+//! running statement (cancel request, statement_timeout).
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use steady_engine::engine::{Engine, EngineConfig};
+use steady_sql::cancel::CancelReason;
+use steady_sql::{Database, QueryResult, Session, SqlError};
+use steady_storage::store::StoreConfig;
+
+fn open() -> (tempfile::TempDir, Arc<Database>) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = EngineConfig {
+        store: StoreConfig {
+            page_size: 4096,
+            buffer_pool_bytes: 1024 * 4096,
+            log_capacity: 32 << 20,
+            ..Default::default()
+        },
+        lock_timeout: Some(Duration::from_secs(10)),
+        ..Default::default()
+    };
+    let db = Database::new(Engine::open(dir.path(), &config).unwrap(), "steady");
+    (dir, db)
+}
+
+fn run(session: &mut Session, sql: &str) -> Result<QueryResult, SqlError> {
+    session.execute(sql).pop().expect("a statement")
+}
+
+fn ok(session: &mut Session, sql: &str) -> QueryResult {
+    run(session, sql).unwrap_or_else(|err| panic!("{sql}: {err}"))
+}
+
+fn cell(session: &mut Session, sql: &str) -> String {
+    ok(session, sql).rows[0][0].to_string()
+}
+
+const LONG_QUERY: &str = "SELECT count(*) FROM generate_series(1, 2000000000)";
+
+#[test]
+fn statement_timeout_stops_a_long_query_and_the_session_goes_on() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    ok(&mut session, "SET statement_timeout = 200");
+    let started = Instant::now();
+    let err = run(&mut session, LONG_QUERY).unwrap_err();
+    assert_eq!(err.code, "57014", "{err}");
+    assert!(err.message.contains("statement timeout"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    ok(&mut session, "RESET statement_timeout");
+    assert_eq!(cell(&mut session, "SELECT 1 + 1"), "2");
+}
+
+#[test]
+fn a_cancel_request_stops_the_running_statement() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    let handle = session.cancel_handle();
+    let canceller = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(200));
+        handle.cancel(CancelReason::UserRequest);
+    });
+    let err = run(&mut session, LONG_QUERY).unwrap_err();
+    canceller.join().unwrap();
+    assert_eq!(err.code, "57014", "{err}");
+    assert_eq!(cell(&mut session, "SELECT 'still here'"), "still here");
+}
+
+#[test]
+fn a_cancel_request_wakes_a_statement_waiting_for_a_row_lock() {
+    let (_dir, db) = open();
+    let mut holder = db.session("holder");
+    let mut waiter = db.session("waiter");
+    ok(
+        &mut holder,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
+    ok(&mut holder, "INSERT INTO t VALUES (1, 0)");
+    ok(&mut holder, "BEGIN");
+    ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
+    let handle = waiter.cancel_handle();
+    let canceller = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(300));
+        handle.cancel(CancelReason::UserRequest);
+    });
+    let err = run(&mut waiter, "UPDATE t SET v = 2 WHERE id = 1").unwrap_err();
+    canceller.join().unwrap();
+    assert_eq!(err.code, "57014", "{err}");
+    ok(&mut holder, "COMMIT");
+    assert_eq!(cell(&mut waiter, "SELECT v FROM t WHERE id = 1"), "1");
+}
+
+#[test]
+fn repeatable_read_sees_its_snapshot_and_a_concurrent_update_fails_with_40001() {
+    let (_dir, db) = open();
+    let mut a = db.session("a");
+    let mut b = db.session("b");
+    ok(
+        &mut a,
+        "CREATE TABLE acct (id integer PRIMARY KEY, balance integer)",
+    );
+    ok(&mut a, "INSERT INTO acct VALUES (1, 100), (2, 100)");
+    ok(&mut a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    assert_eq!(cell(&mut a, "SELECT sum(balance) FROM acct"), "200");
+    ok(
+        &mut b,
+        "UPDATE acct SET balance = balance - 50 WHERE id = 1",
+    );
+    assert_eq!(cell(&mut a, "SELECT balance FROM acct WHERE id = 1"), "100");
+    let err = run(&mut a, "UPDATE acct SET balance = balance + 1 WHERE id = 1").unwrap_err();
+    assert_eq!(err.code, "40001", "{err}");
+    assert_eq!(run(&mut a, "SELECT 1").unwrap_err().code, "25P02");
+    ok(&mut a, "ROLLBACK");
+    assert_eq!(cell(&mut a, "SELECT balance FROM acct WHERE id = 1"), "50");
+}
+
+#[test]
+fn read_committed_update_waits_for_the_writer_and_applies_to_the_newest_row() {
+    let (_dir, db) = open();
+    let mut a = db.session("a");
+    let mut b = db.session("b");
+    ok(&mut a, "CREATE TABLE c (id integer PRIMARY KEY, n integer)");
+    ok(&mut a, "INSERT INTO c VALUES (1, 0)");
+    ok(&mut a, "BEGIN");
+    ok(&mut a, "UPDATE c SET n = n + 1 WHERE id = 1");
+    let waiter = thread::spawn(move || {
+        let result = ok(&mut b, "UPDATE c SET n = n + 10 WHERE id = 1");
+        result.tag
+    });
+    thread::sleep(Duration::from_millis(200));
+    ok(&mut a, "COMMIT");
+    assert_eq!(waiter.join().unwrap(), "UPDATE 1");
+    assert_eq!(cell(&mut a, "SELECT n FROM c WHERE id = 1"), "11");
+}
+
+#[test]
+fn crossing_updates_end_in_a_deadlock_error_for_one_session() {
+    let (_dir, db) = open();
+    let mut a = db.session("a");
+    let mut b = db.session("b");
+    ok(&mut a, "CREATE TABLE d (id integer PRIMARY KEY, n integer)");
+    ok(&mut a, "INSERT INTO d VALUES (1, 0), (2, 0)");
+    ok(&mut a, "BEGIN");
+    ok(&mut b, "BEGIN");
+    ok(&mut a, "UPDATE d SET n = 1 WHERE id = 1");
+    ok(&mut b, "UPDATE d SET n = 2 WHERE id = 2");
+    let second = thread::spawn(move || {
+        let result = run(&mut b, "UPDATE d SET n = 2 WHERE id = 1");
+        let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        ok(&mut b, end);
+        result.map(|r| r.tag)
+    });
+    thread::sleep(Duration::from_millis(200));
+    let first = run(&mut a, "UPDATE d SET n = 1 WHERE id = 2");
+    let end = if first.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    ok(&mut a, end);
+    let second = second.join().unwrap();
+    let first = first.map(|r| r.tag);
+    let codes: Vec<&str> = [&first, &second]
+        .iter()
+        .filter_map(|r| r.as_ref().err().map(|e| e.code))
+        .collect();
+    assert_eq!(
+        codes,
+        vec!["40P01"],
+        "exactly one session is chosen as the victim"
+    );
+}
