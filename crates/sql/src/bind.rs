@@ -13,15 +13,14 @@ use steady_engine::catalog::TableDef;
 use steady_engine::engine::Engine;
 use steady_engine::types::{DataType, Value};
 
-use crate::aggregate::{AggCall, AggFunc};
+use crate::aggregate::AggCall;
 use crate::error::{Result, SqlError};
-use crate::expr::{Expr, Subquery, SubqueryKind};
-use crate::functions;
-use crate::ops::{self, ArithOp, Category, CmpOp};
+use crate::expr::Expr;
+use crate::ops::{self, Category, CmpOp};
 use crate::plan::{Column, JoinKind, Plan, SetOpKind, SortKey};
 use crate::stats::Statistics;
 use crate::system::{self, SystemTable};
-use crate::types::{convert_type, normalize_ident, object_name};
+use crate::types::{normalize_ident, object_name};
 
 /// A typed bound expression.
 pub type Typed = (Expr, Option<DataType>);
@@ -711,10 +710,23 @@ impl Binder<'_> {
     fn bind_factor(&mut self, factor: &TableFactor) -> Result<(Plan, Scope)> {
         match factor {
             TableFactor::Table {
-                name, alias, args, ..
+                name,
+                alias,
+                args,
+                with_ordinality,
+                ..
             } => {
                 let (schema, table) = object_name(name);
                 if let Some(args) = args {
+                    if table != "generate_series" {
+                        return system::bind_table_function(
+                            self,
+                            &table,
+                            &args.args,
+                            alias.as_ref(),
+                            *with_ordinality,
+                        );
+                    }
                     return self.bind_table_function(&table, &args.args, alias.as_ref());
                 }
                 let alias_name = alias
@@ -797,7 +809,7 @@ impl Binder<'_> {
             let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
                 return Err(SqlError::syntax("generate_series takes plain arguments"));
             };
-            bound.push(self.bind_expr(e, &empty)?);
+            bound.push(self.bind_expr_with_level(e, &empty)?);
         }
         if !(2..=3).contains(&bound.len()) {
             return Err(SqlError::undefined_function(

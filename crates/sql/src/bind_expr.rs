@@ -219,6 +219,15 @@ impl Binder<'_> {
             } if matches!(right.as_ref(), AstExpr::Subquery(_)) => {
                 self.bind_quantified(left, compare_op, right, true, scope)
             }
+            AstExpr::AnyOp {
+                left,
+                compare_op,
+                right,
+                ..
+            } => crate::system::bind_any_array(self, left, compare_op, right, scope),
+            AstExpr::CompoundFieldAccess { root, access_chain } => {
+                crate::system::bind_subscript(self, root, access_chain, scope)
+            }
             AstExpr::Tuple(_) => Err(SqlError::unsupported("row constructors")),
             other => Err(SqlError::unsupported(format!("expression {other}"))),
         }
@@ -725,6 +734,9 @@ impl Binder<'_> {
         let list = match &function.args {
             ast::FunctionArguments::List(list) => Some(list),
             ast::FunctionArguments::None => None,
+            ast::FunctionArguments::Subquery(query) if name == "array" => {
+                return crate::system::bind_array_subquery(self, query)
+            }
             ast::FunctionArguments::Subquery(_) => {
                 return Err(SqlError::unsupported("this function call"))
             }
@@ -738,6 +750,7 @@ impl Binder<'_> {
             .unwrap_or_default();
         match name.as_str() {
             "coalesce" => self.bind_coalesce(&args, scope),
+            "pg_typeof" => crate::system::bind_pg_typeof(self, &args, scope),
             "nextval" | "currval" | "setval" => self.bind_call(&name, &args, scope),
             _ => self.bind_call(&name, &args, scope),
         }

@@ -77,13 +77,21 @@ struct Ddl<'a> {
     session: &'a Session,
 }
 
+/// A foreign key declared in CREATE TABLE, added once the table exists.
+struct PendingForeignKey {
+    name: Option<String>,
+    columns: Vec<usize>,
+    parent: ast::ObjectName,
+    ref_columns: Vec<String>,
+}
+
 /// A column's constraints gathered from its definition.
 #[derive(Default)]
 struct TableSpec {
     columns: Vec<ColumnDef>,
     primary_key: Option<Vec<usize>>,
     unique: Vec<(Option<String>, Vec<usize>)>,
-    foreign_keys: Vec<(Option<String>, Vec<usize>, ast::ObjectName, Vec<String>)>,
+    foreign_keys: Vec<PendingForeignKey>,
     sequences: Vec<String>,
 }
 
@@ -161,17 +169,17 @@ impl Ddl<'_> {
                 true,
             )?;
         }
-        for (constraint_name, columns, parent, ref_columns) in &spec.foreign_keys {
+        for fk in &spec.foreign_keys {
             let current = self
                 .engine()
                 .table(&table.name)
                 .ok_or_else(|| SqlError::undefined_table(&table.name))?;
             self.add_foreign_key(
                 &current,
-                constraint_name.clone(),
-                columns.clone(),
-                parent,
-                ref_columns,
+                fk.name.clone(),
+                fk.columns.clone(),
+                &fk.parent,
+                &fk.ref_columns,
             )?;
         }
         Ok(())
@@ -245,16 +253,16 @@ impl Ddl<'_> {
                 ColumnOption::Unique(_) => spec
                     .unique
                     .push((option.name.as_ref().map(normalize_ident), vec![index])),
-                ColumnOption::ForeignKey(fk) => spec.foreign_keys.push((
-                    option
+                ColumnOption::ForeignKey(fk) => spec.foreign_keys.push(PendingForeignKey {
+                    name: option
                         .name
                         .as_ref()
                         .or(fk.name.as_ref())
                         .map(normalize_ident),
-                    vec![index],
-                    fk.foreign_table.clone(),
-                    fk.referred_columns.iter().map(normalize_ident).collect(),
-                )),
+                    columns: vec![index],
+                    parent: fk.foreign_table.clone(),
+                    ref_columns: fk.referred_columns.iter().map(normalize_ident).collect(),
+                }),
                 other => return Err(SqlError::unsupported(format!("column option {other}"))),
             }
         }
@@ -297,12 +305,12 @@ impl Ddl<'_> {
             TableConstraint::ForeignKey(fk) => {
                 let names: Vec<String> = fk.columns.iter().map(normalize_ident).collect();
                 let columns = positions(&names)?;
-                spec.foreign_keys.push((
-                    fk.name.as_ref().map(normalize_ident),
+                spec.foreign_keys.push(PendingForeignKey {
+                    name: fk.name.as_ref().map(normalize_ident),
                     columns,
-                    fk.foreign_table.clone(),
-                    fk.referred_columns.iter().map(normalize_ident).collect(),
-                ));
+                    parent: fk.foreign_table.clone(),
+                    ref_columns: fk.referred_columns.iter().map(normalize_ident).collect(),
+                });
                 Ok(())
             }
             other => Err(SqlError::unsupported(format!("constraint {other}"))),

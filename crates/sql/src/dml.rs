@@ -217,7 +217,7 @@ fn is_default_keyword(e: &AstExpr) -> bool {
 enum InsertSource {
     /// Rows of expressions; `None` is DEFAULT.
     Values(Vec<Vec<Option<Expr>>>),
-    Query(Plan),
+    Query(Box<Plan>),
 }
 
 enum ConflictAction {
@@ -367,7 +367,7 @@ fn bind_insert_source(
         let def = &table.columns[target];
         check_assignable(&def.name, column.ty, def.data_type)?;
     }
-    Ok(InsertSource::Query(bound.plan))
+    Ok(InsertSource::Query(Box::new(bound.plan)))
 }
 
 fn bind_on_conflict(

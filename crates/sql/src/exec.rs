@@ -373,11 +373,11 @@ impl Source for ScanSource<'_> {
     }
 }
 
+/// The start and end of a key range.
+pub type KeyBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
 /// Encoded key bounds of a range; `None` when an equality value is NULL (no row can match).
-pub fn encode_range(
-    range: &KeyRange,
-    ctx: &mut ExecCtx,
-) -> Result<Option<(Bound<Vec<u8>>, Bound<Vec<u8>>)>> {
+pub fn encode_range(range: &KeyRange, ctx: &mut ExecCtx) -> Result<Option<KeyBounds>> {
     let mut prefix = Vec::new();
     for (expr, ty) in range.equal.iter().zip(&range.types) {
         let value = expr.eval(&[], ctx)?;
@@ -390,22 +390,21 @@ pub fn encode_range(
         }
     }
     let next_type = range.types.get(prefix.len());
-    let mut bound_key =
-        |expr: Option<&Expr>, ctx: &mut ExecCtx| -> Result<Option<Option<Vec<u8>>>> {
-            let (Some(expr), Some(ty)) = (expr, next_type) else {
-                return Ok(Some(None));
-            };
-            let value = expr.eval(&[], ctx)?;
-            if value.is_null() {
-                return Ok(None);
-            }
-            let Ok(value) = value.cast_to(ty) else {
-                return Ok(Some(None));
-            };
-            let mut key = prefix.clone();
-            key.push(value);
-            Ok(Some(Some(encode_key(&key))))
+    let bound_key = |expr: Option<&Expr>, ctx: &mut ExecCtx| -> Result<Option<Option<Vec<u8>>>> {
+        let (Some(expr), Some(ty)) = (expr, next_type) else {
+            return Ok(Some(None));
         };
+        let value = expr.eval(&[], ctx)?;
+        if value.is_null() {
+            return Ok(None);
+        }
+        let Ok(value) = value.cast_to(ty) else {
+            return Ok(Some(None));
+        };
+        let mut key = prefix.clone();
+        key.push(value);
+        Ok(Some(Some(encode_key(&key))))
+    };
     let (Some(lower), Some(upper)) = (
         bound_key(range.lower.as_ref(), ctx)?,
         bound_key(range.upper.as_ref(), ctx)?,

@@ -258,31 +258,31 @@ impl Expr {
 
     /// Rebuilds the expression with `f` applied to each direct child.
     pub fn map_children(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Expr> {
-        fn t(e: Box<Expr>, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Box<Expr>> {
-            Ok(Box::new(f(*e)?))
+        fn t(e: Expr, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Box<Expr>> {
+            Ok(Box::new(f(e)?))
         }
         Ok(match self {
-            Expr::Not(e) => Expr::Not(t(e, f)?),
-            Expr::Neg(e) => Expr::Neg(t(e, f)?),
-            Expr::IsNull(e) => Expr::IsNull(t(e, f)?),
-            Expr::IsBool(e, b) => Expr::IsBool(t(e, f)?, b),
-            Expr::Cast(e, ty) => Expr::Cast(t(e, f)?, ty),
-            Expr::And(a, b) => Expr::And(t(a, f)?, t(b, f)?),
-            Expr::Or(a, b) => Expr::Or(t(a, f)?, t(b, f)?),
-            Expr::Compare(op, a, b) => Expr::Compare(op, t(a, f)?, t(b, f)?),
-            Expr::Arith(op, a, b) => Expr::Arith(op, t(a, f)?, t(b, f)?),
-            Expr::IsDistinct(a, b) => Expr::IsDistinct(t(a, f)?, t(b, f)?),
+            Expr::Not(e) => Expr::Not(t(*e, f)?),
+            Expr::Neg(e) => Expr::Neg(t(*e, f)?),
+            Expr::IsNull(e) => Expr::IsNull(t(*e, f)?),
+            Expr::IsBool(e, b) => Expr::IsBool(t(*e, f)?, b),
+            Expr::Cast(e, ty) => Expr::Cast(t(*e, f)?, ty),
+            Expr::And(a, b) => Expr::And(t(*a, f)?, t(*b, f)?),
+            Expr::Or(a, b) => Expr::Or(t(*a, f)?, t(*b, f)?),
+            Expr::Compare(op, a, b) => Expr::Compare(op, t(*a, f)?, t(*b, f)?),
+            Expr::Arith(op, a, b) => Expr::Arith(op, t(*a, f)?, t(*b, f)?),
+            Expr::IsDistinct(a, b) => Expr::IsDistinct(t(*a, f)?, t(*b, f)?),
             Expr::Like {
                 expr,
                 pattern,
                 case_insensitive,
             } => Expr::Like {
-                expr: t(expr, f)?,
-                pattern: t(pattern, f)?,
+                expr: t(*expr, f)?,
+                pattern: t(*pattern, f)?,
                 case_insensitive,
             },
             Expr::InList { expr, list } => Expr::InList {
-                expr: t(expr, f)?,
+                expr: t(*expr, f)?,
                 list: list.into_iter().map(&mut *f).collect::<Result<_>>()?,
             },
             Expr::Case {
@@ -290,12 +290,12 @@ impl Expr {
                 whens,
                 otherwise,
             } => Expr::Case {
-                operand: operand.map(|e| t(e, f)).transpose()?,
+                operand: operand.map(|e| t(*e, f)).transpose()?,
                 whens: whens
                     .into_iter()
                     .map(|(w, r)| Ok((f(w)?, f(r)?)))
                     .collect::<Result<_>>()?,
-                otherwise: otherwise.map(|e| t(e, f)).transpose()?,
+                otherwise: otherwise.map(|e| t(*e, f)).transpose()?,
             },
             Expr::Call(function, args) => Expr::Call(
                 function,
@@ -303,9 +303,9 @@ impl Expr {
             ),
             Expr::Subquery(mut sub) => {
                 sub.kind = match sub.kind {
-                    SubqueryKind::In(e) => SubqueryKind::In(t(e, f)?),
+                    SubqueryKind::In(e) => SubqueryKind::In(t(*e, f)?),
                     SubqueryKind::Quantified { expr, op, all } => SubqueryKind::Quantified {
-                        expr: t(expr, f)?,
+                        expr: t(*expr, f)?,
                         op,
                         all,
                     },

@@ -438,14 +438,17 @@ fn exp(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn ln(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    match as_f64(&args[0]) {
-        x if x == 0.0 => Err(SqlError::new("2201E", "cannot take logarithm of zero")),
-        x if x < 0.0 => Err(SqlError::new(
+    let x = as_f64(&args[0]);
+    if x == 0.0 {
+        return Err(SqlError::new("2201E", "cannot take logarithm of zero"));
+    }
+    if x < 0.0 {
+        return Err(SqlError::new(
             "2201E",
             "cannot take logarithm of a negative number",
-        )),
-        _ => float_fn(args, f64::ln),
+        ));
     }
+    float_fn(args, f64::ln)
 }
 
 fn string(value: &Value) -> String {

@@ -243,7 +243,7 @@ fn show_duration(ms: u64) -> String {
         ("min", 60_000),
         ("s", 1_000),
     ] {
-        if ms % size == 0 {
+        if ms.is_multiple_of(size) {
             return format!("{}{unit}", ms / size);
         }
     }

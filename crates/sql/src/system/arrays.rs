@@ -21,7 +21,10 @@ impl TextArray {
     pub fn parse(text: &str) -> Result<TextArray> {
         let text = text.trim();
         let Some(body) = text.strip_prefix('{') else {
-            let elements = text.split_whitespace().map(|e| Some(e.to_owned())).collect();
+            let elements = text
+                .split_whitespace()
+                .map(|e| Some(e.to_owned()))
+                .collect();
             return Ok(TextArray { elements, lower: 0 });
         };
         let body = body
@@ -168,7 +171,9 @@ pub fn array_position(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         .elements
         .iter()
         .position(|e| e.as_deref() == Some(wanted.as_str()))
-        .map_or(Value::Null, |i| Value::Integer((array.lower + i as i64) as i32)))
+        .map_or(Value::Null, |i| {
+            Value::Integer((array.lower + i as i64) as i32)
+        }))
 }
 
 /// `x = ANY(arr)`, comparing as text: true on a match, else NULL if `x` or an element is NULL.
@@ -243,7 +248,10 @@ mod tests {
         let s = |t: &str| Some(t.to_owned());
         assert_eq!(parsed("{}"), Vec::<Option<String>>::new());
         assert_eq!(parsed("{1,2}"), vec![s("1"), s("2")]);
-        assert_eq!(parsed("{\"a,b\",NULL,\"NULL\"}"), vec![s("a,b"), None, s("NULL")]);
+        assert_eq!(
+            parsed("{\"a,b\",NULL,\"NULL\"}"),
+            vec![s("a,b"), None, s("NULL")]
+        );
         assert_eq!(TextArray::parse("1 3").expect("vector").lower, 0);
         assert!(TextArray::parse("{1,2").is_err());
     }

@@ -12,8 +12,8 @@ use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr};
 use steady_engine::types::{DataType, Value};
 
 use super::functions::{
-    ANY_EQUAL, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, REGCLASS_IN, REGCLASS_OUT,
-    REGNAMESPACE_IN, REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SUBSCRIPT,
+    ANY_EQUAL, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, REGCLASS_IN, REGCLASS_OUT, REGNAMESPACE_IN,
+    REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SUBSCRIPT,
 };
 use super::pg_type::{format_type, type_oid};
 use crate::aggregate::{AggCall, AggFunc};
@@ -184,10 +184,7 @@ pub fn bind_array_subquery(binder: &mut Binder<'_>, query: &ast::Query) -> Resul
         kind: SubqueryKind::Scalar,
         correlated,
     };
-    Ok((
-        Expr::Subquery(Box::new(subquery)),
-        Some(DataType::Text),
-    ))
+    Ok((Expr::Subquery(Box::new(subquery)), Some(DataType::Text)))
 }
 
 /// `pg_typeof(x)`: the name of `x`'s type (`unknown` for untyped literals and NULL).
@@ -230,7 +227,10 @@ pub fn bind_table_function(
         columns.push(Column::new("ordinality", Some(DataType::BigInt)));
     }
     let alias_name = alias.map_or_else(|| name.to_owned(), |a| normalize_ident(&a.name));
-    for (column, alias) in columns.iter_mut().zip(alias.map_or(&[][..], |a| &a.columns)) {
+    for (column, alias) in columns
+        .iter_mut()
+        .zip(alias.map_or(&[][..], |a| &a.columns))
+    {
         column.name = normalize_ident(&alias.name);
     }
     let plan = Plan::Values {

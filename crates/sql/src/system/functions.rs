@@ -26,7 +26,12 @@ type Body = fn(&[Value], &mut ExecCtx) -> Result<Value>;
 type ReturnType = fn(&[Option<DataType>]) -> Option<DataType>;
 
 /// Strict (NULL in, NULL out) and foldable.
-const fn pure(name: &'static str, args: (usize, usize), returns: ReturnType, eval: Body) -> Function {
+const fn pure(
+    name: &'static str,
+    args: (usize, usize),
+    returns: ReturnType,
+    eval: Body,
+) -> Function {
     Function {
         name,
         min_args: args.0,
@@ -122,7 +127,12 @@ static FUNCTIONS: &[&Function] = &[
     &catalog("pg_get_constraintdef", (1, 2), text, get_constraintdef),
     &pure("pg_get_expr", (2, 3), text, get_expr),
     &pure("pg_encoding_to_char", (1, 1), text, encoding_to_char),
-    &catalog("pg_relation_is_publishable", (1, 1), boolean, is_publishable),
+    &catalog(
+        "pg_relation_is_publishable",
+        (1, 1),
+        boolean,
+        is_publishable,
+    ),
     &pure("pg_partition_ancestors", (1, 1), oid_type, itself),
     &pure("obj_description", (1, 2), text, nothing),
     &pure("col_description", (2, 2), text, nothing),
@@ -139,7 +149,12 @@ static FUNCTIONS: &[&Function] = &[
     &pure("array_lower", (2, 2), integer, arrays::array_lower),
     &pure("array_length", (2, 2), integer, arrays::array_length),
     &pure("cardinality", (1, 1), integer, arrays::cardinality),
-    &lenient(pure("array_position", (2, 2), integer, arrays::array_position)),
+    &lenient(pure(
+        "array_position",
+        (2, 2),
+        integer,
+        arrays::array_position,
+    )),
     &pure("current_schemas", (1, 1), text, arrays::current_schemas),
 ];
 
@@ -183,9 +198,7 @@ fn matches(args: &[Value], case_insensitive: bool) -> Result<bool> {
             let regex = RegexBuilder::new(&pattern)
                 .case_insensitive(case_insensitive)
                 .build()
-                .map_err(|e| {
-                    SqlError::new("2201B", format!("invalid regular expression: {e}"))
-                })?;
+                .map_err(|e| SqlError::new("2201B", format!("invalid regular expression: {e}")))?;
             *last = Some((pattern, case_insensitive, regex));
         }
         let (_, _, regex) = last.as_ref().expect("compiled above");
@@ -249,10 +262,12 @@ fn regtype_in(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 
 fn regtype_out(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let oid = oid_arg(&args[0]);
-    Ok(Value::Text(match u32::try_from(oid).ok().and_then(pg_type::lookup) {
-        Some(_) => format_type(oid as u32, None),
-        None => oid.to_string(),
-    }))
+    Ok(Value::Text(
+        match u32::try_from(oid).ok().and_then(pg_type::lookup) {
+            Some(_) => format_type(oid as u32, None),
+            None => oid.to_string(),
+        },
+    ))
 }
 
 fn to_regnamespace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {

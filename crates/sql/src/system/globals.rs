@@ -285,7 +285,6 @@ pub const VIEWS: &[SystemTable] = &[
     ),
 ];
 
-
 /// A `pg_catalog` view that never has rows.
 const fn empty(name: &'static str, columns: &'static [(&'static str, DataType)]) -> SystemTable {
     SystemTable {
@@ -419,7 +418,11 @@ fn pg_settings(ctx: &mut ExecCtx) -> Result<Rows> {
     let mut rows = Vec::new();
     for (parameter, boot) in Settings::default().all() {
         let setting = ctx.setting(&parameter)?;
-        let source = if setting == boot { "default" } else { "session" };
+        let source = if setting == boot {
+            "default"
+        } else {
+            "session"
+        };
         rows.push(vec![
             name(&parameter),
             Value::Text(setting),

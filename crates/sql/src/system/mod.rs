@@ -1,16 +1,42 @@
-//! System views: `steady_metrics` (the counters of every layer) and `steady_tables` (per table
-//! pages, rows and history), plus the `pg_catalog` / `information_schema` subset clients query.
+//! System views: SteadyDB's own (`steady_metrics`, `steady_tables`) and the `pg_catalog` /
+//! `information_schema` subset that psql 15 (`\l`, `\dt`, `\di`, `\d NAME`, `\dn`, `\du`) and
+//! drivers such as psycopg 3 query, with the catalog functions, casts and operators those queries
+//! use.
 //!
 //! A system view is computed from the engine when a scan of it opens; it is never stored. Views
-//! are read-only and visible under their own name or their schema's (`pg_catalog.pg_class`).
+//! are read-only and visible under their own name or their schema's (`pg_catalog.pg_class`); an
+//! unqualified name finds only views of the search path (`pg_catalog`, `public`), as in
+//! PostgreSQL. Catalog values follow PostgreSQL's meanings and oids ([`oids`], [`pg_type`]), in
+//! the engine's types ([`rows`]).
+//!
+//! Modules: [`steady`], [`relations`] (pg_class & co.), [`globals`] (everything else in
+//! pg_catalog), [`information_schema`]; [`model`] derives relations, indexes and constraints from
+//! the engine; [`functions`], [`arrays`] and [`binding`] are what the binder calls.
 
-use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr};
-use steady_engine::types::{DataType, Value};
+mod arrays;
+mod binding;
+mod functions;
+mod globals;
+mod information_schema;
+mod model;
+mod oids;
+mod pg_type;
+mod relations;
+mod rows;
+mod steady;
 
-use crate::bind::{Binder, Scope, Typed};
+use sqlparser::ast::BinaryOperator;
+use steady_engine::types::DataType;
+
 use crate::error::Result;
 use crate::exec::{ExecCtx, Row};
 use crate::functions::Function;
+
+pub use binding::{
+    bind_any_array, bind_array_subquery, bind_pg_typeof, bind_special_cast, bind_subscript,
+    bind_table_function,
+};
+pub use pg_type::{format_type, type_modifier, type_oid};
 
 /// A read-only view computed from the engine.
 pub struct SystemTable {
@@ -26,115 +52,55 @@ impl std::fmt::Debug for SystemTable {
     }
 }
 
-/// The system view `name`, in `schema` or, unqualified, in any system schema.
+static GROUPS: &[&[SystemTable]] = &[
+    steady::VIEWS,
+    relations::VIEWS,
+    globals::VIEWS,
+    information_schema::VIEWS,
+];
+
+/// The system view `name`, in `schema` or, unqualified, in a schema of the search path.
 pub fn lookup(schema: Option<&str>, name: &str) -> Option<&'static SystemTable> {
-    TABLES
-        .iter()
-        .find(|t| t.name == name && schema.is_none_or(|s| s == t.schema))
+    all().find(|t| {
+        t.name == name
+            && match schema {
+                Some(s) => s == t.schema,
+                None => t.schema != "information_schema",
+            }
+    })
 }
 
-/// Every system view.
-pub fn all() -> &'static [SystemTable] {
-    TABLES
+/// Every system view, in a fixed order (a view's oid is its position).
+pub fn all() -> impl Iterator<Item = &'static SystemTable> {
+    GROUPS.iter().flat_map(|group| group.iter())
 }
 
-/// The function implementing an operator other than arithmetic and comparison, if any.
-pub fn operator_function(_op: &BinaryOperator) -> Option<&'static str> {
-    None
-}
-
-/// Casts to catalog types (`::regclass`, `::oid`...) that need more than a value conversion.
-pub fn bind_special_cast(
-    _binder: &mut Binder<'_>,
-    _expr: &AstExpr,
-    _data_type: &ast::DataType,
-    _scope: &Scope,
-) -> Result<Option<Typed>> {
-    Ok(None)
+/// The function implementing an operator other than arithmetic and comparison, if any: the
+/// regular-expression matches, also as `OPERATOR(pg_catalog.~)`.
+pub fn operator_function(op: &BinaryOperator) -> Option<&'static str> {
+    let symbol = match op {
+        BinaryOperator::PGRegexMatch => "~",
+        BinaryOperator::PGRegexIMatch => "~*",
+        BinaryOperator::PGRegexNotMatch => "!~",
+        BinaryOperator::PGRegexNotIMatch => "!~*",
+        BinaryOperator::PGCustomBinaryOperator(parts) => match parts.as_slice() {
+            [symbol] => symbol.as_str(),
+            [schema, symbol] if schema == "pg_catalog" => symbol.as_str(),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let function = match symbol {
+        "~" => &functions::REGEX_MATCH,
+        "~*" => &functions::REGEX_IMATCH,
+        "!~" => &functions::REGEX_NOT_MATCH,
+        "!~*" => &functions::REGEX_NOT_IMATCH,
+        _ => return None,
+    };
+    Some(function.name)
 }
 
 /// Catalog functions (`pg_table_is_visible`, `format_type`...).
-pub fn function(_name: &str, _args: usize) -> Option<&'static Function> {
-    None
-}
-
-static TABLES: &[SystemTable] = &[
-    SystemTable {
-        schema: "public",
-        name: "steady_metrics",
-        columns: &[("name", DataType::Text), ("value", DataType::BigInt)],
-        rows: metrics,
-    },
-    SystemTable {
-        schema: "public",
-        name: "steady_tables",
-        columns: &[
-            ("name", DataType::Text),
-            ("pages", DataType::BigInt),
-            ("live_rows", DataType::BigInt),
-            ("dead_rows", DataType::BigInt),
-            ("history_entries", DataType::BigInt),
-        ],
-        rows: tables,
-    },
-];
-
-fn metric(name: &str, value: u64) -> Row {
-    vec![Value::Text(name.to_owned()), Value::BigInt(value as i64)]
-}
-
-fn metrics(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
-    let engine = ctx.engine()?;
-    let pool = engine.store().pool().stats();
-    let wal = engine.store().wal_stats();
-    let stats = engine.stats();
-    Ok(vec![
-        metric("buffer_pool_frames", pool.frames as u64),
-        metric("buffer_pool_read_requests", pool.read_requests),
-        metric("buffer_pool_reads", pool.reads),
-        metric("buffer_pool_read_ahead_reads", pool.read_ahead_reads),
-        metric("buffer_pool_pages_written", pool.pages_written),
-        metric("buffer_pool_evictions", pool.evictions),
-        metric("buffer_pool_dirty_pages", pool.dirty_pages as u64),
-        metric("wal_bytes_written", wal.bytes_written),
-        metric("wal_fsyncs", wal.fsyncs),
-        metric("wal_full_page_images", wal.full_page_images),
-        metric("wal_checkpoint_age", wal.checkpoint_age),
-        metric("wal_capacity", wal.capacity),
-        metric("transactions_active", stats.active_transactions as u64),
-        metric("snapshots_open", stats.open_snapshots as u64),
-        metric("last_commit_csn", stats.last_csn),
-        metric("history_length", stats.history_length),
-        metric("purge_lag", stats.purge_lag as u64),
-        metric("graveyard_length", stats.graveyard_length),
-    ])
-}
-
-fn tables(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
-    let engine = ctx.engine()?.clone();
-    let history = engine.stats().history_length;
-    let mut rows = Vec::new();
-    for table in engine.tables() {
-        let pages = engine
-            .store()
-            .space(table.space)
-            .map_or(0, |s| u64::from(s.size_in_pages()));
-        let records = engine.index_records(table.id)?;
-        let live = ctx
-            .txn()?
-            .scan_rows(
-                &table,
-                std::ops::Bound::Unbounded,
-                std::ops::Bound::Unbounded,
-            )?
-            .count() as u64;
-        rows.push(vec![
-            Value::Text(table.name.clone()),
-            Value::BigInt(pages as i64),
-            Value::BigInt(live as i64),
-            Value::BigInt(records.saturating_sub(live) as i64),
-            Value::BigInt(history as i64),
-        ]);
-    }
-    Ok(rows)
+pub fn function(name: &str, args: usize) -> Option<&'static Function> {
+    functions::lookup(name, args)
 }

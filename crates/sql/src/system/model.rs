@@ -64,15 +64,18 @@ pub struct ConstraintInfo {
 
 /// The key constraints (from the unique indexes), then the foreign keys of `table`.
 pub fn constraints(engine: &Engine, table: &Arc<TableDef>) -> Vec<ConstraintInfo> {
-    let keys = indexes(table).into_iter().filter(|i| i.unique).map(|i| ConstraintInfo {
-        oid: oids::key_constraint(i.engine_id),
-        name: i.name,
-        kind: if i.primary { "p" } else { "u" },
-        table: table.clone(),
-        columns: i.columns,
-        index: i.oid,
-        parent: None,
-    });
+    let keys = indexes(table)
+        .into_iter()
+        .filter(|i| i.unique)
+        .map(|i| ConstraintInfo {
+            oid: oids::key_constraint(i.engine_id),
+            name: i.name,
+            kind: if i.primary { "p" } else { "u" },
+            table: table.clone(),
+            columns: i.columns,
+            index: i.oid,
+            parent: None,
+        });
     let foreign = foreign_keys(table).into_iter().enumerate().map(|(n, fk)| {
         let parent = engine.table(&fk.table);
         let index = parent.as_deref().map_or(0, |p| {
@@ -243,10 +246,7 @@ pub fn split_qualified(text: &str) -> Vec<String> {
             '"' => quoted = !quoted,
             '.' if !quoted => parts.push(String::new()),
             c if quoted => parts.last_mut().expect("one part").push(c),
-            c => parts
-                .last_mut()
-                .expect("one part")
-                .extend(c.to_lowercase()),
+            c => parts.last_mut().expect("one part").extend(c.to_lowercase()),
         }
     }
     parts
@@ -275,7 +275,10 @@ mod tests {
     #[test]
     fn qualified_names_split_and_unquote() {
         assert_eq!(split_qualified("accounts"), vec!["accounts"]);
-        assert_eq!(split_qualified("Public.Accounts"), vec!["public", "accounts"]);
+        assert_eq!(
+            split_qualified("Public.Accounts"),
+            vec!["public", "accounts"]
+        );
         assert_eq!(split_qualified("\"My.T\"\"x\""), vec!["My.T\"x"]);
     }
 

@@ -84,8 +84,22 @@ pub static TYPES: &[TypeInfo] = &[
         DEFAULT_COLLATION,
     ),
     base(1082, "date", "date", 4, "D", 1182),
-    base(TIMESTAMP, "timestamp", "timestamp without time zone", 8, "D", 1115),
-    base(1184, "timestamptz", "timestamp with time zone", 8, "D", 1185),
+    base(
+        TIMESTAMP,
+        "timestamp",
+        "timestamp without time zone",
+        8,
+        "D",
+        1115,
+    ),
+    base(
+        1184,
+        "timestamptz",
+        "timestamp with time zone",
+        8,
+        "D",
+        1185,
+    ),
     base(NUMERIC, "numeric", "numeric", -1, "N", 1231),
     base(2205, "regclass", "regclass", 4, "N", 2210),
     base(2206, "regtype", "regtype", 4, "N", 2211),
@@ -125,13 +139,11 @@ pub fn type_modifier(ty: &DataType) -> i32 {
 
 /// The base type with oid `oid`, or the element type and `true` when `oid` is an array type.
 pub fn lookup(oid: u32) -> Option<(&'static TypeInfo, bool)> {
-    TYPES
-        .iter()
-        .find_map(|t| match oid {
-            o if o == t.oid => Some((t, false)),
-            o if o == t.array && o != 0 => Some((t, true)),
-            _ => None,
-        })
+    TYPES.iter().find_map(|t| match oid {
+        o if o == t.oid => Some((t, false)),
+        o if o == t.array && o != 0 => Some((t, true)),
+        _ => None,
+    })
 }
 
 /// PostgreSQL's `format_type(oid, typmod)`: `None` is a NULL modifier (the bare type name).
