@@ -1080,3 +1080,66 @@ pub fn sample_table(txn: &mut Transaction, table: &TableDef) -> Result<(u64, Vec
     }
     Ok((seen, sample))
 }
+
+/// Rows of `COPY ... FROM STDIN`: each field is a value's text, or `None` for NULL.
+pub type CopyRows<'a> = &'a mut dyn Iterator<Item = Result<Vec<Option<String>>>>;
+
+/// `COPY table [(columns)] FROM STDIN`: parses each field as its column's type and inserts the
+/// rows with the checks of INSERT (defaults for columns not listed, NOT NULL, unique, foreign
+/// keys). Returns the number of rows.
+pub fn copy_rows(
+    binder: &mut Binder,
+    ctx: &mut ExecCtx,
+    table: &str,
+    columns: &[String],
+    rows: CopyRows,
+) -> Result<u64> {
+    let table = binder
+        .user_table(None, table)
+        .ok_or_else(|| SqlError::undefined_table(table))?;
+    let names: Vec<ast::ObjectName> = columns
+        .iter()
+        .map(|c| ast::ObjectName::from(vec![ast::Ident::with_quote('"', c.as_str())]))
+        .collect();
+    let targets = insert_targets(&table, &names)?;
+    let plan = InsertPlan {
+        defaults: bind_defaults(binder, &table)?,
+        table,
+        targets,
+        source: InsertSource::Values(vec![]),
+        on_conflict: None,
+        returning: None,
+    };
+    let mut count = 0;
+    for (line, row) in rows.enumerate() {
+        ctx.check_interrupt()?;
+        let row = row?;
+        if row.len() != plan.targets.len() {
+            return Err(SqlError::new(
+                "22P04",
+                format!("wrong number of columns in line {}", line + 1),
+            ));
+        }
+        let values = row
+            .iter()
+            .zip(&plan.targets)
+            .map(|(field, &c)| {
+                field
+                    .as_ref()
+                    .map(|text| Value::parse(&plan.table.columns[c].data_type, text))
+                    .transpose()
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|err| {
+                SqlError::from(err).with_detail(format!(
+                    "COPY {}, line {}",
+                    plan.table.name,
+                    line + 1
+                ))
+            })?;
+        let values = plan.full_row(values, ctx)?;
+        plan.insert_one(values, &mut Vec::new(), ctx)?;
+        count += 1;
+    }
+    Ok(count)
+}

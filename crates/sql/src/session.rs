@@ -403,6 +403,33 @@ impl Session {
         crate::dml::execute(&mut binder, &mut ctx, statement, self)
     }
 
+    /// `COPY table [(columns)] FROM STDIN` with the rows already split into fields (see
+    /// [`crate::dml::copy_rows`]); all rows or none are inserted. Columns empty: every column.
+    pub fn copy_in(
+        &mut self,
+        table: &str,
+        columns: &[String],
+        rows: crate::dml::CopyRows,
+    ) -> Result<QueryResult> {
+        if self.block.as_ref().is_some_and(|b| b.failed) {
+            return Err(SqlError::new(
+                "25P02",
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ));
+        }
+        let result = self.in_transaction(|session, txn| {
+            let mut binder = Binder::new(session.db.engine(), session.db.stats(), vec![]);
+            let engine = Arc::clone(session.db.engine());
+            let mut ctx = ExecCtx::new(Some(engine), Some(txn), &[], &session.info);
+            let count = crate::dml::copy_rows(&mut binder, &mut ctx, table, columns, rows)?;
+            Ok(QueryResult::command(format!("COPY {count}")))
+        });
+        if result.is_err() {
+            self.fail_block();
+        }
+        result
+    }
+
     /// Parameter and result types of a statement without running it.
     fn describe(
         &self,

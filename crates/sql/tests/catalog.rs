@@ -113,7 +113,7 @@ fn describe(session: &mut Session, name: &str) -> Vec<(usize, Vec<Vec<String>>)>
     let oid = found[0][0].clone();
     let mut answers = vec![(LOOKUP, found)];
     let info = psql(session, TABLE_INFO, name, &oid);
-    let has_triggers = info[0][4] == "true";
+    let has_triggers = info[0][4] == "t";
     answers.push((TABLE_INFO, info));
     let mut steps = vec![COLUMNS, INDEXES];
     if has_triggers {
@@ -183,18 +183,29 @@ fn describe_accounts_shows_columns_defaults_and_indexes() {
         "SELECT oid FROM pg_catalog.pg_class WHERE relname = 'accounts'",
     );
     assert_eq!(&pg_class_oid[0][0], oid);
-    assert_eq!(answer(&answers, LOOKUP)[0][1..], strings(&["public", "accounts"]));
+    assert_eq!(
+        answer(&answers, LOOKUP)[0][1..],
+        strings(&["public", "accounts"])
+    );
 
     let info = &answer(&answers, TABLE_INFO)[0];
-    assert_eq!(info[..5], strings(&["0", "r", "true", "false", "true"]));
+    assert_eq!(info[..5], strings(&["0", "r", "t", "f", "t"]));
     assert_eq!(info[14], "heap");
 
     assert_eq!(
         answer(&answers, COLUMNS),
         &vec![
-            strings(&["id", "integer", "NULL", "true", "NULL", "", ""]),
-            strings(&["owner", "character varying(20)", "NULL", "true", "NULL", "", ""]),
-            strings(&["balance", "numeric(12,2)", "0", "false", "NULL", "", ""]),
+            strings(&["id", "integer", "NULL", "t", "NULL", "", ""]),
+            strings(&[
+                "owner",
+                "character varying(20)",
+                "NULL",
+                "t",
+                "NULL",
+                "",
+                ""
+            ]),
+            strings(&["balance", "numeric(12,2)", "0", "f", "NULL", "", ""]),
         ]
     );
 
@@ -204,16 +215,16 @@ fn describe_accounts_shows_columns_defaults_and_indexes() {
         indexes[0],
         strings(&[
             "accounts_pkey",
-            "true",
-            "true",
-            "false",
-            "true",
+            "t",
+            "t",
+            "f",
+            "t",
             "CREATE UNIQUE INDEX accounts_pkey ON public.accounts USING btree (id)",
             "PRIMARY KEY (id)",
             "p",
-            "false",
-            "false",
-            "false",
+            "f",
+            "f",
+            "f",
             "0",
         ])
     );
@@ -254,17 +265,14 @@ fn describe_transfers_shows_its_foreign_key_and_unique_constraint() {
     assert_eq!(
         foreign_keys,
         &vec![strings(&[
-            "true",
+            "t",
             "transfers_account_fkey",
             "FOREIGN KEY (account) REFERENCES accounts(id)",
             "transfers",
         ])]
     );
     let indexes = answer(&answers, INDEXES);
-    let unique: Vec<&str> = indexes
-        .iter()
-        .map(|r| (r[0].as_str()))
-        .collect();
+    let unique: Vec<&str> = indexes.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(unique, ["transfers_pkey", "transfers_note_key"]);
     assert_eq!(indexes[1][6..8], strings(&["UNIQUE (note)", "u"]));
 }
@@ -377,7 +385,10 @@ fn driver_type_lookups_find_postgres_type_oids() {
         vec![strings(&["int4", "23", "1007", "integer", ","])]
     );
     assert_eq!(
-        rows(&mut session, "SELECT 'character varying'::regtype::oid, 'text[]'::regtype::oid")[0],
+        rows(
+            &mut session,
+            "SELECT 'character varying'::regtype::oid, 'text[]'::regtype::oid"
+        )[0],
         strings(&["1043", "1009"])
     );
     assert!(rows(&mut session, "SELECT to_regtype('hstore')")[0][0] == "NULL");
@@ -395,7 +406,16 @@ fn information_schema_describes_columns() {
         ),
         vec![
             strings(&["id", "1", "integer", "NO", "NULL", "NULL", "32", "0"]),
-            strings(&["owner", "2", "character varying", "NO", "NULL", "20", "NULL", "NULL"]),
+            strings(&[
+                "owner",
+                "2",
+                "character varying",
+                "NO",
+                "NULL",
+                "20",
+                "NULL",
+                "NULL"
+            ]),
             strings(&["balance", "3", "numeric", "YES", "0", "NULL", "12", "2"]),
         ]
     );
@@ -420,7 +440,7 @@ fn regular_expression_operators_match_posix_style() {
             &mut session,
             "SELECT 'accounts' ~ '^acc', 'Accounts' ~* '^acc', 'accounts' !~ 'x$', 'ab' !~* 'B'"
         ),
-        vec![strings(&["true", "true", "true", "false"])]
+        vec![strings(&["t", "t", "t", "f"])]
     );
     let bad = session.execute("SELECT 'a' ~ '('").pop().expect("a result");
     assert_eq!(bad.expect_err("bad pattern").code, "2201B");

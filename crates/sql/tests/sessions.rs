@@ -169,3 +169,38 @@ fn crossing_updates_end_in_a_deadlock_error_for_one_session() {
         "exactly one session is chosen as the victim"
     );
 }
+
+#[test]
+fn copy_in_inserts_all_rows_or_none() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    ok(
+        &mut session,
+        "CREATE TABLE cp (id integer PRIMARY KEY, name text, n integer DEFAULT 7)",
+    );
+    let columns = vec!["id".to_owned(), "name".to_owned()];
+    let rows = vec![
+        Ok(vec![Some("1".to_owned()), Some("one".to_owned())]),
+        Ok(vec![Some("2".to_owned()), None]),
+    ];
+    let result = session
+        .copy_in("cp", &columns, &mut rows.into_iter())
+        .unwrap();
+    assert_eq!(result.tag, "COPY 2");
+    assert_eq!(
+        cell(
+            &mut session,
+            "SELECT sum(n) FROM cp WHERE name IS NULL OR name = 'one'"
+        ),
+        "14"
+    );
+    let bad = vec![
+        Ok(vec![Some("3".to_owned()), Some("three".to_owned())]),
+        Ok(vec![Some("x".to_owned()), Some("bad".to_owned())]),
+    ];
+    let err = session
+        .copy_in("cp", &columns, &mut bad.into_iter())
+        .unwrap_err();
+    assert_eq!(err.code, "22P02", "{err}");
+    assert_eq!(cell(&mut session, "SELECT count(*) FROM cp"), "2");
+}
