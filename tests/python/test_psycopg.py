@@ -1,0 +1,243 @@
+"""psycopg 3 against a real `steady serve` on 127.0.0.1 (extended protocol for parameters).
+
+Run by scripts/test.sh: `python3 -m pytest tests/python` with STEADY_BIN pointing at the binary.
+Each test module starts one server on a fresh data directory and a free port.
+"""
+
+import os
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from datetime import date, datetime
+from decimal import Decimal
+
+import psycopg
+import pytest
+from psycopg import errors
+
+BIN = os.environ.get("STEADY_BIN", "target/release/steady")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    data = tempfile.mkdtemp(prefix="steady-py-")
+    port = free_port()
+    proc = subprocess.Popen(
+        [BIN, "serve", "--data", data, "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            psycopg.connect(f"host=127.0.0.1 port={port} user=steady dbname=steady").close()
+            break
+        except psycopg.OperationalError:
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stdout.read().decode())
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise RuntimeError("the server did not start")
+    yield f"host=127.0.0.1 port={port} user=steady dbname=steady"
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def connect(dsn, **kwargs):
+    return psycopg.connect(dsn, **kwargs)
+
+
+def test_type_round_trips(server):
+    with connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS rt")
+        conn.execute(
+            "CREATE TABLE rt (id integer PRIMARY KEY, b boolean, s smallint, big bigint,"
+            " r real, d double precision, n numeric(12,2), c char(3), v varchar(10), t text,"
+            " by bytea, dt date, ts timestamp)"
+        )
+        row = (
+            1, True, -7, 9_000_000_000, 1.5, 2.25, Decimal("1234.50"), "ab ", "hello",
+            "some text", b"\x00\xff", date(2024, 2, 29), datetime(2024, 2, 29, 13, 5, 7, 250000),
+        )
+        conn.execute("INSERT INTO rt VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", row)
+        got = conn.execute("SELECT * FROM rt WHERE id = %s", (1,)).fetchone()
+        assert got == row
+        with conn.cursor(binary=True) as cur:
+            cur.execute("SELECT * FROM rt WHERE id = %s", (1,))
+            assert cur.fetchone() == row
+        nulls = conn.execute("SELECT NULL::integer, NULL::text, %s::date", (None,)).fetchone()
+        assert nulls == (None, None, None)
+
+
+def test_parameters_and_prepared_statements(server):
+    with connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS p")
+        conn.execute("CREATE TABLE p (id integer PRIMARY KEY, name text)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO p VALUES (%s, %s)", [(i, f"n{i}") for i in range(20)])
+        for _ in range(8):
+            (count,) = conn.execute("SELECT count(*) FROM p WHERE id < %s", (10,)).fetchone()
+            assert count == 10
+        (name,) = conn.execute("SELECT name FROM p WHERE id = %s AND name = %s", (3, "n3")).fetchone()
+        assert name == "n3"
+        rows = conn.execute("SELECT id FROM p WHERE name LIKE %s ORDER BY id", ("n1%",)).fetchall()
+        assert [r[0] for r in rows] == [1] + list(range(10, 20))
+
+
+def test_transactions_and_savepoints(server):
+    with connect(server) as conn:
+        conn.execute("DROP TABLE IF EXISTS tx")
+        conn.execute("CREATE TABLE tx (id integer PRIMARY KEY, v integer)")
+        conn.commit()
+        conn.execute("INSERT INTO tx VALUES (1, 1)")
+        conn.rollback()
+        assert conn.execute("SELECT count(*) FROM tx").fetchone()[0] == 0
+        conn.execute("INSERT INTO tx VALUES (1, 1)")
+        with conn.transaction():
+            conn.execute("INSERT INTO tx VALUES (2, 2)")
+        try:
+            with conn.transaction():
+                conn.execute("INSERT INTO tx VALUES (3, 3)")
+                raise RuntimeError("roll back to the savepoint")
+        except RuntimeError:
+            pass
+        conn.commit()
+        ids = [r[0] for r in conn.execute("SELECT id FROM tx ORDER BY id").fetchall()]
+        assert ids == [1, 2]
+
+
+def test_constraint_violations(server):
+    with connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS child")
+        conn.execute("DROP TABLE IF EXISTS parent")
+        conn.execute("CREATE TABLE parent (id integer PRIMARY KEY)")
+        conn.execute("CREATE TABLE child (id integer PRIMARY KEY, pid integer REFERENCES parent (id))")
+        conn.execute("INSERT INTO parent VALUES (1)")
+        with pytest.raises(errors.UniqueViolation) as unique:
+            conn.execute("INSERT INTO parent VALUES (%s)", (1,))
+        assert unique.value.sqlstate == "23505"
+        with pytest.raises(errors.ForeignKeyViolation) as fk:
+            conn.execute("INSERT INTO child VALUES (1, %s)", (2,))
+        assert fk.value.sqlstate == "23503"
+        conn.execute("INSERT INTO child VALUES (1, 1)")
+        with pytest.raises(errors.ForeignKeyViolation):
+            conn.execute("DELETE FROM parent WHERE id = 1")
+
+
+def test_serialization_failure(server):
+    with connect(server, autocommit=True) as setup:
+        setup.execute("DROP TABLE IF EXISTS ser")
+        setup.execute("CREATE TABLE ser (id integer PRIMARY KEY, v integer)")
+        setup.execute("INSERT INTO ser VALUES (1, 0)")
+    a = connect(server)
+    b = connect(server, autocommit=True)
+    a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    a.execute("SELECT v FROM ser WHERE id = 1").fetchone()
+    b.execute("UPDATE ser SET v = v + 1 WHERE id = 1")
+    with pytest.raises(errors.SerializationFailure) as failure:
+        a.execute("UPDATE ser SET v = v + 10 WHERE id = 1")
+    assert failure.value.sqlstate == "40001"
+    a.rollback()
+    a.close()
+    b.close()
+
+
+def test_deadlock(server):
+    with connect(server, autocommit=True) as setup:
+        setup.execute("DROP TABLE IF EXISTS dl")
+        setup.execute("CREATE TABLE dl (id integer PRIMARY KEY, v integer)")
+        setup.execute("INSERT INTO dl VALUES (1, 0), (2, 0)")
+    a = connect(server)
+    b = connect(server)
+    a.execute("UPDATE dl SET v = 1 WHERE id = 1")
+    b.execute("UPDATE dl SET v = 2 WHERE id = 2")
+    outcome = {}
+
+    def second():
+        try:
+            b.execute("UPDATE dl SET v = 2 WHERE id = 1")
+            outcome["b"] = "ok"
+        except psycopg.Error as err:
+            outcome["b"] = err.sqlstate
+        b.rollback()
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    time.sleep(0.3)
+    try:
+        a.execute("UPDATE dl SET v = 1 WHERE id = 2")
+        outcome["a"] = "ok"
+    except psycopg.Error as err:
+        outcome["a"] = err.sqlstate
+    a.rollback()
+    thread.join()
+    assert sorted(outcome.values()) == ["40P01", "ok"]
+    a.close()
+    b.close()
+
+
+def test_copy_both_directions(server):
+    with connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS cp")
+        conn.execute("CREATE TABLE cp (id integer PRIMARY KEY, name text, amount numeric(8,2))")
+        with conn.cursor() as cur:
+            with cur.copy("COPY cp (id, name, amount) FROM STDIN") as copy:
+                for i in range(1000):
+                    copy.write_row((i, f"row {i}" if i % 10 else None, Decimal(i) / 4))
+            with cur.copy("COPY cp FROM STDIN WITH (FORMAT csv)") as copy:
+                copy.write(b"1000,csv row,1.50\n1001,,2.00\n")
+        assert conn.execute("SELECT count(*), count(name) FROM cp").fetchone() == (1002, 901)
+        with conn.cursor() as cur:
+            out = []
+            with cur.copy("COPY (SELECT id, name FROM cp WHERE id < 3 ORDER BY id) TO STDOUT") as copy:
+                for row in copy.rows():
+                    out.append(row)
+        assert out == [("0", None), ("1", "row 1"), ("2", "row 2")]
+
+
+def test_cancel(server):
+    with connect(server, autocommit=True) as conn:
+        timer = threading.Timer(0.5, conn.cancel)
+        timer.start()
+        started = time.time()
+        with pytest.raises(errors.QueryCanceled):
+            conn.execute("SELECT count(*) FROM generate_series(1, 2000000000)")
+        assert time.time() - started < 10
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_fifty_concurrent_connections(server):
+    with connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS hits")
+        conn.execute("CREATE TABLE hits (id integer PRIMARY KEY, n integer)")
+        conn.execute("INSERT INTO hits SELECT i, 0 FROM generate_series(0, 9) AS g(i)")
+    errors_seen = []
+
+    def worker(k):
+        try:
+            with connect(server, autocommit=True) as c:
+                for i in range(20):
+                    c.execute("UPDATE hits SET n = n + 1 WHERE id = %s", ((k + i) % 10,))
+        except Exception as err:  # noqa: BLE001 - collected and asserted below
+            errors_seen.append(err)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(50)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors_seen == []
+    with connect(server) as conn:
+        assert conn.execute("SELECT sum(n) FROM hits").fetchone()[0] == 1000
