@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use steady_engine::engine::{Engine, EngineConfig};
-use steady_engine::types::Value;
+use steady_engine::types::{DataType, Value};
 use steady_sql::{Database, Session};
 use steady_storage::store::StoreConfig;
 
@@ -350,6 +350,16 @@ fn reg_casts_convert_between_names_and_oids() {
         )[0],
         strings(&[&oid, "accounts"])
     );
+    let by_param = "SELECT relname FROM pg_class WHERE oid = $1::regclass";
+    let as_oid = oid.parse::<i32>().expect("an int4 oid");
+    for (declared, param) in [
+        (None, Value::Text("accounts".into())),
+        (Some(DataType::Integer), Value::Integer(as_oid)),
+    ] {
+        let prepared = session.prepare(by_param, &[declared]).expect("prepares");
+        let result = session.execute_prepared(&prepared, &[param]).expect("runs");
+        assert_eq!(result.rows, vec![vec![Value::Text("accounts".into())]]);
+    }
     let missing = session.execute("SELECT 'nowhere'::regclass").pop();
     let err = missing.expect("a result").expect_err("no such relation");
     assert_eq!(err.code, "42P01");

@@ -4,9 +4,9 @@
 //!
 //! A `reg*` value is an oid that prints as a name. Without such a type in the engine, a cast to
 //! one is bound by what it is applied to: a name (text, an untyped literal or parameter) becomes
-//! the oid (`'accounts'::regclass`, compared with oid columns); an integer literal stays the oid
-//! (`16385::regclass` in `IN (...)` lists); any other oid-valued expression becomes the name
-//! (`c.oid::regclass` in a select list). Arrays are text (see [`super::arrays`]).
+//! the oid (`'accounts'::regclass`, compared with oid columns); an integer literal or parameter
+//! stays the oid (`16385::regclass` in `IN (...)` lists); any other oid-valued expression becomes
+//! the name (`c.oid::regclass` in a select list). Arrays are text (see [`super::arrays`]).
 
 use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr};
 use steady_engine::types::{DataType, Value};
@@ -73,6 +73,10 @@ fn bind_reg_cast(
     Ok(match (bound, ty) {
         (Expr::Literal(v @ (Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_))), _) => (
             Expr::Literal(Value::BigInt(as_i64(&v))),
+            Some(DataType::BigInt),
+        ),
+        (param @ Expr::Param { .. }, Some(t)) if category(&t) == Category::Numeric => (
+            coerce_to(param, Some(t), DataType::BigInt)?,
             Some(DataType::BigInt),
         ),
         (oid, Some(t)) if category(&t) == Category::Numeric => {

@@ -114,8 +114,6 @@ static FUNCTIONS: &[&Function] = &[
     &REGTYPE_OUT,
     &REGNAMESPACE_IN,
     &REGNAMESPACE_OUT,
-    &ANY_EQUAL,
-    &SUBSCRIPT,
     &catalog("to_regclass", (1, 1), oid_type, to_regclass),
     &pure("to_regtype", (1, 1), oid_type, to_regtype),
     &pure("to_regnamespace", (1, 1), oid_type, to_regnamespace),
@@ -158,7 +156,8 @@ static FUNCTIONS: &[&Function] = &[
     &pure("current_schemas", (1, 1), text, arrays::current_schemas),
 ];
 
-/// The catalog function `name` taking `args` arguments.
+/// The catalog function `name` taking `args` arguments (the binder calls [`ANY_EQUAL`],
+/// [`SUBSCRIPT`] and the array builders itself; they have no SQL name).
 pub fn lookup(name: &str, args: usize) -> Option<&'static Function> {
     FUNCTIONS
         .iter()

@@ -194,11 +194,21 @@ fn pg_class(ctx: &mut ExecCtx) -> Result<Rows> {
     let triggers = tables_with_foreign_keys(ctx)?;
     Ok(model::relations(&engine)
         .iter()
-        .map(|r| class_row(r, &triggers))
+        .map(|r| {
+            let pages = match r {
+                Relation::Table(t) => engine
+                    .store()
+                    .space(t.space)
+                    .map_or(0, |s| s.size_in_pages()),
+                _ => 0,
+            };
+            class_row(r, &triggers, pages)
+        })
         .collect())
 }
 
-fn class_row(relation: &Relation, triggers: &HashSet<String>) -> Vec<Value> {
+/// The `pg_class` row of `relation`, which has `pages` pages on disk.
+fn class_row(relation: &Relation, triggers: &HashSet<String>, pages: u32) -> Vec<Value> {
     let (am, has_index, has_triggers, replident) = match relation {
         Relation::Table(t) => (
             oids::HEAP,
@@ -220,7 +230,7 @@ fn class_row(relation: &Relation, triggers: &HashSet<String>) -> Vec<Value> {
         oid(am),
         oid(filenode),
         oid(0),
-        Value::Integer(0),
+        Value::Integer(i32::try_from(pages).unwrap_or(i32::MAX)),
         Value::Real(-1.0),
         Value::Integer(0),
         oid(0),
