@@ -672,6 +672,15 @@ impl Binder<'_> {
             J::FullOuter(c) => (JoinKind::Full, c),
             other => return Err(SqlError::unsupported(format!("join {other:?}"))),
         };
+        if let TableFactor::Derived {
+            lateral: true,
+            subquery,
+            alias,
+            ..
+        } = &join.relation
+        {
+            return self.bind_lateral(left, left_scope, subquery, alias.as_ref(), kind, constraint);
+        }
         let (right, right_scope) = self.bind_factor(&join.relation)?;
         check_aliases(&left_scope, &right_scope)?;
         let right_width = right_scope.columns.len();
@@ -767,6 +776,47 @@ impl Binder<'_> {
             } => self.bind_from(std::slice::from_ref(table_with_joins)),
             other => Err(SqlError::unsupported(format!("FROM item {other}"))),
         }
+    }
+
+    /// `left JOIN LATERAL (subquery) alias`: the subquery is bound with the left side's columns
+    /// as its enclosing scope.
+    fn bind_lateral(
+        &mut self,
+        left: Plan,
+        left_scope: Scope,
+        subquery: &ast::Query,
+        alias: Option<&ast::TableAlias>,
+        kind: JoinKind,
+        constraint: &ast::JoinConstraint,
+    ) -> Result<(Plan, Scope)> {
+        if !matches!(kind, JoinKind::Inner | JoinKind::Left) {
+            return Err(SqlError::unsupported("RIGHT or FULL JOIN LATERAL"));
+        }
+        let (bound, _) = self.with_level(left_scope.clone(), |b| b.bind_subquery(subquery))?;
+        let alias_name = alias.map(|a| normalize_ident(&a.name)).unwrap_or_default();
+        let columns = apply_column_aliases(bound.columns, alias);
+        let right_scope = Scope::of_table(&alias_name, &columns);
+        check_aliases(&left_scope, &right_scope)?;
+        let right_width = right_scope.columns.len();
+        let mut scope = left_scope;
+        scope.columns.extend(right_scope.columns);
+        let on = match constraint {
+            ast::JoinConstraint::On(e) => {
+                let (on, ty) = self.with_level(scope.clone(), |b| b.bind_expr(e, &scope))?;
+                expect_boolean(ty, "JOIN/ON")?;
+                Some(on)
+            }
+            ast::JoinConstraint::None => None,
+            _ => return Err(SqlError::unsupported("USING or NATURAL with LATERAL")),
+        };
+        let plan = Plan::Lateral {
+            left: Box::new(left),
+            right: Box::new(bound.plan),
+            kind,
+            on,
+            right_width,
+        };
+        Ok((plan, scope))
     }
 
     /// A user table or a system view.

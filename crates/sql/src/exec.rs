@@ -136,6 +136,16 @@ impl<'a> ExecCtx<'a> {
         self.info.id
     }
 
+    /// Runs `plan` with `row` as its enclosing row (for correlated subqueries and LATERAL).
+    pub fn run_with_outer(&mut self, plan: &Plan, row: &[Value]) -> Result<Vec<Row>> {
+        self.outer.push(row.to_vec());
+        let saved = self.node_stats.take();
+        let rows = collect(plan, self);
+        self.node_stats = saved;
+        self.outer.pop();
+        rows
+    }
+
     /// The rows of a subquery for the current `row` (cached when it does not depend on it).
     pub fn run_subquery(&mut self, sub: &Subquery, row: &[Value]) -> Result<Vec<Row>> {
         if !sub.correlated {
@@ -143,12 +153,7 @@ impl<'a> ExecCtx<'a> {
                 return Ok(rows.clone());
             }
         }
-        self.outer.push(row.to_vec());
-        let saved = self.node_stats.take();
-        let rows = collect(&sub.plan, self);
-        self.node_stats = saved;
-        self.outer.pop();
-        let rows = rows?;
+        let rows = self.run_with_outer(&sub.plan, row)?;
         if !sub.correlated {
             self.subquery_results.insert(sub.id, rows.clone());
         }
@@ -325,6 +330,20 @@ fn open_node<'p>(
                 unmatched: None,
             })
         }
+        Plan::Lateral {
+            left,
+            right,
+            kind,
+            on,
+            right_width,
+        } => Box::new(LateralSource {
+            left: open(left, ctx, numbering)?,
+            right,
+            kind: *kind,
+            on: on.as_ref(),
+            right_width: *right_width,
+            pending: std::collections::VecDeque::new(),
+        }),
         Plan::SetOp {
             left,
             right,
@@ -758,6 +777,44 @@ impl Source for JoinSource<'_> {
             }
             let left = self.current.take().unwrap_or_default();
             if matches!(self.kind, JoinKind::Left | JoinKind::Full) && !self.matched {
+                let mut row = left;
+                row.extend(std::iter::repeat_n(Value::Null, self.right_width));
+                return Ok(Some(row));
+            }
+        }
+    }
+}
+
+struct LateralSource<'p> {
+    left: BoxedSource<'p>,
+    right: &'p Plan,
+    kind: JoinKind,
+    on: Option<&'p Expr>,
+    right_width: usize,
+    pending: std::collections::VecDeque<Row>,
+}
+
+impl Source for LateralSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        loop {
+            if let Some(row) = self.pending.pop_front() {
+                return Ok(Some(row));
+            }
+            let Some(left) = self.left.next(ctx)? else {
+                return Ok(None);
+            };
+            for right in ctx.run_with_outer(self.right, &left)? {
+                let mut row = left.clone();
+                row.extend(right);
+                let keep = match self.on {
+                    Some(on) => on.eval_predicate(&row, ctx)?,
+                    None => true,
+                };
+                if keep {
+                    self.pending.push_back(row);
+                }
+            }
+            if self.pending.is_empty() && self.kind == JoinKind::Left {
                 let mut row = left;
                 row.extend(std::iter::repeat_n(Value::Null, self.right_width));
                 return Ok(Some(row));

@@ -134,6 +134,15 @@ pub enum Plan {
         left_width: usize,
         right_width: usize,
     },
+    /// `left [LEFT] JOIN LATERAL (subquery)`: the subquery runs once per left row, which it sees
+    /// as its enclosing row; `on` sees the left row followed by the subquery's row.
+    Lateral {
+        left: Box<Plan>,
+        right: Box<Plan>,
+        kind: JoinKind,
+        on: Option<Expr>,
+        right_width: usize,
+    },
     /// `UNION [ALL]`, `INTERSECT`, `EXCEPT` of inputs of one width.
     SetOp {
         left: Box<Plan>,
@@ -187,6 +196,7 @@ impl Plan {
                 JoinKind::Right => "Nested Loop Right Join".into(),
                 JoinKind::Full => "Nested Loop Full Join".into(),
             },
+            Plan::Lateral { .. } => "Nested Loop (lateral)".into(),
             Plan::SetOp { op, all, .. } => {
                 let name = match op {
                     SetOpKind::Union => "Append",
@@ -244,7 +254,9 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input } => vec![input],
-            Plan::Join { left, right, .. } | Plan::SetOp { left, right, .. } => vec![left, right],
+            Plan::Join { left, right, .. }
+            | Plan::Lateral { left, right, .. }
+            | Plan::SetOp { left, right, .. } => vec![left, right],
         }
     }
 }
