@@ -315,6 +315,13 @@ impl Engine {
         Ok(count)
     }
 
+    /// The branch and leaf pages of an index's B+tree (overflow pages not counted), read from its
+    /// branch pages only.
+    pub fn index_pages(&self, index: IndexId) -> Result<u64> {
+        let stats = self.tree(index)?.stats()?;
+        Ok((stats.branch_pages + stats.leaf_pages) as u64)
+    }
+
     /// The ids of every user index, in order.
     pub fn index_ids(&self) -> Vec<IndexId> {
         let mut ids: Vec<IndexId> = self.indexes.read().keys().copied().collect();

@@ -1,5 +1,6 @@
 //! SteadyDB's own views: `steady_metrics` (the counters of every layer) and `steady_tables` (per
-//! table pages, rows and history).
+//! table: the pages of its file, live and dead rows, the pages its B+trees use, the free space of
+//! its file outside them, and the history store's length).
 
 use steady_engine::types::{DataType, Value};
 
@@ -22,6 +23,8 @@ pub const VIEWS: &[SystemTable] = &[
             ("pages", DataType::BigInt),
             ("live_rows", DataType::BigInt),
             ("dead_rows", DataType::BigInt),
+            ("tree_pages", DataType::BigInt),
+            ("free_bytes", DataType::BigInt),
             ("history_entries", DataType::BigInt),
         ],
         rows: tables,
@@ -62,6 +65,7 @@ fn metrics(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
 fn tables(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
     let engine = ctx.engine()?.clone();
     let history = engine.stats().history_length;
+    let page_size = engine.store().pool().page_size() as u64;
     let mut rows = Vec::new();
     for table in engine.tables() {
         let pages = engine
@@ -77,11 +81,18 @@ fn tables(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
                 std::ops::Bound::Unbounded,
             )?
             .count() as u64;
+        let mut tree_pages = engine.index_pages(table.id)?;
+        for index in &table.indexes {
+            tree_pages += engine.index_pages(index.id)?;
+        }
+        let free_bytes = pages.saturating_sub(tree_pages) * page_size;
         rows.push(vec![
             Value::Text(table.name.clone()),
             Value::BigInt(pages as i64),
             Value::BigInt(live as i64),
             Value::BigInt(records.saturating_sub(live) as i64),
+            Value::BigInt(tree_pages as i64),
+            Value::BigInt(free_bytes as i64),
             Value::BigInt(history as i64),
         ]);
     }
