@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# pgbench 15 against SteadyDB and, for comparison, PostgreSQL 15 on the same machine with the same
+# settings (fsync on for both): `pgbench -i -s SCALE` with the default init steps, then the
+# tpcb-like, simple-update and select-only scripts for SECONDS each with -c 8 -j 2, then checks
+# that sum(abalance) = sum(bbalance) = sum(tbalance) = sum(delta) and that no transaction failed.
+#
+#   scripts/pgbench.sh [steady|postgres|both] [SCALE] [SECONDS]
+#
+# Installs postgresql-15 (for pgbench, psql and the reference server) when missing. Prints one
+# line per run: `system script tps failed`. Exits non-zero if a check fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TARGET="${1:-both}"
+SCALE="${2:-10}"
+SECONDS_PER_RUN="${3:-60}"
+PG_BIN=/usr/lib/postgresql/15/bin
+
+if [ ! -x "$PG_BIN/pgbench" ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+WORK="$(mktemp -d)"
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+wait_ready() {
+  for _ in $(seq 1 300); do
+    if "$PG_BIN/psql" -h 127.0.0.1 -p "$1" -U "$2" -d postgres -Atc 'select 1' >/dev/null 2>&1; then return 0; fi
+    sleep 0.2
+  done
+  echo "server on port $1 did not start" >&2
+  return 1
+}
+
+start_steady() {
+  cargo build --release -q -p steady
+  PORT="$(free_port)"
+  USER_NAME=steady
+  ./target/release/steady serve --data "$WORK/steady" --listen "127.0.0.1:$PORT" >"$WORK/steady.log" 2>&1 &
+  SERVER_PID=$!
+  wait_ready "$PORT" "$USER_NAME"
+}
+
+start_postgres() {
+  PORT="$(free_port)"
+  USER_NAME=postgres
+  chown -R postgres "$WORK" 2>/dev/null || true
+  su postgres -c "$PG_BIN/initdb -D $WORK/pg -A trust -U postgres" >/dev/null
+  su postgres -c "$PG_BIN/postgres -D $WORK/pg -p $PORT -k $WORK -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on" >"$WORK/pg.log" 2>&1 &
+  SERVER_PID=$!
+  wait_ready "$PORT" "$USER_NAME"
+}
+
+stop_server() {
+  kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+}
+
+check_balances() {
+  local sums
+  sums="$("$PG_BIN/psql" -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres -Atc \
+    "select (select sum(abalance) from pgbench_accounts), (select sum(bbalance) from pgbench_branches), (select sum(tbalance) from pgbench_tellers), (select coalesce(sum(delta), 0) from pgbench_history)")"
+  IFS='|' read -r a b t h <<<"$sums"
+  echo "  balances: accounts=$a branches=$b tellers=$t history=$h"
+  [ "$a" = "$b" ] && [ "$b" = "$t" ] && [ "$t" = "$h" ]
+}
+
+run_system() {
+  local system=$1 status=0
+  "start_$system"
+  "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -i -s "$SCALE" postgres >"$WORK/init.log" 2>&1 \
+    || { cat "$WORK/init.log"; return 1; }
+  for script in tpcb-like simple-update select-only; do
+    local out
+    out="$("$PG_BIN/pgbench" -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -c 8 -j 2 -T "$SECONDS_PER_RUN" -b "$script" postgres 2>&1)" || status=1
+    local tps failed
+    tps="$(grep -Eo 'tps = [0-9.]+' <<<"$out" | head -1 | cut -d' ' -f3)"
+    failed="$(grep -Eo 'number of failed transactions: [0-9]+' <<<"$out" | grep -Eo '[0-9]+$' || echo 0)"
+    echo "$system $script tps=${tps:-?} failed=${failed:-?}"
+    [ "${failed:-1}" = "0" ] || status=1
+    check_balances || status=1
+  done
+  stop_server
+  return $status
+}
+
+overall=0
+case "$TARGET" in
+  steady) run_system steady || overall=1 ;;
+  postgres) run_system postgres || overall=1 ;;
+  both) run_system steady || overall=1; run_system postgres || overall=1 ;;
+  *) echo "usage: $0 [steady|postgres|both] [SCALE] [SECONDS]" >&2; exit 2 ;;
+esac
+exit $overall
