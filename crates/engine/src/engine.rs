@@ -213,7 +213,7 @@ impl Engine {
         store.sync_log()?;
         let engine = Arc::new(Engine {
             store,
-            txns: TxnManager::new(first_txn, 0),
+            txns: TxnManager::new(first_txn, first_csn(&catalog)),
             locks: LockManager::new(),
             ssi: SsiTracker::new(),
             meta,
@@ -1561,6 +1561,17 @@ fn load_catalog(meta: &BTree) -> Result<HashMap<IndexId, Arc<TableDef>>> {
         tables.insert(table.id, Arc::new(table));
     }
     Ok(tables)
+}
+
+/// Where commit sequence numbers start in this run: above every index's `valid_from`, so that an
+/// index built in an earlier run is usable by every snapshot of this one (CSNs are not persisted;
+/// they only order the commits of one run).
+fn first_csn(catalog: &HashMap<IndexId, Arc<TableDef>>) -> Csn {
+    catalog
+        .values()
+        .flat_map(|t| t.indexes.iter().map(|i| i.valid_from))
+        .max()
+        .unwrap_or(0)
 }
 
 fn read_counter(meta: &BTree, key: &[u8]) -> Result<Option<u64>> {

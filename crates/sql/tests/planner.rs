@@ -179,3 +179,29 @@ fn delete_limit_removes_that_many_rows_in_key_order() {
         22
     );
 }
+
+#[test]
+fn an_index_built_before_a_restart_serves_queries_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(dir.path());
+        let mut session = db.session("steady");
+        run(
+            &mut session,
+            "CREATE TABLE r (id integer PRIMARY KEY, v integer)",
+        );
+        run(
+            &mut session,
+            "INSERT INTO r SELECT i, i % 10 FROM generate_series(1, 100) AS g(i)",
+        );
+        run(&mut session, "CREATE INDEX r_v ON r (v)");
+    }
+    let db = open(dir.path());
+    let mut session = db.session("steady");
+    let plan = plan_text(&mut session, "EXPLAIN SELECT count(*) FROM r WHERE v = 3");
+    assert!(plan.contains("Index Scan using r_v on r"), "{plan}");
+    assert_eq!(
+        single_int(&mut session, "SELECT count(*) FROM r WHERE v = 3"),
+        10
+    );
+}
