@@ -120,8 +120,25 @@ fn explain_dml(
     Ok(())
 }
 
-/// Appends the lines of `plan` (and its inputs) at `depth`.
+/// Appends the lines of `plan` (and its inputs) at `depth`. Projections are not shown (as in
+/// PostgreSQL, where every node projects); they still count in the node numbering.
 fn render(
+    plan: &Plan,
+    depth: usize,
+    number: &mut usize,
+    stats: Option<&[NodeStats]>,
+    buffers: bool,
+    lines: &mut Vec<String>,
+) {
+    if let Plan::Project { input, .. } = plan {
+        *number += 1;
+        return render(input, depth, number, stats, buffers, lines);
+    }
+    render_node(plan, depth, number, stats, buffers, lines);
+}
+
+/// Appends one node's lines, then its inputs'.
+fn render_node(
     plan: &Plan,
     depth: usize,
     number: &mut usize,
@@ -131,7 +148,11 @@ fn render(
 ) {
     let node = *number;
     *number += 1;
-    let indent = "  ".repeat(depth);
+    let indent = if depth == 0 {
+        String::new()
+    } else {
+        " ".repeat(2 + 6 * (depth - 1))
+    };
     let arrow = if depth == 0 { "" } else { "->  " };
     let mut line = format!("{indent}{arrow}{}", plan.label());
     let node_stats = stats.map(|s| s.get(node).copied().unwrap_or_default());
@@ -143,7 +164,7 @@ fn render(
         ));
     }
     lines.push(line);
-    let detail_indent = format!("{indent}{}", if depth == 0 { "  " } else { "      " });
+    let detail_indent = " ".repeat(if depth == 0 { 2 } else { 2 + 6 * depth });
     for detail in plan.details() {
         lines.push(format!("{detail_indent}{detail}"));
     }

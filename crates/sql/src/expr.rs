@@ -326,34 +326,58 @@ impl PartialEq for Expr {
 }
 
 impl fmt::Display for Expr {
-    /// A compact rendering for EXPLAIN.
+    /// A compact rendering for EXPLAIN, columns shown by position.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
+        write!(f, "{}", self.named(&[]))
+    }
+}
+
+/// An expression shown with the names of its input's columns (see [`Expr::named`]).
+pub struct Named<'a> {
+    expr: &'a Expr,
+    names: &'a [String],
+}
+
+impl Expr {
+    /// Displays the expression with `names[i]` for column `i` (`#i` where no name is given).
+    pub fn named<'a>(&'a self, names: &'a [String]) -> Named<'a> {
+        Named { expr: self, names }
+    }
+}
+
+impl fmt::Display for Named<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = |e: &'_ Expr| {
+            Named {
+                expr: e,
+                names: self.names,
+            }
+            .to_string()
+        };
+        let list = |items: &[Expr]| items.iter().map(|e| n(e)).collect::<Vec<_>>().join(", ");
+        match self.expr {
             Expr::Literal(Value::Text(s)) => write!(f, "'{s}'"),
             Expr::Literal(v) => write!(f, "{v}"),
-            Expr::Column(i) => write!(f, "#{i}"),
+            Expr::Column(i) => match self.names.get(*i) {
+                Some(name) => f.write_str(name),
+                None => write!(f, "#{i}"),
+            },
             Expr::Outer { depth, index } => write!(f, "outer{depth}.#{index}"),
             Expr::Param { index, .. } => write!(f, "${}", index + 1),
-            Expr::Not(e) => write!(f, "(NOT {e})"),
-            Expr::Neg(e) => write!(f, "(-{e})"),
-            Expr::And(a, b) => write!(f, "({a} AND {b})"),
-            Expr::Or(a, b) => write!(f, "({a} OR {b})"),
-            Expr::Compare(op, a, b) => write!(f, "({a} {} {b})", op.symbol()),
-            Expr::Arith(op, a, b) => write!(f, "({a} {} {b})", op.symbol()),
-            Expr::IsNull(e) => write!(f, "({e} IS NULL)"),
-            Expr::IsDistinct(a, b) => write!(f, "({a} IS DISTINCT FROM {b})"),
-            Expr::IsBool(e, b) => write!(f, "({e} IS {})", if *b { "TRUE" } else { "FALSE" }),
-            Expr::Like { expr, pattern, .. } => write!(f, "({expr} ~~ {pattern})"),
-            Expr::InList { expr, list } => {
-                let items: Vec<String> = list.iter().map(|e| e.to_string()).collect();
-                write!(f, "({expr} IN ({}))", items.join(", "))
-            }
+            Expr::Not(e) => write!(f, "(NOT {})", n(e)),
+            Expr::Neg(e) => write!(f, "(-{})", n(e)),
+            Expr::And(a, b) => write!(f, "({} AND {})", n(a), n(b)),
+            Expr::Or(a, b) => write!(f, "({} OR {})", n(a), n(b)),
+            Expr::Compare(op, a, b) => write!(f, "({} {} {})", n(a), op.symbol(), n(b)),
+            Expr::Arith(op, a, b) => write!(f, "({} {} {})", n(a), op.symbol(), n(b)),
+            Expr::IsNull(e) => write!(f, "({} IS NULL)", n(e)),
+            Expr::IsDistinct(a, b) => write!(f, "({} IS DISTINCT FROM {})", n(a), n(b)),
+            Expr::IsBool(e, b) => write!(f, "({} IS {})", n(e), if *b { "TRUE" } else { "FALSE" }),
+            Expr::Like { expr, pattern, .. } => write!(f, "({} ~~ {})", n(expr), n(pattern)),
+            Expr::InList { expr, list: items } => write!(f, "({} IN ({}))", n(expr), list(items)),
             Expr::Case { .. } => f.write_str("CASE ... END"),
-            Expr::Cast(e, ty) => write!(f, "({e})::{ty}"),
-            Expr::Call(function, args) => {
-                let items: Vec<String> = args.iter().map(|e| e.to_string()).collect();
-                write!(f, "{}({})", function.name, items.join(", "))
-            }
+            Expr::Cast(e, ty) => write!(f, "({})::{ty}", n(e)),
+            Expr::Call(function, args) => write!(f, "{}({})", function.name, list(args)),
             Expr::Subquery(sub) => write!(f, "(SubPlan {})", sub.id),
             Expr::AggRef(i) => write!(f, "agg{i}"),
         }

@@ -211,17 +211,24 @@ impl Plan {
     /// The node's detail lines in EXPLAIN (conditions, keys).
     pub fn details(&self) -> Vec<String> {
         match self {
-            Plan::Scan { access, filter, .. } => {
+            Plan::Scan {
+                table,
+                access,
+                filter,
+            } => {
+                let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
                 let mut lines = Vec::new();
                 let range = match access {
                     Access::Full => None,
-                    Access::Primary(range) | Access::Index(_, range) => Some(range),
+                    Access::Primary(range) => Some((range, &table.primary_key)),
+                    Access::Index(index, range) => Some((range, &index.columns)),
                 };
-                if let Some(range) = range {
-                    lines.push(format!("Index Cond: {}", describe_range(range)));
+                if let Some((range, key)) = range {
+                    let key_names: Vec<&str> = key.iter().map(|&c| names[c].as_str()).collect();
+                    lines.push(format!("Index Cond: {}", describe_range(range, &key_names)));
                 }
                 if let Some(filter) = filter {
-                    lines.push(format!("Filter: {filter}"));
+                    lines.push(format!("Filter: {}", filter.named(&names)));
                 }
                 lines
             }
@@ -261,13 +268,21 @@ impl Plan {
     }
 }
 
-fn describe_range(range: &KeyRange) -> String {
-    let mut parts: Vec<String> = range.equal.iter().map(|e| format!("= {e}")).collect();
+/// `(a = 1 AND b >= 2 AND b <= 5)` for a range over the key columns `key`.
+fn describe_range(range: &KeyRange, key: &[&str]) -> String {
+    let column = |i: usize| key.get(i).copied().unwrap_or("?");
+    let mut parts: Vec<String> = range
+        .equal
+        .iter()
+        .enumerate()
+        .map(|(i, e)| format!("{} = {e}", column(i)))
+        .collect();
+    let next = column(range.equal.len());
     if let Some(lower) = &range.lower {
-        parts.push(format!(">= {lower}"));
+        parts.push(format!("{next} >= {lower}"));
     }
     if let Some(upper) = &range.upper {
-        parts.push(format!("<= {upper}"));
+        parts.push(format!("{next} <= {upper}"));
     }
     format!("({})", parts.join(" AND "))
 }
