@@ -1,10 +1,12 @@
 //! `steady`: the SteadyDB command-line tool.
 //!
-//! Subcommands: `shell` (an embedded SQL session on a data directory), `check` (offline verification of
-//! every page and tree), `bench` (the benchmark scenarios).
+//! Subcommands: `serve` (the PostgreSQL wire protocol server), `shell` (an embedded SQL session on a
+//! data directory), `check` (offline verification of every page and tree), `bench` (the benchmark
+//! scenarios).
 
 mod bench;
 mod check;
+mod serve;
 mod shell;
 
 use std::path::PathBuf;
@@ -28,6 +30,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve a data directory (created if new) over the PostgreSQL protocol until SIGTERM/SIGINT.
+    Serve {
+        /// Data directory (its steady.toml, if any, configures the server).
+        #[arg(long, default_value = DEFAULT_DATA_DIR)]
+        data: PathBuf,
+        /// Address to listen on [default: steady.toml's `listen`, else 127.0.0.1:5433].
+        #[arg(long)]
+        listen: Option<String>,
+    },
     /// Open a data directory (created if new) and run SQL on it interactively or from stdin.
     Shell {
         /// Data directory.
@@ -61,6 +72,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Serve { data, listen } => serve::run(&serve::Options { data, listen }),
         Command::Shell {
             dir,
             page_size,

@@ -42,7 +42,7 @@ General
   \\timing [on|off]   show how long each statement takes
 Informational
   \\d NAME            describe table NAME: columns, indexes, foreign keys
-  \\d, \\dt           list tables
+  \\d, \\dt            list tables
   \\?                 this help
 Anything else is SQL: a statement ends with ; and may span lines.
 Ctrl-C clears the statement being typed; Ctrl-D quits.

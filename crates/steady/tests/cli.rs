@@ -1,4 +1,4 @@
-//! The `steady` binary end to end: the shell's example session, `check` on a clean and on a corrupted
+//! The `steady` binary end to end: the README's SQL shell session, errors in the shell, `check` on a clean and on a corrupted
 //! directory, and every bench scenario's table and JSON output (at a small scale: figures, not speed,
 //! are what is checked here).
 
@@ -40,37 +40,105 @@ fn shell_session(dir: &Path, script: &str) -> String {
     stdout(&output)
 }
 
+/// The README's example session: what is typed after each prompt, and the output it shows.
+fn readme_session() -> (String, String) {
+    let readme = include_str!("../../../README.md");
+    let (_, after_marker) = readme
+        .split_once("<!-- shell-session -->\n```text\n")
+        .expect("the README marks its shell session");
+    let (block, _) = after_marker.split_once("\n```").expect("the block ends");
+    let mut lines = block
+        .lines()
+        .skip_while(|line| prompt_input(line).is_none());
+    let (mut input, mut output) = (String::new(), String::new());
+    for line in lines.by_ref() {
+        let text = prompt_input(line).unwrap_or(line);
+        let target = if prompt_input(line).is_some() {
+            &mut input
+        } else {
+            &mut output
+        };
+        target.push_str(text);
+        target.push('\n');
+    }
+    (input, output)
+}
+
+/// What follows a shell prompt (`steady=> `, `steady-> `, `steady=*> `...) on a transcript line.
+fn prompt_input(line: &str) -> Option<&str> {
+    let (marks, input) = line.strip_prefix("steady")?.split_once("> ")?;
+    let is_prompt = (1..=2).contains(&marks.len()) && marks.chars().all(|c| "=-'\"$*!".contains(c));
+    is_prompt.then_some(input)
+}
+
 #[test]
-fn the_readme_session_works_and_survives_a_restart() {
+fn the_readme_shell_session_prints_what_the_readme_shows_and_survives_a_restart() {
+    let (input, expected) = readme_session();
+    assert!(input.contains("CREATE TABLE accounts"), "{input}");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("steady-data");
-    let out = shell_session(
-        &data,
-        "put apple red\nput banana yellow\nget apple\nscan\ndel apple\nget apple\nbogus\nquit\n",
-    );
+    let out = shell_session(&data, &input);
     assert_eq!(
-        out,
-        "red\napple\tred\nbanana\tyellow\n(2 entries)\ndeleted\n(not found)\n\
-         error: unknown command \"bogus\" (try help)\n"
+        out, expected,
+        "the README's shell session (README.md, after <!-- shell-session -->) no longer shows \
+         what the shell prints; this is the output now:\n{out}"
     );
-    let out = shell_session(&data, "scan\nrscan\n");
-    assert_eq!(
-        out,
-        "banana\tyellow\n(1 entries)\nbanana\tyellow\n(1 entries)\n"
-    );
+    let out = shell_session(&data, "SELECT owner, balance FROM accounts ORDER BY id;\n");
+    for row in [
+        "alice |  100.50",
+        "bob   |   95.00",
+        "dave  |   25.00",
+        "(4 rows)",
+    ] {
+        assert!(out.contains(row), "{out}");
+    }
     let check = steady(&["check", data.to_str().unwrap()], "");
     assert!(check.status.success(), "{}", stdout(&check));
     assert!(stdout(&check).contains("0 problems"), "{}", stdout(&check));
 }
 
 #[test]
+fn an_error_shows_its_sqlstate_and_the_session_goes_on_unless_told_to_stop() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("db");
+    let script = "CREATE TABLE t (id integer PRIMARY KEY, v text);\n\
+                  INSERT INTO t VALUES (1, 'a');\n\
+                  INSERT INTO t VALUES (1, 'b'); INSERT INTO t VALUES (2, 'c');\n\
+                  SELECT id, v FROM t ORDER BY id;\n";
+    let output = steady(&["shell", data.to_str().unwrap()], script);
+    assert!(output.status.success());
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains(
+            "steady:<stdin>:3: ERROR:  23505: duplicate key value violates unique constraint \
+             \"t_pkey\"\nDETAIL:  Key (id)=(1) already exists.\n"
+        ),
+        "{err}"
+    );
+    assert!(
+        stdout(&output).ends_with("INSERT 0 1\n id | v\n----+---\n  1 | a\n  2 | c\n(2 rows)\n\n"),
+        "{}",
+        stdout(&output)
+    );
+    let stopped = steady(
+        &["shell", data.to_str().unwrap(), "--stop-on-error"],
+        "INSERT INTO t VALUES (3, 'd');\nINSERT INTO t VALUES (1, 'e');\nSELECT 1;\n",
+    );
+    assert_eq!(stopped.status.code(), Some(3));
+    assert_eq!(stdout(&stopped), "INSERT 0 1\n");
+}
+
+#[test]
 fn check_names_a_corrupted_page_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("db");
-    let mut script = String::new();
-    for i in 0..2000 {
-        script.push_str(&format!("put key{i:05} value-{i}\n"));
-    }
+    let rows: Vec<String> = (0..2000)
+        .map(|i| format!("('key{i:05}', 'value-{i}')"))
+        .collect();
+    let script = format!(
+        "CREATE TABLE kv (k text PRIMARY KEY, v text);\nINSERT INTO kv VALUES {};\n",
+        rows.join(", ")
+    );
     shell_session(&data, &script);
     let page = first_leaf_page(&data) as usize;
     let file = data.join("space_000001.sdb");
@@ -86,14 +154,18 @@ fn check_names_a_corrupted_page_and_fails() {
         )),
         "{report}"
     );
-    let out = shell_session(&data, "scan\n");
+    let output = steady(
+        &["shell", data.to_str().unwrap()],
+        "SELECT count(*) FROM kv;\n",
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
     assert!(
-        out.contains(&format!("page {page} of space 1 is corrupt")),
-        "{out}"
+        err.contains(&format!("page {page} of space 1 is corrupt")),
+        "{err}"
     );
 }
 
-/// The first page the key-value tree's leaf segment owns.
+/// The first page the table's leaf segment owns (the table is the only tree of space 1).
 fn first_leaf_page(data: &Path) -> u32 {
     let vfs = steady_storage::io::OsVfs::new(data, false).unwrap();
     let space = steady_storage::space::Space::open(&vfs, 1).unwrap();

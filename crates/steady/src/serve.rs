@@ -1,0 +1,197 @@
+//! `steady serve`: open a data directory (created and initialised if new) and serve it over the
+//! PostgreSQL wire protocol until SIGTERM or SIGINT.
+//!
+//! Settings come from `steady.toml` in the data directory, command-line flags overriding it:
+//!
+//! ```toml
+//! listen = "127.0.0.1:5433"     # host:port
+//! password = "secret"           # SCRAM-SHA-256 for every client; unset: trust, loopback only
+//! buffer_pool_size = "512MB"    # bytes, or a number with kB / MB / GB (powers of 1024)
+//! page_size = 16384             # for a new directory only
+//! direct_io = false             # O_DIRECT data files
+//! ```
+//!
+//! Shutdown closes the listener, drops every connection (open transactions roll back), waits for
+//! running statements, then closes the engine with a checkpoint, so the next start needs no
+//! recovery. Start and shutdown each log one line to stderr with their timing.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+use steady_engine::engine::{Engine, EngineConfig};
+use steady_server::{Server, ServerConfig};
+use steady_sql::Database;
+use steady_storage::store::StoreConfig;
+use tokio::signal::unix::{signal, Signal, SignalKind};
+
+/// The address served when neither steady.toml nor `--listen` names one.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:5433";
+
+/// The configuration file's name inside the data directory.
+const CONFIG_FILE: &str = "steady.toml";
+
+/// The database's name (any name a client asks for means this one).
+const DATABASE_NAME: &str = "steady";
+
+/// What the command line says.
+pub struct Options {
+    pub data: PathBuf,
+    pub listen: Option<String>,
+}
+
+/// The contents of steady.toml.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    listen: Option<String>,
+    password: Option<String>,
+    buffer_pool_size: Option<Size>,
+    page_size: Option<usize>,
+    direct_io: Option<bool>,
+}
+
+/// A size in bytes, written as a number or as text with a unit.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
+impl FileConfig {
+    /// Reads `DIR/steady.toml`; a missing file (or directory) means all defaults.
+    fn load(dir: &Path) -> anyhow::Result<FileConfig> {
+        let path = dir.join(CONFIG_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                toml::from_str(&text).with_context(|| format!("reading {}", path.display()))
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(FileConfig::default()),
+            Err(err) => Err(err).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    fn engine_config(&self) -> anyhow::Result<EngineConfig> {
+        let mut store = StoreConfig::default();
+        if let Some(size) = &self.buffer_pool_size {
+            store.buffer_pool_bytes = size.bytes()?;
+        }
+        if let Some(page_size) = self.page_size {
+            store.page_size = page_size;
+        }
+        if let Some(direct_io) = self.direct_io {
+            store.direct_io = direct_io;
+        }
+        Ok(EngineConfig {
+            store,
+            ..EngineConfig::default()
+        })
+    }
+}
+
+impl Size {
+    fn bytes(&self) -> anyhow::Result<usize> {
+        let text = match self {
+            Size::Bytes(n) => return Ok(usize::try_from(*n)?),
+            Size::Text(text) => text.trim(),
+        };
+        let split = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let shift = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 0,
+            "kb" | "kib" => 10,
+            "mb" | "mib" => 20,
+            "gb" | "gib" => 30,
+            "tb" | "tib" => 40,
+            _ => bail!("unknown size unit in \"{text}\" (use kB, MB, GB or TB)"),
+        };
+        let number: usize = number
+            .parse()
+            .with_context(|| format!("reading the size \"{text}\""))?;
+        number
+            .checked_mul(1 << shift)
+            .with_context(|| format!("the size \"{text}\" is too large"))
+    }
+}
+
+pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
+    let file = FileConfig::load(&options.data)?;
+    let engine_config = file.engine_config()?;
+    let config = ServerConfig {
+        listen: options
+            .listen
+            .clone()
+            .or_else(|| file.listen.clone())
+            .unwrap_or_else(|| DEFAULT_LISTEN.to_owned()),
+        password: file.password.clone(),
+    };
+    let opening = Instant::now();
+    let engine = Engine::open(&options.data, &engine_config)
+        .with_context(|| format!("opening {}", options.data.display()))?;
+    eprintln!(
+        "steady: opened {} in {:.2} s",
+        options.data.display(),
+        opening.elapsed().as_secs_f64()
+    );
+    let db = Database::new(Arc::clone(&engine), DATABASE_NAME);
+    let runtime = tokio::runtime::Runtime::new().context("starting the runtime")?;
+    let served = runtime.block_on(serve(db, &config));
+    let closing = Instant::now();
+    drop(runtime);
+    let closed = engine.close().context("closing the database");
+    served?;
+    closed?;
+    eprintln!(
+        "steady: shut down cleanly in {:.2} s",
+        closing.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Serves until a signal, then waits for every session to end.
+async fn serve(db: Arc<Database>, config: &ServerConfig) -> anyhow::Result<()> {
+    let signals = Signals::install()?;
+    let server = Server::bind(db, config).await?;
+    let auth = if config.password.is_some() {
+        "password authentication"
+    } else {
+        "trust, loopback clients only"
+    };
+    eprintln!("steady: listening on {} ({auth})", server.local_addr()?);
+    server
+        .run(async {
+            let name = signals.recv().await;
+            eprintln!("steady: {name} received, shutting down");
+        })
+        .await;
+    Ok(())
+}
+
+/// The signals that stop the server.
+struct Signals {
+    terminate: Signal,
+    interrupt: Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
+            interrupt: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
+        })
+    }
+
+    /// Waits for one and names it.
+    async fn recv(mut self) -> &'static str {
+        tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
+        }
+    }
+}
