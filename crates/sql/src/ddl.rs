@@ -104,6 +104,28 @@ impl Ddl<'_> {
         self.engine().table(name).is_some() || self.index_owner(name).is_some()
     }
 
+    /// When `name` is taken: a notice result with IF NOT EXISTS, else 42P07.
+    fn existing_relation(
+        &self,
+        name: &str,
+        if_not_exists: bool,
+        tag: &str,
+    ) -> Result<Option<QueryResult>> {
+        if !self.relation_exists(name) {
+            return Ok(None);
+        }
+        if if_not_exists {
+            let message = format!("relation \"{name}\" already exists, skipping");
+            return Ok(Some(
+                QueryResult::command(tag).with_notice("NOTICE", "42P07", message),
+            ));
+        }
+        Err(SqlError::new(
+            "42P07",
+            format!("relation \"{name}\" already exists"),
+        ))
+    }
+
     fn index_owner(&self, index: &str) -> Option<Arc<TableDef>> {
         self.engine()
             .tables()
@@ -127,18 +149,10 @@ impl Ddl<'_> {
         if create.query.is_some() {
             return Err(SqlError::unsupported("CREATE TABLE AS"));
         }
-        if self.relation_exists(&name) {
-            if create.if_not_exists {
-                return Ok(QueryResult::command("CREATE TABLE").with_notice(
-                    "NOTICE",
-                    "42P07",
-                    format!("relation \"{name}\" already exists, skipping"),
-                ));
-            }
-            return Err(SqlError::new(
-                "42P07",
-                format!("relation \"{name}\" already exists"),
-            ));
+        if let Some(skipped) =
+            self.existing_relation(&name, create.if_not_exists, "CREATE TABLE")?
+        {
+            return Ok(skipped);
         }
         let spec = self.table_spec(&name, create)?;
         for sequence in &spec.sequences {
@@ -567,18 +581,10 @@ impl Ddl<'_> {
             Some(name) => object_name(name).1,
             None => derived_name(&table.name, &table, &columns, "idx"),
         };
-        if self.relation_exists(&name) {
-            if create.if_not_exists {
-                return Ok(QueryResult::command("CREATE INDEX").with_notice(
-                    "NOTICE",
-                    "42P07",
-                    format!("relation \"{name}\" already exists, skipping"),
-                ));
-            }
-            return Err(SqlError::new(
-                "42P07",
-                format!("relation \"{name}\" already exists"),
-            ));
+        if let Some(skipped) =
+            self.existing_relation(&name, create.if_not_exists, "CREATE INDEX")?
+        {
+            return Ok(skipped);
         }
         self.engine()
             .create_secondary_index(&table.name, &name, columns, create.unique)

@@ -123,6 +123,13 @@ fn bind_returning(
     Ok(Some(Returning { exprs, columns }))
 }
 
+fn returning_columns(returning: &Option<Returning>) -> Vec<Column> {
+    returning
+        .as_ref()
+        .map(|r| r.columns.clone())
+        .unwrap_or_default()
+}
+
 fn returning_rows(
     returning: &Option<Returning>,
     rows: &[Row],
@@ -522,10 +529,7 @@ fn assignment_column(table: &TableDef, name: &ast::ObjectName) -> Result<usize> 
 
 impl InsertPlan {
     fn returning_columns(&self) -> Vec<Column> {
-        self.returning
-            .as_ref()
-            .map(|r| r.columns.clone())
-            .unwrap_or_default()
+        returning_columns(&self.returning)
     }
 
     fn run(self, ctx: &mut ExecCtx) -> Result<QueryResult> {
@@ -939,10 +943,7 @@ fn bind_update(binder: &mut Binder, update: &ast::Update) -> Result<UpdatePlan> 
 
 impl UpdatePlan {
     fn returning_columns(&self) -> Vec<Column> {
-        self.returning
-            .as_ref()
-            .map(|r| r.columns.clone())
-            .unwrap_or_default()
+        returning_columns(&self.returning)
     }
 
     fn run(self, ctx: &mut ExecCtx) -> Result<QueryResult> {
@@ -1006,10 +1007,7 @@ fn bind_delete(binder: &mut Binder, delete: &ast::Delete) -> Result<DeletePlan> 
 
 impl DeletePlan {
     fn returning_columns(&self) -> Vec<Column> {
-        self.returning
-            .as_ref()
-            .map(|r| r.columns.clone())
-            .unwrap_or_default()
+        returning_columns(&self.returning)
     }
 
     fn run(self, ctx: &mut ExecCtx) -> Result<QueryResult> {

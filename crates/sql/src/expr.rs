@@ -354,7 +354,7 @@ impl fmt::Display for Named<'_> {
             }
             .to_string()
         };
-        let list = |items: &[Expr]| items.iter().map(|e| n(e)).collect::<Vec<_>>().join(", ");
+        let list = |items: &[Expr]| items.iter().map(&n).collect::<Vec<_>>().join(", ");
         match self.expr {
             Expr::Literal(Value::Text(s)) => write!(f, "'{s}'"),
             Expr::Literal(v) => write!(f, "{v}"),

@@ -13,8 +13,8 @@ use crate::error::{Result, SqlError};
 use crate::exec::ExecCtx;
 use crate::ops::{as_decimal, as_f64, as_i64, text_of};
 
-type Body = fn(&[Value], &mut ExecCtx) -> Result<Value>;
-type ReturnType = fn(&[Option<DataType>]) -> Option<DataType>;
+pub(crate) type Body = fn(&[Value], &mut ExecCtx) -> Result<Value>;
+pub(crate) type ReturnType = fn(&[Option<DataType>]) -> Option<DataType>;
 
 /// A scalar function.
 pub struct Function {
@@ -60,7 +60,8 @@ pub fn call(function: &Function, args: &[Value], ctx: &mut ExecCtx) -> Result<Va
     (function.eval)(args, ctx)
 }
 
-const fn strict(
+/// Strict (NULL in, NULL out) and foldable.
+pub(crate) const fn strict(
     name: &'static str,
     args: (usize, usize),
     returns: ReturnType,
@@ -90,20 +91,15 @@ const fn volatile(name: &'static str, returns: ReturnType, eval: Body) -> Functi
 }
 
 /// A function that reads the session or database: never folded at bind time.
-const fn contextual(
+pub(crate) const fn contextual(
     name: &'static str,
     args: (usize, usize),
     returns: ReturnType,
     eval: Body,
 ) -> Function {
     Function {
-        name,
-        min_args: args.0,
-        max_args: args.1,
-        strict: true,
         volatile: true,
-        returns,
-        eval,
+        ..strict(name, args, returns, eval)
     }
 }
 
@@ -130,19 +126,19 @@ fn same_as_first(args: &[Option<DataType>]) -> Option<DataType> {
 fn first_known(args: &[Option<DataType>]) -> Option<DataType> {
     args.iter().flatten().next().copied()
 }
-fn text(_: &[Option<DataType>]) -> Option<DataType> {
+pub(crate) fn text(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Text)
 }
-fn integer(_: &[Option<DataType>]) -> Option<DataType> {
+pub(crate) fn integer(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Integer)
 }
-fn bigint(_: &[Option<DataType>]) -> Option<DataType> {
+pub(crate) fn bigint(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::BigInt)
 }
-fn double(_: &[Option<DataType>]) -> Option<DataType> {
+pub(crate) fn double(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Double)
 }
-fn boolean(_: &[Option<DataType>]) -> Option<DataType> {
+pub(crate) fn boolean(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Boolean)
 }
 fn numeric(_: &[Option<DataType>]) -> Option<DataType> {

@@ -22,39 +22,7 @@ use crate::exec::ExecCtx;
 use crate::functions::Function;
 use crate::ops::text_of;
 
-type Body = fn(&[Value], &mut ExecCtx) -> Result<Value>;
-type ReturnType = fn(&[Option<DataType>]) -> Option<DataType>;
-
-/// Strict (NULL in, NULL out) and foldable.
-const fn pure(
-    name: &'static str,
-    args: (usize, usize),
-    returns: ReturnType,
-    eval: Body,
-) -> Function {
-    Function {
-        name,
-        min_args: args.0,
-        max_args: args.1,
-        strict: true,
-        volatile: false,
-        returns,
-        eval,
-    }
-}
-
-/// Strict, and reads the engine or the session.
-const fn catalog(
-    name: &'static str,
-    args: (usize, usize),
-    returns: ReturnType,
-    eval: Body,
-) -> Function {
-    Function {
-        volatile: true,
-        ..pure(name, args, returns, eval)
-    }
-}
+use crate::functions::{boolean, contextual as catalog, integer, strict as pure, text};
 
 /// Sees NULL arguments.
 const fn lenient(mut function: Function) -> Function {
@@ -62,15 +30,6 @@ const fn lenient(mut function: Function) -> Function {
     function
 }
 
-fn text(_: &[Option<DataType>]) -> Option<DataType> {
-    Some(DataType::Text)
-}
-fn boolean(_: &[Option<DataType>]) -> Option<DataType> {
-    Some(DataType::Boolean)
-}
-fn integer(_: &[Option<DataType>]) -> Option<DataType> {
-    Some(DataType::Integer)
-}
 fn oid_type(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::BigInt)
 }
