@@ -1,1 +1,23 @@
-//! steady-server: see ../shared/DESIGN.md; filled by the issues that build this layer.
+//! steady-server: the PostgreSQL wire protocol (v3) over a SteadyDB database, so that psql,
+//! psycopg, pgbench and sysbench work unmodified (see ../shared/DESIGN.md, "server and CLI").
+//!
+//! [`Server`] accepts connections ([`server`]); each is a [`connection::Connection`] whose
+//! handlers pgwire calls per message: [`startup`] (trust on loopback or SCRAM-SHA-256),
+//! [`query`] (simple and extended protocol), [`copy`] (COPY FROM STDIN / TO STDOUT) and
+//! [`cancel`] (cancel requests). Each connection owns one `steady_sql::Session`, run on the
+//! blocking pool ([`session`]); [`values`] and [`binary`] put values on the wire and take
+//! parameters off it; [`error`] maps SQL errors to ErrorResponse.
+
+pub mod binary;
+pub mod cancel;
+pub mod connection;
+pub mod copy;
+pub mod error;
+pub mod query;
+pub mod server;
+pub mod session;
+pub mod startup;
+pub mod values;
+
+pub use error::ServerError;
+pub use server::{Server, ServerConfig};

@@ -1,0 +1,430 @@
+//! The simple and extended query protocols over the session.
+//!
+//! Simple query: the whole text goes to `Session::execute` (which splits it and stops at the first
+//! error); each statement's notices, RowDescription, DataRows and CommandComplete are encoded on
+//! the blocking thread and sent in order, then ReadyForQuery with the session's transaction
+//! status. A query that is only white space or comments gets EmptyQueryResponse. COPY is taken
+//! out before the session sees it (see [`crate::copy`]).
+//!
+//! Extended query: Parse prepares through the session ([`crate::connection::Parser`]), Bind is
+//! pgwire's (the portal keeps the raw parameters and format codes), Execute decodes the
+//! parameters with the statement's types, runs the statement, and sends at most `max_rows` rows —
+//! the rest stay in the portal (PortalSuspended) for the next Execute. Errors travel as
+//! `Err(PgWireError::UserError)`, so pgwire skips to Sync.
+//!
+//! pgwire's default `on_query` / `on_execute` are replaced because they recompute the
+//! transaction status from the responses; here it always comes from the session.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::{stream, Sink, SinkExt, StreamExt};
+use pgwire::api::copy::{send_copy_in_response, send_copy_out_response};
+use pgwire::api::portal::{Format, Portal, PortalExecutionState};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{CopyResponse, QueryResponse, Response, Tag};
+use pgwire::api::store::{Entry, PortalStore};
+use pgwire::api::{ClientInfo, ClientPortalStore, PgWireConnectionState, DEFAULT_NAME};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::data::DataRow;
+use pgwire::messages::extendedquery::{Execute, PortalSuspended};
+use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ReadyForQuery};
+use pgwire::messages::simplequery::Query;
+use pgwire::messages::PgWireBackendMessage;
+use steady_sql::{Prepared, QueryResult, SqlError};
+
+use crate::connection::{Connection, Parser, Statement};
+use crate::copy::command;
+use crate::copy::CopyStart;
+use crate::error::{error_response, notice_response, user_error};
+use crate::values::{decode_params, fields, row_description, RowEncoder};
+
+#[async_trait]
+impl SimpleQueryHandler for Connection {
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        self.cancel.begin();
+        let outcome = SimpleQueryHandler::do_query(self, client, &query.query).await;
+        if matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            return outcome.map(drop);
+        }
+        self.cancel.end();
+        client.set_state(PgWireConnectionState::ReadyForQuery);
+        outcome?;
+        let status = client.transaction_status();
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
+        Ok(())
+    }
+
+    /// Runs the query and sends everything it produces; nothing is left for pgwire to send.
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match command::parse(query) {
+            Some(Ok(copy)) => self.simple_copy(client, Arc::new(copy)).await?,
+            Some(Err(err)) => send_error(client, &err).await?,
+            None => self.simple_statements(client, query).await?,
+        }
+        Ok(Vec::new())
+    }
+}
+
+impl Connection {
+    async fn simple_statements<C>(&self, client: &mut C, query: &str) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let sql = query.to_owned();
+        let messages = self
+            .run(client, move |session| {
+                let results = session.execute(&sql);
+                simple_messages(&results)
+            })
+            .await?;
+        if messages.is_empty() {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+        }
+        for message in messages {
+            client.feed(message).await?;
+        }
+        Ok(())
+    }
+
+    async fn simple_copy<C>(
+        &self,
+        client: &mut C,
+        copy: Arc<command::CopyCommand>,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match self.start_copy(client, copy).await? {
+            Ok(CopyStart::In(columns)) => {
+                send_copy_in_response(client, copy_in_response(columns)).await?;
+                client.set_state(PgWireConnectionState::CopyInProgress(false));
+            }
+            Ok(CopyStart::Out(out)) => {
+                let tag = self.send_copy_out(client, out).await?;
+                client
+                    .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                    .await?;
+            }
+            Err(err) => send_error(client, &err).await?,
+        }
+        Ok(())
+    }
+
+    /// Runs a bound SQL statement: rows become a [`Response::Query`] the portal keeps.
+    async fn execute_prepared<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Statement>,
+        prepared: &Arc<Prepared>,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let params = decode_params(
+            &portal.parameters,
+            &portal.parameter_format,
+            &prepared.params,
+        )
+        .map_err(|err| user_error(&err))?;
+        let format = portal.result_column_format.clone();
+        let prepared = Arc::clone(prepared);
+        let (result, rows) = self
+            .run(client, move |session| {
+                let result = session.execute_prepared(&prepared, &params)?;
+                let rows = encode_rows(&result, &format)?;
+                Ok::<_, SqlError>((result, rows))
+            })
+            .await?
+            .map_err(|err| user_error(&err))?;
+        for notice in &result.notices {
+            client
+                .feed(PgWireBackendMessage::NoticeResponse(notice_response(
+                    notice,
+                )))
+                .await?;
+        }
+        if !result.has_rows() {
+            return Ok(Response::Execution(Tag::new(&result.tag)));
+        }
+        let schema = Arc::new(fields(&result.columns, &portal.result_column_format));
+        let mut response = QueryResponse::new(schema, stream::iter(rows.into_iter().map(Ok)));
+        response.set_command_tag(&result.tag);
+        Ok(Response::Query(response))
+    }
+
+    /// Executes a portal, or goes on with one an earlier Execute suspended.
+    async fn execute_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Statement>,
+        max_rows: usize,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let fresh = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
+        if fresh {
+            match ExtendedQueryHandler::do_query(self, client, portal, max_rows).await? {
+                Response::Query(rows) => portal.start(rows).await,
+                other => return send_extended_response(client, other).await,
+            }
+        }
+        let fetched = portal.fetch(max_rows).await?;
+        let mut response = fetched.response;
+        let tag = response.command_tag().to_owned();
+        let mut sent = 0;
+        while let Some(row) = response.data_rows().next().await {
+            client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+            sent += 1;
+        }
+        if fetched.suspended {
+            client
+                .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+                .await?;
+        } else {
+            let tag = if fresh {
+                tag
+            } else {
+                continued_tag(&tag, sent)
+            };
+            client
+                .feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(
+                    tag,
+                )))
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for Connection {
+    type Statement = Statement;
+    type QueryParser = Parser;
+
+    fn query_parser(&self) -> Arc<Parser> {
+        Arc::clone(&self.parser)
+    }
+
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+        let portal = match client.portal_store().get_portal(name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                return client
+                    .feed(PgWireBackendMessage::EmptyQueryResponse(
+                        EmptyQueryResponse::new(),
+                    ))
+                    .await
+                    .map_err(Into::into);
+            }
+            None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+        };
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        self.cancel.begin();
+        let max_rows = usize::try_from(message.max_rows).unwrap_or(0);
+        let outcome = self.execute_portal(client, &portal, max_rows).await;
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            self.cancel.end();
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+        }
+        outcome
+    }
+
+    /// Runs the portal's statement: a query's rows come back for the portal to keep, a COPY
+    /// starts (FROM) or is streamed (TO).
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<Statement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match &portal.statement.statement {
+            Statement::Sql(prepared) => self.execute_prepared(client, portal, prepared).await,
+            Statement::Copy(copy) => {
+                let started = self
+                    .start_copy(client, Arc::clone(copy))
+                    .await?
+                    .map_err(|err| user_error(&err))?;
+                Ok(match started {
+                    CopyStart::In(columns) => Response::CopyIn(copy_in_response(columns)),
+                    CopyStart::Out(out) => {
+                        Response::Execution(self.send_copy_out(client, out).await?)
+                    }
+                })
+            }
+        }
+    }
+}
+
+/// Sends an Execute's response in full.
+async fn send_extended_response<C>(client: &mut C, response: Response) -> PgWireResult<()>
+where
+    C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    match response {
+        Response::EmptyQuery => {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?
+        }
+        Response::Execution(tag)
+        | Response::TransactionStart(tag)
+        | Response::TransactionEnd(tag) => {
+            client
+                .feed(PgWireBackendMessage::CommandComplete(tag.into()))
+                .await?
+        }
+        Response::Error(info) => return Err(PgWireError::UserError(info)),
+        Response::CopyIn(copy) => {
+            client.set_state(PgWireConnectionState::CopyInProgress(true));
+            send_copy_in_response(client, copy).await?
+        }
+        Response::CopyOut(copy) | Response::CopyBoth(copy) => {
+            send_copy_out_response(client, copy).await?
+        }
+        Response::Query(mut rows) => {
+            let tag = rows.command_tag().to_owned();
+            while let Some(row) = rows.data_rows().next().await {
+                client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+            }
+            client
+                .feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(
+                    tag,
+                )))
+                .await?
+        }
+    }
+    Ok(())
+}
+
+/// CopyInResponse for a text-format COPY FROM.
+fn copy_in_response(columns: usize) -> CopyResponse {
+    CopyResponse::new(0, columns, stream::empty())
+}
+
+async fn send_error<C>(client: &mut C, err: &SqlError) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    client
+        .feed(PgWireBackendMessage::ErrorResponse(error_response(err)))
+        .await?;
+    Ok(())
+}
+
+/// The messages of a simple query's results, in order.
+fn simple_messages(results: &[Result<QueryResult, SqlError>]) -> Vec<PgWireBackendMessage> {
+    let mut messages = Vec::new();
+    for result in results {
+        let encoded = result
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|r| encode_rows(r, &Format::UnifiedText).map(|rows| (r, rows)));
+        let (result, rows) = match encoded {
+            Ok(encoded) => encoded,
+            Err(err) => {
+                messages.push(PgWireBackendMessage::ErrorResponse(error_response(&err)));
+                break;
+            }
+        };
+        messages.extend(
+            result
+                .notices
+                .iter()
+                .map(|n| PgWireBackendMessage::NoticeResponse(notice_response(n))),
+        );
+        if result.has_rows() {
+            let description = row_description(&fields(&result.columns, &Format::UnifiedText));
+            messages.push(PgWireBackendMessage::RowDescription(description));
+            messages.extend(rows.into_iter().map(PgWireBackendMessage::DataRow));
+        }
+        messages.push(PgWireBackendMessage::CommandComplete(CommandComplete::new(
+            result.tag.clone(),
+        )));
+    }
+    messages
+}
+
+/// A result's rows as DataRows in the requested formats.
+fn encode_rows(result: &QueryResult, format: &Format) -> Result<Vec<DataRow>, SqlError> {
+    let encoder = RowEncoder::new(&result.columns, format);
+    result.rows.iter().map(|row| encoder.encode(row)).collect()
+}
+
+/// The tag of a portal finished by a later Execute: the command and the rows this one sent.
+fn continued_tag(tag: &str, rows: usize) -> String {
+    let command = match tag.rsplit_once(' ') {
+        Some((command, count)) if count.parse::<u64>().is_ok() => command,
+        _ => tag,
+    };
+    format!("{command} {rows}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continued_tags_count_this_execute() {
+        assert_eq!(continued_tag("SELECT 10", 3), "SELECT 3");
+        assert_eq!(continued_tag("INSERT 0 10", 3), "INSERT 0 3");
+        assert_eq!(continued_tag("SHOW", 1), "SHOW 1");
+    }
+}

@@ -1,0 +1,122 @@
+//! The listener: accepts connections, serves each on a task of its own, and shuts down cleanly.
+//!
+//! Shutdown: once the `shutdown` future completes the listener closes, every connection task is
+//! aborted (a client in the middle of a transaction sees its connection drop, and the transaction
+//! rolls back when its session is dropped), and [`Server::run`] returns only when every session is
+//! gone — a statement still running on the blocking pool is waited for. The engine then holds the
+//! only handles to itself and can be closed.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pgwire::api::auth::sasl::scram::ScramAuth;
+use pgwire::api::RandomPidSecretKeyGenerator;
+use pgwire::tokio::process_socket;
+use steady_sql::Database;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+
+use crate::cancel::CancelRegistry;
+use crate::connection::{Connection, Handlers};
+use crate::error::ServerError;
+use crate::session::LiveSessions;
+use crate::startup::scram;
+
+/// How long accepting pauses after an error (e.g. out of file descriptors).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The address to listen on (`host:port`).
+    pub listen: String,
+    /// When set, every client authenticates with SCRAM-SHA-256 against it; when not, only
+    /// loopback clients may connect, without a password.
+    pub password: Option<String>,
+}
+
+/// What every connection of a server shares.
+pub struct Shared {
+    pub db: Arc<Database>,
+    pub scram: Option<ScramAuth>,
+    pub cancels: Arc<CancelRegistry>,
+    pub keys: Arc<RandomPidSecretKeyGenerator>,
+    pub live: LiveSessions,
+}
+
+/// A PostgreSQL-protocol server over one database.
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Listens on `config.listen`.
+    pub async fn bind(db: Arc<Database>, config: &ServerConfig) -> Result<Server, ServerError> {
+        let listener =
+            TcpListener::bind(&config.listen)
+                .await
+                .map_err(|source| ServerError::Bind {
+                    addr: config.listen.clone(),
+                    source,
+                })?;
+        let shared = Shared {
+            db,
+            scram: config.password.as_deref().map(scram),
+            cancels: Arc::default(),
+            keys: Arc::default(),
+            live: LiveSessions::default(),
+        };
+        Ok(Server {
+            listener,
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// The address the server listens on (with the port chosen, if 0 was asked for).
+    pub fn local_addr(&self) -> Result<SocketAddr, ServerError> {
+        self.listener.local_addr().map_err(ServerError::LocalAddr)
+    }
+
+    /// Serves connections until `shutdown` completes, then closes them all and waits for every
+    /// session to be dropped.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let mut connections = JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        connections.spawn(serve(stream, Arc::clone(&self.shared)));
+                    }
+                    Err(err) => {
+                        eprintln!("steady: accepting a connection failed: {err}");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    }
+                },
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        drop(self.listener);
+        connections.shutdown().await;
+        let open = self.shared.live.current();
+        if open > 0 {
+            eprintln!("steady: closing {open} session(s)");
+        }
+        self.shared.live.all_closed().await;
+    }
+}
+
+/// Serves one connection until the client leaves.
+async fn serve(stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let handlers = Handlers(Arc::new(Connection::new(shared)));
+    if let Err(err) = process_socket(stream, None, handlers).await {
+        if err.kind() != std::io::ErrorKind::ConnectionReset {
+            eprintln!("steady: connection ended with an error: {err}");
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Connection startup: authentication, the parameters reported to the client, and the session.
+//!
+//! Without a configured password, clients on the loopback interface are trusted (any user name;
+//! any database name means the one database) and others are refused with 28000. With a password,
+//! every client authenticates with SCRAM-SHA-256 against it, whatever its user name.
+//!
+//! After authentication the server reports ParameterStatus values clients branch on — notably
+//! `server_version` 15.x, so psql 15 and pgbench pick the SQL they send a PostgreSQL 15 — then
+//! BackendKeyData (registered for cancel requests) and ReadyForQuery.
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::Sink;
+use pgwire::api::auth::mechanism::AuthMechanismFactory;
+use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
+use pgwire::api::auth::{
+    protocol_negotiation, save_startup_parameters_to_metadata, AuthOutcome, AuthSource, LoginInfo,
+    Password, ServerParameterProvider, StartupHandler,
+};
+use pgwire::api::{ClientInfo, METADATA_APPLICATION_NAME, METADATA_USER};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use steady_sql::settings::SERVER_VERSION;
+
+use crate::connection::Connection;
+use crate::error::fatal;
+
+/// The user name of a client that sends none.
+const DEFAULT_USER: &str = "steady";
+
+/// SCRAM's PBKDF2 iteration count (PostgreSQL's default).
+const SCRAM_ITERATIONS: usize = 4096;
+
+/// The SCRAM credentials of the configured password.
+#[derive(Debug)]
+struct PasswordSource {
+    salt: Vec<u8>,
+    salted_password: Vec<u8>,
+}
+
+#[async_trait]
+impl AuthSource for PasswordSource {
+    async fn get_password(&self, _login: &LoginInfo) -> PgWireResult<Password> {
+        Ok(Password::new(
+            Some(self.salt.clone()),
+            self.salted_password.clone(),
+        ))
+    }
+}
+
+/// SCRAM-SHA-256 with `password`, for every user.
+pub fn scram(password: &str) -> ScramAuth {
+    let salt = random_bytes();
+    let source = PasswordSource {
+        salted_password: gen_salted_password(password, &salt, SCRAM_ITERATIONS),
+        salt,
+    };
+    let mut auth = ScramAuth::new(Arc::new(source));
+    auth.set_iterations(SCRAM_ITERATIONS);
+    auth
+}
+
+/// 16 random bytes from the standard library's randomly keyed hasher.
+fn random_bytes() -> Vec<u8> {
+    (0..2u8)
+        .flat_map(|i| RandomState::new().hash_one(i).to_be_bytes())
+        .collect()
+}
+
+/// The ParameterStatus values sent after authentication.
+pub struct Parameters;
+
+impl ServerParameterProvider for Parameters {
+    fn server_parameters<C>(&self, client: &C) -> Option<HashMap<String, String>>
+    where
+        C: ClientInfo,
+    {
+        let metadata = client.metadata();
+        let user = metadata
+            .get(METADATA_USER)
+            .map_or(DEFAULT_USER, String::as_str);
+        let application = metadata
+            .get(METADATA_APPLICATION_NAME)
+            .map_or("", String::as_str);
+        let parameters = [
+            ("server_version", SERVER_VERSION),
+            ("server_encoding", "UTF8"),
+            ("client_encoding", "UTF8"),
+            ("DateStyle", "ISO, MDY"),
+            ("IntervalStyle", "postgres"),
+            ("integer_datetimes", "on"),
+            ("standard_conforming_strings", "on"),
+            ("TimeZone", "UTC"),
+            ("is_superuser", "on"),
+            ("default_transaction_read_only", "off"),
+            ("in_hot_standby", "off"),
+            ("application_name", application),
+            ("session_authorization", user),
+        ];
+        Some(
+            parameters
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        )
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Connection {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let outcome = match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                match &self.shared.scram {
+                    Some(scram) => {
+                        self.driver
+                            .begin_authentication(client, scram.create())
+                            .await?
+                    }
+                    None if client.socket_addr().ip().is_loopback() => AuthOutcome::Authenticated {
+                        identity: None,
+                        final_message: None,
+                    },
+                    None => {
+                        return Err(fatal(
+                            "28000",
+                            "no password is configured: only loopback clients may connect \
+                             (set `password` in steady.toml)",
+                        ))
+                    }
+                }
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(message) => {
+                self.driver.advance_authentication(client, message).await?
+            }
+            _ => return Ok(()),
+        };
+        if let AuthOutcome::Authenticated { final_message, .. } = outcome {
+            self.driver
+                .complete_authentication(client, final_message)
+                .await?;
+            let user = client
+                .metadata()
+                .get(METADATA_USER)
+                .map_or(DEFAULT_USER, String::as_str)
+                .to_owned();
+            let (pid, secret) = client.pid_and_secret_key();
+            self.open(&user, pid, secret);
+        }
+        Ok(())
+    }
+}

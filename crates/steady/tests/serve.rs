@@ -1,0 +1,436 @@
+//! `steady serve` end to end: the real binary on a free loopback port and a temporary data
+//! directory, driven by real clients — tokio-postgres (simple and extended protocol, binary
+//! results, portals, transactions, SQLSTATEs, COPY, cancel, SCRAM, concurrency) and psql when it
+//! is installed — then a clean shutdown on SIGTERM and a restart that finds the data.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use futures::SinkExt;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+/// How long a server may take to open its directory and listen.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a whole scenario may take before the test fails rather than hangs.
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A running `steady serve`, stopped with SIGTERM when dropped.
+struct ServerProcess {
+    child: Child,
+    port: u16,
+    /// The server's stderr lines after "listening on".
+    log: mpsc::Receiver<String>,
+}
+
+impl ServerProcess {
+    fn start(dir: &Path) -> ServerProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_steady"))
+            .args(["serve", "--data", dir.to_str().unwrap()])
+            .args(["--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start steady serve");
+        let (lines, log) = mpsc::channel();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        let port = loop {
+            let line = log
+                .recv_timeout(START_TIMEOUT)
+                .expect("steady serve logs its address");
+            if let Some((_, rest)) = line.split_once("listening on 127.0.0.1:") {
+                break rest.split(' ').next().unwrap().parse().unwrap();
+            }
+        };
+        ServerProcess { child, port, log }
+    }
+
+    async fn connect(&self) -> Client {
+        self.connect_as(&format!("user=steady dbname=anything port={}", self.port))
+            .await
+            .expect("connect")
+    }
+
+    async fn connect_as(&self, params: &str) -> Result<Client, tokio_postgres::Error> {
+        let (client, connection) =
+            tokio_postgres::connect(&format!("host=127.0.0.1 {params}"), NoTls).await?;
+        tokio::spawn(connection);
+        Ok(client)
+    }
+
+    /// Sends SIGTERM and returns whether it exited successfully and its remaining log.
+    fn stop(mut self) -> (bool, String) {
+        let pid = self.child.id() as libc::pid_t;
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let status = self.child.wait().expect("steady serve exits");
+        let log: Vec<String> = self.log.try_iter().collect();
+        (status.success(), log.join("\n"))
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs an async scenario on a fresh runtime, bounded in time.
+fn scenario<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async { tokio::time::timeout(SCENARIO_TIMEOUT, f).await })
+        .expect("the scenario finishes in time");
+}
+
+fn simple_rows(messages: &[SimpleQueryMessage]) -> Vec<Vec<Option<String>>> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(row) => Some(
+                (0..row.len())
+                    .map(|i| row.get(i).map(str::to_owned))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn clients_query_copy_and_share_one_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path());
+    scenario(async {
+        let client = server.connect().await;
+        simple_protocol(&client).await;
+        extended_protocol(&client).await;
+        portals_suspend(&server).await;
+        transactions_and_errors(&client).await;
+        copy_in_and_out(&client).await;
+        cancel_stops_a_copy(&server).await;
+        concurrent_connections(&server).await;
+    });
+    psql_select_one(server.port);
+    let (clean, log) = server.stop();
+    assert!(clean, "steady serve exits 0 on SIGTERM: {log}");
+    assert!(log.contains("SIGTERM received"), "{log}");
+    assert!(log.contains("shut down cleanly"), "{log}");
+
+    let server = ServerProcess::start(dir.path());
+    scenario(async {
+        let client = server.connect().await;
+        let rows = client
+            .query("SELECT count(*) FROM items", &[])
+            .await
+            .unwrap();
+        assert_eq!(
+            rows[0].get::<_, i64>(0),
+            2002,
+            "the data survives a restart"
+        );
+    });
+}
+
+async fn simple_protocol(client: &Client) {
+    client
+        .batch_execute(
+            "CREATE TABLE items (id int PRIMARY KEY, name text, price double precision, \
+             flag boolean, data bytea, big bigint); \
+             INSERT INTO items VALUES (1, 'one', 1.5, true, '\\x0102', 10), \
+             (2, NULL, NULL, NULL, NULL, NULL)",
+        )
+        .await
+        .unwrap();
+    let messages = client
+        .simple_query("SELECT id, name FROM items ORDER BY id; SELECT 'x' AS y")
+        .await
+        .unwrap();
+    assert_eq!(
+        simple_rows(&messages),
+        [
+            vec![Some("1".to_owned()), Some("one".to_owned())],
+            vec![Some("2".to_owned()), None],
+            vec![Some("x".to_owned())]
+        ]
+    );
+    let complete: Vec<u64> = messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::CommandComplete(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(complete, [2, 1]);
+    let empty = client.simple_query("  ; -- nothing").await.unwrap();
+    assert!(simple_rows(&empty).is_empty());
+}
+
+async fn extended_protocol(client: &Client) {
+    // tokio-postgres asks for every result column in binary.
+    let row = client
+        .query_one(
+            "SELECT id, name, price, flag, data, big FROM items WHERE id = $1",
+            &[&1i32],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i32>(0), 1);
+    assert_eq!(row.get::<_, String>(1), "one");
+    assert_eq!(row.get::<_, f64>(2), 1.5);
+    assert!(row.get::<_, bool>(3));
+    assert_eq!(row.get::<_, Vec<u8>>(4), [1, 2]);
+    assert_eq!(row.get::<_, i64>(5), 10);
+
+    let insert = client
+        .prepare("INSERT INTO items (id, name, big) VALUES ($1::int, $2::text, $3::bigint)")
+        .await
+        .unwrap();
+    for id in 3..=5i32 {
+        let name = format!("item {id}");
+        let inserted = client
+            .execute(&insert, &[&id, &name, &i64::from(id * 100)])
+            .await
+            .unwrap();
+        assert_eq!(inserted, 1);
+    }
+    let row = client
+        .query_one("SELECT name, big FROM items WHERE id = $1", &[&4i32])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "item 4");
+    assert_eq!(row.get::<_, i64>(1), 400);
+    let null: Option<String> = client
+        .query_one("SELECT name FROM items WHERE id = $1", &[&2i32])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(null, None);
+    client
+        .execute("DELETE FROM items WHERE id >= $1", &[&3i32])
+        .await
+        .unwrap();
+}
+
+async fn portals_suspend(server: &ServerProcess) {
+    let mut client = server.connect().await;
+    let txn = client.transaction().await.unwrap();
+    let portal = txn
+        .bind("SELECT id FROM items ORDER BY id", &[])
+        .await
+        .unwrap();
+    let first = txn.query_portal(&portal, 1).await.unwrap();
+    let rest = txn.query_portal(&portal, 10).await.unwrap();
+    let ids = |rows: &[tokio_postgres::Row]| rows.iter().map(|r| r.get(0)).collect::<Vec<i32>>();
+    assert_eq!((ids(&first), ids(&rest)), (vec![1], vec![2]));
+    txn.commit().await.unwrap();
+}
+
+async fn transactions_and_errors(client: &Client) {
+    client.batch_execute("BEGIN").await.unwrap();
+    client
+        .execute("INSERT INTO items (id) VALUES (10)", &[])
+        .await
+        .unwrap();
+    client.batch_execute("ROLLBACK").await.unwrap();
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM items WHERE id = 10", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 0, "a rolled-back insert is gone");
+
+    let err = client
+        .execute("INSERT INTO items (id) VALUES (1)", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::UNIQUE_VIOLATION), "{err}");
+
+    client.batch_execute("BEGIN").await.unwrap();
+    let err = client.batch_execute("SELECT 1/0").await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::DIVISION_BY_ZERO));
+    let err = client.query("SELECT 1", &[]).await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::IN_FAILED_SQL_TRANSACTION));
+    client.batch_execute("ROLLBACK").await.unwrap();
+
+    let err = client.batch_execute("SELEC 1").await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::SYNTAX_ERROR));
+    let err = client
+        .query("SELECT * FROM missing", &[])
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::UNDEFINED_TABLE));
+    client
+        .query("SELECT 1", &[])
+        .await
+        .expect("the connection goes on");
+}
+
+async fn copy_in_and_out(client: &Client) {
+    let sink = client
+        .copy_in("COPY items (id, name, big) FROM STDIN")
+        .await
+        .unwrap();
+    let mut sink = Box::pin(sink);
+    let mut data = String::new();
+    for id in 100..2100 {
+        data.push_str(&format!("{id}\tname {id}\t\\N\n"));
+    }
+    for chunk in data.as_bytes().chunks(1000) {
+        sink.send(bytes::Bytes::copy_from_slice(chunk))
+            .await
+            .unwrap();
+    }
+    assert_eq!(sink.as_mut().finish().await.unwrap(), 2000);
+
+    let row = client
+        .query_one("SELECT name, big FROM items WHERE id = 2099", &[])
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "name 2099");
+    assert_eq!(row.get::<_, Option<i64>>(1), None);
+
+    let sink = client.copy_in("COPY items FROM STDIN").await.unwrap();
+    let mut sink = Box::pin(sink);
+    sink.send(bytes::Bytes::from_static(
+        b"1\tduplicate\t\\N\t\\N\t\\N\t\\N\n",
+    ))
+    .await
+    .unwrap();
+    let err = sink.as_mut().finish().await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::UNIQUE_VIOLATION), "{err}");
+
+    let stream = client
+        .copy_out("COPY (SELECT id, name FROM items WHERE id < 3 ORDER BY id) TO STDOUT")
+        .await
+        .unwrap();
+    let chunks: Vec<bytes::Bytes> = futures::TryStreamExt::try_collect(stream).await.unwrap();
+    assert_eq!(chunks.concat(), b"1\tone\n2\t\\N\n");
+}
+
+async fn cancel_stops_a_copy(server: &ServerProcess) {
+    let client = server.connect().await;
+    client
+        .batch_execute("CREATE TABLE sink (n int, filler text)")
+        .await
+        .unwrap();
+    let sink = client.copy_in("COPY sink FROM STDIN").await.unwrap();
+    let mut sink = Box::pin(sink);
+    let line = format!("1\t{}\n", "x".repeat(1000));
+    let chunk = bytes::Bytes::from(line.repeat(100));
+    for _ in 0..4 {
+        sink.send(chunk.clone()).await.unwrap();
+    }
+    client.cancel_token().cancel_query(NoTls).await.unwrap();
+    let mut outcome = Ok(());
+    for _ in 0..8 {
+        outcome = sink.send(chunk.clone()).await;
+        if outcome.is_err() {
+            break;
+        }
+    }
+    let err = match outcome {
+        Err(err) => err,
+        Ok(()) => sink.as_mut().finish().await.unwrap_err(),
+    };
+    assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{err}");
+    let client = server.connect().await;
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM sink", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 0, "a canceled COPY leaves nothing behind");
+}
+
+async fn concurrent_connections(server: &ServerProcess) {
+    let setup = server.connect().await;
+    setup
+        .batch_execute("CREATE TABLE hits (client int, n int, PRIMARY KEY (client, n))")
+        .await
+        .unwrap();
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in 0..20i32 {
+        let client = server.connect().await;
+        tasks.spawn(async move {
+            let insert = client
+                .prepare("INSERT INTO hits VALUES ($1::int, $2::int)")
+                .await
+                .unwrap();
+            for n in 0..25i32 {
+                client.execute(&insert, &[&c, &n]).await.unwrap();
+            }
+            let count: i64 = client
+                .query_one("SELECT count(*) FROM hits WHERE client = $1", &[&c])
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(count, 25);
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.expect("every client succeeds");
+    }
+    let total: i64 = setup
+        .query_one("SELECT count(*) FROM hits", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(total, 500);
+}
+
+/// psql 15 against the server, when psql is installed.
+fn psql_select_one(port: u16) {
+    let output = Command::new("psql")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "steady"])
+        .args(["-X", "-A", "-t", "-c", "select 1", "-c", "\\dt"])
+        .env("PGCONNECT_TIMEOUT", "10")
+        .output();
+    let Ok(output) = output else {
+        eprintln!("psql is not installed: skipping its check");
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "psql failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.starts_with("1\n"), "{stdout}");
+    assert!(stdout.contains("items"), "\\dt lists the tables: {stdout}");
+}
+
+#[test]
+fn a_password_requires_scram() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("steady.toml"),
+        "password = \"s3cret\"\nbuffer_pool_size = \"16MB\"\n",
+    )
+    .unwrap();
+    let server = ServerProcess::start(dir.path());
+    scenario(async {
+        let port = server.port;
+        let client = server
+            .connect_as(&format!("port={port} user=alice password=s3cret"))
+            .await
+            .expect("the right password is accepted");
+        let rows = client.query("SELECT 1", &[]).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        let err = server
+            .connect_as(&format!("port={port} user=alice password=wrong"))
+            .await
+            .expect_err("a wrong password is refused");
+        assert_eq!(err.code(), Some(&SqlState::INVALID_PASSWORD), "{err}");
+    });
+}
