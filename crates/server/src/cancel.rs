@@ -1,10 +1,9 @@
 //! Cancel requests: the registry from a connection's backend key (pid, secret) to its cancel flag.
 //!
-//! The engine has no hook to interrupt a running statement, so a cancel is honoured at the
-//! server's own check points: before each load of a COPY FROM STDIN (every 256 KiB of data). A
-//! cancel that arrives while no query runs is ignored, as in PostgreSQL; one that arrives during a
-//! statement with no check point is forgotten when the statement ends. A query that notices the
-//! cancel fails with SQLSTATE 57014.
+//! A cancel reaches the session's own [`CancelHandle`], which stops a running statement between
+//! rows or while it waits for a row lock, and the server's flag, checked before each load of a
+//! COPY FROM STDIN (every 256 KiB of data). A cancel that arrives while no query runs is ignored,
+//! as in PostgreSQL. A query that notices the cancel fails with SQLSTATE 57014.
 //!
 //! ```text
 //!   idle ──begin──▶ running ──cancel request──▶ canceled
@@ -14,13 +13,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::startup::SecretKey;
+use steady_sql::cancel::{CancelHandle, CancelReason};
 use steady_sql::SqlError;
 
 use crate::error::query_canceled;
@@ -33,6 +33,8 @@ const CANCELED: u8 = 2;
 #[derive(Debug, Default)]
 pub struct CancelFlag {
     state: AtomicU8,
+    /// The session's handle, once the session is open.
+    session: OnceLock<CancelHandle>,
 }
 
 impl CancelFlag {
@@ -54,10 +56,18 @@ impl CancelFlag {
         }
     }
 
+    /// Connects the flag to the session's own cancel handle.
+    pub fn attach(&self, handle: CancelHandle) {
+        let _ = self.session.set(handle);
+    }
+
     fn cancel(&self) {
         let _ = self
             .state
             .compare_exchange(RUNNING, CANCELED, Ordering::SeqCst, Ordering::SeqCst);
+        if let Some(handle) = self.session.get() {
+            handle.cancel(CancelReason::UserRequest);
+        }
     }
 }
 

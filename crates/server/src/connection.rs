@@ -77,6 +77,7 @@ impl Connection {
     /// Opens the session of an authenticated user and registers the backend key for cancels.
     pub(crate) fn open(&self, user: &str, pid: i32, secret: SecretKey) {
         let session = self.shared.db.session(user);
+        self.cancel.attach(session.cancel_handle());
         let _ = self
             .session
             .set(SessionHandle::new(session, &self.shared.live));

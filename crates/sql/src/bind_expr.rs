@@ -299,8 +299,14 @@ impl Binder<'_> {
         ))
     }
 
-    /// Records the type of an untyped parameter from its context.
-    fn settle(&mut self, expr: Expr, ty: Option<DataType>, target: DataType) -> Result<Expr> {
+    /// Coerces an expression to `target`, recording the type of an untyped parameter from its
+    /// context (a comparison's other side, the column it is assigned to).
+    pub(crate) fn settle(
+        &mut self,
+        expr: Expr,
+        ty: Option<DataType>,
+        target: DataType,
+    ) -> Result<Expr> {
         if let (Expr::Param { index, ty: None }, None) = (&expr, ty) {
             self.params[*index] = Some(target);
         }

@@ -191,7 +191,7 @@ fn bind_assignment(
     let column = &table.columns[index];
     let (expr, ty) = binder.bind_expr_with_level(e, scope)?;
     check_assignable(&column.name, ty, column.data_type)?;
-    coerce_to(expr, ty, column.data_type)
+    binder.settle(expr, ty, column.data_type)
 }
 
 /// The default of each column, bound (NULL where none).

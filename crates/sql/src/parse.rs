@@ -25,6 +25,8 @@ pub enum Statement {
     Analyze {
         tables: Vec<String>,
     },
+    /// Nothing but whitespace and comments (a prepared empty query).
+    Empty,
 }
 
 /// Parses every statement of `sql` (empty statements are skipped).

@@ -204,20 +204,16 @@ impl Session {
 
     /// Parses one statement and types its parameters and result (the extended protocol's Parse).
     pub fn prepare(&mut self, sql: &str, declared: &[Option<DataType>]) -> Result<Prepared> {
-        let mut statements = parse(sql)?;
+        let mut statements = parse(sql).inspect_err(|_| self.fail_block())?;
         if statements.len() > 1 {
             return Err(SqlError::syntax(
                 "cannot insert multiple commands into a prepared statement",
             ));
         }
-        let Some(statement) = statements.pop() else {
-            return Ok(Prepared {
-                statement: Statement::Analyze { tables: vec![] },
-                params: vec![],
-                columns: vec![],
-            });
-        };
-        let (params, columns) = self.describe(&statement, declared.to_vec())?;
+        let statement = statements.pop().unwrap_or(Statement::Empty);
+        let (params, columns) = self
+            .describe(&statement, declared.to_vec())
+            .inspect_err(|_| self.fail_block())?;
         Ok(Prepared {
             statement,
             params,
@@ -257,8 +253,9 @@ impl Session {
         result
     }
 
-    /// Marks the open block failed (an error happened inside it).
-    fn fail_block(&mut self) {
+    /// Marks the open block failed (an error happened inside it, here or in the caller, e.g. the
+    /// wire server decoding a parameter): statements then fail with 25P02 until ROLLBACK.
+    pub fn fail_block(&mut self) {
         if let Some(block) = self.block.as_mut() {
             block.failed = true;
         }
@@ -278,6 +275,7 @@ impl Session {
                 tables,
             } => return self.vacuum(*full, *analyze, tables),
             Statement::Analyze { tables } => return self.analyze(tables),
+            Statement::Empty => return Ok(QueryResult::command("")),
         };
         use ast::Statement as S;
         match sql {

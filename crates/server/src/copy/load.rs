@@ -287,10 +287,9 @@ fn run(session: &mut Session, sql: &str) -> Result<(), SqlError> {
         .try_for_each(|r| r.map(drop))
 }
 
-/// Marks the open block failed after an error the session did not raise itself. `Session` has
-/// no call for this, so it runs a statement that always fails at execution.
+/// Marks the open block failed after an error the session did not raise itself.
 fn fail_block(session: &mut Session) {
-    let _ = session.execute("SELECT 1/0");
+    session.fail_block();
 }
 
 fn aborted() -> SqlError {
