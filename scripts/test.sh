@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's test command: installs what the tests need, then runs every test of the workspace.
+# The README's test command: installs what the tests need, then runs formatting, lints, every test
+# of the workspace, the psycopg suite against a real server, and short pgbench and sysbench runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,21 @@ if ! cargo nextest --version >/dev/null 2>&1; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# Real clients: psql and pgbench (postgresql-15), sysbench, psycopg 3 and pytest.
+if [ ! -x /usr/lib/postgresql/15/bin/pgbench ] || ! command -v sysbench >/dev/null; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-client-15 sysbench >/dev/null
+fi
+if ! python3 -c 'import psycopg, pytest' 2>/dev/null; then
+  python3 -m pip install -q --break-system-packages "psycopg[binary]>=3.1" pytest \
+    || python3 -m pip install -q "psycopg[binary]>=3.1" pytest
+fi
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo nextest run --workspace --no-fail-fast --profile ci
+
+cargo build --release -p steady
+STEADY_BIN="$PWD/target/release/steady" python3 -m pytest -q tests/python
+bash scripts/pgbench.sh steady 1 10
+bash scripts/sysbench.sh steady 10000 10

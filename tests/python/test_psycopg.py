@@ -142,8 +142,8 @@ def test_serialization_failure(server):
         setup.execute("CREATE TABLE ser (id integer PRIMARY KEY, v integer)")
         setup.execute("INSERT INTO ser VALUES (1, 0)")
     a = connect(server)
+    a.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
     b = connect(server, autocommit=True)
-    a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
     a.execute("SELECT v FROM ser WHERE id = 1").fetchone()
     b.execute("UPDATE ser SET v = v + 1 WHERE id = 1")
     with pytest.raises(errors.SerializationFailure) as failure:
