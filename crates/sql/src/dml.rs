@@ -18,7 +18,7 @@ use steady_engine::error::EngineError;
 use steady_engine::table::primary_key;
 use steady_engine::types::{DataType, Value};
 
-use crate::bind::{coerce_to, table_columns, Binder, Scope};
+use crate::bind::{table_columns, Binder, Scope};
 use crate::constraints::{
     check_no_children, check_not_null, check_parents, is_dropped, write_error,
 };
