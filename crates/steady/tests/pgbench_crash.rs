@@ -12,7 +12,13 @@ const CYCLES: usize = 3;
 
 fn start(dir: &Path) -> (Child, u16) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_steady"))
-        .args(["serve", "--data", dir.to_str().unwrap(), "--listen", "127.0.0.1:0"])
+        .args([
+            "serve",
+            "--data",
+            dir.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -43,7 +49,11 @@ fn psql(port: u16, sql: &str) -> String {
         .args(["-d", "postgres", "-Atc", sql])
         .output()
         .expect("run psql");
-    assert!(output.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "psql {sql}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
@@ -68,7 +78,11 @@ fn sigkill_during_pgbench_then_restart_keeps_the_balances_consistent() {
         .args(["-i", "-s", "1", "postgres"])
         .output()
         .expect("pgbench -i");
-    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
     let mut port = port;
     for cycle in 0..CYCLES {
         let mut bench = pg_tool("pgbench", port)
@@ -84,9 +98,17 @@ fn sigkill_during_pgbench_then_restart_keeps_the_balances_consistent() {
 
         (server, port) = start(dir.path());
         let sums = balances(port);
-        assert!(sums.iter().all(|s| *s == sums[0]), "cycle {cycle}: balances {sums:?}");
-        let history: i64 = psql(port, "select count(*) from pgbench_history").parse().unwrap();
-        assert!(history > 0, "cycle {cycle}: some transactions committed before the kill");
+        assert!(
+            sums.iter().all(|s| *s == sums[0]),
+            "cycle {cycle}: balances {sums:?}"
+        );
+        let history: i64 = psql(port, "select count(*) from pgbench_history")
+            .parse()
+            .unwrap();
+        assert!(
+            history > 0,
+            "cycle {cycle}: some transactions committed before the kill"
+        );
     }
     assert_eq!(psql(port, "select count(*) from pgbench_branches"), "1");
     server.kill().unwrap();
