@@ -85,6 +85,13 @@ impl Connection {
         let _ = self.key.set((pid, secret));
     }
 
+    /// Whether the connection's session has been idle in a transaction block for too long.
+    pub(crate) fn idle_in_transaction_expired(&self) -> bool {
+        self.session
+            .get()
+            .is_some_and(SessionHandle::idle_in_transaction_expired)
+    }
+
     pub(crate) fn session(&self) -> PgWireResult<&SessionHandle> {
         session_in(&self.session)
     }

@@ -24,6 +24,9 @@ use crate::error::ServerError;
 use crate::session::LiveSessions;
 use crate::startup::scram;
 
+/// How often a connection checks whether it has been idle in a transaction for too long.
+const IDLE_CHECK: Duration = Duration::from_millis(200);
+
 /// How long accepting pauses after an error (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -110,13 +113,33 @@ impl Server {
     }
 }
 
-/// Serves one connection until the client leaves.
+/// Serves one connection until the client leaves, or until it has been idle in a transaction
+/// block for longer than its `idle_in_transaction_session_timeout` (then the connection is closed
+/// and its transaction rolled back, as PostgreSQL does).
 async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
-    let handlers = Handlers(Arc::new(Connection::new(shared)));
-    if let Err(err) = process_socket(stream, None, handlers).await {
-        if err.kind() != std::io::ErrorKind::ConnectionReset {
-            eprintln!("steady: connection ended with an error: {err}");
+    let connection = Arc::new(Connection::new(shared));
+    let handlers = Handlers(Arc::clone(&connection));
+    tokio::select! {
+        result = process_socket(stream, None, handlers) => {
+            if let Err(err) = result {
+                if err.kind() != std::io::ErrorKind::ConnectionReset {
+                    eprintln!("steady: connection ended with an error: {err}");
+                }
+            }
+        }
+        () = idle_in_transaction(&connection) => {
+            eprintln!("steady: terminating connection due to idle-in-transaction timeout");
+        }
+    }
+}
+
+/// Completes once the connection's session has been idle in a transaction for too long.
+async fn idle_in_transaction(connection: &Connection) {
+    loop {
+        tokio::time::sleep(IDLE_CHECK).await;
+        if connection.idle_in_transaction_expired() {
+            return;
         }
     }
 }

@@ -11,9 +11,10 @@
 //! before the engine closes.
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use pgwire::error::PgWireResult;
-use steady_sql::Session;
+use steady_sql::{Session, TransactionStatus};
 use tokio::sync::watch;
 
 use crate::error::fatal;
@@ -68,11 +69,21 @@ struct Counted {
     _live: LiveGuard,
 }
 
+/// What the idle-in-transaction watchdog needs to know about a session between statements.
+#[derive(Debug, Clone, Copy)]
+struct Activity {
+    running: bool,
+    since: Instant,
+    status: TransactionStatus,
+    idle_timeout: Option<Duration>,
+}
+
 /// A connection's session, shareable with the blocking tasks that run its statements; empty once
 /// closed.
 #[derive(Clone)]
 pub struct SessionHandle {
     inner: Arc<Mutex<Option<Counted>>>,
+    activity: Arc<Mutex<Activity>>,
 }
 
 impl SessionHandle {
@@ -82,7 +93,28 @@ impl SessionHandle {
                 session,
                 _live: live.enter(),
             }))),
+            activity: Arc::new(Mutex::new(Activity {
+                running: false,
+                since: Instant::now(),
+                status: TransactionStatus::Idle,
+                idle_timeout: None,
+            })),
         }
+    }
+
+    /// Whether the session has sat in an open transaction block, with no statement running, for
+    /// longer than its `idle_in_transaction_session_timeout`.
+    pub fn idle_in_transaction_expired(&self) -> bool {
+        let activity = *self.activity.lock().unwrap_or_else(PoisonError::into_inner);
+        !activity.running
+            && activity.status != TransactionStatus::Idle
+            && activity
+                .idle_timeout
+                .is_some_and(|timeout| activity.since.elapsed() > timeout)
+    }
+
+    fn record(&self, update: impl FnOnce(&mut Activity)) {
+        update(&mut self.activity.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
     /// Drops the session — rolling back an open transaction, which may take a while — on the
@@ -104,9 +136,24 @@ impl SessionHandle {
         T: Send + 'static,
     {
         let inner = Arc::clone(&self.inner);
+        self.record(|a| a.running = true);
+        let activity = Arc::clone(&self.activity);
         tokio::task::spawn_blocking(move || {
             let mut counted = inner.lock().unwrap_or_else(PoisonError::into_inner);
-            counted.as_mut().map(|counted| f(&mut counted.session))
+            let result = counted.as_mut().map(|counted| f(&mut counted.session));
+            if let Some(counted) = counted.as_ref() {
+                let session = &counted.session;
+                let mut activity = activity.lock().unwrap_or_else(PoisonError::into_inner);
+                *activity = Activity {
+                    running: false,
+                    since: Instant::now(),
+                    status: session.transaction_status(),
+                    idle_timeout: session
+                        .settings()
+                        .timeout("idle_in_transaction_session_timeout"),
+                };
+            }
+            result
         })
         .await
         .map_err(|err| {

@@ -119,6 +119,8 @@ fn clients_query_copy_and_share_one_server() {
         transactions_and_errors(&client).await;
         copy_in_and_out(&client).await;
         cancel_stops_a_copy(&server).await;
+        cancel_stops_a_running_query(&server).await;
+        idle_in_transaction_ends_the_connection(&server).await;
         concurrent_connections(&server).await;
     });
     psql_select_one(server.port);
@@ -351,6 +353,52 @@ async fn cancel_stops_a_copy(server: &ServerProcess) {
         .unwrap()
         .get(0);
     assert_eq!(count, 0, "a canceled COPY leaves nothing behind");
+}
+
+async fn cancel_stops_a_running_query(server: &ServerProcess) {
+    let client = server.connect().await;
+    let token = client.cancel_token();
+    let canceller = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        token.cancel_query(NoTls).await
+    });
+    let err = client
+        .simple_query("SELECT count(*) FROM generate_series(1, 2000000000)")
+        .await
+        .unwrap_err();
+    canceller.await.unwrap().unwrap();
+    assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{err}");
+    let rows = client.simple_query("SELECT 1").await.unwrap();
+    assert_eq!(simple_rows(&rows), vec![vec![Some("1".to_owned())]]);
+}
+
+async fn idle_in_transaction_ends_the_connection(server: &ServerProcess) {
+    let client = server.connect().await;
+    client
+        .batch_execute("CREATE TABLE idle_t (id integer PRIMARY KEY)")
+        .await
+        .unwrap();
+    client
+        .batch_execute(
+            "SET idle_in_transaction_session_timeout = 300; BEGIN; INSERT INTO idle_t VALUES (1)",
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        client.simple_query("SELECT 1").await.is_err(),
+        "the connection is gone"
+    );
+    let other = server.connect().await;
+    let rows = other
+        .simple_query("SELECT count(*) FROM idle_t")
+        .await
+        .unwrap();
+    assert_eq!(
+        simple_rows(&rows),
+        vec![vec![Some("0".to_owned())]],
+        "its insert rolled back"
+    );
 }
 
 async fn concurrent_connections(server: &ServerProcess) {
