@@ -2,41 +2,16 @@
 //! recovery leaves the pgbench balances consistent (every transaction is all or nothing) and the
 //! server serves again. Needs pgbench and psql from PostgreSQL 15 (scripts/test.sh installs them).
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
+
+use common::start_server;
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 const CYCLES: usize = 3;
-
-fn start(dir: &Path) -> (Child, u16) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_steady"))
-        .args([
-            "serve",
-            "--data",
-            dir.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start steady serve");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let port = loop {
-        let line = lines
-            .next()
-            .expect("steady serve logs its address")
-            .expect("stderr");
-        if let Some((_, rest)) = line.split_once("listening on 127.0.0.1:") {
-            break rest.split(' ').next().unwrap().parse().unwrap();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, port)
-}
 
 fn pg_tool(name: &str, port: u16) -> Command {
     let mut command = Command::new(format!("{PG_BIN}/{name}"));
@@ -73,7 +48,7 @@ fn sigkill_during_pgbench_then_restart_keeps_the_balances_consistent() {
         "pgbench 15 is needed: apt-get install postgresql-15 (scripts/test.sh does)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port) = start(dir.path());
+    let (mut server, port) = start_server(dir.path());
     let init = pg_tool("pgbench", port)
         .args(["-i", "-s", "1", "postgres"])
         .output()
@@ -96,7 +71,7 @@ fn sigkill_during_pgbench_then_restart_keeps_the_balances_consistent() {
         server.wait().unwrap();
         let _ = bench.wait();
 
-        (server, port) = start(dir.path());
+        (server, port) = start_server(dir.path());
         let sums = balances(port);
         assert!(
             sums.iter().all(|s| *s == sums[0]),

@@ -3,16 +3,18 @@
 //! behaved client keeps querying. The server must neither panic nor hang, and the good client must
 //! be served throughout. Runs for `STEADY_FUZZ_SECONDS` (default 15).
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+use common::start_server;
 
 const TOKENS: &[&str] = &[
     "SELECT",
@@ -50,31 +52,6 @@ const TOKENS: &[&str] = &[
     "SET",
     "DELETE",
 ];
-
-fn start(dir: &Path) -> (Child, u16) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_steady"))
-        .args([
-            "serve",
-            "--data",
-            dir.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start steady serve");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let port = loop {
-        let line = lines.next().expect("an address line").expect("stderr");
-        if let Some((_, rest)) = line.split_once("listening on 127.0.0.1:") {
-            break rest.split(' ').next().unwrap().parse().unwrap();
-        }
-    };
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, port)
-}
 
 fn startup_message() -> Vec<u8> {
     let mut body = 196_608i32.to_be_bytes().to_vec();
@@ -183,7 +160,7 @@ fn garbage_on_the_wire_neither_crashes_nor_stalls_the_server() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(15);
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port) = start(dir.path());
+    let (mut server, port) = start_server(dir.path());
     let stop = Arc::new(AtomicBool::new(false));
     let served = Arc::new(AtomicU64::new(0));
     let good = {

@@ -847,8 +847,15 @@ fn run_flusher(pool: Weak<BufferPool>) {
         }
         if let Some(wal) = pool.wal() {
             if wal.checkpoint_age() > wal.capacity() / 2 {
-                if let Err(err) = pool.checkpoint() {
-                    eprintln!("steady: background checkpoint failed: {err}");
+                let started = std::time::Instant::now();
+                let age = wal.checkpoint_age();
+                match pool.checkpoint() {
+                    Ok(redo) => eprintln!(
+                        "steady: checkpoint at redo lsn {redo} ({} MiB of log) took {:.1} s",
+                        age >> 20,
+                        started.elapsed().as_secs_f64()
+                    ),
+                    Err(err) => eprintln!("steady: background checkpoint failed: {err}"),
                 }
             }
         }

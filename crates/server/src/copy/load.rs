@@ -203,16 +203,7 @@ fn describe(
     table: &str,
     columns: &[String],
 ) -> Result<Vec<Column>, SqlError> {
-    let list = if columns.is_empty() {
-        "*".to_owned()
-    } else {
-        columns
-            .iter()
-            .map(|c| quote_ident(c))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let described = session.prepare(&format!("SELECT {list} FROM {table}"), &[])?;
+    let described = session.prepare(&select_columns(columns, table), &[])?;
     Ok(described
         .columns
         .into_iter()
@@ -259,6 +250,11 @@ pub fn copy_out(
 
 /// The query text a COPY TO of a table runs.
 pub fn table_query(table: &[String], columns: &[String]) -> String {
+    select_columns(columns, &qualified_name(table))
+}
+
+/// `SELECT "a", "b" FROM table` (`*` when no columns are named).
+fn select_columns(columns: &[String], table: &str) -> String {
     let list = if columns.is_empty() {
         "*".to_owned()
     } else {
@@ -268,7 +264,7 @@ pub fn table_query(table: &[String], columns: &[String]) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    format!("SELECT {list} FROM {}", qualified_name(table))
+    format!("SELECT {list} FROM {table}")
 }
 
 fn single_result(session: &mut Session, sql: &str) -> Result<QueryResult, SqlError> {
