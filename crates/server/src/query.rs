@@ -32,7 +32,7 @@ use pgwire::messages::extendedquery::{Execute, PortalSuspended};
 use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ReadyForQuery};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::PgWireBackendMessage;
-use steady_sql::{Prepared, QueryResult, SqlError};
+use steady_sql::{Prepared, QueryResult, Session, SqlError};
 
 use crate::connection::{Connection, Parser, Statement};
 use crate::copy::command;
@@ -152,12 +152,17 @@ impl Connection {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let params = decode_params(
+        let params = match decode_params(
             &portal.parameters,
             &portal.parameter_format,
             &prepared.params,
-        )
-        .map_err(|err| user_error(&err))?;
+        ) {
+            Ok(params) => params,
+            Err(err) => {
+                self.run(client, Session::fail_block).await?;
+                return Err(user_error(&err));
+            }
+        };
         let format = portal.result_column_format.clone();
         let prepared = Arc::clone(prepared);
         let (result, rows) = self
