@@ -1,9 +1,11 @@
 //! steady-sql: the SQL layer of ../shared/DESIGN.md — text to results over the engine.
 //!
 //! A statement flows [`parse`] → [`bind`] (names, types; [`access`] picks index paths) →
-//! [`plan`] → [`exec`] (with [`expr`], [`ops`], [`functions`], [`aggregate`]), or to [`dml`],
-//! [`ddl`] and [`explain`]. [`session`] holds a client's transaction block, settings and prepared
-//! statements; [`system`] serves the system views; [`stats`] keeps ANALYZE's statistics.
+//! [`plan`] → [`exec`] (with [`expr`], [`ops`], [`functions`], [`aggregate`]), or to [`dml`]
+//! (with [`constraints`]), [`ddl`] and [`explain`]. [`session`] holds a client's transaction
+//! block, [`settings`] and prepared statements, and [`cancel`] stops its running statement;
+//! [`system`] serves the system views; [`stats`] keeps ANALYZE's statistics; [`types`] maps SQL
+//! names and type names.
 
 pub mod access;
 pub mod aggregate;
