@@ -14,55 +14,14 @@ cd "$(dirname "$0")/.."
 TARGET="${1:-both}"
 TABLE_SIZE="${2:-100000}"
 SECONDS_PER_RUN="${3:-60}"
-PG_BIN=/usr/lib/postgresql/15/bin
 
-if ! command -v sysbench >/dev/null || [ ! -x "$PG_BIN/psql" ]; then
+if ! command -v sysbench >/dev/null || [ ! -x /usr/lib/postgresql/15/bin/psql ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysbench postgresql-15 >/dev/null
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-WORK="$(mktemp -d)"
-SERVER_PID=""
-cleanup() {
-  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-wait_ready() {
-  for _ in $(seq 1 300); do
-    if "$PG_BIN/psql" -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres -Atc 'select 1' >/dev/null 2>&1; then return 0; fi
-    sleep 0.2
-  done
-  echo "server on port $PORT did not start" >&2
-  return 1
-}
-
-start_steady() {
-  cargo build --release -q -p steady
-  PORT="$(free_port)"
-  USER_NAME=steady
-  ./target/release/steady serve --data "$WORK/steady" --listen "127.0.0.1:$PORT" >"$WORK/steady.log" 2>&1 &
-  SERVER_PID=$!
-  wait_ready
-}
-
-start_postgres() {
-  PORT="$(free_port)"
-  USER_NAME=postgres
-  chown -R postgres "$WORK" 2>/dev/null || true
-  su postgres -c "$PG_BIN/initdb -D $WORK/pg -A trust -U postgres" >/dev/null
-  su postgres -c "$PG_BIN/postgres -D $WORK/pg -p $PORT -k $WORK -c listen_addresses=127.0.0.1" >"$WORK/pg.log" 2>&1 &
-  SERVER_PID=$!
-  wait_ready
-}
-
-stop_server() {
-  kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
-}
+# shellcheck source=scripts/lib/servers.sh
+source scripts/lib/servers.sh
 
 sb() {
   local test=$1
