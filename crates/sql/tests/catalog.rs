@@ -3,13 +3,12 @@
 //! psql against PostgreSQL 15), run in psql's order with psql's substitutions, plus the type
 //! lookups drivers make. Each scenario checks the answers psql prints.
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use steady_engine::engine::{Engine, EngineConfig};
+use std::sync::Arc;
+
 use steady_engine::types::{DataType, Value};
 use steady_sql::{Database, Session};
-use steady_storage::store::StoreConfig;
 
 /// The queries, in the file's order (psql's order within each command).
 const QUERIES: &str = include_str!("clients/psql15_catalog_queries.sql");
@@ -51,18 +50,7 @@ fn query_text(n: usize) -> &'static str {
 }
 
 fn open(dir: &std::path::Path) -> Arc<Database> {
-    let config = EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 256 * 4096,
-            background_flush: false,
-            log_capacity: 32 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(5)),
-        ..Default::default()
-    };
-    Database::new(Engine::open(dir, &config).expect("engine opens"), "steady")
+    common::open_database(dir, &common::config(256))
 }
 
 /// A fresh database with [`SCHEMA`] and a session of user `steady` in it.

@@ -3,28 +3,17 @@
 //! transaction (balances stay consistent), and sysbench's table, bulk insert and prepared
 //! statements with typed parameters.
 
+mod common;
+
 use std::sync::Arc;
-use std::time::Duration;
 
 use rand::Rng;
-use steady_engine::engine::{Engine, EngineConfig};
 use steady_engine::types::{DataType, Value};
 use steady_sql::{Database, QueryResult, Session};
-use steady_storage::store::StoreConfig;
 
 fn open() -> (tempfile::TempDir, Arc<Database>) {
     let dir = tempfile::tempdir().unwrap();
-    let config = EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 2048 * 4096,
-            log_capacity: 64 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(10)),
-        ..Default::default()
-    };
-    let db = Database::new(Engine::open(dir.path(), &config).unwrap(), "steady");
+    let db = common::open_database(dir.path(), &common::config(2048));
     (dir, db)
 }
 

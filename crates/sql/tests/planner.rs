@@ -1,30 +1,20 @@
 //! Access paths as EXPLAIN shows them, and seed 000 in miniature: a DELETE through a secondary
 //! index reads each page of the table at most once, counted by the buffer pool.
 
-use std::time::Duration;
+mod common;
 
-use steady_engine::engine::{Engine, EngineConfig};
+use steady_engine::engine::EngineConfig;
 use steady_engine::types::Value;
 use steady_sql::{Database, QueryResult, Session};
-use steady_storage::store::StoreConfig;
 
-const PAGE: usize = 4096;
 const POOL_PAGES: usize = 256;
 
 fn open(dir: &std::path::Path) -> std::sync::Arc<Database> {
     let config = EngineConfig {
-        store: StoreConfig {
-            page_size: PAGE,
-            buffer_pool_bytes: POOL_PAGES * PAGE,
-            background_flush: false,
-            log_capacity: 64 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(5)),
         background_purge: false,
-        ..Default::default()
+        ..common::config(POOL_PAGES)
     };
-    Database::new(Engine::open(dir, &config).expect("engine opens"), "steady")
+    common::open_database(dir, &config)
 }
 
 fn run(session: &mut Session, sql: &str) -> QueryResult {

@@ -1,14 +1,15 @@
 //! Garbage in SQL: random token soups and random bytes never panic the SQL layer, and the
 //! database stays usable and unchanged by statements that failed.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use steady_engine::engine::{Engine, EngineConfig};
+use steady_engine::engine::EngineConfig;
 use steady_engine::types::Value;
 use steady_sql::{Database, Session};
-use steady_storage::store::StoreConfig;
 
 const TOKENS: &[&str] = &[
     "SELECT",
@@ -119,17 +120,10 @@ const TOKENS: &[&str] = &[
 fn open() -> (tempfile::TempDir, Arc<Database>) {
     let dir = tempfile::tempdir().unwrap();
     let config = EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 256 * 4096,
-            background_flush: false,
-            log_capacity: 32 << 20,
-            ..Default::default()
-        },
         lock_timeout: Some(Duration::from_secs(1)),
-        ..Default::default()
+        ..common::config(256)
     };
-    let db = Database::new(Engine::open(dir.path(), &config).unwrap(), "steady");
+    let db = common::open_database(dir.path(), &config);
     (dir, db)
 }
 

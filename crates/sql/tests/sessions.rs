@@ -1,28 +1,18 @@
 //! Sessions against each other through SQL: isolation, write conflicts, deadlocks, and stopping a
 //! running statement (cancel request, statement_timeout).
 
+mod common;
+
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use steady_engine::engine::{Engine, EngineConfig};
 use steady_sql::cancel::CancelReason;
 use steady_sql::{Database, QueryResult, Session, SqlError};
-use steady_storage::store::StoreConfig;
 
 fn open() -> (tempfile::TempDir, Arc<Database>) {
     let dir = tempfile::tempdir().unwrap();
-    let config = EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 1024 * 4096,
-            log_capacity: 32 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(10)),
-        ..Default::default()
-    };
-    let db = Database::new(Engine::open(dir.path(), &config).unwrap(), "steady");
+    let db = common::open_database(dir.path(), &common::config(1024));
     (dir, db)
 }
 

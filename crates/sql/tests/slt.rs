@@ -2,15 +2,14 @@
 //! `tests/slt/validate_pg.py`) run against SteadyDB's SQL layer: each file in a fresh database,
 //! through one session.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use sqllogictest::{DBOutput, DefaultColumnType, Runner, DB};
-use steady_engine::engine::{Engine, EngineConfig};
 use steady_engine::types::{DataType, Value};
 use steady_sql::{Database, Session, SqlError};
-use steady_storage::store::StoreConfig;
 
 struct SteadyDb {
     session: Session,
@@ -72,18 +71,7 @@ impl DB for SteadyDb {
 }
 
 fn open_database(dir: &Path) -> Arc<Database> {
-    let config = EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 512 * 4096,
-            background_flush: false,
-            log_capacity: 32 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(5)),
-        ..Default::default()
-    };
-    Database::new(Engine::open(dir, &config).expect("engine opens"), "steady")
+    common::open_database(dir, &common::config(512))
 }
 
 fn corpus() -> Vec<PathBuf> {
