@@ -716,7 +716,9 @@ impl Session {
     // VACUUM / ANALYZE
     // -----------------------------------------------------------------------------------------
 
-    fn vacuum(&mut self, _full: bool, analyze: bool, tables: &[String]) -> Result<QueryResult> {
+    /// VACUUM: purges old versions now; FULL also rewrites each table compactly (all tables when
+    /// none are named); ANALYZE then gathers statistics.
+    fn vacuum(&mut self, full: bool, analyze: bool, tables: &[String]) -> Result<QueryResult> {
         if self.block.is_some() {
             return Err(SqlError::new(
                 "25001",
@@ -729,6 +731,17 @@ impl Session {
             }
         }
         self.db.engine().purge()?;
+        if full {
+            let engine = Arc::clone(self.db.engine());
+            let names: Vec<String> = if tables.is_empty() {
+                engine.tables().iter().map(|t| t.name.clone()).collect()
+            } else {
+                tables.to_vec()
+            };
+            for name in &names {
+                engine.rewrite_table(name)?;
+            }
+        }
         if analyze {
             self.analyze(tables)?;
         }

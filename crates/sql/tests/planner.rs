@@ -195,3 +195,42 @@ fn an_index_built_before_a_restart_serves_queries_after_it() {
         10
     );
 }
+
+#[test]
+fn vacuum_full_rewrites_a_table_compactly_and_keeps_its_rows_and_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut session = db.session("steady");
+    run(
+        &mut session,
+        "CREATE TABLE f (id integer PRIMARY KEY, v integer, pad text)",
+    );
+    run(&mut session, "CREATE INDEX f_v ON f (v)");
+    run(
+        &mut session,
+        "INSERT INTO f SELECT i, i % 100, repeat('p', 200) FROM generate_series(1, 10000) AS g(i)",
+    );
+    run(&mut session, "DELETE FROM f WHERE id % 10 <> 0");
+    run(&mut session, "VACUUM f");
+    let before = single_int(
+        &mut session,
+        "SELECT tree_pages FROM steady_tables WHERE name = 'f'",
+    );
+    run(&mut session, "VACUUM FULL f");
+    let after = single_int(
+        &mut session,
+        "SELECT tree_pages FROM steady_tables WHERE name = 'f'",
+    );
+    eprintln!("VACUUM FULL: {before} tree pages before, {after} after");
+    assert!(
+        after * 2 < before,
+        "{before} tree pages before, {after} after"
+    );
+    assert_eq!(single_int(&mut session, "SELECT count(*) FROM f"), 1000);
+    let plan = plan_text(&mut session, "EXPLAIN SELECT count(*) FROM f WHERE v = 20");
+    assert!(plan.contains("Index Scan using f_v on f"), "{plan}");
+    assert_eq!(
+        single_int(&mut session, "SELECT count(*) FROM f WHERE v = 20"),
+        100
+    );
+}
