@@ -56,11 +56,4 @@ run_system() {
   return $status
 }
 
-overall=0
-case "$TARGET" in
-  steady) run_system steady || overall=1 ;;
-  postgres) run_system postgres || overall=1 ;;
-  both) run_system steady || overall=1; run_system postgres || overall=1 ;;
-  *) echo "usage: $0 [steady|postgres|both] [SCALE] [SECONDS]" >&2; exit 2 ;;
-esac
-exit $overall
+run_targets "$TARGET" "usage: $0 [steady|postgres|both] [SCALE] [SECONDS]"

@@ -46,3 +46,16 @@ stop_server() {
   kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true
   SERVER_PID=""
 }
+
+# Runs the script's run_system for "steady", "postgres" or "both" (usage message otherwise) and
+# exits non-zero when a run failed.
+run_targets() {
+  local overall=0
+  case "$1" in
+    steady) run_system steady || overall=1 ;;
+    postgres) run_system postgres || overall=1 ;;
+    both) run_system steady || overall=1; run_system postgres || overall=1 ;;
+    *) echo "$2" >&2; exit 2 ;;
+  esac
+  exit $overall
+}

@@ -209,22 +209,15 @@ impl Binder<'_> {
                 compare_op,
                 right,
                 ..
-            } if matches!(right.as_ref(), AstExpr::Subquery(_)) => {
-                self.bind_quantified(left, compare_op, right, false, scope)
-            }
+            } => match right.as_ref() {
+                AstExpr::Subquery(_) => self.bind_quantified(left, compare_op, right, false, scope),
+                _ => crate::system::bind_any_array(self, left, compare_op, right, scope),
+            },
             AstExpr::AllOp {
                 left,
                 compare_op,
                 right,
-            } if matches!(right.as_ref(), AstExpr::Subquery(_)) => {
-                self.bind_quantified(left, compare_op, right, true, scope)
-            }
-            AstExpr::AnyOp {
-                left,
-                compare_op,
-                right,
-                ..
-            } => crate::system::bind_any_array(self, left, compare_op, right, scope),
+            } => self.bind_quantified(left, compare_op, right, true, scope),
             AstExpr::CompoundFieldAccess { root, access_chain } => {
                 crate::system::bind_subscript(self, root, access_chain, scope)
             }

@@ -530,31 +530,36 @@ fn trim_set(args: &[Value]) -> Vec<char> {
         .map_or(vec![' '], |s| string(s).chars().collect())
 }
 
-fn btrim(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+/// Which ends `btrim`, `ltrim` and `rtrim` cut.
+enum Side {
+    Both,
+    Start,
+    End,
+}
+
+/// Cuts the characters of the trim set (a space by default) from the chosen ends.
+fn trim(args: &[Value], side: Side) -> Result<Value> {
     let set = trim_set(args);
-    Ok(Value::Text(
-        string(&args[0])
-            .trim_matches(|c| set.contains(&c))
-            .to_owned(),
-    ))
+    let text = string(&args[0]);
+    let cut = |c: char| set.contains(&c);
+    let kept = match side {
+        Side::Both => text.trim_matches(cut),
+        Side::Start => text.trim_start_matches(cut),
+        Side::End => text.trim_end_matches(cut),
+    };
+    Ok(Value::Text(kept.to_owned()))
+}
+
+fn btrim(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    trim(args, Side::Both)
 }
 
 fn ltrim(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let set = trim_set(args);
-    Ok(Value::Text(
-        string(&args[0])
-            .trim_start_matches(|c| set.contains(&c))
-            .to_owned(),
-    ))
+    trim(args, Side::Start)
 }
 
 fn rtrim(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let set = trim_set(args);
-    Ok(Value::Text(
-        string(&args[0])
-            .trim_end_matches(|c| set.contains(&c))
-            .to_owned(),
-    ))
+    trim(args, Side::End)
 }
 
 fn replace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
