@@ -96,21 +96,17 @@ impl Connection {
         session_in(&self.session)
     }
 
-    /// Runs `f` on the session in the blocking pool, then reports the session's transaction
-    /// status to the client (the next ReadyForQuery carries it).
+    /// Runs `f` on the session, then reports the session's transaction status to the client (the
+    /// next ReadyForQuery carries it).
     pub(crate) async fn run<C, T, F>(&self, client: &mut C, f: F) -> PgWireResult<T>
     where
         C: ClientInfo + Send,
-        F: FnOnce(&mut Session) -> T + Send + 'static,
-        T: Send + 'static,
+        F: FnOnce(&mut Session) -> T,
     {
-        let (value, status) = self
-            .session()?
-            .run(move |session| {
-                let value = f(session);
-                (value, session.transaction_status())
-            })
-            .await?;
+        let (value, status) = self.session()?.run(move |session| {
+            let value = f(session);
+            (value, session.transaction_status())
+        })?;
         client.set_transaction_status(match status {
             TransactionStatus::Idle => WireStatus::Idle,
             TransactionStatus::InBlock => WireStatus::Transaction,
@@ -179,8 +175,7 @@ impl QueryParser for Parser {
         let declared: Vec<_> = types.iter().map(|t| declared_type(t.as_ref())).collect();
         let sql = sql.to_owned();
         let prepared = session_in(&self.session)?
-            .run(move |session| session.prepare(&sql, &declared))
-            .await?
+            .run(move |session| session.prepare(&sql, &declared))?
             .map_err(|err| user_error(&err))?;
         Ok(Some(Statement::Sql(Arc::new(prepared))))
     }

@@ -4,8 +4,8 @@
 //! [`Server`] accepts connections ([`server`]); each is a [`connection::Connection`] whose
 //! handlers pgwire calls per message: [`startup`] (trust on loopback or SCRAM-SHA-256),
 //! [`query`] (simple and extended protocol), [`copy`] (COPY FROM STDIN / TO STDOUT) and
-//! [`cancel`] (cancel requests). Each connection owns one `steady_sql::Session`, run on the
-//! blocking pool ([`session`]); [`values`] and [`binary`] put values on the wire and take
+//! [`cancel`] (cancel requests). Each connection has a thread of its own and one
+//! `steady_sql::Session`, run inline on that thread ([`session`]); [`values`] and [`binary`] put values on the wire and take
 //! parameters off it; [`error`] maps SQL errors to ErrorResponse.
 
 pub mod binary;

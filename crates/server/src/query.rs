@@ -2,7 +2,7 @@
 //!
 //! Simple query: the whole text goes to `Session::execute` (which splits it and stops at the first
 //! error); each statement's notices, RowDescription, DataRows and CommandComplete are encoded on
-//! the blocking thread and sent in order, then ReadyForQuery with the session's transaction
+//! the connection's thread and sent in order, then ReadyForQuery with the session's transaction
 //! status. A query that is only white space or comments gets EmptyQueryResponse. COPY is taken
 //! out before the session sees it (see [`crate::copy`]).
 //!

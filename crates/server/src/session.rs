@@ -1,14 +1,14 @@
-//! A connection's SQL session, driven from async code but run on tokio's blocking pool.
+//! A connection's SQL session, driven from async code and run inline on the connection's thread.
 //!
-//! The engine is synchronous: every call into a [`Session`] runs in `spawn_blocking`, so a slow
-//! statement occupies one pool thread and never a runtime worker, and the other connections' I/O
-//! goes on. A connection handles its messages one at a time, so the session's mutex is never
-//! contended; it only makes the session shareable with the blocking task.
+//! The engine is synchronous, and every connection has an OS thread of its own (see
+//! [`crate::server`]), so a call into a [`Session`] simply runs where the message was read: a slow
+//! statement blocks its own connection and no other. A connection handles its messages one at a
+//! time, so the session's mutex is never contended; it is shared only with the idle-in-transaction
+//! watchdog's view of the session's activity.
 //!
-//! Invariant: a session counts as live in [`LiveSessions`] until it is dropped — including while a
-//! blocking task still runs a statement for a connection that is already gone — so that a
-//! shutdown can wait for every session (and the engine handles its transactions hold) to be gone
-//! before the engine closes.
+//! Invariant: a session counts as live in [`LiveSessions`] until it is dropped, so that a shutdown
+//! can wait for every session (and the engine handles its transactions hold) to be gone before the
+//! engine closes.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -78,7 +78,7 @@ struct Activity {
     idle_timeout: Option<Duration>,
 }
 
-/// A connection's session, shareable with the blocking tasks that run its statements; empty once
+/// A connection's session and its activity as the idle-in-transaction watchdog sees it; empty once
 /// closed.
 #[derive(Clone)]
 pub struct SessionHandle {
@@ -117,51 +117,44 @@ impl SessionHandle {
         update(&mut self.activity.lock().unwrap_or_else(PoisonError::into_inner));
     }
 
-    /// Drops the session — rolling back an open transaction, which may take a while — on the
-    /// blocking pool, after the statement it may be running.
+    /// Drops the session, rolling back an open transaction.
     pub fn close(&self) {
-        let inner = Arc::clone(&self.inner);
-        let close = move || drop(inner.lock().unwrap_or_else(PoisonError::into_inner).take());
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(close)),
-            Err(_) => close(),
-        }
+        drop(
+            self.inner
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
     }
 
-    /// Runs `f` on the session in the blocking pool and returns its result. A panic in `f` ends
-    /// the connection (FATAL): the session may be half-way through a change.
-    pub async fn run<T, F>(&self, f: F) -> PgWireResult<T>
+    /// Runs `f` on the session, on this connection's thread, and returns its result. A panic in
+    /// `f` ends the connection (FATAL): the session may be half-way through a change, so it is
+    /// dropped (its transaction rolls back).
+    pub fn run<T, F>(&self, f: F) -> PgWireResult<T>
     where
-        F: FnOnce(&mut Session) -> T + Send + 'static,
-        T: Send + 'static,
+        F: FnOnce(&mut Session) -> T,
     {
-        let inner = Arc::clone(&self.inner);
         self.record(|a| a.running = true);
-        let activity = Arc::clone(&self.activity);
-        tokio::task::spawn_blocking(move || {
-            let mut counted = inner.lock().unwrap_or_else(PoisonError::into_inner);
-            let result = counted.as_mut().map(|counted| f(&mut counted.session));
-            if let Some(counted) = counted.as_ref() {
-                let session = &counted.session;
-                let mut activity = activity.lock().unwrap_or_else(PoisonError::into_inner);
-                *activity = Activity {
-                    running: false,
-                    since: Instant::now(),
-                    status: session.transaction_status(),
-                    idle_timeout: session
-                        .settings()
-                        .timeout("idle_in_transaction_session_timeout"),
-                };
-            }
-            result
-        })
-        .await
-        .map_err(|err| {
-            fatal(
-                "XX000",
-                format!("internal error running a statement: {err}"),
-            )
-        })?
-        .ok_or_else(|| fatal("57P01", "terminating connection: the session is closed"))
+        let mut counted = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let session = &mut counted
+            .as_mut()
+            .ok_or_else(|| fatal("57P01", "terminating connection: the session is closed"))?
+            .session;
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(session)));
+        let Ok(value) = result else {
+            counted.take();
+            return Err(fatal("XX000", "internal error running a statement"));
+        };
+        let activity = Activity {
+            running: false,
+            since: Instant::now(),
+            status: session.transaction_status(),
+            idle_timeout: session
+                .settings()
+                .timeout("idle_in_transaction_session_timeout"),
+        };
+        drop(counted);
+        self.record(|a| *a = activity);
+        Ok(value)
     }
 }

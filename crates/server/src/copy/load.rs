@@ -21,7 +21,7 @@ use super::format::{CopyOptions, Fields, RowReader, RowWriter};
 const BATCH_ROWS: usize = 1000;
 /// The most parameters one INSERT carries.
 const BATCH_PARAMS: usize = 30_000;
-/// Data queued before it is parsed and loaded: each load is a trip to the blocking pool, and
+/// Data queued before it is parsed and loaded: each load is one call into the session, and
 /// pgbench sends every row in a CopyData message of its own.
 const LOAD_BYTES: usize = 256 << 10;
 

@@ -100,7 +100,7 @@ impl Connection {
         Ok(Tag::new("COPY").with_rows(out.rows))
     }
 
-    /// Loads or finishes the COPY in progress on the blocking pool; on an error the COPY is
+    /// Loads or finishes the COPY in progress on the connection's thread; on an error the COPY is
     /// undone and the error returned.
     async fn advance_copy<C, T, F>(&self, client: &mut C, step: F) -> PgWireResult<T>
     where
