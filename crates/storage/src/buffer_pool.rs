@@ -331,7 +331,7 @@ impl BufferPool {
         let frame_id = self.pin_page(space, page_no, AccessHint::Normal, Load::Zero)?;
         let mut guard = self.write_guard(space, frame_id, page_no);
         guard.fresh = true;
-        guard.page_mut().fill(0);
+        guard.data.as_mut().expect("latched until drop").fill(0);
         Ok(guard)
     }
 
@@ -350,13 +350,13 @@ impl BufferPool {
             data: Some(data),
             modified: false,
             fresh: false,
-            before: None,
+            changes: Changes::Clean,
         }
     }
 
-    /// Replays one logged page change during recovery (before the log is attached): a full image is
-    /// installed without reading the page (which may be torn); byte ranges are applied to the page
-    /// read from disk unless it already carries this record's LSN.
+    /// Replays one logged page change during recovery (before the log is attached): a full image or
+    /// a zeroed page's bytes are installed without reading the page (which may be torn); byte ranges
+    /// are applied to the page read from disk unless it already carries this record's LSN.
     pub fn redo_change(
         &self,
         space: &Arc<Space>,
@@ -364,7 +364,9 @@ impl BufferPool {
         end_lsn: Lsn,
     ) -> Result<()> {
         let mut guard = match change.body {
-            redo::ChangeBody::Full(_) => self.create_page(space, change.page)?,
+            redo::ChangeBody::Full(_) | redo::ChangeBody::Zeroed(_) => {
+                self.create_page(space, change.page)?
+            }
             redo::ChangeBody::Ranges(_) => self.fetch_write(space, change.page)?,
         };
         if page::Page::new(&guard).lsn() < end_lsn {
@@ -909,8 +911,27 @@ impl Drop for PageReadGuard<'_> {
     }
 }
 
-/// A pinned, write-latched page. Changes made through [`PageWriteGuard::page_mut`] make the page dirty
-/// when the guard is committed by its mini-transaction (or, failing that, when it is dropped).
+/// What a write guard knows of the changes made through it, for its redo.
+enum Changes {
+    /// Nothing changed yet.
+    Clean,
+    /// Every change went through [`PageWriteGuard::edit`], which recorded these byte ranges.
+    Ranges(Vec<(u32, u32)>),
+    /// The page was changed as raw bytes; this is a copy of it from before the first change, to
+    /// diff against at commit (kept only with a redo log).
+    Before(Box<[u8]>),
+    /// Raw changes after recorded ones: nothing to diff against, so the page is logged whole.
+    Whole,
+}
+
+/// A pinned, write-latched page. Changes made through [`PageWriteGuard::edit`] (recorded byte
+/// ranges) or [`PageWriteGuard::page_mut`] (raw bytes) make the page dirty when the guard is
+/// committed by its mini-transaction (or, failing that, when it is dropped).
+///
+/// Redo of a guard's changes ([`PageWriteGuard::encode_redo`]): a fresh page is logged as "zeroed,
+/// then these bytes" (its non-zero bytes); a page not changed since before the checkpoint horizon
+/// as a full image (torn-page protection); otherwise the recorded ranges, or the ranges that differ
+/// from the copy taken before the first raw change.
 pub struct PageWriteGuard<'a> {
     pool: &'a BufferPool,
     frame_id: FrameId,
@@ -918,10 +939,9 @@ pub struct PageWriteGuard<'a> {
     page_no: PageNo,
     data: Option<RwLockWriteGuard<'a, AlignedBuf>>,
     modified: bool,
-    /// A freshly allocated page: its first change is logged as a full image.
+    /// A freshly allocated page: it was zeroed, and its redo says so.
     fresh: bool,
-    /// The page as it was before the first change through this guard (kept only with a redo log).
-    before: Option<Box<[u8]>>,
+    changes: Changes,
 }
 
 impl PageWriteGuard<'_> {
@@ -938,37 +958,73 @@ impl PageWriteGuard<'_> {
         self.modified
     }
 
-    /// The page bytes, for changing them.
+    /// The page bytes, for changing them as raw bytes (redo then compares the page with a copy).
+    /// Prefer [`PageWriteGuard::edit`].
     pub fn page_mut(&mut self) -> &mut [u8] {
         self.modified = true;
         let data = self.data.as_mut().expect("latched until drop");
-        if self.before.is_none() && !self.fresh && self.pool.wal.get().is_some() {
-            self.before = Some(Box::from(&data[..]));
+        let logged = self.pool.wal.get().is_some();
+        match self.changes {
+            Changes::Clean if logged && !self.fresh => {
+                self.changes = Changes::Before(Box::from(&data[..]));
+            }
+            Changes::Ranges(_) => self.changes = Changes::Whole,
+            Changes::Clean | Changes::Before(_) | Changes::Whole => {}
         }
         data
     }
 
-    /// Appends this page's redo to a record payload: a full image for a fresh page or one whose LSN
-    /// is below the checkpoint `horizon`, otherwise the changed byte ranges.
-    /// Returns whether it logged a full image.
-    pub(crate) fn encode_redo(&self, out: &mut Vec<u8>, horizon: Lsn) -> bool {
-        let before = self
-            .before
-            .as_deref()
-            .filter(|before| !self.fresh && page::Page::new(before).lsn() >= horizon);
-        redo::encode_change(out, self.space_id, self.page_no, before, self);
-        before.is_none()
+    /// The page for changing it through [`PageMut`]'s operations, which record the bytes they
+    /// change so that redo logs just those.
+    pub fn edit(&mut self) -> PageMut<'_> {
+        self.modified = true;
+        let data = self.data.as_mut().expect("latched until drop");
+        if matches!(self.changes, Changes::Clean) && !self.fresh {
+            self.changes = Changes::Ranges(Vec::with_capacity(8));
+        }
+        match &mut self.changes {
+            Changes::Ranges(ranges) => PageMut::tracked(data, ranges),
+            _ => PageMut::new(data),
+        }
     }
 
-    /// Logs a freshly created page now (into `out`, as a full image) and marks it dirty without an
-    /// LSN stamp, so the mini-transaction can release it before it commits. Only for pages nothing
-    /// can reach until that commit: if the page reaches disk first, it is an unreferenced free page.
+    /// Appends this page's redo to a record payload (see the type's doc). Returns whether it logged
+    /// a full image.
+    pub(crate) fn encode_redo(&self, out: &mut Vec<u8>, horizon: Lsn) -> bool {
+        let page: &[u8] = self;
+        if self.fresh {
+            redo::encode_zeroed(out, self.space_id, self.page_no, page);
+            return false;
+        }
+        let unchanged_since = match &self.changes {
+            Changes::Before(before) => page::Page::new(before).lsn(),
+            _ => page::Page::new(page).lsn(),
+        };
+        if unchanged_since < horizon {
+            redo::encode_full(out, self.space_id, self.page_no, page);
+            return true;
+        }
+        match &self.changes {
+            Changes::Ranges(ranges) => {
+                redo::encode_ranges(out, self.space_id, self.page_no, page, ranges.clone())
+            }
+            Changes::Before(before) => {
+                redo::encode_diff(out, self.space_id, self.page_no, before, page)
+            }
+            Changes::Clean | Changes::Whole => {
+                redo::encode_full(out, self.space_id, self.page_no, page);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Logs a freshly created page now (into `out`) and marks it dirty without an LSN stamp, so the
+    /// mini-transaction can release it before it commits. Only for pages nothing can reach until
+    /// that commit: if the page reaches disk first, it is an unreferenced free page.
     pub(crate) fn spill_fresh(&mut self, out: &mut Vec<u8>) {
         assert!(self.fresh, "only a freshly created page can be spilled");
         self.encode_redo(out, 0);
-        if let Some(wal) = self.pool.wal() {
-            wal.count_full_images(1);
-        }
         let provisional = match self.pool.wal() {
             Some(wal) => wal.current_lsn(),
             None => self.pool.next_lsn(),
@@ -982,11 +1038,11 @@ impl PageWriteGuard<'_> {
         if !self.modified {
             return;
         }
-        PageMut::new(self.page_mut()).set_lsn(lsn);
+        PageMut::new(self.data.as_mut().expect("latched until drop")).set_lsn(lsn);
         self.pool.mark_dirty(self.frame_id, lsn);
         self.modified = false;
         self.fresh = false;
-        self.before = None;
+        self.changes = Changes::Clean;
     }
 }
 

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use parking_lot::{lock_api::ArcMutexGuard, RawMutex};
 
 use crate::buffer_pool::{BufferPool, PageWriteGuard};
+use crate::page::PageMut;
 use crate::space::Space;
 use crate::{Lsn, PageNo, Result, SpaceId};
 
@@ -102,29 +103,16 @@ impl<'a> Mtr<'a> {
         self.guard(handle)
     }
 
-    /// The page bytes for changing them; the page is committed with the mtr.
+    /// The page bytes for changing them as raw bytes; the page is committed with the mtr. Redo then
+    /// compares the page with a copy taken before the change: prefer [`Mtr::edit`].
     pub fn page_mut(&mut self, handle: PageHandle) -> &mut [u8] {
         self.guard_mut(handle).page_mut()
     }
 
-    /// Two distinct pages for changing them together (moving records between them).
-    pub fn pages_mut2(&mut self, a: PageHandle, b: PageHandle) -> (&mut [u8], &mut [u8]) {
-        assert_ne!(a, b, "the same page twice");
-        let (low, high, swapped) = if a < b { (a, b, false) } else { (b, a, true) };
-        let (left, right) = self.pages.split_at_mut(high);
-        let first = left[low]
-            .as_mut()
-            .expect("page handle used after release")
-            .page_mut();
-        let second = right[0]
-            .as_mut()
-            .expect("page handle used after release")
-            .page_mut();
-        if swapped {
-            (second, first)
-        } else {
-            (first, second)
-        }
+    /// The page for changing it through [`PageMut`]'s operations, which record the bytes they change
+    /// so that redo logs just those; the page is committed with the mtr.
+    pub fn edit(&mut self, handle: PageHandle) -> PageMut<'_> {
+        self.guard_mut(handle).edit()
     }
 
     /// Releases an unmodified page early (latch coupling). Modified pages stay until commit.

@@ -286,13 +286,34 @@ impl<'a> Page<'a> {
 }
 
 /// A mutable view of one page.
+/// A page being changed. A `PageMut` made by [`PageMut::tracked`] records the byte range of every
+/// change it makes, so that redo can log exactly those bytes without comparing the page with a copy
+/// of itself (see `redo`); the checksum and LSN fields are never recorded.
 pub struct PageMut<'a> {
     buf: &'a mut [u8],
+    touched: Option<&'a mut Vec<(u32, u32)>>,
 }
 
 impl<'a> PageMut<'a> {
+    /// A page changed without recording what changed.
     pub fn new(buf: &'a mut [u8]) -> Self {
-        PageMut { buf }
+        PageMut { buf, touched: None }
+    }
+
+    /// A page whose changes are appended to `touched` as `(start, end)` byte ranges.
+    pub fn tracked(buf: &'a mut [u8], touched: &'a mut Vec<(u32, u32)>) -> Self {
+        PageMut {
+            buf,
+            touched: Some(touched),
+        }
+    }
+
+    fn touch(&mut self, start: usize, end: usize) {
+        if let Some(touched) = self.touched.as_deref_mut() {
+            if start < end {
+                touched.push((start as u32, end as u32));
+            }
+        }
     }
 
     pub fn view(&self) -> Page<'_> {
@@ -308,6 +329,8 @@ impl<'a> PageMut<'a> {
         index_id: u64,
         level: u16,
     ) {
+        let size = self.buf.len();
+        self.touch(12, size);
         self.buf.fill(0);
         write_u16(self.buf, 12, page_type as u16);
         write_u16(self.buf, 14, level);
@@ -324,37 +347,49 @@ impl<'a> PageMut<'a> {
         write_u64(self.buf, 4, lsn);
     }
     pub fn set_level(&mut self, level: u16) {
-        write_u16(self.buf, 14, level);
+        self.write(14, &level.to_le_bytes());
     }
     pub fn set_page_type(&mut self, page_type: PageType) {
-        write_u16(self.buf, 12, page_type as u16);
+        self.write(12, &(page_type as u16).to_le_bytes());
     }
     pub fn set_prev(&mut self, page: PageNo) {
-        write_u32(self.buf, 32, page);
+        self.write(32, &page.to_le_bytes());
     }
     pub fn set_next(&mut self, page: PageNo) {
-        write_u32(self.buf, 36, page);
+        self.write(36, &page.to_le_bytes());
     }
     fn set_slot_count(&mut self, count: usize) {
-        write_u16(self.buf, 40, count as u16);
+        self.write(40, &(count as u16).to_le_bytes());
     }
     fn set_heap_top(&mut self, top: usize) {
-        write_u32(self.buf, 44, top as u32);
+        self.write(44, &(top as u32).to_le_bytes());
     }
     fn set_garbage(&mut self, bytes: usize) {
-        write_u32(self.buf, 48, bytes as u32);
+        self.write(48, &(bytes as u32).to_le_bytes());
     }
     fn set_slot_offset(&mut self, index: usize, offset: usize) {
-        write_u16(self.buf, HEADER_SIZE + SLOT_SIZE * index, offset as u16);
+        self.write(
+            HEADER_SIZE + SLOT_SIZE * index,
+            &(offset as u16).to_le_bytes(),
+        );
+    }
+
+    /// Copies `bytes` into the page at `at`.
+    fn write(&mut self, at: usize, bytes: &[u8]) {
+        self.touch(at, at + bytes.len());
+        self.buf[at..at + bytes.len()].copy_from_slice(bytes);
     }
 
     /// The bytes after the fixed header fields that the page type's owner defines.
     pub fn type_specific_mut(&mut self) -> &mut [u8] {
+        self.touch(TYPE_SPECIFIC, HEADER_SIZE);
         &mut self.buf[TYPE_SPECIFIC..HEADER_SIZE]
     }
 
     /// The whole raw page, for owners that lay out their own body (space metadata, overflow).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let size = self.buf.len();
+        self.touch(12, size);
         self.buf
     }
 
@@ -370,11 +405,11 @@ impl<'a> PageMut<'a> {
             self.compact();
         }
         let at = self.view().heap_top() - RECORD_LEN_SIZE - record.len();
-        write_u16(self.buf, at, record.len() as u16);
-        self.buf[at + RECORD_LEN_SIZE..at + RECORD_LEN_SIZE + record.len()].copy_from_slice(record);
+        self.write_record(at, record);
         self.set_heap_top(at);
         let slots = HEADER_SIZE + SLOT_SIZE * index;
         let slots_end = HEADER_SIZE + SLOT_SIZE * count;
+        self.touch(slots, slots_end + SLOT_SIZE);
         self.buf.copy_within(slots..slots_end, slots + SLOT_SIZE);
         self.set_slot_offset(index, at);
         self.set_slot_count(count + 1);
@@ -390,6 +425,7 @@ impl<'a> PageMut<'a> {
         self.set_garbage(garbage);
         let slots = HEADER_SIZE + SLOT_SIZE * (index + 1);
         let slots_end = HEADER_SIZE + SLOT_SIZE * count;
+        self.touch(slots - SLOT_SIZE, slots_end);
         self.buf.copy_within(slots..slots_end, slots - SLOT_SIZE);
         self.set_slot_count(count - 1);
     }
@@ -399,9 +435,7 @@ impl<'a> PageMut<'a> {
         let old_len = self.view().record(index).len();
         if record.len() <= old_len {
             let at = self.view().slot_offset(index);
-            write_u16(self.buf, at, record.len() as u16);
-            self.buf[at + RECORD_LEN_SIZE..at + RECORD_LEN_SIZE + record.len()]
-                .copy_from_slice(record);
+            self.write_record(at, record);
             let garbage = self.view().garbage() + old_len - record.len();
             self.set_garbage(garbage);
             return Ok(());
@@ -413,6 +447,13 @@ impl<'a> PageMut<'a> {
         self.insert(index, record)
             .expect("space was checked before removing the old record");
         Ok(())
+    }
+
+    /// Writes a record (its length, then its bytes) at heap offset `at`.
+    fn write_record(&mut self, at: usize, record: &[u8]) {
+        self.touch(at, at + RECORD_LEN_SIZE + record.len());
+        write_u16(self.buf, at, record.len() as u16);
+        self.buf[at + RECORD_LEN_SIZE..at + RECORD_LEN_SIZE + record.len()].copy_from_slice(record);
     }
 
     /// Removes records `from..` and returns them, in order.

@@ -6,26 +6,36 @@
 //! change  := kind u8 | space u32 | page u32 | body
 //! kind 1  full page image: body = the whole page (page size bytes)
 //! kind 2  byte ranges:     body = count u32, then count x (offset u32 | length u32 | bytes)
+//! kind 3  zeroed page:     body as kind 2; the page is all zeros before the ranges are applied
 //! ```
 //!
 //! Redo is physical: a change is applied to a page only if the page's LSN is below the record's end
 //! LSN, and it leaves the page with that LSN, so replaying twice is harmless. The first change of a
-//! page after the fuzzy-checkpoint horizon ([`crate::wal::Wal::fpi_horizon`]) is always a full image,
-//! and so is the first change of a freshly allocated page: a page torn by a crash mid-write is
-//! rebuilt from that image, never read. The checksum and LSN fields (bytes 0..12) are never part of a
-//! range: the LSN is set from the record, the checksum when the page is written.
+//! page after the fuzzy-checkpoint horizon ([`crate::wal::Wal::fpi_horizon`]) is always a full image;
+//! the first change of a freshly allocated page is "zeroed, then its non-zero bytes" (kind 3), which
+//! is as self-contained as an image but only as large as what the page holds. Either way a page torn
+//! by a crash mid-write is rebuilt without being read. The checksum and LSN fields (bytes 0..12) are
+//! never part of a range: the LSN is set from the record, the checksum when the page is written.
+//!
+//! The ranges of kind 2 come from the page operations themselves ([`crate::page::PageMut::tracked`]
+//! records the bytes each one writes), so logging a row change costs what the row costs; only pages
+//! changed as raw bytes are compared with a copy taken before their first change
+//! ([`encode_diff`]).
 
 use crate::page::{read_u32, PageMut};
 use crate::{Lsn, PageNo, SpaceId, StorageError};
 
 const KIND_FULL: u8 = 1;
 const KIND_RANGES: u8 = 2;
+const KIND_ZEROED: u8 = 3;
 /// Bytes 0..12 (checksum and LSN) are not logged.
 const LOGGED_FROM: usize = 12;
 /// Unchanged bytes are skipped this many at a time (one memcmp) while diffing a page.
 const EQUAL_CHUNK: usize = 64;
 /// Equal runs shorter than this inside a change are logged rather than splitting the range.
 const MERGE_GAP: usize = 16;
+/// All zeros, to find a fresh page's non-zero bytes.
+static ZEROS: [u8; crate::page::MAX_PAGE_SIZE] = [0; crate::page::MAX_PAGE_SIZE];
 
 /// One page's change, decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,32 +49,69 @@ pub struct PageChange {
 pub enum ChangeBody {
     Full(Vec<u8>),
     Ranges(Vec<(u32, Vec<u8>)>),
+    /// The page is zeroed, then the ranges are applied.
+    Zeroed(Vec<(u32, Vec<u8>)>),
 }
 
-/// Appends the change from `before` to `after` to a payload; `before = None` logs a full image.
-pub fn encode_change(
-    out: &mut Vec<u8>,
-    space: SpaceId,
-    page: PageNo,
-    before: Option<&[u8]>,
-    after: &[u8],
-) {
-    let Some(before) = before else {
-        out.push(KIND_FULL);
-        out.extend_from_slice(&space.to_le_bytes());
-        out.extend_from_slice(&page.to_le_bytes());
-        out.extend_from_slice(after);
-        return;
-    };
-    let ranges = diff_ranges(before, after);
-    out.push(KIND_RANGES);
+fn encode_header(out: &mut Vec<u8>, kind: u8, space: SpaceId, page: PageNo) {
+    out.push(kind);
     out.extend_from_slice(&space.to_le_bytes());
     out.extend_from_slice(&page.to_le_bytes());
+}
+
+/// Appends a full image of `page`.
+pub fn encode_full(out: &mut Vec<u8>, space: SpaceId, page_no: PageNo, page: &[u8]) {
+    encode_header(out, KIND_FULL, space, page_no);
+    out.extend_from_slice(page);
+}
+
+/// Appends the bytes of `page` in `touched` (ranges as [`PageMut::tracked`] records them, in any
+/// order, possibly overlapping).
+pub fn encode_ranges(
+    out: &mut Vec<u8>,
+    space: SpaceId,
+    page_no: PageNo,
+    page: &[u8],
+    mut touched: Vec<(u32, u32)>,
+) {
+    touched.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(touched.len());
+    for (start, end) in touched {
+        let (start, end) = ((start as usize).max(LOGGED_FROM), end as usize);
+        match merged.last_mut() {
+            Some(last) if start <= last.1 + MERGE_GAP => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    encode_range_body(out, KIND_RANGES, space, page_no, page, &merged);
+}
+
+/// Appends the ranges in which `page` differs from `before`.
+pub fn encode_diff(out: &mut Vec<u8>, space: SpaceId, page_no: PageNo, before: &[u8], page: &[u8]) {
+    let ranges = diff_ranges(before, page);
+    encode_range_body(out, KIND_RANGES, space, page_no, page, &ranges);
+}
+
+/// Appends a freshly allocated `page` as "zeroed, then its non-zero bytes".
+pub fn encode_zeroed(out: &mut Vec<u8>, space: SpaceId, page_no: PageNo, page: &[u8]) {
+    let ranges = diff_ranges(&ZEROS[..page.len()], page);
+    encode_range_body(out, KIND_ZEROED, space, page_no, page, &ranges);
+}
+
+fn encode_range_body(
+    out: &mut Vec<u8>,
+    kind: u8,
+    space: SpaceId,
+    page_no: PageNo,
+    page: &[u8],
+    ranges: &[(usize, usize)],
+) {
+    encode_header(out, kind, space, page_no);
     out.extend_from_slice(&(ranges.len() as u32).to_le_bytes());
-    for (start, end) in ranges {
+    for &(start, end) in ranges {
         out.extend_from_slice(&(start as u32).to_le_bytes());
         out.extend_from_slice(&((end - start) as u32).to_le_bytes());
-        out.extend_from_slice(&after[start..end]);
+        out.extend_from_slice(&page[start..end]);
     }
 }
 
@@ -112,7 +159,7 @@ pub fn decode(payload: &[u8], page_size: usize) -> Result<Vec<PageChange>, Stora
         let page = read_u32(payload, take(&mut at, 4)?.start);
         let body = match kind {
             KIND_FULL => ChangeBody::Full(payload[take(&mut at, page_size)?].to_vec()),
-            KIND_RANGES => {
+            KIND_RANGES | KIND_ZEROED => {
                 let count = read_u32(payload, take(&mut at, 4)?.start);
                 let mut ranges = Vec::new();
                 for _ in 0..count {
@@ -123,7 +170,11 @@ pub fn decode(payload: &[u8], page_size: usize) -> Result<Vec<PageChange>, Stora
                     }
                     ranges.push((offset, payload[take(&mut at, len)?].to_vec()));
                 }
-                ChangeBody::Ranges(ranges)
+                if kind == KIND_ZEROED {
+                    ChangeBody::Zeroed(ranges)
+                } else {
+                    ChangeBody::Ranges(ranges)
+                }
             }
             _ => return Err(bad()),
         };
@@ -136,22 +187,29 @@ pub fn decode(payload: &[u8], page_size: usize) -> Result<Vec<PageChange>, Stora
 pub fn apply(change: &ChangeBody, page: &mut [u8], end_lsn: Lsn) {
     match change {
         ChangeBody::Full(image) => page.copy_from_slice(image),
-        ChangeBody::Ranges(ranges) => {
-            for (offset, bytes) in ranges {
-                let start = *offset as usize;
-                page[start..start + bytes.len()].copy_from_slice(bytes);
-            }
+        ChangeBody::Ranges(ranges) => apply_ranges(ranges, page),
+        ChangeBody::Zeroed(ranges) => {
+            page.fill(0);
+            apply_ranges(ranges, page);
         }
     }
     PageMut::new(page).set_lsn(end_lsn);
 }
 
+fn apply_ranges(ranges: &[(u32, Vec<u8>)], page: &mut [u8]) {
+    for (offset, bytes) in ranges {
+        let start = *offset as usize;
+        page[start..start + bytes.len()].copy_from_slice(bytes);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::page::{Page, PageType};
 
     #[test]
-    fn ranges_rebuild_the_page_and_full_images_replace_it() {
+    fn diffs_rebuild_the_page_and_full_images_replace_it() {
         let before = vec![0u8; 4096];
         let mut after = before.clone();
         after[100..110].fill(7);
@@ -159,9 +217,9 @@ mod tests {
         after[4000..4096].fill(9);
         after[5] = 3;
         let mut payload = Vec::new();
-        encode_change(&mut payload, 3, 9, Some(&before), &after);
+        encode_diff(&mut payload, 3, 9, &before, &after);
         assert!(payload.len() < 150, "ranges are small: {}", payload.len());
-        encode_change(&mut payload, 3, 10, None, &after);
+        encode_full(&mut payload, 3, 10, &after);
         let changes = decode(&payload, 4096).unwrap();
         assert_eq!(changes.len(), 2);
         let mut page = before.clone();
@@ -172,5 +230,74 @@ mod tests {
         apply(&changes[1].body, &mut torn, 78);
         assert_eq!(torn[12..], after[12..]);
         assert!(decode(&payload[..payload.len() - 1], 4096).is_err());
+    }
+
+    #[test]
+    fn a_zeroed_page_is_rebuilt_over_a_torn_one_from_its_few_bytes() {
+        let mut page = vec![0u8; 4096];
+        let mut edit = PageMut::new(&mut page);
+        edit.format(PageType::Leaf, 3, 11, 5, 0);
+        edit.insert(0, b"first record").unwrap();
+        let mut payload = Vec::new();
+        encode_zeroed(&mut payload, 3, 11, &page);
+        assert!(
+            payload.len() < 200,
+            "a nearly empty page is small: {}",
+            payload.len()
+        );
+        let changes = decode(&payload, 4096).unwrap();
+        let mut torn = vec![0xCD; 4096];
+        apply(&changes[0].body, &mut torn, 90);
+        assert_eq!(torn[12..], page[12..]);
+        assert_eq!(Page::new(&torn).record(0), b"first record");
+    }
+
+    /// Page operations made through a tracked `PageMut` record every byte they change: replaying
+    /// the recorded ranges onto the page as it was gives the page as it is, byte for byte.
+    #[test]
+    fn tracked_operations_record_every_byte_they_change() {
+        use proptest::prelude::*;
+        let op = prop_oneof![
+            (any::<u16>(), proptest::collection::vec(any::<u8>(), 0..300))
+                .prop_map(|(at, r)| (0u8, at, r)),
+            any::<u16>().prop_map(|at| (1u8, at, Vec::new())),
+            (any::<u16>(), proptest::collection::vec(any::<u8>(), 0..300))
+                .prop_map(|(at, r)| (2u8, at, r)),
+            any::<u16>().prop_map(|at| (3u8, at, Vec::new())),
+            Just((4u8, 0, Vec::new())),
+        ];
+        proptest!(ProptestConfig::with_cases(200), |(
+            seed in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..200), 0..20),
+            ops in proptest::collection::vec(op, 1..40),
+        )| {
+            let mut page = vec![0u8; 4096];
+            let mut setup = PageMut::new(&mut page);
+            setup.format(PageType::Leaf, 1, 2, 3, 0);
+            for (i, record) in seed.iter().enumerate() {
+                if setup.insert(i, record).is_err() {
+                    break;
+                }
+            }
+            let before = page.clone();
+            let mut touched = Vec::new();
+            let mut edit = PageMut::tracked(&mut page, &mut touched);
+            for (kind, at, record) in ops {
+                let count = edit.view().slot_count();
+                match kind {
+                    0 => { let _ = edit.insert(usize::from(at) % (count + 1), &record); }
+                    1 if count > 0 => edit.remove(usize::from(at) % count),
+                    2 if count > 0 => { let _ = edit.replace(usize::from(at) % count, &record); }
+                    3 => edit.set_next(u32::from(at)),
+                    4 => edit.compact(),
+                    _ => {}
+                }
+            }
+            let mut payload = Vec::new();
+            encode_ranges(&mut payload, 1, 2, &page, touched);
+            let changes = decode(&payload, 4096).unwrap();
+            let mut replayed = before.clone();
+            apply(&changes[0].body, &mut replayed, 5);
+            prop_assert_eq!(&replayed[12..], &page[12..]);
+        });
     }
 }

@@ -630,7 +630,8 @@ impl Space {
             self.alloc.lock().extents.push(system);
             let map_page = self.geometry.first_page(extent);
             let handle = mtr.create(self, map_page)?;
-            PageMut::new(mtr.page_mut(handle)).format(PageType::ExtentMap, self.id, map_page, 0, 0);
+            mtr.edit(handle)
+                .format(PageType::ExtentMap, self.id, map_page, 0, 0);
             self.persist_descriptor(mtr, extent)?;
             extent += 1;
         }

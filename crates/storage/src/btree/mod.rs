@@ -99,7 +99,8 @@ impl BTree {
         let branch_segment = space.create_segment(&mut mtr)?;
         let root = space.allocate_page(&mut mtr, branch_segment)?;
         let handle = mtr.create(&space, root)?;
-        PageMut::new(mtr.page_mut(handle)).format(PageType::Leaf, space.id(), root, index_id, 0);
+        mtr.edit(handle)
+            .format(PageType::Leaf, space.id(), root, index_id, 0);
         let entry = TreeEntry {
             index_id,
             root,
@@ -403,7 +404,7 @@ impl BTree {
         value: &[u8],
     ) -> Result<()> {
         let record = self.make_record(mtr, key, value)?;
-        let mut page = PageMut::new(mtr.page_mut(leaf));
+        let mut page = mtr.edit(leaf);
         match found {
             Ok(slot) => page.replace(slot, &record),
             Err(slot) => page.insert(slot, &record),
@@ -564,7 +565,7 @@ impl BTree {
             let left_handle = match &top {
                 Top::GrowRoot { left_page } if grows_root => {
                     let left = mtr.create(&self.space, *left_page)?;
-                    PageMut::new(mtr.page_mut(left))
+                    mtr.edit(left)
                         .format(page_type, space_id, *left_page, index_id, level);
                     left
                 }
@@ -572,24 +573,24 @@ impl BTree {
             };
             let left_no = mtr.page_no(left_handle);
             let right = mtr.create(&self.space, split.right_page)?;
-            let mut right_page = PageMut::new(mtr.page_mut(right));
+            let mut right_page = mtr.edit(right);
             right_page.format(page_type, space_id, split.right_page, index_id, level);
             fill(&mut right_page, &split.right);
             if level == 0 {
                 right_page.set_prev(left_no);
                 right_page.set_next(old_next);
             }
-            let mut left_page = PageMut::new(mtr.page_mut(left_handle));
+            let mut left_page = mtr.edit(left_handle);
             left_page.clear_records();
             fill(&mut left_page, &split.left);
             if level == 0 {
                 left_page.set_next(split.right_page);
                 if let Some(sibling) = right_sibling {
-                    PageMut::new(mtr.page_mut(sibling)).set_prev(split.right_page);
+                    mtr.edit(sibling).set_prev(split.right_page);
                 }
             }
             if grows_root {
-                let mut root = PageMut::new(mtr.page_mut(handle));
+                let mut root = mtr.edit(handle);
                 root.format(
                     PageType::Branch,
                     space_id,
@@ -612,7 +613,7 @@ impl BTree {
             record,
         } = top
         {
-            PageMut::new(mtr.page_mut(path[depth].handle))
+            mtr.edit(path[depth].handle)
                 .insert(slot, &record)
                 .expect("the separator's room was checked with the page latched");
         }
@@ -634,7 +635,7 @@ impl BTree {
             return Ok(None);
         }
         let old = self.load_value_and_chain(record)?;
-        PageMut::new(mtr.page_mut(leaf)).remove(slot);
+        mtr.edit(leaf).remove(slot);
         self.finish_replace(mtr, Some(old)).map(Some)
     }
 
@@ -652,7 +653,7 @@ impl BTree {
             return Ok(None);
         };
         let (value, chain) = self.load_value_and_chain(page.record(slot))?;
-        PageMut::new(mtr.page_mut(leaf)).remove(slot);
+        mtr.edit(leaf).remove(slot);
         let mut freed = self.rebalance(&mut mtr, &path)?;
         freed.extend(chain);
         for page_no in freed {
@@ -724,9 +725,9 @@ impl BTree {
         let right_next = Page::new(mtr.page(right)).next();
         if level == 0 && right_next != NO_PAGE {
             let after = mtr.latch(&self.space, right_next)?;
-            PageMut::new(mtr.page_mut(after)).set_prev(left_no);
+            mtr.edit(after).set_prev(left_no);
         }
-        let mut left_page = PageMut::new(mtr.page_mut(left));
+        let mut left_page = mtr.edit(left);
         let start = left_page.view().slot_count();
         for (i, record) in moved.iter().enumerate() {
             left_page
@@ -736,7 +737,7 @@ impl BTree {
         if level == 0 {
             left_page.set_next(right_next);
         }
-        PageMut::new(mtr.page_mut(parent)).remove(right_slot);
+        mtr.edit(parent).remove(right_slot);
         freed.push(right_no);
         Ok(true)
     }
@@ -758,7 +759,7 @@ impl BTree {
         let child_page = Page::new(mtr.page(child));
         let (level, page_type) = (child_page.level(), child_page.page_type());
         let records: Vec<Vec<u8>> = child_page.records().map(<[u8]>::to_vec).collect();
-        let mut root_page = PageMut::new(mtr.page_mut(root));
+        let mut root_page = mtr.edit(root);
         root_page.format(
             page_type,
             self.space.id(),

@@ -14,9 +14,7 @@ use std::sync::Arc;
 
 use crate::buffer_pool::{AccessHint, BufferPool};
 use crate::mtr::Mtr;
-use crate::page::{
-    read_u32, write_u32, Page, PageMut, PageType, HEADER_SIZE, NO_PAGE, TYPE_SPECIFIC,
-};
+use crate::page::{read_u32, write_u32, Page, PageType, HEADER_SIZE, NO_PAGE, TYPE_SPECIFIC};
 use crate::space::{SegmentId, Space};
 use crate::{PageNo, Result, StorageError};
 
@@ -40,7 +38,7 @@ pub fn write_chain(
         .collect::<Result<Vec<PageNo>>>()?;
     for (i, piece) in pieces.iter().enumerate() {
         let handle = mtr.create(space, pages[i])?;
-        let mut page = PageMut::new(mtr.page_mut(handle));
+        let mut page = mtr.edit(handle);
         page.format(PageType::Overflow, space.id(), pages[i], index_id, 0);
         page.set_next(pages.get(i + 1).copied().unwrap_or(NO_PAGE));
         write_u32(page.bytes_mut(), TYPE_SPECIFIC, piece.len() as u32);
