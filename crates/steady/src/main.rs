@@ -3,6 +3,10 @@
 //! Subcommands: `serve` (the PostgreSQL wire protocol server), `shell` (an embedded SQL session on a
 //! data directory), `check` (offline verification of every page and tree), `bench` (the benchmark
 //! scenarios).
+//!
+//! The binary allocates through mimalloc: a statement allocates many small, short-lived values
+//! (rows, keys, results), and glibc's malloc spent up to two thirds of a full-scan aggregate's CPU in
+//! `_int_malloc`, `malloc_consolidate` and `unlink_chunk` (perf, 1,000,000 rows).
 
 mod bench;
 mod check;
@@ -13,6 +17,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Default data directory, relative to the working directory.
 pub const DEFAULT_DATA_DIR: &str = "steady-data";
