@@ -323,6 +323,8 @@ enum Op {
         value: ValueSpec,
     },
     Delete(usize),
+    /// `delete_sorted` of a set of pool keys (sorted and deduplicated when applied).
+    DeleteSorted(Vec<usize>),
     Get(usize),
     Scan {
         start: Edge,
@@ -362,6 +364,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         50 => (0..KEY_POOL, value_spec()).prop_map(|(key, value)| Op::Insert { key, value }),
         20 => (0..KEY_POOL).prop_map(Op::Delete),
+        3 => prop::collection::vec(0..KEY_POOL, 0..200).prop_map(Op::DeleteSorted),
         20 => (0..KEY_POOL).prop_map(Op::Get),
         10 => (edge(), edge(), any::<bool>(), limit).prop_map(|(start, end, reverse, limit)| {
             Op::Scan { start, end, reverse, limit }
@@ -406,6 +409,21 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
                 short(key),
                 short_opt(old.as_deref()),
                 short_opt(expected.as_deref())
+            );
+        }
+        Op::DeleteSorted(picked) => {
+            let mut sorted: Vec<Vec<u8>> = picked.iter().map(|i| keys[*i].clone()).collect();
+            sorted.sort();
+            sorted.dedup();
+            let removed = tree.delete_sorted(&sorted).map_err(err("delete_sorted"))?;
+            let expected = sorted
+                .iter()
+                .filter(|key| model.remove(*key).is_some())
+                .count();
+            ensure!(
+                removed == expected,
+                "delete_sorted of {} keys removed {removed}, expected {expected}",
+                sorted.len()
             );
         }
         Op::Get(key) => {

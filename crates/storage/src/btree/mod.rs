@@ -187,6 +187,61 @@ impl BTree {
         self.delete_with_merges(key)
     }
 
+    /// Removes the keys of `sorted` (ascending, without duplicates) that are present and returns how
+    /// many were. The keys that fall in one leaf are removed in one mini-transaction, which then
+    /// merges pages as a single delete would: a run of keys costs one descent and one redo record
+    /// per leaf, not per key.
+    pub fn delete_sorted(&self, sorted: &[Vec<u8>]) -> Result<usize> {
+        let mut removed = 0;
+        let mut next = 0;
+        while next < sorted.len() {
+            let (passed, gone) = self.delete_in_one_leaf(&sorted[next..])?;
+            next += passed.max(1);
+            removed += gone;
+        }
+        Ok(removed)
+    }
+
+    /// Removes the leading keys of `keys` that belong to the leaf of `keys[0]`; returns how many
+    /// keys it passed (0 when `keys[0]` lies beyond that leaf's last key, so is absent) and how many
+    /// records it removed.
+    fn delete_in_one_leaf(&self, keys: &[Vec<u8>]) -> Result<(usize, usize)> {
+        let mut mtr = Mtr::new(&self.pool);
+        let threshold = self.limits.merge_threshold;
+        let max_record = Page::record_footprint(self.limits.max_record);
+        let path = self.latch_path(&mut mtr, &keys[0], |page| {
+            page.used_space() >= threshold + max_record && page.slot_count() > 2
+        })?;
+        let leaf = path.last().expect("a path ends at a leaf").handle;
+        let page = Page::new(mtr.page(leaf));
+        let Some(last) = page.slot_count().checked_sub(1) else {
+            return Ok((0, 0));
+        };
+        let last_key = node::leaf_key(page.record(last));
+        let passed = keys.partition_point(|key| key.as_slice() <= last_key);
+        let mut slots = Vec::new();
+        let mut freed = Vec::new();
+        for key in &keys[..passed] {
+            if let Ok(slot) = node::leaf_search(page, key) {
+                freed.extend(self.load_value_and_chain(page.record(slot))?.1);
+                slots.push(slot);
+            }
+        }
+        if slots.is_empty() {
+            return Ok((passed, 0));
+        }
+        let mut edit = mtr.edit(leaf);
+        for &slot in slots.iter().rev() {
+            edit.remove(slot);
+        }
+        freed.extend(self.rebalance(&mut mtr, &path)?);
+        for page_no in freed {
+            self.space.free_page(&mut mtr, page_no)?;
+        }
+        mtr.commit();
+        Ok((passed, slots.len()))
+    }
+
     fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
         if key.len() > self.limits.max_key {
             return Err(StorageError::KeyTooLarge {
