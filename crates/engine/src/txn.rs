@@ -16,6 +16,7 @@
 //! open snapshot ([`TxnManager::forget_below`]); a forgotten id reads as committed at CSN 0.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -42,8 +43,14 @@ pub enum TxnStatus {
 }
 
 /// Transaction bookkeeping shared by all sessions.
+///
+/// Every id below `settled_below` belongs to a transaction that committed so long ago that every
+/// snapshot, open or future, sees it (its CSN is forgotten): [`TxnManager::status`] answers for
+/// such an id without taking the lock, which is what most rows of a table carry once purge has
+/// passed them. The bound only rises, at [`TxnManager::forget_below`].
 pub struct TxnManager {
     state: Mutex<State>,
+    settled_below: AtomicU64,
 }
 
 struct State {
@@ -78,6 +85,7 @@ impl TxnManager {
     /// transaction) and CSNs after `last_csn`.
     pub fn new(first_of_run: TxnId, last_csn: Csn) -> Self {
         TxnManager {
+            settled_below: AtomicU64::new(first_of_run),
             state: Mutex::new(State {
                 first_of_run,
                 next_txn: first_of_run,
@@ -161,15 +169,29 @@ impl TxnManager {
 
     /// The status of the writer of a version.
     pub fn status(&self, txn: TxnId) -> TxnStatus {
+        if txn < self.settled_below.load(Ordering::Acquire) {
+            return TxnStatus::Committed(0);
+        }
         self.state.lock().status(txn)
     }
 
-    /// The statuses of many writers under one acquisition of the lock (a scan's batch).
+    /// The statuses of many writers under at most one acquisition of the lock (a scan's batch).
     pub fn statuses(&self, txns: impl IntoIterator<Item = TxnId>) -> HashMap<TxnId, TxnStatus> {
-        let state = self.state.lock();
-        txns.into_iter()
-            .map(|txn| (txn, state.status(txn)))
-            .collect()
+        let settled = self.settled_below.load(Ordering::Acquire);
+        let mut statuses = HashMap::new();
+        let mut unsettled = Vec::new();
+        for txn in txns {
+            if txn < settled {
+                statuses.insert(txn, TxnStatus::Committed(0));
+            } else {
+                unsettled.push(txn);
+            }
+        }
+        if !unsettled.is_empty() {
+            let state = self.state.lock();
+            statuses.extend(unsettled.into_iter().map(|txn| (txn, state.status(txn))));
+        }
+        statuses
     }
 
     /// The CSN below which no open snapshot (or future one) can see a difference: the oldest open
@@ -191,6 +213,9 @@ impl TxnManager {
         state.committed.retain(|_, csn| *csn > horizon);
         let oldest_running = state.active.iter().min().copied().unwrap_or(state.next_txn);
         state.aborted.retain(|_, next| *next > oldest_running);
+        let remembered = state.committed.keys().chain(state.aborted.keys()).min();
+        let settled = remembered.map_or(oldest_running, |&txn| txn.min(oldest_running));
+        self.settled_below.fetch_max(settled, Ordering::AcqRel);
     }
 
     /// Counters: open transactions and snapshots, the last CSN.
@@ -244,5 +269,42 @@ mod tests {
         assert_eq!(txns.horizon(None), csn);
         txns.forget_below(csn);
         assert_eq!(txns.status(a), TxnStatus::Committed(0));
+    }
+
+    #[test]
+    fn only_forgotten_commits_are_settled() {
+        let txns = TxnManager::new(100, 0);
+        let old = txns.begin();
+        let rolled_back = txns.begin();
+        let running = txns.begin();
+        let committed = txns.commit(old);
+        txns.abort(rolled_back);
+        let later = txns.begin();
+        let later_csn = txns.commit(later);
+        let snapshot = txns.take_snapshot();
+        txns.forget_below(committed);
+        assert_eq!(
+            txns.status(old),
+            TxnStatus::Committed(0),
+            "forgotten: settled"
+        );
+        assert_eq!(
+            txns.status(rolled_back),
+            TxnStatus::Aborted,
+            "met by a running one"
+        );
+        assert_eq!(txns.status(running), TxnStatus::Active);
+        assert_eq!(txns.status(later), TxnStatus::Committed(later_csn));
+        let statuses = txns.statuses([old, rolled_back, running, later]);
+        assert_eq!(statuses[&rolled_back], TxnStatus::Aborted);
+        assert_eq!(statuses[&later], TxnStatus::Committed(later_csn));
+        txns.release_snapshot(snapshot);
+        let last = txns.commit(running);
+        txns.forget_below(last);
+        assert_eq!(
+            txns.status(running),
+            TxnStatus::Committed(0),
+            "all ended: settled"
+        );
     }
 }
