@@ -529,9 +529,7 @@ impl Engine {
             items.into_iter().partition(|item| item.csn <= horizon);
         self.bury_delete_marks(&mut kept)?;
         removed += self.purge_delete_marks(&done)?;
-        for item in &done {
-            self.delete_undo(item.txn)?;
-        }
+        self.delete_undo(done.iter().map(|item| item.txn))?;
         pinned.extend(kept);
         self.purge_in_flight.store(0, Ordering::Release);
         drop(pinned);
@@ -762,17 +760,22 @@ impl Engine {
         Ok(())
     }
 
-    fn delete_undo(&self, txn: TxnId) -> Result<()> {
-        let from = undo_key(txn, 0);
-        let to = undo_key(txn, COMMIT_MARKER);
-        let keys: Vec<Vec<u8>> = self
-            .undo
-            .range(Bound::Included(&from), Bound::Included(&to))
-            .map(|entry| entry.map(|(key, _)| key))
-            .collect::<std::result::Result<_, _>>()?;
-        for key in keys {
-            self.undo.delete(&key)?;
+    /// Removes the undo entries of `txns`, all in one key-ordered pass over the undo tree (a leaf's
+    /// entries go in one mini-transaction, whichever transactions they belong to).
+    fn delete_undo(&self, txns: impl IntoIterator<Item = TxnId>) -> Result<()> {
+        let mut keys = Vec::new();
+        for txn in txns {
+            let from = undo_key(txn, 0);
+            let to = undo_key(txn, COMMIT_MARKER);
+            for entry in self
+                .undo
+                .range(Bound::Included(&from), Bound::Included(&to))
+            {
+                keys.push(entry?.0);
+            }
         }
+        keys.sort_unstable();
+        self.undo.delete_sorted(&keys)?;
         Ok(())
     }
 }
@@ -1299,7 +1302,7 @@ impl Transaction {
         }
         engine.ssi.aborted(self.id);
         if self.wrote {
-            engine.delete_undo(self.id)?;
+            engine.delete_undo([self.id])?;
             engine.txns.abort(self.id);
         } else {
             engine.txns.finish_read_only(self.id);

@@ -42,7 +42,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::io::AlignedBuf;
-use crate::page::{self, PageMut};
+use crate::page::{self, PageMut, PageOps};
 use crate::redo;
 use crate::space::Space;
 use crate::wal::Wal;
@@ -367,10 +367,18 @@ impl BufferPool {
             redo::ChangeBody::Full(_) | redo::ChangeBody::Zeroed(_) => {
                 self.create_page(space, change.page)?
             }
-            redo::ChangeBody::Ranges(_) => self.fetch_write(space, change.page)?,
+            redo::ChangeBody::Ranges(_) | redo::ChangeBody::Ops(_) => {
+                self.fetch_write(space, change.page)?
+            }
         };
         if page::Page::new(&guard).lsn() < end_lsn {
-            redo::apply(&change.body, guard.page_mut(), end_lsn);
+            redo::apply(&change.body, guard.page_mut(), end_lsn).map_err(|_| {
+                StorageError::corrupt(
+                    space.id(),
+                    change.page,
+                    "a redo record's page operations do not fit the page".to_owned(),
+                )
+            })?;
             guard.commit_changes(end_lsn);
         }
         Ok(())
@@ -915,8 +923,8 @@ impl Drop for PageReadGuard<'_> {
 enum Changes {
     /// Nothing changed yet.
     Clean,
-    /// Every change went through [`PageWriteGuard::edit`], which recorded these byte ranges.
-    Ranges(Vec<(u32, u32)>),
+    /// Every change went through [`PageWriteGuard::edit`], which logged these operations.
+    Ops(PageOps),
     /// The page was changed as raw bytes; this is a copy of it from before the first change, to
     /// diff against at commit (kept only with a redo log).
     Before(Box<[u8]>),
@@ -924,14 +932,14 @@ enum Changes {
     Whole,
 }
 
-/// A pinned, write-latched page. Changes made through [`PageWriteGuard::edit`] (recorded byte
-/// ranges) or [`PageWriteGuard::page_mut`] (raw bytes) make the page dirty when the guard is
+/// A pinned, write-latched page. Changes made through [`PageWriteGuard::edit`] (logged page
+/// operations) or [`PageWriteGuard::page_mut`] (raw bytes) make the page dirty when the guard is
 /// committed by its mini-transaction (or, failing that, when it is dropped).
 ///
 /// Redo of a guard's changes ([`PageWriteGuard::encode_redo`]): a fresh page is logged as "zeroed,
 /// then these bytes" (its non-zero bytes); a page not changed since before the checkpoint horizon
-/// as a full image (torn-page protection); otherwise the recorded ranges, or the ranges that differ
-/// from the copy taken before the first raw change.
+/// as a full image (torn-page protection); otherwise its logged operations (unless they outweigh
+/// the page), or the ranges that differ from the copy taken before the first raw change.
 pub struct PageWriteGuard<'a> {
     pool: &'a BufferPool,
     frame_id: FrameId,
@@ -968,22 +976,21 @@ impl PageWriteGuard<'_> {
             Changes::Clean if logged && !self.fresh => {
                 self.changes = Changes::Before(Box::from(&data[..]));
             }
-            Changes::Ranges(_) => self.changes = Changes::Whole,
+            Changes::Ops(_) => self.changes = Changes::Whole,
             Changes::Clean | Changes::Before(_) | Changes::Whole => {}
         }
         data
     }
 
-    /// The page for changing it through [`PageMut`]'s operations, which record the bytes they
-    /// change so that redo logs just those.
+    /// The page for changing it through [`PageMut`]'s operations, which are logged as such.
     pub fn edit(&mut self) -> PageMut<'_> {
         self.modified = true;
         let data = self.data.as_mut().expect("latched until drop");
         if matches!(self.changes, Changes::Clean) && !self.fresh {
-            self.changes = Changes::Ranges(Vec::with_capacity(8));
+            self.changes = Changes::Ops(PageOps::default());
         }
         match &mut self.changes {
-            Changes::Ranges(ranges) => PageMut::tracked(data, ranges),
+            Changes::Ops(ops) => PageMut::logged(data, ops),
             _ => PageMut::new(data),
         }
     }
@@ -1005,13 +1012,13 @@ impl PageWriteGuard<'_> {
             return true;
         }
         match &self.changes {
-            Changes::Ranges(ranges) => {
-                redo::encode_ranges(out, self.space_id, self.page_no, page, ranges.clone())
+            Changes::Ops(ops) if !ops.raw && ops.bytes.len() < page.len() / 2 => {
+                redo::encode_ops(out, self.space_id, self.page_no, &ops.bytes)
             }
             Changes::Before(before) => {
                 redo::encode_diff(out, self.space_id, self.page_no, before, page)
             }
-            Changes::Clean | Changes::Whole => {
+            Changes::Clean | Changes::Whole | Changes::Ops(_) => {
                 redo::encode_full(out, self.space_id, self.page_no, page);
                 return true;
             }

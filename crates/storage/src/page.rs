@@ -285,34 +285,158 @@ impl<'a> Page<'a> {
     }
 }
 
-/// A mutable view of one page.
-/// A page being changed. A `PageMut` made by [`PageMut::tracked`] records the byte range of every
-/// change it makes, so that redo can log exactly those bytes without comparing the page with a copy
-/// of itself (see `redo`); the checksum and LSN fields are never recorded.
+/// A page being changed. A `PageMut` made by [`PageMut::logged`] appends each operation it makes
+/// to a [`PageOps`], which the redo log carries and recovery replays on the page as it was
+/// (physiological redo, as InnoDB and PostgreSQL log "insert this record at this slot"): logging a
+/// row costs the row and a few bytes, never a comparison of the page with a copy of itself.
+/// The checksum and LSN fields are not changed by operations.
 pub struct PageMut<'a> {
     buf: &'a mut [u8],
-    touched: Option<&'a mut Vec<(u32, u32)>>,
+    ops: Option<&'a mut PageOps>,
+}
+
+/// The operations made on one page through a logged [`PageMut`], encoded for redo:
+///
+/// ```text
+/// op := 1 insert  | slot u16 | len u16 | record bytes
+///     | 2 remove  | slot u16
+///     | 3 replace | slot u16 | len u16 | record bytes
+///     | 4 write   | offset u16 | len u16 | bytes        (header fields: prev, next, level, type)
+///     | 5 format  | type u16 | level u16 | space u32 | page u32 | index u64
+///     | 6 compact
+///     | 7 clear records
+///     | 8 truncate | slot u16                           (removes records slot..)
+/// ```
+///
+/// Replaying the operations, in order, on the page as it was before them gives the page as it is:
+/// every operation is a function of the page's bytes and its arguments. `raw` is set when a caller
+/// took the page's bytes to lay them out itself, which no operation describes: the page is then
+/// logged whole.
+#[derive(Debug, Default)]
+pub struct PageOps {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) raw: bool,
+}
+
+const OP_INSERT: u8 = 1;
+const OP_REMOVE: u8 = 2;
+const OP_REPLACE: u8 = 3;
+const OP_WRITE: u8 = 4;
+const OP_FORMAT: u8 = 5;
+const OP_COMPACT: u8 = 6;
+const OP_CLEAR: u8 = 7;
+const OP_TRUNCATE: u8 = 8;
+
+/// A redo record's page operations do not fit the page they name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadPageOps;
+
+impl PageOps {
+    fn op(&mut self, op: u8, slot: usize) {
+        self.bytes.push(op);
+        self.bytes.extend_from_slice(&(slot as u16).to_le_bytes());
+    }
+
+    fn with_bytes(&mut self, op: u8, at: usize, bytes: &[u8]) {
+        self.op(op, at);
+        self.bytes
+            .extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+        self.bytes.extend_from_slice(bytes);
+    }
+
+    /// Replays encoded operations on `page`.
+    pub fn replay(mut ops: &[u8], page: &mut [u8]) -> Result<(), BadPageOps> {
+        while let Some((&op, rest)) = ops.split_first() {
+            ops = rest;
+            replay_one(op, &mut ops, page).ok_or(BadPageOps)?;
+        }
+        Ok(())
+    }
+}
+
+/// Takes `len` bytes off the front of `ops`.
+fn take<'o>(ops: &mut &'o [u8], len: usize) -> Option<&'o [u8]> {
+    if ops.len() < len {
+        return None;
+    }
+    let (head, rest) = ops.split_at(len);
+    *ops = rest;
+    Some(head)
+}
+
+fn take_u16(ops: &mut &[u8]) -> Option<usize> {
+    Some(read_u16(take(ops, 2)?, 0) as usize)
+}
+
+fn replay_one(op: u8, ops: &mut &[u8], page: &mut [u8]) -> Option<()> {
+    let count = Page::new(page).slot_count();
+    match op {
+        OP_INSERT | OP_REPLACE | OP_WRITE => {
+            let at = take_u16(ops)?;
+            let len = take_u16(ops)?;
+            let bytes = take(ops, len)?;
+            match op {
+                OP_INSERT if at <= count => insert_record(page, at, bytes).ok(),
+                OP_REPLACE if at < count => replace_record(page, at, bytes).ok(),
+                OP_WRITE if at >= 12 && at + len <= page.len() => {
+                    page[at..at + len].copy_from_slice(bytes);
+                    Some(())
+                }
+                _ => None,
+            }
+        }
+        OP_REMOVE | OP_TRUNCATE => {
+            let slot = take_u16(ops)?;
+            match op {
+                OP_REMOVE if slot < count => remove_record(page, slot),
+                OP_TRUNCATE if slot <= count => truncate_records(page, slot),
+                _ => return None,
+            }
+            Some(())
+        }
+        OP_FORMAT => {
+            let f = take(ops, 20)?;
+            let page_type = PageType::from_u16(read_u16(f, 0))?;
+            let (space, page_no) = (read_u32(f, 4), read_u32(f, 8));
+            format_page(
+                page,
+                page_type,
+                space,
+                page_no,
+                read_u64(f, 12),
+                read_u16(f, 2),
+            );
+            Some(())
+        }
+        OP_COMPACT => {
+            compact_records(page);
+            Some(())
+        }
+        OP_CLEAR => {
+            clear_records(page);
+            Some(())
+        }
+        _ => None,
+    }
 }
 
 impl<'a> PageMut<'a> {
-    /// A page changed without recording what changed.
+    /// A page changed without logging what changed.
     pub fn new(buf: &'a mut [u8]) -> Self {
-        PageMut { buf, touched: None }
+        PageMut { buf, ops: None }
     }
 
-    /// A page whose changes are appended to `touched` as `(start, end)` byte ranges.
-    pub fn tracked(buf: &'a mut [u8], touched: &'a mut Vec<(u32, u32)>) -> Self {
+    /// A page whose operations are appended to `ops`.
+    pub fn logged(buf: &'a mut [u8], ops: &'a mut PageOps) -> Self {
         PageMut {
             buf,
-            touched: Some(touched),
+            ops: Some(ops),
         }
     }
 
-    fn touch(&mut self, start: usize, end: usize) {
-        if let Some(touched) = self.touched.as_deref_mut() {
-            if start < end {
-                touched.push((start as u32, end as u32));
-            }
+    fn log(&mut self, entry: impl FnOnce(&mut PageOps)) {
+        if let Some(ops) = self.ops.as_deref_mut() {
+            entry(ops);
         }
     }
 
@@ -329,18 +453,16 @@ impl<'a> PageMut<'a> {
         index_id: u64,
         level: u16,
     ) {
-        let size = self.buf.len();
-        self.touch(12, size);
-        self.buf.fill(0);
-        write_u16(self.buf, 12, page_type as u16);
-        write_u16(self.buf, 14, level);
-        write_u32(self.buf, 16, space);
-        write_u32(self.buf, 20, page_no);
-        write_u64(self.buf, 24, index_id);
-        write_u32(self.buf, 32, NO_PAGE);
-        write_u32(self.buf, 36, NO_PAGE);
-        let size = self.buf.len() as u32;
-        write_u32(self.buf, 44, size);
+        format_page(self.buf, page_type, space, page_no, index_id, level);
+        self.log(|ops| {
+            ops.bytes.push(OP_FORMAT);
+            ops.bytes
+                .extend_from_slice(&(page_type as u16).to_le_bytes());
+            ops.bytes.extend_from_slice(&level.to_le_bytes());
+            ops.bytes.extend_from_slice(&space.to_le_bytes());
+            ops.bytes.extend_from_slice(&page_no.to_le_bytes());
+            ops.bytes.extend_from_slice(&index_id.to_le_bytes());
+        });
     }
 
     pub fn set_lsn(&mut self, lsn: u64) {
@@ -358,132 +480,174 @@ impl<'a> PageMut<'a> {
     pub fn set_next(&mut self, page: PageNo) {
         self.write(36, &page.to_le_bytes());
     }
-    fn set_slot_count(&mut self, count: usize) {
-        self.write(40, &(count as u16).to_le_bytes());
-    }
-    fn set_heap_top(&mut self, top: usize) {
-        self.write(44, &(top as u32).to_le_bytes());
-    }
-    fn set_garbage(&mut self, bytes: usize) {
-        self.write(48, &(bytes as u32).to_le_bytes());
-    }
-    fn set_slot_offset(&mut self, index: usize, offset: usize) {
-        self.write(
-            HEADER_SIZE + SLOT_SIZE * index,
-            &(offset as u16).to_le_bytes(),
-        );
-    }
 
-    /// Copies `bytes` into the page at `at`.
+    /// Copies `bytes` into the page header at `at`.
     fn write(&mut self, at: usize, bytes: &[u8]) {
-        self.touch(at, at + bytes.len());
         self.buf[at..at + bytes.len()].copy_from_slice(bytes);
+        self.log(|ops| ops.with_bytes(OP_WRITE, at, bytes));
     }
 
     /// The bytes after the fixed header fields that the page type's owner defines.
     pub fn type_specific_mut(&mut self) -> &mut [u8] {
-        self.touch(TYPE_SPECIFIC, HEADER_SIZE);
+        self.log(|ops| ops.raw = true);
         &mut self.buf[TYPE_SPECIFIC..HEADER_SIZE]
     }
 
     /// The whole raw page, for owners that lay out their own body (space metadata, overflow).
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        let size = self.buf.len();
-        self.touch(12, size);
+        self.log(|ops| ops.raw = true);
         self.buf
     }
 
     /// Inserts `record` so that it becomes record `index`, compacting the heap if needed.
     pub fn insert(&mut self, index: usize, record: &[u8]) -> Result<(), PageFull> {
-        let count = self.view().slot_count();
-        assert!(index <= count, "insert at {index} past {count} records");
-        let need = Page::record_footprint(record.len());
-        if self.view().free_space() < need {
-            return Err(PageFull);
-        }
-        if self.view().heap_top() - self.view().free_start() < need {
-            self.compact();
-        }
-        let at = self.view().heap_top() - RECORD_LEN_SIZE - record.len();
-        self.write_record(at, record);
-        self.set_heap_top(at);
-        let slots = HEADER_SIZE + SLOT_SIZE * index;
-        let slots_end = HEADER_SIZE + SLOT_SIZE * count;
-        self.touch(slots, slots_end + SLOT_SIZE);
-        self.buf.copy_within(slots..slots_end, slots + SLOT_SIZE);
-        self.set_slot_offset(index, at);
-        self.set_slot_count(count + 1);
+        insert_record(self.buf, index, record)?;
+        self.log(|ops| ops.with_bytes(OP_INSERT, index, record));
         Ok(())
     }
 
     /// Removes record `index`; its bytes become garbage until the next compaction.
     pub fn remove(&mut self, index: usize) {
-        let count = self.view().slot_count();
-        assert!(index < count, "remove of {index} past {count} records");
-        let len = self.view().record(index).len();
-        let garbage = self.view().garbage() + RECORD_LEN_SIZE + len;
-        self.set_garbage(garbage);
-        let slots = HEADER_SIZE + SLOT_SIZE * (index + 1);
-        let slots_end = HEADER_SIZE + SLOT_SIZE * count;
-        self.touch(slots - SLOT_SIZE, slots_end);
-        self.buf.copy_within(slots..slots_end, slots - SLOT_SIZE);
-        self.set_slot_count(count - 1);
+        remove_record(self.buf, index);
+        self.log(|ops| ops.op(OP_REMOVE, index));
     }
 
     /// Replaces record `index` with `record`; on `PageFull` the page is unchanged.
     pub fn replace(&mut self, index: usize, record: &[u8]) -> Result<(), PageFull> {
-        let old_len = self.view().record(index).len();
-        if record.len() <= old_len {
-            let at = self.view().slot_offset(index);
-            self.write_record(at, record);
-            let garbage = self.view().garbage() + old_len - record.len();
-            self.set_garbage(garbage);
-            return Ok(());
-        }
-        if self.view().free_space() + RECORD_LEN_SIZE + old_len < RECORD_LEN_SIZE + record.len() {
-            return Err(PageFull);
-        }
-        self.remove(index);
-        self.insert(index, record)
-            .expect("space was checked before removing the old record");
+        replace_record(self.buf, index, record)?;
+        self.log(|ops| ops.with_bytes(OP_REPLACE, index, record));
         Ok(())
     }
 
-    /// Writes a record (its length, then its bytes) at heap offset `at`.
-    fn write_record(&mut self, at: usize, record: &[u8]) {
-        self.touch(at, at + RECORD_LEN_SIZE + record.len());
-        write_u16(self.buf, at, record.len() as u16);
-        self.buf[at + RECORD_LEN_SIZE..at + RECORD_LEN_SIZE + record.len()].copy_from_slice(record);
-    }
-
-    /// Removes records `from..` and returns them, in order.
-    pub fn split_off(&mut self, from: usize) -> Vec<Vec<u8>> {
-        let count = self.view().slot_count();
-        let moved: Vec<Vec<u8>> = (from..count)
-            .map(|i| self.view().record(i).to_vec())
-            .collect();
-        for index in (from..count).rev() {
-            self.remove(index);
-        }
-        moved
+    /// Removes records `from..`.
+    pub fn truncate(&mut self, from: usize) {
+        truncate_records(self.buf, from);
+        self.log(|ops| ops.op(OP_TRUNCATE, from));
     }
 
     /// Removes every record.
     pub fn clear_records(&mut self) {
-        let size = self.buf.len();
-        self.set_slot_count(0);
-        self.set_heap_top(size);
-        self.set_garbage(0);
+        clear_records(self.buf);
+        self.log(|ops| ops.bytes.push(OP_CLEAR));
     }
 
     /// Rewrites the heap so that all free space is contiguous.
     pub fn compact(&mut self) {
-        let records: Vec<Vec<u8>> = self.view().records().map(<[u8]>::to_vec).collect();
-        self.clear_records();
-        for (index, record) in records.iter().enumerate() {
-            self.insert(index, record)
-                .expect("compaction never grows the records");
-        }
+        compact_records(self.buf);
+        self.log(|ops| ops.bytes.push(OP_COMPACT));
+    }
+}
+
+// The operations themselves, on the page's bytes: what `PageMut` does and what redo replays.
+
+fn format_page(
+    buf: &mut [u8],
+    page_type: PageType,
+    space: SpaceId,
+    page_no: PageNo,
+    index_id: u64,
+    level: u16,
+) {
+    buf.fill(0);
+    write_u16(buf, 12, page_type as u16);
+    write_u16(buf, 14, level);
+    write_u32(buf, 16, space);
+    write_u32(buf, 20, page_no);
+    write_u64(buf, 24, index_id);
+    write_u32(buf, 32, NO_PAGE);
+    write_u32(buf, 36, NO_PAGE);
+    let size = buf.len() as u32;
+    write_u32(buf, 44, size);
+}
+
+fn set_slot_count(buf: &mut [u8], count: usize) {
+    write_u16(buf, 40, count as u16);
+}
+fn set_heap_top(buf: &mut [u8], top: usize) {
+    write_u32(buf, 44, top as u32);
+}
+fn set_garbage(buf: &mut [u8], bytes: usize) {
+    write_u32(buf, 48, bytes as u32);
+}
+fn set_slot_offset(buf: &mut [u8], index: usize, offset: usize) {
+    write_u16(buf, HEADER_SIZE + SLOT_SIZE * index, offset as u16);
+}
+
+fn insert_record(buf: &mut [u8], index: usize, record: &[u8]) -> Result<(), PageFull> {
+    let count = Page::new(buf).slot_count();
+    assert!(index <= count, "insert at {index} past {count} records");
+    let need = Page::record_footprint(record.len());
+    if Page::new(buf).free_space() < need {
+        return Err(PageFull);
+    }
+    if Page::new(buf).heap_top() - Page::new(buf).free_start() < need {
+        compact_records(buf);
+    }
+    let at = Page::new(buf).heap_top() - RECORD_LEN_SIZE - record.len();
+    write_record(buf, at, record);
+    set_heap_top(buf, at);
+    let slots = HEADER_SIZE + SLOT_SIZE * index;
+    let slots_end = HEADER_SIZE + SLOT_SIZE * count;
+    buf.copy_within(slots..slots_end, slots + SLOT_SIZE);
+    set_slot_offset(buf, index, at);
+    set_slot_count(buf, count + 1);
+    Ok(())
+}
+
+fn remove_record(buf: &mut [u8], index: usize) {
+    let count = Page::new(buf).slot_count();
+    assert!(index < count, "remove of {index} past {count} records");
+    let len = Page::new(buf).record(index).len();
+    let garbage = Page::new(buf).garbage() + RECORD_LEN_SIZE + len;
+    set_garbage(buf, garbage);
+    let slots = HEADER_SIZE + SLOT_SIZE * (index + 1);
+    let slots_end = HEADER_SIZE + SLOT_SIZE * count;
+    buf.copy_within(slots..slots_end, slots - SLOT_SIZE);
+    set_slot_count(buf, count - 1);
+}
+
+fn replace_record(buf: &mut [u8], index: usize, record: &[u8]) -> Result<(), PageFull> {
+    let old_len = Page::new(buf).record(index).len();
+    if record.len() <= old_len {
+        let at = Page::new(buf).slot_offset(index);
+        write_record(buf, at, record);
+        let garbage = Page::new(buf).garbage() + old_len - record.len();
+        set_garbage(buf, garbage);
+        return Ok(());
+    }
+    if Page::new(buf).free_space() + RECORD_LEN_SIZE + old_len < RECORD_LEN_SIZE + record.len() {
+        return Err(PageFull);
+    }
+    remove_record(buf, index);
+    insert_record(buf, index, record).expect("space was checked before removing the old record");
+    Ok(())
+}
+
+/// Writes a record (its length, then its bytes) at heap offset `at`.
+fn write_record(buf: &mut [u8], at: usize, record: &[u8]) {
+    write_u16(buf, at, record.len() as u16);
+    buf[at + RECORD_LEN_SIZE..at + RECORD_LEN_SIZE + record.len()].copy_from_slice(record);
+}
+
+fn truncate_records(buf: &mut [u8], from: usize) {
+    let count = Page::new(buf).slot_count();
+    for index in (from..count).rev() {
+        remove_record(buf, index);
+    }
+}
+
+fn clear_records(buf: &mut [u8]) {
+    let size = buf.len();
+    set_slot_count(buf, 0);
+    set_heap_top(buf, size);
+    set_garbage(buf, 0);
+}
+
+fn compact_records(buf: &mut [u8]) {
+    let records: Vec<Vec<u8>> = Page::new(buf).records().map(<[u8]>::to_vec).collect();
+    clear_records(buf);
+    for (index, record) in records.iter().enumerate() {
+        insert_record(buf, index, record).expect("compaction never grows the records");
     }
 }
 

@@ -636,8 +636,9 @@ impl BTree {
                 right_page.set_next(old_next);
             }
             let mut left_page = mtr.edit(left_handle);
-            left_page.clear_records();
-            fill(&mut left_page, &split.left);
+            let kept = common_prefix(left_page.view(), &split.left);
+            left_page.truncate(kept);
+            fill(&mut left_page, &split.left[kept..]);
             if level == 0 {
                 left_page.set_next(split.right_page);
                 if let Some(sibling) = right_sibling {
@@ -836,6 +837,16 @@ fn ensure_absent(space: &Space, index_id: u64) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// How many of `records` the page already holds as its first records: a split keeps those in place
+/// (an ascending load's split then changes the left page by one small truncation, not a rewrite).
+fn common_prefix(page: Page<'_>, records: &[Vec<u8>]) -> usize {
+    records
+        .iter()
+        .zip(page.records())
+        .take_while(|(wanted, held)| wanted.as_slice() == *held)
+        .count()
 }
 
 /// Appends `records` to a page that has room for them.
