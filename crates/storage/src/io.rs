@@ -41,6 +41,12 @@ pub trait FileIo: Send + Sync {
 pub trait Vfs: Send + Sync {
     /// Opens `name`, creating it empty if `create` is set and it does not exist.
     fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn FileIo>>;
+    /// Opens the redo log: like [`Vfs::open`], but always through the page cache. Log writes are
+    /// appends of any length at any offset, which `O_DIRECT` refuses; the log has its own
+    /// `fdatasync` at every commit, so the cache never holds acknowledged log bytes alone.
+    fn open_log(&self, name: &str, create: bool) -> io::Result<Arc<dyn FileIo>> {
+        self.open(name, create)
+    }
     /// Removes `name` (the directory entry; open handles stay usable).
     fn remove(&self, name: &str) -> io::Result<()>;
     /// Renames `from` to `to` atomically, replacing `to` if it exists (open handles stay usable).
@@ -73,17 +79,25 @@ impl OsVfs {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
-}
 
-impl Vfs for OsVfs {
-    fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn FileIo>> {
+    fn open_file(&self, name: &str, create: bool, direct: bool) -> io::Result<Arc<dyn FileIo>> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(create);
-        if self.direct_io {
+        if direct {
             options.custom_flags(libc::O_DIRECT);
         }
         let file = options.open(self.dir.join(name))?;
         Ok(Arc::new(OsFile { file }))
+    }
+}
+
+impl Vfs for OsVfs {
+    fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn FileIo>> {
+        self.open_file(name, create, self.direct_io)
+    }
+
+    fn open_log(&self, name: &str, create: bool) -> io::Result<Arc<dyn FileIo>> {
+        self.open_file(name, create, false)
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {

@@ -100,7 +100,7 @@ impl Wal {
     pub fn create(vfs: &dyn Vfs, capacity: u64) -> Result<Wal> {
         let capacity = capacity.max(MIN_CAPACITY).div_ceil(4096) * 4096;
         let file = vfs
-            .open(LOG_FILE, true)
+            .open_log(LOG_FILE, true)
             .map_err(|e| StorageError::io("creating the redo log", e))?;
         file.set_len(HEADER_BLOCK + capacity)
             .and_then(|_| preallocate(file.as_ref(), capacity))
@@ -115,7 +115,7 @@ impl Wal {
     /// Opens an existing log and reads every record after its last checkpoint.
     pub fn open(vfs: &dyn Vfs) -> Result<OpenedLog> {
         let file = vfs
-            .open(LOG_FILE, false)
+            .open_log(LOG_FILE, false)
             .map_err(|e| StorageError::io("opening the redo log", e))?;
         let len = file
             .file_len()
@@ -459,7 +459,7 @@ mod tests {
         );
 
         let last = opened.records.last().unwrap().0;
-        let file = vfs.open(LOG_FILE, false).unwrap();
+        let file = vfs.open_log(LOG_FILE, false).unwrap();
         let at = HEADER_BLOCK + (last + RECORD_HEADER as u64) % wal.capacity();
         file.write_at(&[0xEE], at).unwrap();
         let reopened = Wal::open(&vfs).unwrap();
