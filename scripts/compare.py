@@ -42,10 +42,12 @@ def number(text):
 
 
 def ratio(better, steady, postgres):
+    """The figure's ratio (>1: SteadyDB better), or None for no ratio or a zero denominator."""
     steady, postgres = number(steady or ""), number(postgres or "")
-    if better == "none" or not steady or not postgres or steady <= 0 or postgres <= 0:
+    if better == "none" or steady is None or postgres is None or min(steady, postgres) < 0:
         return None
-    return steady / postgres if better == "higher" else postgres / steady
+    numerator, denominator = (steady, postgres) if better == "higher" else (postgres, steady)
+    return numerator / denominator if denominator > 0 else None
 
 
 def collect(results_path):
