@@ -90,7 +90,7 @@ record_check() {
   fi
 }
 
-clients() { if [ "$1" = 1 ]; then echo "1 client"; else echo "$1 clients"; fi; }
+clients_label() { if [ "$1" = 1 ]; then echo "1 client"; else echo "$1 clients"; fi; }
 
 wants() { [[ ",$ONLY," == *",$1,"* ]]; }
 
@@ -107,12 +107,12 @@ pgbench_script_on() {
   # -n: no vacuum before a run, whose truncation of pgbench_history would break the balances
   # check of the second run (the init has just vacuumed).
   for clients in 1 8; do
-    progress "pgbench $script on $system: $(clients "$clients"), $SECONDS_PER_RUN s"
+    progress "pgbench $script on $system: $(clients_label "$clients"), $SECONDS_PER_RUN s"
     pgbench_run "$clients" "$SECONDS_PER_RUN" -n -b "$script" || CHECKS_FAILED=1
-    record pgbench "$script, $(clients "$clients") (tps)" higher "$system" "$PGBENCH_TPS"
-    record pgbench "$script, $(clients "$clients"): failed transactions" none "$system" "$PGBENCH_FAILED"
+    record pgbench "$script, $(clients_label "$clients") (tps)" higher "$system" "$PGBENCH_TPS"
+    record pgbench "$script, $(clients_label "$clients"): failed transactions" none "$system" "$PGBENCH_FAILED"
     [ "$PGBENCH_FAILED" = 0 ] || CHECKS_FAILED=1
-    record_check pgbench "$script, $(clients "$clients"): balances" "$system" check_balances "$script"
+    record_check pgbench "$script, $(clients_label "$clients"): balances" "$system" check_balances "$script"
   done
 }
 
@@ -184,10 +184,10 @@ run_commit() {
     for system in "${SYSTEMS[@]}"; do
       use_server "$system"
       committed="$(sql -c 'SELECT sum(n) FROM commit_t')"
-      progress "one-row commits on $system: $(clients "$clients"), $SECONDS_PER_RUN s"
+      progress "one-row commits on $system: $(clients_label "$clients"), $SECONDS_PER_RUN s"
       pgbench_run "$clients" "$SECONDS_PER_RUN" -n -f "$script" || CHECKS_FAILED=1
-      record commit "$(clients "$clients") (tps)" higher "$system" "$PGBENCH_TPS"
-      record_check commit "$(clients "$clients"): every commit counted is there" "$system" \
+      record commit "$(clients_label "$clients") (tps)" higher "$system" "$PGBENCH_TPS"
+      record_check commit "$(clients_label "$clients"): every commit counted is there" "$system" \
         commits_all_there "$((committed + PGBENCH_TRANSACTIONS))"
     done
   done
