@@ -115,8 +115,11 @@ def as_json(meta, workloads):
         parsed = number(text) if text is not None else None
         return text if parsed is None else parsed
 
+    def rounded(r):
+        return None if r is None else round(r, 3)
+
     return {
-        "config": {k: v for k, v in meta.items() if k != "checks_passed"},
+        "config": {k: value(v) for k, v in meta.items() if k != "checks_passed"},
         "checks_passed": meta["checks_passed"] == "true",
         "ratio": RATIO_NOTE,
         "workloads": {
@@ -126,7 +129,7 @@ def as_json(meta, workloads):
                     "better": entry["better"],
                     "steady": value(entry.get("steady")),
                     "postgres": value(entry.get("postgres")),
-                    "ratio": ratio(entry["better"], entry.get("steady"), entry.get("postgres")),
+                    "ratio": rounded(ratio(entry["better"], entry.get("steady"), entry.get("postgres"))),
                 }
                 for figure, entry in figures.items()
             ]
