@@ -210,8 +210,9 @@ bulk_step() {
   local system=$1 name=$2 script=$3 before after out ms rows
   progress "bulk $name on $system"
   before="$(redo_bytes "$system")"
-  out="$("$PG_BIN/psql" -X -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres -v ON_ERROR_STOP=1 -f "$script" 2>&1)" \
-    || { echo "$out" >&2; return 1; }
+  run_client "$WORK/bulk.log" "$PG_BIN/psql" -X -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres \
+    -v ON_ERROR_STOP=1 -f "$script" || { cat "$WORK/bulk.log" >&2; return 1; }
+  out="$(<"$WORK/bulk.log")"
   after="$(redo_bytes "$system")"
   ms="$(grep -Eo '^Time: [0-9.]+ ms' <<<"$out" | tail -1 | cut -d' ' -f2)"
   rows="$(grep -Eo '^(INSERT [0-9]+|UPDATE|DELETE|COPY) [0-9]+$' <<<"$out" | tail -1 | grep -Eo '[0-9]+$' || echo "$ROWS")"

@@ -6,7 +6,7 @@
 # pgbench -i -s SCALE with the default init steps; sets PGBENCH_INIT_SECONDS.
 pgbench_init() {
   local scale=$1 started=$EPOCHREALTIME
-  "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -i -s "$scale" postgres >"$WORK/init.log" 2>&1 \
+  run_client "$WORK/init.log" "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -i -s "$scale" postgres \
     || { cat "$WORK/init.log" >&2; return 1; }
   PGBENCH_INIT_SECONDS="$(python3 -c "print(f'{$EPOCHREALTIME - $started:.3f}')")"
 }
@@ -18,8 +18,9 @@ pgbench_run() {
   local clients=$1 seconds=$2 threads=2 out status=0
   shift 2
   if [ "$clients" -lt "$threads" ]; then threads=$clients; fi
-  out="$("$PG_BIN/pgbench" -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -c "$clients" -j "$threads" \
-    -T "$seconds" "$@" postgres 2>&1)" || status=1
+  run_client "$WORK/pgbench.log" "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" \
+    -c "$clients" -j "$threads" -T "$seconds" "$@" postgres || status=1
+  out="$(<"$WORK/pgbench.log")"
   PGBENCH_TPS="$(grep -Eo 'tps = [0-9.]+' <<<"$out" | head -1 | cut -d' ' -f3)"
   PGBENCH_TPS="${PGBENCH_TPS:-?}"
   PGBENCH_FAILED="$(grep -Eo 'number of failed transactions: [0-9]+' <<<"$out" | grep -Eo '[0-9]+$' || echo 0)"

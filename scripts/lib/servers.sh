@@ -15,11 +15,16 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 WORK="$(mktemp -d)"
 chmod 711 "$WORK"
+CLIENT_PID=""
 STEADY_PID=""
 STEADY_PORT=""
 POSTGRES_DATA=""
 POSTGRES_PORT=""
 cleanup() {
+  if [ -n "$CLIENT_PID" ]; then
+    pkill -P "$CLIENT_PID" 2>/dev/null || true # the client a shell function (sb) started
+    kill "$CLIENT_PID" 2>/dev/null || true
+  fi
   stop_steady
   stop_postgres
   rm -rf "$WORK"
@@ -38,6 +43,19 @@ use_server() {
 
 # psql on the current server: unaligned, tuples only, stops at the first error.
 sql() { "$PG_BIN/psql" -X -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres -v ON_ERROR_STOP=1 -Atq "$@"; }
+
+# run_client FILE COMMAND...: runs a client (pgbench, psql, sysbench) with its output in FILE. It
+# runs in the background and is waited for, so that Ctrl-C ends the script at once: in the
+# foreground, a client that takes SIGINT as a cancel (pgbench, psql) would leave bash going on.
+run_client() {
+  local out=$1 status=0
+  shift
+  "$@" >"$out" 2>&1 &
+  CLIENT_PID=$!
+  wait "$CLIENT_PID" || status=$?
+  CLIENT_PID=""
+  return $status
+}
 
 wait_ready() {
   for _ in $(seq 1 300); do

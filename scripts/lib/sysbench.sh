@@ -18,13 +18,14 @@ sb() {
 sysbench_test() {
   local test=$1 table_size=$2 threads=$3 seconds=$4 out
   SB_TPS="?" SB_TRANSACTIONS="?" SB_IGNORED="?"
-  sb "$test" "$table_size" prepare >"$WORK/prepare.log" 2>&1 || { cat "$WORK/prepare.log" >&2; return 1; }
-  out="$(sb "$test" "$table_size" --threads="$threads" --time="$seconds" --report-interval=0 run 2>&1)" || {
-    tail -20 <<<"$out" >&2
-    sb "$test" "$table_size" cleanup >/dev/null 2>&1 || true
+  run_client "$WORK/prepare.log" sb "$test" "$table_size" prepare || { cat "$WORK/prepare.log" >&2; return 1; }
+  run_client "$WORK/run.log" sb "$test" "$table_size" --threads="$threads" --time="$seconds" --report-interval=0 run || {
+    tail -20 "$WORK/run.log" >&2
+    run_client /dev/null sb "$test" "$table_size" cleanup || true
     return 1
   }
-  sb "$test" "$table_size" cleanup >"$WORK/cleanup.log" 2>&1 || { cat "$WORK/cleanup.log" >&2; return 1; }
+  out="$(<"$WORK/run.log")"
+  run_client "$WORK/cleanup.log" sb "$test" "$table_size" cleanup || { cat "$WORK/cleanup.log" >&2; return 1; }
   SB_TRANSACTIONS="$(grep -Eo 'transactions: +[0-9]+' <<<"$out" | grep -Eo '[0-9]+$')"
   SB_TPS="$(grep -Eo 'transactions: +[0-9]+ +\([0-9.]+' <<<"$out" | grep -Eo '[0-9.]+$')"
   SB_IGNORED="$(grep -Eo 'ignored errors: +[0-9]+' <<<"$out" | grep -Eo '[0-9]+$')"
