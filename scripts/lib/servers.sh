@@ -5,9 +5,10 @@
 # Both may run at once; `use_server steady|postgres` points PORT and USER_NAME (which `sql` and
 # the client helpers connect with) at one of them.
 #
-# Environment: STEADY_BIN, the binary to serve with (default target/release/steady of the
-# checkout, built when missing); BUFFER_POOL, a size such as 256MB given to SteadyDB as
-# buffer_pool_size and to PostgreSQL as shared_buffers (unset: each system's default).
+# Environment: STEADY_BIN, the binary to serve with (default the checkout's release build,
+# target/release/steady or under CARGO_TARGET_DIR, built when missing); BUFFER_POOL, a size such
+# as 256MB given to SteadyDB as buffer_pool_size and to PostgreSQL as shared_buffers (unset: each
+# system's default).
 
 PG_BIN=/usr/lib/postgresql/15/bin
 
@@ -66,13 +67,15 @@ wait_ready() {
   return 1
 }
 
+# The binary to serve with: STEADY_BIN, else the release build of the checkout (built when missing).
 steady_binary() {
-  local bin="${STEADY_BIN:-$PWD/target/release/steady}"
-  if [ ! -x "$bin" ]; then
-    CARGO_TARGET_DIR="$PWD/target" cargo build --release -q -p steady >&2
-    bin="$PWD/target/release/steady"
+  local built="${CARGO_TARGET_DIR:-$PWD/target}/release/steady"
+  if [ -n "${STEADY_BIN:-}" ]; then
+    echo "$STEADY_BIN"
+    return
   fi
-  echo "$bin"
+  if [ ! -x "$built" ]; then cargo build --release -q -p steady >&2; fi
+  echo "$built"
 }
 
 start_steady() {
