@@ -15,38 +15,20 @@ TARGET="${1:-both}"
 TABLE_SIZE="${2:-100000}"
 SECONDS_PER_RUN="${3:-60}"
 
-if ! command -v sysbench >/dev/null || [ ! -x /usr/lib/postgresql/15/bin/psql ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysbench postgresql-15 >/dev/null
-fi
-
+# shellcheck source=scripts/lib/install.sh
+source scripts/lib/install.sh
+ensure_clients
 # shellcheck source=scripts/lib/servers.sh
 source scripts/lib/servers.sh
-
-sb() {
-  local test=$1
-  shift
-  sysbench "$test" --db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-port="$PORT" \
-    --pgsql-user="$USER_NAME" --pgsql-password= --pgsql-db=postgres --tables=1 \
-    --table-size="$TABLE_SIZE" "$@"
-}
+# shellcheck source=scripts/lib/sysbench.sh
+source scripts/lib/sysbench.sh
 
 run_test() {
-  local system=$1 test=$2 out
-  sb "$test" prepare >"$WORK/prepare.log" 2>&1 || { cat "$WORK/prepare.log"; return 1; }
-  out="$(sb "$test" --threads=8 --time="$SECONDS_PER_RUN" --report-interval=0 run 2>&1)" || {
-    echo "$out" | tail -20
-    sb "$test" cleanup >/dev/null 2>&1 || true
-    return 1
-  }
-  sb "$test" cleanup >"$WORK/cleanup.log" 2>&1 || { cat "$WORK/cleanup.log"; return 1; }
-  local transactions ignored tps
-  transactions="$(grep -Eo 'transactions: +[0-9]+' <<<"$out" | grep -Eo '[0-9]+$')"
-  tps="$(grep -Eo 'transactions: +[0-9]+ +\([0-9.]+' <<<"$out" | grep -Eo '[0-9.]+$')"
-  ignored="$(grep -Eo 'ignored errors: +[0-9]+' <<<"$out" | grep -Eo '[0-9]+$')"
-  echo "$system $test tps=$tps transactions=$transactions ignored_errors=$ignored"
-  if grep -q FATAL <<<"$out"; then return 1; fi
-  python3 -c "import sys; sys.exit(0 if $ignored * 100 < max($transactions, 1) else 1)"
+  local system=$1 test=$2 status=0
+  sysbench_test "$test" "$TABLE_SIZE" 8 "$SECONDS_PER_RUN" || status=1
+  echo "$system $test tps=$SB_TPS transactions=$SB_TRANSACTIONS ignored_errors=$SB_IGNORED"
+  sysbench_errors_ok || status=1
+  return $status
 }
 
 run_system() {
@@ -55,7 +37,7 @@ run_system() {
   for test in oltp_read_write oltp_update_index oltp_delete oltp_point_select; do
     run_test "$system" "$test" || status=1
   done
-  stop_server
+  "stop_$system"
   return $status
 }
 

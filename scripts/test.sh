@@ -14,10 +14,9 @@ fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
 # Real clients: psql and pgbench (postgresql-15), sysbench, psycopg 3 and pytest.
-if [ ! -x /usr/lib/postgresql/15/bin/pgbench ] || ! command -v sysbench >/dev/null; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-client-15 sysbench >/dev/null
-fi
+# shellcheck source=scripts/lib/install.sh
+source scripts/lib/install.sh
+ensure_clients
 if ! python3 -c 'import psycopg, pytest' 2>/dev/null; then
   python3 -m pip install -q --break-system-packages "psycopg[binary]>=3.1" pytest \
     || python3 -m pip install -q "psycopg[binary]>=3.1" pytest

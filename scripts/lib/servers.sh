@@ -1,50 +1,129 @@
-# Sourced by scripts/pgbench.sh and scripts/sysbench.sh: starts and stops the server under test —
-# SteadyDB (`steady serve`, release build) or PostgreSQL 15 (a throw-away cluster, fsync on) — on a
-# free loopback port and a temporary directory removed on exit. Sets PORT, USER_NAME, SERVER_PID.
+# shellcheck shell=bash
+# Sourced by the benchmark scripts: starts and stops the servers under test — SteadyDB (`steady
+# serve`) and PostgreSQL 15 (a throw-away cluster, fsync and synchronous_commit on) — each on a free
+# loopback port, in one temporary directory that is removed, with both servers stopped, on exit.
+# Both may run at once; `use_server steady|postgres` points PORT and USER_NAME (which `sql` and
+# the client helpers connect with) at one of them.
+#
+# Environment: STEADY_BIN, the binary to serve with (default the checkout's release build,
+# target/release/steady or under CARGO_TARGET_DIR, built when missing); BUFFER_POOL, a size such
+# as 256MB given to SteadyDB as buffer_pool_size and to PostgreSQL as shared_buffers (unset: each
+# system's default).
 
 PG_BIN=/usr/lib/postgresql/15/bin
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 WORK="$(mktemp -d)"
-SERVER_PID=""
+chmod 711 "$WORK"
+CLIENT_PID=""
+STEADY_PID=""
+STEADY_PORT=""
+POSTGRES_DATA=""
+POSTGRES_PORT=""
 cleanup() {
-  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  if [ -n "$CLIENT_PID" ]; then
+    pkill -P "$CLIENT_PID" 2>/dev/null || true # the client a shell function (sb) started
+    kill "$CLIENT_PID" 2>/dev/null || true
+  fi
+  stop_steady
+  stop_postgres
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+use_server() {
+  case "$1" in
+    steady) PORT="$STEADY_PORT"; USER_NAME=steady ;;
+    postgres) PORT="$POSTGRES_PORT"; USER_NAME=postgres ;;
+    *) echo "unknown server $1" >&2; return 1 ;;
+  esac
+}
+
+# psql on the current server: unaligned, tuples only, stops at the first error.
+sql() { "$PG_BIN/psql" -X -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres -v ON_ERROR_STOP=1 -Atq "$@"; }
+
+# run_client FILE COMMAND...: runs a client (pgbench, psql, sysbench) with its output in FILE. It
+# runs in the background and is waited for, so that Ctrl-C ends the script at once: in the
+# foreground, a client that takes SIGINT as a cancel (pgbench, psql) would leave bash going on.
+run_client() {
+  local out=$1 status=0
+  shift
+  "$@" >"$out" 2>&1 &
+  CLIENT_PID=$!
+  wait "$CLIENT_PID" || status=$?
+  CLIENT_PID=""
+  return $status
+}
 
 wait_ready() {
   for _ in $(seq 1 300); do
-    if "$PG_BIN/psql" -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres -Atc 'select 1' >/dev/null 2>&1; then return 0; fi
+    if sql -c 'select 1' >/dev/null 2>&1; then return 0; fi
     sleep 0.2
   done
   echo "server on port $PORT did not start" >&2
   return 1
 }
 
+# The binary to serve with: STEADY_BIN, else the release build of the checkout (built when missing).
+steady_binary() {
+  local built="${CARGO_TARGET_DIR:-$PWD/target}/release/steady"
+  if [ -n "${STEADY_BIN:-}" ]; then
+    echo "$STEADY_BIN"
+    return
+  fi
+  if [ ! -x "$built" ]; then cargo build --release -q -p steady >&2; fi
+  echo "$built"
+}
+
 start_steady() {
-  cargo build --release -q -p steady
-  PORT="$(free_port)"
-  USER_NAME=steady
-  ./target/release/steady serve --data "$WORK/steady" --listen "127.0.0.1:$PORT" >"$WORK/steady.log" 2>&1 &
-  SERVER_PID=$!
-  wait_ready
+  local bin dir="$WORK/steady"
+  bin="$(steady_binary)"
+  mkdir -p "$dir"
+  if [ -n "${BUFFER_POOL:-}" ]; then echo "buffer_pool_size = \"$BUFFER_POOL\"" >"$dir/steady.toml"; fi
+  STEADY_PORT="$(free_port)"
+  "$bin" serve --data "$dir" --listen "127.0.0.1:$STEADY_PORT" >"$WORK/steady.log" 2>&1 &
+  STEADY_PID=$!
+  use_server steady
+  wait_ready || { cat "$WORK/steady.log" >&2; return 1; }
+}
+
+stop_steady() {
+  if [ -n "$STEADY_PID" ]; then
+    kill "$STEADY_PID" 2>/dev/null || true
+    wait "$STEADY_PID" 2>/dev/null || true
+  fi
+  STEADY_PID=""
+}
+
+# Runs a command as the postgres user when root (PostgreSQL refuses to run as root).
+as_postgres() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
 start_postgres() {
-  PORT="$(free_port)"
-  USER_NAME=postgres
-  chown -R postgres "$WORK" 2>/dev/null || true
-  su postgres -c "$PG_BIN/initdb -D $WORK/pg -A trust -U postgres" >/dev/null
-  su postgres -c "$PG_BIN/postgres -D $WORK/pg -p $PORT -k $WORK -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on" >"$WORK/pg.log" 2>&1 &
-  SERVER_PID=$!
+  local dir="$WORK/postgres" options
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
+  as_postgres "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres >"$WORK/initdb.log" 2>&1 \
+    || { cat "$WORK/initdb.log" >&2; return 1; }
+  POSTGRES_PORT="$(free_port)"
+  options="-p $POSTGRES_PORT -k $dir -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on"
+  if [ -n "${BUFFER_POOL:-}" ]; then options+=" -c shared_buffers=$BUFFER_POOL"; fi
+  POSTGRES_DATA="$dir/data"
+  as_postgres "$PG_BIN/pg_ctl" -D "$POSTGRES_DATA" -l "$dir/postgres.log" -w -o "$options" start >/dev/null \
+    || { cat "$dir/postgres.log" >&2; return 1; }
+  use_server postgres
   wait_ready
 }
 
-stop_server() {
-  kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
+stop_postgres() {
+  if [ -n "$POSTGRES_DATA" ]; then
+    as_postgres "$PG_BIN/pg_ctl" -D "$POSTGRES_DATA" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+  POSTGRES_DATA=""
 }
 
 # Runs the script's run_system for "steady", "postgres" or "both" (usage message otherwise) and

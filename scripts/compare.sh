@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# The side-by-side harness of issue 12: starts SteadyDB (`steady serve`, buffer_pool_size in its
+# steady.toml) and PostgreSQL 15 (a fresh cluster, shared_buffers equal to that pool, fsync and
+# synchronous_commit on) side by side, runs the same workloads over the wire on both, one system
+# after the other within each step, and prints a table per workload — each figure for SteadyDB,
+# for PostgreSQL and their ratio, >1 meaning SteadyDB is better — or, with --json, one JSON object
+# (scripts/compare.py formats both).
+#
+#   scripts/compare.sh [--only pgbench,sysbench,commit,bulk] [--seconds N] [--scale N]
+#                      [--table-size N] [--rows N] [--buffer-pool SIZE] [--json]
+#
+# Workloads:
+#   pgbench   `pgbench -i -s SCALE` (timed), then tpcb-like, simple-update and select-only at 1 and
+#             8 clients: tps, failed transactions and the balance check after each run; then the
+#             resident memory of `steady serve` against the configured buffer pool.
+#   sysbench  oltp_point_select, oltp_read_only, oltp_read_write, oltp_update_index, oltp_insert
+#             (one table of TABLE_SIZE rows, 8 threads): tps and ignored (retried) errors in %.
+#   commit    durable one-row commits: pgbench with a one-statement script (UPDATE of one row by
+#             random key) at 1 and 16 clients: tps, and that every counted commit is in the table.
+#   bulk      on ROWS rows: INSERT ... SELECT, COPY FROM STDIN, CREATE INDEX, a full-scan aggregate,
+#             UPDATE and DELETE of 10% through an index, ADD COLUMN with a constant default: time
+#             (psql's \timing) and redo (SteadyDB's wal_bytes_written) or WAL (pg_current_wal_lsn)
+#             bytes per row affected.
+#
+# Defaults: all workloads, 30 s per timed run, scale 10, 100,000 sysbench rows, 1,000,000 bulk
+# rows, a 512MB buffer pool. STEADY_BIN names the binary (default target/release/steady, built
+# when missing). Installs postgresql-15 and sysbench when missing. Progress goes to stderr. Exits
+# non-zero when a check fails (failed transactions, balances, sysbench errors of 1% or more, lost
+# commits), after printing the figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage="usage: $0 [--only pgbench,sysbench,commit,bulk] [--seconds N] [--scale N] [--table-size N] [--rows N] [--buffer-pool SIZE] [--json]"
+ONLY=pgbench,sysbench,commit,bulk
+SECONDS_PER_RUN=30
+SCALE=10
+TABLE_SIZE=100000
+ROWS=1000000
+BUFFER_POOL=512MB
+FORMAT=table
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --only) ONLY="$2"; shift 2 ;;
+    --seconds) SECONDS_PER_RUN="$2"; shift 2 ;;
+    --scale) SCALE="$2"; shift 2 ;;
+    --table-size) TABLE_SIZE="$2"; shift 2 ;;
+    --rows) ROWS="$2"; shift 2 ;;
+    --buffer-pool) BUFFER_POOL="$2"; shift 2 ;;
+    --json) FORMAT=json; shift ;;
+    -h | --help) echo "$usage"; exit 0 ;;
+    *) echo "$usage" >&2; exit 2 ;;
+  esac
+done
+for workload in ${ONLY//,/ }; do
+  case "$workload" in
+    pgbench | sysbench | commit | bulk) ;;
+    *) echo "unknown workload $workload; $usage" >&2; exit 2 ;;
+  esac
+done
+export BUFFER_POOL
+
+# shellcheck source=scripts/lib/install.sh
+source scripts/lib/install.sh
+ensure_clients
+# shellcheck source=scripts/lib/servers.sh
+source scripts/lib/servers.sh
+# shellcheck source=scripts/lib/pgbench.sh
+source scripts/lib/pgbench.sh
+# shellcheck source=scripts/lib/sysbench.sh
+source scripts/lib/sysbench.sh
+
+SYSTEMS=(steady postgres)
+RESULTS="$WORK/results.tsv"
+CHECKS_FAILED=0
+
+progress() { echo "compare: $*" >&2; }
+
+# record WORKLOAD FIGURE BETTER SYSTEM VALUE — BETTER is higher, lower or none (no ratio).
+record() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"; }
+
+# record_check WORKLOAD FIGURE SYSTEM COMMAND...: records ok or FAILED as COMMAND succeeds.
+record_check() {
+  local workload=$1 figure=$2 system=$3
+  shift 3
+  if "$@" >&2; then
+    record "$workload" "$figure" none "$system" ok
+  else
+    record "$workload" "$figure" none "$system" FAILED
+    CHECKS_FAILED=1
+  fi
+}
+
+clients_label() { if [ "$1" = 1 ]; then echo "1 client"; else echo "$1 clients"; fi; }
+
+wants() { [[ ",$ONLY," == *",$1,"* ]]; }
+
+# --- pgbench ---------------------------------------------------------------------------------------
+
+pgbench_script_on() {
+  local system=$1 script=$2 clients
+  use_server "$system"
+  progress "pgbench $script on $system: init -s $SCALE"
+  pgbench_init "$SCALE"
+  if [ "$script" = tpcb-like ]; then
+    record pgbench "init -s $SCALE (s)" lower "$system" "$PGBENCH_INIT_SECONDS"
+  fi
+  # -n: no vacuum before a run, whose truncation of pgbench_history would break the balances
+  # check of the second run (the init has just vacuumed).
+  for clients in 1 8; do
+    progress "pgbench $script on $system: $(clients_label "$clients"), $SECONDS_PER_RUN s"
+    pgbench_run "$clients" "$SECONDS_PER_RUN" -n -b "$script" || CHECKS_FAILED=1
+    record pgbench "$script, $(clients_label "$clients") (tps)" higher "$system" "$PGBENCH_TPS"
+    record pgbench "$script, $(clients_label "$clients"): failed transactions" none "$system" "$PGBENCH_FAILED"
+    [ "$PGBENCH_FAILED" = 0 ] || CHECKS_FAILED=1
+    record_check pgbench "$script, $(clients_label "$clients"): balances" "$system" check_balances "$script"
+  done
+}
+
+steady_memory() {
+  local status="/proc/$STEADY_PID/status" frames
+  use_server steady
+  frames="$(sql -c "SELECT value FROM steady_metrics WHERE name = 'buffer_pool_frames'")"
+  record memory "buffer pool (configured)" none steady "$BUFFER_POOL"
+  record memory "buffer pool frames" none steady "$frames"
+  record memory "steady serve VmRSS (MB)" none steady "$(awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "$status")"
+  record memory "steady serve VmHWM (MB)" none steady "$(awk '/^VmHWM/ {printf "%.1f", $2 / 1024}' "$status")"
+  use_server postgres
+  record memory "buffer pool (configured)" none postgres "$(sql -c 'SHOW shared_buffers')"
+}
+
+run_pgbench() {
+  local script system
+  for script in tpcb-like simple-update select-only; do
+    for system in "${SYSTEMS[@]}"; do pgbench_script_on "$system" "$script"; done
+  done
+  steady_memory
+  for system in "${SYSTEMS[@]}"; do
+    use_server "$system"
+    for table in pgbench_accounts pgbench_branches pgbench_tellers pgbench_history; do
+      sql -c "DROP TABLE $table"
+    done
+  done
+}
+
+# --- sysbench --------------------------------------------------------------------------------------
+
+run_sysbench() {
+  local test system
+  for test in oltp_point_select oltp_read_only oltp_read_write oltp_update_index oltp_insert; do
+    for system in "${SYSTEMS[@]}"; do
+      use_server "$system"
+      progress "sysbench $test on $system: $TABLE_SIZE rows, 8 threads, $SECONDS_PER_RUN s"
+      sysbench_test "$test" "$TABLE_SIZE" 8 "$SECONDS_PER_RUN" || CHECKS_FAILED=1
+      record sysbench "$test (tps)" higher "$system" "$SB_TPS"
+      record sysbench "$test ignored errors (%)" none "$system" \
+        "$(python3 -c "print(f'{100 * $SB_IGNORED / max($SB_TRANSACTIONS, 1):.3f}')" 2>/dev/null || echo '?')"
+      sysbench_errors_ok || CHECKS_FAILED=1
+    done
+  done
+}
+
+# --- durable one-row commits -----------------------------------------------------------------------
+
+COMMIT_KEYS=10000
+
+# True when commit_t's counters add up to the commits pgbench counted (EXPECTED).
+# shellcheck disable=SC2317  # called through record_check
+commits_all_there() {
+  local counted
+  counted="$(sql -c 'SELECT sum(n) FROM commit_t')"
+  echo "  commit_t: sum(n)=$counted, commits counted by pgbench=$1"
+  [ "$counted" = "$1" ]
+}
+
+run_commit() {
+  local system clients committed script="$WORK/commit.sql"
+  printf '\\set id random(1, %d)\nUPDATE commit_t SET n = n + 1 WHERE id = :id;\n' "$COMMIT_KEYS" >"$script"
+  for system in "${SYSTEMS[@]}"; do
+    use_server "$system"
+    sql -c "CREATE TABLE commit_t (id integer PRIMARY KEY, n integer NOT NULL)"
+    sql -c "INSERT INTO commit_t SELECT g, 0 FROM generate_series(1, $COMMIT_KEYS) g"
+  done
+  for clients in 1 16; do
+    for system in "${SYSTEMS[@]}"; do
+      use_server "$system"
+      committed="$(sql -c 'SELECT sum(n) FROM commit_t')"
+      progress "one-row commits on $system: $(clients_label "$clients"), $SECONDS_PER_RUN s"
+      pgbench_run "$clients" "$SECONDS_PER_RUN" -n -f "$script" || CHECKS_FAILED=1
+      record commit "$(clients_label "$clients") (tps)" higher "$system" "$PGBENCH_TPS"
+      record_check commit "$(clients_label "$clients"): every commit counted is there" "$system" \
+        commits_all_there "$((committed + PGBENCH_TRANSACTIONS))"
+    done
+  done
+  for system in "${SYSTEMS[@]}"; do use_server "$system"; sql -c "DROP TABLE commit_t"; done
+}
+
+# --- bulk suite ------------------------------------------------------------------------------------
+
+redo_bytes() {
+  if [ "$1" = steady ]; then
+    sql -c "SELECT value FROM steady_metrics WHERE name = 'wal_bytes_written'"
+  else
+    sql -c "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint"
+  fi
+}
+
+# bulk_step SYSTEM NAME SCRIPT: runs SCRIPT (one statement after `\timing on`) and records its
+# time and its redo bytes per row affected (the row count of its command tag, else ROWS).
+bulk_step() {
+  local system=$1 name=$2 script=$3 before after out ms rows
+  progress "bulk $name on $system"
+  before="$(redo_bytes "$system")"
+  run_client "$WORK/bulk.log" "$PG_BIN/psql" -X -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres \
+    -v ON_ERROR_STOP=1 -f "$script" || { cat "$WORK/bulk.log" >&2; return 1; }
+  out="$(<"$WORK/bulk.log")"
+  after="$(redo_bytes "$system")"
+  ms="$(grep -Eo '^Time: [0-9.]+ ms' <<<"$out" | tail -1 | cut -d' ' -f2)"
+  rows="$(grep -Eo '^(INSERT [0-9]+|UPDATE|DELETE|COPY) [0-9]+$' <<<"$out" | tail -1 | grep -Eo '[0-9]+$' || echo "$ROWS")"
+  record bulk "$name (s)" lower "$system" "$(python3 -c "print(f'{$ms / 1000:.4f}')")"
+  record bulk "$name redo bytes/row ($rows rows)" lower "$system" \
+    "$(python3 -c "print(f'{($after - $before) / max($rows, 1):.1f}')")"
+}
+
+# Writes one psql script per bulk step into DIR, in the order they run.
+write_bulk_scripts() {
+  local dir=$1
+  mkdir -p "$dir"
+  printf '\\timing on\nINSERT INTO bulk_a SELECT g, g %% 10, g FROM generate_series(1, %d) g;\n' "$ROWS" >"$dir/1-insert-select"
+  {
+    printf '\\timing on\nCOPY bulk_c FROM STDIN;\n'
+    awk -v n="$ROWS" 'BEGIN { for (g = 1; g <= n; g++) printf "%d\t%d\t%d\n", g, g % 10, g }'
+    printf '\\.\n'
+  } >"$dir/2-copy-from-stdin"
+  printf '\\timing on\nCREATE INDEX bulk_a_v ON bulk_a (v);\n' >"$dir/3-create-index"
+  printf '\\timing on\nSELECT count(*), sum(w) FROM bulk_a;\n' >"$dir/4-full-scan-aggregate"
+  printf '\\timing on\nUPDATE bulk_a SET w = w + 1 WHERE v = 3;\n' >"$dir/5-update-10pct-by-index"
+  printf '\\timing on\nDELETE FROM bulk_a WHERE v = 5;\n' >"$dir/6-delete-10pct-by-index"
+  printf '\\timing on\nALTER TABLE bulk_a ADD COLUMN x integer DEFAULT 7;\n' >"$dir/7-add-column-default"
+}
+
+run_bulk() {
+  local dir="$WORK/bulk" system script name
+  progress "bulk: writing the $ROWS-row COPY data"
+  write_bulk_scripts "$dir"
+  for script in "$dir"/*; do
+    name="$(basename "$script")"
+    name="${name#*-}"
+    for system in "${SYSTEMS[@]}"; do
+      use_server "$system"
+      case "$name" in
+        insert-select) sql -c "CREATE TABLE bulk_a (id integer PRIMARY KEY, v integer NOT NULL, w integer NOT NULL)" ;;
+        copy-from-stdin) sql -c "CREATE TABLE bulk_c (id integer PRIMARY KEY, v integer NOT NULL, w integer NOT NULL)" ;;
+        update-10pct-by-index) sql -c "ANALYZE bulk_a" ;;
+      esac
+      bulk_step "$system" "$name" "$script"
+    done
+  done
+  for system in "${SYSTEMS[@]}"; do
+    use_server "$system"
+    sql -c "DROP TABLE bulk_a"
+    sql -c "DROP TABLE bulk_c"
+  done
+}
+
+# --- main ------------------------------------------------------------------------------------------
+
+progress "starting SteadyDB and PostgreSQL 15 (buffer pool $BUFFER_POOL each)"
+start_steady
+start_postgres
+use_server postgres
+: >"$RESULTS"
+{
+  printf 'meta\tseconds\t%s\n' "$SECONDS_PER_RUN"
+  printf 'meta\tpgbench_scale\t%s\n' "$SCALE"
+  printf 'meta\tsysbench_table_size\t%s\n' "$TABLE_SIZE"
+  printf 'meta\tbulk_rows\t%s\n' "$ROWS"
+  printf 'meta\tbuffer_pool\t%s\n' "$BUFFER_POOL"
+  printf 'meta\tsteady_bin\t%s\n' "$(steady_binary)"
+  printf 'meta\tpostgres\t%s\n' "$(sql -c 'SHOW server_version')"
+} >"$WORK/meta.tsv"
+
+if wants pgbench; then run_pgbench; fi
+if wants sysbench; then run_sysbench; fi
+if wants commit; then run_commit; fi
+if wants bulk; then run_bulk; fi
+
+printf 'meta\tchecks_passed\t%s\n' "$([ $CHECKS_FAILED = 0 ] && echo true || echo false)" >>"$WORK/meta.tsv"
+python3 scripts/compare.py --format "$FORMAT" "$WORK/meta.tsv" "$RESULTS"
+exit $CHECKS_FAILED
