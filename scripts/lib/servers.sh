@@ -74,7 +74,8 @@ steady_binary() {
     echo "$STEADY_BIN"
     return
   fi
-  if [ ! -x "$built" ]; then cargo build --release -q -p steady >&2; fi
+  # Always through cargo: an up-to-date build returns at once, a stale binary is never measured.
+  cargo build --release -q -p steady >&2
   echo "$built"
 }
 
