@@ -67,7 +67,7 @@ wait_ready() {
   return 1
 }
 
-# The binary to serve with: STEADY_BIN, else the release build of the checkout (built when missing).
+# The binary to serve with: STEADY_BIN, else the release build of the checkout (built if stale).
 steady_binary() {
   local built="${CARGO_TARGET_DIR:-$PWD/target}/release/steady"
   if [ -n "${STEADY_BIN:-}" ]; then
