@@ -693,7 +693,7 @@ impl Transaction {
             .locks
             .lock(self.id, key, LockMode::Shared, engine.lock_timeout)?;
         match engine.table_by_id(table.id) {
-            Some(current) if *current == *table => Ok(()),
+            Some(current) if std::ptr::eq(&*current, table) || *current == *table => Ok(()),
             _ => Err(EngineError::TableChanged(table.name.clone())),
         }
     }
