@@ -82,7 +82,8 @@ impl ProcessRunner {
             if running.stdout.read_line(&mut line)? == 0 {
                 return Err("the database process ended without answering".into());
             }
-            if let Some(reply) = line.trim_end().strip_prefix(REPLY) {
+            // libtest's own `test scenario_child ... ` may precede the first reply on its line.
+            if let Some((_, reply)) = line.trim_end().split_once(REPLY) {
                 let reply: Value = serde_json::from_str(reply)?;
                 if let Some(error) = reply.get("error").and_then(Value::as_str) {
                     return Err(error.into());
