@@ -72,7 +72,9 @@ impl Sessions {
         }
         let thread = self.threads.get_mut(name).expect("just opened");
         if thread.in_flight {
-            return Err(format!("{name} is blocked and cannot run another statement"));
+            return Err(format!(
+                "{name} is blocked and cannot run another statement"
+            ));
         }
         let requests = thread.requests.as_ref().expect("the session is open");
         requests.send(sql.to_owned()).map_err(|e| e.to_string())?;
