@@ -100,6 +100,17 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
 
 /// Decodes a row of the given column types; missing trailing columns are NULL.
 pub fn decode_row(bytes: &[u8], column_types: &[DataType]) -> Result<Vec<Value>, CodecError> {
+    decode_row_columns(bytes, column_types, None)
+}
+
+/// Decodes the columns of a row that `wanted` marks (all when None); the others are skipped
+/// without being materialised and come back as NULL. A scan that needs two columns of a wide row
+/// then builds two values, not all of them.
+pub fn decode_row_columns(
+    bytes: &[u8],
+    column_types: &[DataType],
+    wanted: Option<&[bool]>,
+) -> Result<Vec<Value>, CodecError> {
     let mut reader = Reader { rest: bytes };
     let encoded = reader.varint()?;
     let count = usize::try_from(encoded)
@@ -117,6 +128,8 @@ pub fn decode_row(bytes: &[u8], column_types: &[DataType]) -> Result<Vec<Value>,
         .map(|(i, ty)| {
             if is_null(i) {
                 Ok(Value::Null)
+            } else if wanted.is_some_and(|wanted| !wanted.get(i).copied().unwrap_or(true)) {
+                skip_row_body(&mut reader, ty).map(|()| Value::Null)
             } else {
                 read_row_body(&mut reader, ty)
             }
@@ -161,6 +174,25 @@ fn read_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         }
         DataType::Bytea => Value::Bytea(reader.length_prefixed()?.to_vec()),
     })
+}
+
+fn skip_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<(), CodecError> {
+    let fixed = match ty {
+        DataType::Boolean => 1,
+        DataType::SmallInt => 2,
+        DataType::Integer | DataType::Date | DataType::Real => 4,
+        DataType::BigInt | DataType::Timestamp | DataType::Double => 8,
+        DataType::Numeric { .. } => {
+            reader.byte()?;
+            reader.varint()?;
+            return Ok(());
+        }
+        DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::Bytea => {
+            reader.length_prefixed()?;
+            return Ok(());
+        }
+    };
+    reader.take(fixed).map(drop)
 }
 
 fn read_row_numeric(reader: &mut Reader<'_>) -> Result<Decimal, CodecError> {
@@ -621,6 +653,18 @@ mod tests {
         #[test]
         fn rows_round_trip((types, row, _) in schema_and_tuples(0..5)) {
             prop_assert_eq!(decode_row(&encode_row(&row), &types)?, row);
+        }
+
+        #[test]
+        fn rows_decode_only_the_wanted_columns(
+            (types, row, _) in schema_and_tuples(0..5),
+            wanted in proptest::collection::vec(any::<bool>(), 0..6),
+        ) {
+            let decoded = decode_row_columns(&encode_row(&row), &types, Some(&wanted))?;
+            for (i, value) in decoded.iter().enumerate() {
+                let expected = if wanted.get(i).copied().unwrap_or(true) { &row[i] } else { &Value::Null };
+                prop_assert_eq!(value, expected);
+            }
         }
 
         #[test]

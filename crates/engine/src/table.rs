@@ -27,7 +27,7 @@ use steady_storage::btree::BTree;
 use steady_storage::mtr::Mtr;
 
 use crate::catalog::{table_key, ColumnDef, IndexDef, TableDef};
-use crate::codec::{decode_row, encode_key, encode_row};
+use crate::codec::{decode_row, decode_row_columns, encode_key, encode_row};
 use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
@@ -490,6 +490,15 @@ fn corrupt_row(err: crate::codec::CodecError) -> EngineError {
 pub struct RowScan {
     inner: crate::engine::Scan,
     types: Vec<crate::types::DataType>,
+    wanted: Option<Vec<bool>>,
+}
+
+impl RowScan {
+    /// Decodes only the columns `wanted` marks; the others come back as NULL.
+    pub fn only_columns(mut self, wanted: Vec<bool>) -> Self {
+        self.wanted = Some(wanted);
+        self
+    }
 }
 
 impl Iterator for RowScan {
@@ -501,7 +510,7 @@ impl Iterator for RowScan {
             Err(err) => return Some(Err(err)),
         };
         Some(
-            decode_row(&row, &self.types)
+            decode_row_columns(&row, &self.types, self.wanted.as_deref())
                 .map(|values| (pk, values))
                 .map_err(corrupt_row),
         )
@@ -520,6 +529,7 @@ impl Transaction {
         Ok(RowScan {
             inner,
             types: table.column_types(),
+            wanted: None,
         })
     }
 
