@@ -79,3 +79,19 @@ pub fn table_key(id: IndexId) -> Vec<u8> {
 
 /// The prefix of every table definition's key.
 pub const TABLE_PREFIX: &[u8] = b"table/";
+
+/// A process-wide count of catalog changes (any table or index of any database of the process
+/// created, altered or dropped). A plan bound at one generation is still valid while the count
+/// stays the same; counting every database together can only invalidate a plan too often, never
+/// too late.
+static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The current catalog generation (see [`GENERATION`]).
+pub fn generation() -> u64 {
+    GENERATION.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Marks a change of the catalog; called after every change of the in-memory catalog.
+pub(crate) fn changed() {
+    GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+}

@@ -82,6 +82,7 @@ impl Engine {
         self.indexes.write().insert(id, Arc::new(tree));
         let table = Arc::new(table);
         self.catalog.write().insert(id, table.clone());
+        crate::catalog::changed();
         Ok(table)
     }
 
@@ -91,6 +92,7 @@ impl Engine {
         self.save_table(&table)?;
         let table = Arc::new(table);
         self.catalog.write().insert(table.id, table.clone());
+        crate::catalog::changed();
         Ok(table)
     }
 
@@ -137,6 +139,7 @@ impl Engine {
         }
         drop(indexes);
         self.catalog.write().insert(moved.id, Arc::new(moved));
+        crate::catalog::changed();
         self.store.drop_space(table.space)?;
         Ok(())
     }
@@ -183,6 +186,7 @@ impl Engine {
         self.indexes.write().insert(id, Arc::new(tree));
         let altered = Arc::new(altered);
         self.catalog.write().insert(altered.id, altered.clone());
+        crate::catalog::changed();
         Ok(altered)
     }
 
@@ -235,6 +239,7 @@ impl Engine {
         self.indexes.write().remove(&index.id);
         let altered = Arc::new(altered);
         self.catalog.write().insert(altered.id, altered.clone());
+        crate::catalog::changed();
         if let Some(space) = self.store.space(table.space) {
             let mut mtr = Mtr::new(self.store.pool());
             space.drop_tree(&mut mtr, index.id)?;
@@ -376,6 +381,7 @@ impl Engine {
         drop(indexes);
         let table = Arc::new(table);
         self.catalog.write().insert(table.id, table.clone());
+        crate::catalog::changed();
         self.store.drop_space(old.space)?;
         Ok(table)
     }
@@ -395,6 +401,7 @@ impl Engine {
         }
         drop(indexes);
         self.catalog.write().remove(&table.id);
+        crate::catalog::changed();
     }
 
     /// Removes the secondary entries of an old version that no other version of its row still

@@ -18,7 +18,7 @@ use steady_engine::error::EngineError;
 use steady_engine::table::primary_key;
 use steady_engine::types::{DataType, Value};
 
-use crate::bind::{table_columns, Binder, Scope};
+use crate::bind::{table_columns, Binder, BoundQuery, Scope};
 use crate::constraints::{
     check_no_children, check_not_null, check_parents, is_dropped, write_error,
 };
@@ -46,15 +46,7 @@ pub fn execute(
     session: &Session,
 ) -> Result<QueryResult> {
     match statement {
-        ast::Statement::Query(query) => {
-            let bound = binder.bind_query(query)?;
-            let rows = collect(&bound.plan, ctx)?;
-            Ok(QueryResult::rows(
-                format!("SELECT {}", rows.len()),
-                bound.columns,
-                rows,
-            ))
-        }
+        ast::Statement::Query(query) => run_query(&binder.bind_query(query)?, ctx),
         ast::Statement::Insert(insert) => bind_insert(binder, insert)?.run(ctx),
         ast::Statement::Update(update) => bind_update(binder, update)?.run(ctx),
         ast::Statement::Delete(delete) => bind_delete(binder, delete)?.run(ctx),
@@ -76,6 +68,16 @@ pub fn execute(
             first_words(other)
         ))),
     }
+}
+
+/// Runs a bound query to its rows.
+pub fn run_query(bound: &BoundQuery, ctx: &mut ExecCtx) -> Result<QueryResult> {
+    let rows = collect(&bound.plan, ctx)?;
+    Ok(QueryResult::rows(
+        format!("SELECT {}", rows.len()),
+        bound.columns.clone(),
+        rows,
+    ))
 }
 
 fn first_words(statement: &ast::Statement) -> String {

@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use sqlparser::ast;
 use steady_engine::engine::{Engine, Isolation, Savepoint, Transaction};
 use steady_engine::types::{DataType, Value};
@@ -133,6 +135,62 @@ pub struct Prepared {
     pub params: Vec<Option<DataType>>,
     /// The result columns.
     pub columns: Vec<Column>,
+    /// A query's plan, bound at its first execution and kept while the catalog and the statistics
+    /// it was bound against are unchanged: later executions only run it (a generic plan, as
+    /// PostgreSQL's; parameters are evaluated when the plan runs).
+    plan: Arc<Mutex<Option<Arc<CachedPlan>>>>,
+}
+
+#[derive(Debug)]
+struct CachedPlan {
+    query: BoundQuery,
+    catalog: u64,
+    stats: u64,
+}
+
+impl Prepared {
+    fn new(statement: Statement, params: Vec<Option<DataType>>, columns: Vec<Column>) -> Self {
+        Prepared {
+            statement,
+            params,
+            columns,
+            plan: Arc::default(),
+        }
+    }
+
+    /// The statement, if it is a query (a plan can be kept for it).
+    fn query(&self) -> Option<&ast::Query> {
+        match &self.statement {
+            Statement::Sql(sql) => match sql.as_ref() {
+                ast::Statement::Query(query) => Some(query),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The kept plan if it is still valid, else the one `bind` makes (then kept).
+    fn plan(
+        &self,
+        stats: u64,
+        bind: impl FnOnce() -> Result<BoundQuery>,
+    ) -> Result<Arc<CachedPlan>> {
+        let catalog = steady_engine::catalog::generation();
+        let mut kept = self.plan.lock();
+        if let Some(plan) = kept
+            .as_ref()
+            .filter(|p| p.catalog == catalog && p.stats == stats)
+        {
+            return Ok(Arc::clone(plan));
+        }
+        let plan = Arc::new(CachedPlan {
+            query: bind()?,
+            catalog,
+            stats,
+        });
+        *kept = Some(Arc::clone(&plan));
+        Ok(plan)
+    }
 }
 
 /// An open transaction block.
@@ -214,20 +272,39 @@ impl Session {
         let (params, columns) = self
             .describe(&statement, declared.to_vec())
             .inspect_err(|_| self.fail_block())?;
-        Ok(Prepared {
-            statement,
-            params,
-            columns,
-        })
+        Ok(Prepared::new(statement, params, columns))
     }
 
-    /// Runs a prepared statement with parameter values.
+    /// Runs a prepared statement with parameter values. A query runs its kept plan.
     pub fn execute_prepared(
         &mut self,
         prepared: &Prepared,
         params: &[Value],
     ) -> Result<QueryResult> {
-        self.run_with_types(&prepared.statement, params, prepared.params.clone())
+        match prepared.query() {
+            Some(query) => self.guarded(&prepared.statement, |session| {
+                session.in_transaction(|session, txn| {
+                    session.run_prepared_query(prepared, query, txn, params)
+                })
+            }),
+            None => self.run_with_types(&prepared.statement, params, prepared.params.clone()),
+        }
+    }
+
+    fn run_prepared_query(
+        &self,
+        prepared: &Prepared,
+        query: &ast::Query,
+        txn: &mut Transaction,
+        params: &[Value],
+    ) -> Result<QueryResult> {
+        let plan = prepared.plan(self.db.stats().epoch(), || {
+            Binder::new(self.db.engine(), self.db.stats(), prepared.params.clone())
+                .bind_query(query)
+        })?;
+        let engine = Arc::clone(self.db.engine());
+        let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
+        crate::dml::run_query(&plan.query, &mut ctx)
     }
 
     fn run(&mut self, statement: &Statement, params: &[Value]) -> Result<QueryResult> {
@@ -240,13 +317,25 @@ impl Session {
         params: &[Value],
         types: Vec<Option<DataType>>,
     ) -> Result<QueryResult> {
+        self.guarded(statement, |session| {
+            session.dispatch(statement, params, types)
+        })
+    }
+
+    /// Runs `statement` by `run` unless the block has failed (25P02), and fails the block if it
+    /// fails.
+    fn guarded(
+        &mut self,
+        statement: &Statement,
+        run: impl FnOnce(&mut Self) -> Result<QueryResult>,
+    ) -> Result<QueryResult> {
         if self.block.as_ref().is_some_and(|b| b.failed) && !allowed_when_failed(statement) {
             return Err(SqlError::new(
                 "25P02",
                 "current transaction is aborted, commands ignored until end of transaction block",
             ));
         }
-        let result = self.dispatch(statement, params, types);
+        let result = run(self);
         if result.is_err() {
             self.fail_block();
         }
@@ -652,14 +741,8 @@ impl Session {
             .collect::<Result<Vec<_>>>()?;
         let statement = Statement::Sql(Box::new(statement.clone()));
         let (params, columns) = self.describe(&statement, declared)?;
-        self.prepared.insert(
-            name,
-            Prepared {
-                statement,
-                params,
-                columns,
-            },
-        );
+        self.prepared
+            .insert(name, Prepared::new(statement, params, columns));
         Ok(QueryResult::command("PREPARE"))
     }
 

@@ -37,15 +37,24 @@ pub struct TableStats {
 #[derive(Debug, Default)]
 pub struct Statistics {
     tables: RwLock<HashMap<IndexId, TableStats>>,
+    /// Counts changes, so that a plan chosen from older statistics is chosen again.
+    epoch: std::sync::atomic::AtomicU64,
 }
 
 impl Statistics {
     pub fn set(&self, table: IndexId, stats: TableStats) {
         self.tables.write().insert(table, stats);
+        self.epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 
     pub fn forget(&self, table: IndexId) {
         self.tables.write().remove(&table);
+        self.epoch.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
+    /// How many times the statistics changed.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub fn rows(&self, table: IndexId) -> Option<u64> {

@@ -194,3 +194,60 @@ fn copy_in_inserts_all_rows_or_none() {
     assert_eq!(err.code, "22P02", "{err}");
     assert_eq!(cell(&mut session, "SELECT count(*) FROM cp"), "2");
 }
+
+/// A prepared query keeps its plan between executions, and binds again once the catalog or the
+/// statistics change: after the table is dropped and created again, and after an index appears and
+/// ANALYZE runs, it reads the new table through the new path.
+#[test]
+fn a_prepared_query_is_planned_again_after_ddl_and_analyze() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    ok(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
+    ok(
+        &mut session,
+        "INSERT INTO t SELECT g, g % 10 FROM generate_series(1, 2000) g",
+    );
+    let prepared = session
+        .prepare("SELECT count(*) FROM t WHERE v = $1", &[])
+        .unwrap();
+    let count = |session: &mut Session, v: i32| {
+        let result = session
+            .execute_prepared(&prepared, &[steady_engine::types::Value::Integer(v)])
+            .unwrap();
+        result.rows[0][0].to_string()
+    };
+    assert_eq!(count(&mut session, 3), "200");
+    assert_eq!(
+        count(&mut session, 4),
+        "200",
+        "the kept plan runs with new parameters"
+    );
+    ok(&mut session, "DROP TABLE t");
+    ok(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
+    ok(
+        &mut session,
+        "INSERT INTO t SELECT g, g % 100 FROM generate_series(1, 2000) g",
+    );
+    assert_eq!(
+        count(&mut session, 3),
+        "20",
+        "bound again against the new table"
+    );
+    ok(&mut session, "CREATE INDEX t_v ON t (v)");
+    ok(&mut session, "ANALYZE t");
+    let explain = ok(&mut session, "EXPLAIN SELECT count(*) FROM t WHERE v = 3");
+    assert!(
+        format!("{:?}", explain.rows).contains("t_v"),
+        "{:?}",
+        explain.rows
+    );
+    assert_eq!(count(&mut session, 3), "20");
+    ok(&mut session, "DELETE FROM t WHERE v = 3 AND id > 1000");
+    assert_eq!(count(&mut session, 3), "10", "the plan reads current data");
+}
