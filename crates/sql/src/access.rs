@@ -29,12 +29,14 @@ pub fn filter(plan: Plan, predicate: Expr, stats: &Statistics) -> Plan {
             table,
             access: Access::Full,
             filter: None,
+            columns,
         } => {
             let access = choose(&table, &predicate, stats);
             Plan::Scan {
                 table,
                 access,
                 filter: Some(predicate),
+                columns,
             }
         }
         other => Plan::Filter {

@@ -156,6 +156,7 @@ impl<'a> Binder<'a> {
                 offset,
             };
         }
+        crate::plan::prune_scan_columns(&mut bound.plan, None);
         Ok(bound)
     }
 
@@ -827,6 +828,7 @@ impl Binder<'_> {
                 table,
                 access: crate::plan::Access::Full,
                 filter: None,
+                columns: None,
             };
             return Ok((plan, columns));
         }

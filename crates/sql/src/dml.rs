@@ -773,6 +773,7 @@ fn bind_target(
         table: table.clone(),
         access: Access::Full,
         filter: None,
+        columns: None,
     };
     let (access, filter) = match (predicate, &others) {
         (Some(predicate), None) => match crate::access::filter(scan, predicate, binder.stats) {
@@ -801,6 +802,7 @@ impl Target {
             } else {
                 self.filter.clone()
             },
+            columns: None,
         };
         match &self.others {
             None => scan,

@@ -260,7 +260,14 @@ fn open_node<'p>(
             table,
             access,
             filter,
-        } => Box::new(open_scan(table, access, filter.as_ref(), ctx)?),
+            columns,
+        } => Box::new(open_scan(
+            table,
+            access,
+            filter.as_ref(),
+            columns.as_deref(),
+            ctx,
+        )?),
         Plan::Values { rows, .. } => Box::new(ValuesSource { rows, next: 0 }),
         Plan::System(table) => Box::new(RowsSource::new((table.rows)(ctx)?)),
         Plan::Series { start, stop, step } => {
@@ -373,6 +380,16 @@ struct ScanSource<'p> {
     filter: Option<&'p Expr>,
 }
 
+impl<'p> ScanSource<'p> {
+    /// A scan of a range no row can be in (an equality with NULL).
+    fn empty(filter: Option<&'p Expr>) -> Self {
+        ScanSource {
+            rows: ScanRows::Fetched(Vec::new().into_iter()),
+            filter,
+        }
+    }
+}
+
 impl Source for ScanSource<'_> {
     fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
         loop {
@@ -447,32 +464,35 @@ fn open_scan<'p>(
     table: &'p Arc<steady_engine::catalog::TableDef>,
     access: &'p Access,
     filter: Option<&'p Expr>,
+    columns: Option<&[bool]>,
     ctx: &mut ExecCtx,
 ) -> Result<ScanSource<'p>> {
-    let rows = match access {
-        Access::Full => ScanRows::Stream(ctx.txn()?.scan_rows(
-            table,
-            Bound::Unbounded,
-            Bound::Unbounded,
-        )?),
+    let (start, end) = match access {
+        Access::Full => (Bound::Unbounded, Bound::Unbounded),
         Access::Primary(range) => match encode_range(range, ctx)? {
-            None => ScanRows::Fetched(Vec::new().into_iter()),
-            Some((start, end)) => {
-                let scan = ctx.txn()?.scan_rows(table, as_ref(&start), as_ref(&end))?;
-                ScanRows::Stream(scan)
-            }
+            None => return Ok(ScanSource::empty(filter)),
+            Some(bounds) => bounds,
         },
         Access::Index(index, range) => match encode_range(range, ctx)? {
-            None => ScanRows::Fetched(Vec::new().into_iter()),
+            None => return Ok(ScanSource::empty(filter)),
             Some((start, end)) => {
                 let rows = ctx
                     .txn()?
                     .index_rows(table, index, as_ref(&start), as_ref(&end))?;
-                ScanRows::Fetched(rows.into_iter())
+                let rows = ScanRows::Fetched(rows.into_iter());
+                return Ok(ScanSource { rows, filter });
             }
         },
     };
-    Ok(ScanSource { rows, filter })
+    let scan = ctx.txn()?.scan_rows(table, as_ref(&start), as_ref(&end))?;
+    let scan = match columns {
+        Some(wanted) => scan.only_columns(wanted.to_vec()),
+        None => scan,
+    };
+    Ok(ScanSource {
+        rows: ScanRows::Stream(scan),
+        filter,
+    })
 }
 
 pub fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {

@@ -78,11 +78,14 @@ pub enum JoinKind {
 /// A plan node.
 #[derive(Debug, Clone)]
 pub enum Plan {
-    /// The rows of a table that pass `filter`; the output is the table's columns.
+    /// The rows of a table that pass `filter`; the output is the table's columns. `columns`, when
+    /// set, marks the columns anything reads ([`prune_scan_columns`]): the others are not decoded
+    /// and read as NULL.
     Scan {
         table: Arc<TableDef>,
         access: Access,
         filter: Option<Expr>,
+        columns: Option<Vec<bool>>,
     },
     /// Literal rows (`VALUES`, or a single empty row for `SELECT` without `FROM`).
     Values {
@@ -215,6 +218,7 @@ impl Plan {
                 table,
                 access,
                 filter,
+                ..
             } => {
                 let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
                 let mut lines = Vec::new();
@@ -285,4 +289,84 @@ fn describe_range(range: &KeyRange, key: &[&str]) -> String {
         parts.push(format!("{next} <= {upper}"));
     }
     format!("({})", parts.join(" AND "))
+}
+
+/// Marks on each table scan the columns the plan above it reads, so that the scan decodes only
+/// those (`Plan::Scan::columns`). `needed` is what the parent reads of this node's output (None:
+/// all of it). Only chains of single-input nodes over a scan are pruned; under a join, a set
+/// operation, `DISTINCT`, or any expression holding a subquery (which may read the row through an
+/// outer reference), every column stays.
+pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
+    match plan {
+        Plan::Scan {
+            table,
+            filter,
+            columns,
+            ..
+        } => {
+            let width = table.columns.len();
+            *columns = needed.and_then(|mut needed| {
+                needed.resize(width, false);
+                let known = mark_columns(&mut needed, filter.iter());
+                (known && !needed.iter().all(|&read| read)).then_some(needed)
+            });
+        }
+        Plan::Filter { input, predicate } => {
+            let needed = needed.and_then(|mut n| mark_columns(&mut n, [&*predicate]).then_some(n));
+            prune_scan_columns(input, needed);
+        }
+        Plan::Sort { input, keys } => {
+            let needed = needed
+                .and_then(|mut n| mark_columns(&mut n, keys.iter().map(|k| &k.expr)).then_some(n));
+            prune_scan_columns(input, needed);
+        }
+        Plan::Limit { input, .. } => prune_scan_columns(input, needed),
+        Plan::Project { input, exprs } => {
+            let mut read = Vec::new();
+            let needed = mark_columns(&mut read, exprs.iter()).then_some(read);
+            prune_scan_columns(input, needed);
+        }
+        Plan::Aggregate {
+            input,
+            groups,
+            aggregates,
+        } => {
+            let mut read = Vec::new();
+            let exprs = groups.iter().chain(aggregates.iter().flat_map(|a| {
+                a.args
+                    .iter()
+                    .chain(a.filter.iter())
+                    .chain(a.order_by.iter().map(|k| &k.expr))
+            }));
+            let needed = mark_columns(&mut read, exprs).then_some(read);
+            prune_scan_columns(input, needed);
+        }
+        Plan::Distinct { input } => prune_scan_columns(input, None),
+        Plan::Join { left, right, .. }
+        | Plan::Lateral { left, right, .. }
+        | Plan::SetOp { left, right, .. } => {
+            prune_scan_columns(left, None);
+            prune_scan_columns(right, None);
+        }
+        Plan::Values { .. } | Plan::System(_) | Plan::Series { .. } => {}
+    }
+}
+
+/// Marks in `read` the input columns `exprs` read; false if one of them holds a subquery (what
+/// it reads is not known here).
+fn mark_columns<'e>(read: &mut Vec<bool>, exprs: impl IntoIterator<Item = &'e Expr>) -> bool {
+    let mut known = true;
+    for expr in exprs {
+        expr.visit(&mut |e| match e {
+            Expr::Column(i) => {
+                if read.len() <= *i {
+                    read.resize(i + 1, false);
+                }
+                read[*i] = true;
+            }
+            Expr::Subquery(_) => known = false,
+            _ => {}
+        });
+    }
+    known
 }

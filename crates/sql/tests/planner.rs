@@ -234,3 +234,65 @@ fn vacuum_full_rewrites_a_table_compactly_and_keeps_its_rows_and_indexes() {
         100
     );
 }
+
+/// The columns a table scan decodes: those the query reads (in its filter, projection, sort or
+/// aggregates), all of them for `SELECT *`, and all of them when a subquery might read the row.
+#[test]
+fn a_scan_decodes_only_the_columns_the_query_reads() {
+    use steady_sql::plan::Plan;
+    fn scan_columns(plan: &Plan) -> Option<Vec<bool>> {
+        match plan {
+            Plan::Scan { columns, .. } => columns.clone(),
+            Plan::Filter { input, .. }
+            | Plan::Project { input, .. }
+            | Plan::Aggregate { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input } => scan_columns(input),
+            other => panic!("unexpected node {other:?}"),
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut session = db.session("t");
+    run(
+        &mut session,
+        "CREATE TABLE w (id integer PRIMARY KEY, a integer, b text, c text)",
+    );
+    run(
+        &mut session,
+        "INSERT INTO w VALUES (1, 10, 'x', 'y'), (7, 20, 'z', 'q')",
+    );
+    let columns =
+        |session: &mut Session, sql: &str| scan_columns(&session.bind_query(sql).unwrap().plan);
+    assert_eq!(
+        columns(&mut session, "SELECT sum(a) FROM w WHERE id > 5"),
+        Some(vec![true, true, false, false])
+    );
+    assert_eq!(
+        columns(
+            &mut session,
+            "SELECT c FROM w WHERE a > 1 ORDER BY b LIMIT 1"
+        ),
+        Some(vec![false, true, true, true])
+    );
+    assert_eq!(columns(&mut session, "SELECT * FROM w"), None);
+    assert_eq!(columns(&mut session, "SELECT DISTINCT * FROM w"), None);
+    assert_eq!(
+        columns(
+            &mut session,
+            "SELECT a FROM w WHERE EXISTS (SELECT 1 FROM w x WHERE x.c = w.b)"
+        ),
+        None
+    );
+    assert_eq!(
+        single_int(&mut session, "SELECT sum(a) FROM w WHERE id > 5"),
+        20
+    );
+    let rows = run(
+        &mut session,
+        "SELECT c FROM w WHERE a > 1 ORDER BY b LIMIT 1",
+    )
+    .rows;
+    assert_eq!(rows[0][0].to_string(), "y");
+}
