@@ -1,5 +1,5 @@
 //! steady-server: the PostgreSQL wire protocol (v3) over a SteadyDB database, so that psql,
-//! psycopg, pgbench and sysbench work unmodified (see ../shared/DESIGN.md, "server and CLI").
+//! psycopg, pgbench and sysbench work unmodified (see docs/ARCHITECTURE.md).
 //!
 //! [`Server`] accepts connections ([`server`]); each is a [`connection::Connection`] whose
 //! handlers pgwire calls per message: [`startup`] (trust on loopback or SCRAM-SHA-256),

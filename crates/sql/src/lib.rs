@@ -1,4 +1,4 @@
-//! steady-sql: the SQL layer of ../shared/DESIGN.md — text to results over the engine.
+//! steady-sql: the SQL layer (see docs/ARCHITECTURE.md) — text to results over the engine.
 //!
 //! A statement flows [`parse`] → [`bind`] (names, types; [`access`] picks index paths) →
 //! [`plan`] → [`exec`] (with [`expr`], [`ops`], [`functions`], [`aggregate`]), or to [`dml`]

@@ -1,4 +1,4 @@
-//! The statements pgbench 15 and sysbench 1.0.20 send (../shared/clients/statements.txt), run
+//! The statements pgbench 15 and sysbench 1.0.20 send (as captured from the real clients), run
 //! through a session as the server runs them: pgbench's initialisation and its tpcb-like
 //! transaction (balances stay consistent), and sysbench's table, bulk insert and prepared
 //! statements with typed parameters.

@@ -1,9 +1,12 @@
 //! steady-storage: keys and values in B+trees on paged files, durably.
 //!
-//! This crate knows nothing of rows, transactions or SQL. Its layers, bottom up:
-//! [`io`] (the file seam), [`page`] (the page format), [`space`] (files of extents and segments),
-//! [`buffer_pool`] (the page cache), [`mtr`] (pages that change together), [`btree`] (the index
-//! structure), [`store`] (a data directory of spaces) and [`check`] (offline verification).
+//! This crate knows nothing of rows, transactions or SQL (map: docs/ARCHITECTURE.md). Its parts,
+//! bottom up: [`io`] (the file seam), [`page`] (the page format and the page operations redo
+//! replays), [`redo`] (what a log record says of each page) and [`wal`] (the log file, group
+//! commit, checkpoints), [`buffer_pool`] (the page cache; it logs through the WAL), [`mtr`] (pages
+//! that change together), [`space`] (files of extents and segments, allocated through mtrs),
+//! [`btree`] (the index structure), [`store`] (a data directory of spaces: open, recovery, drop)
+//! and [`check`] (offline verification).
 
 pub mod btree;
 pub mod buffer_pool;
