@@ -14,7 +14,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::types::DataType;
+use crate::codec::{decode_row, decode_row_columns, encoded_columns, CodecError};
+use crate::types::{DataType, Value};
 use crate::version::IndexId;
 use steady_storage::SpaceId;
 
@@ -26,6 +27,11 @@ pub struct ColumnDef {
     pub nullable: bool,
     /// The default expression as SQL text, evaluated by the SQL layer.
     pub default: Option<String>,
+    /// What rows stored before the column was added read for it: the constant default an
+    /// `ADD COLUMN` gave them without rewriting them (PostgreSQL's `attmissingval`), encoded as a
+    /// one-column row of the row codec. None: NULL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<Vec<u8>>,
 }
 
 /// A secondary index of a table.
@@ -58,6 +64,26 @@ pub struct TableDef {
 impl TableDef {
     pub fn column_types(&self) -> Vec<DataType> {
         self.columns.iter().map(|c| c.data_type).collect()
+    }
+
+    /// Decodes a stored row of this table, only the `wanted` columns when given (the others read
+    /// as NULL). Columns added after the row was stored read as their `missing` value.
+    pub fn decode_row(
+        &self,
+        bytes: &[u8],
+        wanted: Option<&[bool]>,
+    ) -> Result<Vec<Value>, CodecError> {
+        let mut values = decode_row_columns(bytes, &self.column_types(), wanted)?;
+        fill_missing(&mut values, bytes, &self.missing_values(), wanted)?;
+        Ok(values)
+    }
+
+    /// The columns with a missing value: `(position, type, encoded value)`.
+    pub fn missing_values(&self) -> Vec<(usize, DataType, Vec<u8>)> {
+        let with_missing = self.columns.iter().enumerate();
+        with_missing
+            .filter_map(|(i, c)| Some((i, c.data_type, c.missing.clone()?)))
+            .collect()
     }
 
     /// The position of column `name` (case-sensitive, as the SQL layer normalises names).
@@ -94,4 +120,24 @@ pub fn generation() -> u64 {
 /// Marks a change of the catalog; called after every change of the in-memory catalog.
 pub(crate) fn changed() {
     GENERATION.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+}
+
+/// Gives the columns a stored row lacks (it was stored before they were added) their missing
+/// values (`(position, type, encoded value)`, see [`ColumnDef::missing`]), where `wanted`.
+pub fn fill_missing(
+    values: &mut [Value],
+    bytes: &[u8],
+    missing: &[(usize, DataType, Vec<u8>)],
+    wanted: Option<&[bool]>,
+) -> Result<(), CodecError> {
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let stored = encoded_columns(bytes)?;
+    for (i, ty, value) in missing.iter().filter(|(i, ..)| *i >= stored) {
+        if wanted.is_none_or(|wanted| wanted.get(*i).copied().unwrap_or(true)) {
+            values[*i] = decode_row(value, &[*ty])?.pop().unwrap_or(Value::Null);
+        }
+    }
+    Ok(())
 }

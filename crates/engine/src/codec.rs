@@ -98,6 +98,13 @@ pub fn encode_row(values: &[Value]) -> Vec<u8> {
     out
 }
 
+/// How many columns a stored row holds (a row stored before ADD COLUMN holds fewer than its
+/// table has).
+pub fn encoded_columns(bytes: &[u8]) -> Result<usize, CodecError> {
+    let encoded = Reader { rest: bytes }.varint()?;
+    usize::try_from(encoded).map_err(|_| CodecError::Invalid("column count"))
+}
+
 /// Decodes a row of the given column types; missing trailing columns are NULL.
 pub fn decode_row(bytes: &[u8], column_types: &[DataType]) -> Result<Vec<Value>, CodecError> {
     decode_row_columns(bytes, column_types, None)

@@ -27,7 +27,7 @@ use steady_storage::btree::BTree;
 use steady_storage::mtr::Mtr;
 
 use crate::catalog::{table_key, ColumnDef, IndexDef, TableDef};
-use crate::codec::{decode_row, decode_row_columns, encode_key, encode_row};
+use crate::codec::{decode_row_columns, encode_key, encode_row};
 use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
@@ -198,7 +198,6 @@ impl Engine {
         unique: bool,
         id: IndexId,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let types = table.column_types();
         let clustered = self.tree(table.id)?;
         let mut entries = Vec::new();
         for record in clustered.range(Bound::Unbounded, Bound::Unbounded) {
@@ -207,7 +206,7 @@ impl Engine {
             if version.deleted {
                 continue;
             }
-            let values = decode_row(&version.row, &types).map_err(corrupt_row)?;
+            let values = table.decode_row(&version.row, None).map_err(corrupt_row)?;
             let sk = index_key(&values, columns);
             let comparable = !has_null(&values, columns);
             entries.push((entry_key(&sk, &pk), pk, sk, comparable));
@@ -302,7 +301,6 @@ impl Engine {
 
     /// Every live in-place row of a table with its clustered key, decoded, in key order.
     fn live_rows(&self, table: &TableDef) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
-        let types = table.column_types();
         let mut rows = Vec::new();
         for record in self
             .tree(table.id)?
@@ -311,7 +309,10 @@ impl Engine {
             let (pk, bytes) = record?;
             let version = Version::decode(&bytes)?;
             if !version.deleted {
-                rows.push((pk, decode_row(&version.row, &types).map_err(corrupt_row)?));
+                rows.push((
+                    pk,
+                    table.decode_row(&version.row, None).map_err(corrupt_row)?,
+                ));
             }
         }
         Ok(rows)
@@ -415,8 +416,9 @@ impl Engine {
         if table.indexes.is_empty() || old.version.deleted {
             return Ok(());
         }
-        let types = table.column_types();
-        let old_values = decode_row(&old.version.row, &types).map_err(corrupt_row)?;
+        let old_values = table
+            .decode_row(&old.version.row, None)
+            .map_err(corrupt_row)?;
         let mut others = Vec::new();
         if let Some(bytes) = self.tree(table.id)?.get(pk)? {
             others.push(Version::decode(&bytes)?);
@@ -435,7 +437,7 @@ impl Engine {
         let other_values: Vec<Vec<Value>> = others
             .iter()
             .filter(|v| !v.deleted)
-            .map(|v| decode_row(&v.row, &types).map_err(corrupt_row))
+            .map(|v| table.decode_row(&v.row, None).map_err(corrupt_row))
             .collect::<Result<_>>()?;
         for index in &table.indexes {
             let sk = index_key(&old_values, &index.columns);
@@ -497,10 +499,18 @@ fn corrupt_row(err: crate::codec::CodecError) -> EngineError {
 pub struct RowScan {
     inner: crate::engine::Scan,
     types: Vec<crate::types::DataType>,
+    missing: Vec<(usize, crate::types::DataType, Vec<u8>)>,
     wanted: Option<Vec<bool>>,
 }
 
 impl RowScan {
+    fn decode(&self, row: &[u8]) -> std::result::Result<Vec<Value>, crate::codec::CodecError> {
+        let wanted = self.wanted.as_deref();
+        let mut values = decode_row_columns(row, &self.types, wanted)?;
+        crate::catalog::fill_missing(&mut values, row, &self.missing, wanted)?;
+        Ok(values)
+    }
+
     /// Decodes only the columns `wanted` marks; the others come back as NULL.
     pub fn only_columns(mut self, wanted: Vec<bool>) -> Self {
         self.wanted = Some(wanted);
@@ -517,7 +527,7 @@ impl Iterator for RowScan {
             Err(err) => return Some(Err(err)),
         };
         Some(
-            decode_row_columns(&row, &self.types, self.wanted.as_deref())
+            self.decode(&row)
                 .map(|values| (pk, values))
                 .map_err(corrupt_row),
         )
@@ -536,6 +546,7 @@ impl Transaction {
         Ok(RowScan {
             inner,
             types: table.column_types(),
+            missing: table.missing_values(),
             wanted: None,
         })
     }
@@ -581,7 +592,7 @@ impl Transaction {
     /// The row under `pk`, as this transaction sees it.
     pub fn get_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<Option<Vec<Value>>> {
         let row = self.get(table.id, pk)?;
-        row.map(|bytes| decode_row(&bytes, &table.column_types()).map_err(corrupt_row))
+        row.map(|bytes| table.decode_row(&bytes, None).map_err(corrupt_row))
             .transpose()
     }
 
@@ -589,7 +600,7 @@ impl Transaction {
     /// [`Transaction::lock_row`]).
     pub fn lock_table_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<Option<Vec<Value>>> {
         let row = self.lock_row(table.id, pk)?;
-        row.map(|bytes| decode_row(&bytes, &table.column_types()).map_err(corrupt_row))
+        row.map(|bytes| table.decode_row(&bytes, None).map_err(corrupt_row))
             .transpose()
     }
 
@@ -763,7 +774,6 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         let tree = engine.tree(index.id)?;
         let clustered = engine.tree(table.id)?;
-        let types = table.column_types();
         for entry in tree.range(Bound::Included(sk), Bound::Unbounded) {
             let (key, other) = entry?;
             if !key.starts_with(sk) {
@@ -779,7 +789,7 @@ impl Transaction {
             if version.deleted {
                 continue;
             }
-            let values = decode_row(&version.row, &types).map_err(corrupt_row)?;
+            let values = table.decode_row(&version.row, None).map_err(corrupt_row)?;
             if index_key(&values, &index.columns) == sk {
                 return Ok(true);
             }

@@ -34,6 +34,7 @@ fn column(name: &str, data_type: DataType) -> ColumnDef {
         data_type,
         nullable: true,
         default: None,
+        missing: None,
     }
 }
 

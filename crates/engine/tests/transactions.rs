@@ -586,6 +586,7 @@ fn people(engine: &Engine) -> Arc<steady_engine::catalog::TableDef> {
         data_type,
         nullable: true,
         default: None,
+        missing: None,
     };
     let columns = vec![
         column("id", DataType::Integer),

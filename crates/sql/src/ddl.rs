@@ -692,7 +692,9 @@ impl Ddl<'_> {
     }
 
     /// Switches to the definition with the new column and gives existing rows its default
-    /// (failing with 23502 when the column is NOT NULL without a default and rows exist).
+    /// (failing with 23502 when the column is NOT NULL without a default and rows exist): a
+    /// constant default becomes the column's missing value, read by rows stored before it; a
+    /// volatile one (`nextval`, `random()`, `now()`) is evaluated for each row, which is rewritten.
     fn fill_new_column(&self, old: &TableDef, altered: &TableDef, position: usize) -> Result<()> {
         let engine = Arc::clone(self.engine());
         let column = &altered.columns[position];
@@ -711,16 +713,24 @@ impl Ddl<'_> {
             ));
         }
         txn.rollback()?;
-        let altered = self.engine().alter_table(altered.clone())?;
         let Some(default) = altered.columns[position].default.clone() else {
+            self.engine().alter_table(altered.clone())?;
             return Ok(());
         };
         let mut binder = Binder::new(&engine, self.db.stats(), vec![]);
-        let (expr, _) = binder.bind_expr_as(
-            &parse_expr(&default)?,
-            &Scope::default(),
-            altered.columns[position].data_type,
-        )?;
+        let ty = altered.columns[position].data_type;
+        let (expr, _) = binder.bind_expr_as(&parse_expr(&default)?, &Scope::default(), ty)?;
+        if expr.is_constant() {
+            // Existing rows read the value without being rewritten (PostgreSQL's attmissingval):
+            // ADD COLUMN with a constant default takes the same time whatever the table's size.
+            let value = crate::exec::eval_constant(&expr)?.assign_to(&ty)?;
+            let mut altered = altered.clone();
+            altered.columns[position].missing =
+                (!value.is_null()).then(|| steady_engine::codec::encode_row(&[value]));
+            self.engine().alter_table(altered)?;
+            return Ok(());
+        }
+        let altered = self.engine().alter_table(altered.clone())?;
         let mut txn = engine.begin(Isolation::ReadCommitted)?;
         let rows: Vec<(Vec<u8>, Vec<Value>)> = txn
             .scan_rows(&altered, Bound::Unbounded, Bound::Unbounded)?
@@ -783,6 +793,7 @@ impl Ddl<'_> {
             data_type: altered.columns[position].data_type,
             nullable: true,
             default: None,
+            missing: None,
         };
         altered.constraints.retain(|c| {
             !matches!(serde_json::from_str(c), Ok(Constraint::ForeignKey(fk)) if fk.columns.contains(&position))
@@ -928,6 +939,7 @@ fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<Colu
             data_type: ty,
             nullable: false,
             default: Some(format!("nextval('{}')", sequence_name(table, name))),
+            missing: None,
         });
     }
     Ok(ColumnDef {
@@ -935,6 +947,7 @@ fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<Colu
         data_type: convert_type(data_type)?,
         nullable: true,
         default: None,
+        missing: None,
     })
 }
 

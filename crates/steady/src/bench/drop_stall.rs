@@ -121,6 +121,7 @@ fn create(engine: &Arc<Engine>, name: &str) -> anyhow::Result<Arc<TableDef>> {
         data_type,
         nullable: false,
         default: None,
+        missing: None,
     };
     let columns = vec![
         column("id", DataType::BigInt),
