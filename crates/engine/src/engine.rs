@@ -1378,10 +1378,13 @@ impl Scan {
             records.extend(buried);
             records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         }
-        let statuses = engine.txns.statuses(records.iter().map(|(_, v)| v.writer));
+        let settled = engine.txns.settled_below();
+        let unsettled = records.iter().map(|(_, v)| v.writer).filter(|&w| w >= settled);
+        let statuses = engine.txns.statuses(unsettled);
         for (pk, version) in records {
             let in_place = self.snapshot.is_none_or(|snapshot| {
                 version.writer == self.reader
+                    || version.writer < settled
                     || matches!(statuses[&version.writer], TxnStatus::Committed(csn) if csn <= snapshot)
             });
             let seen = if in_place {

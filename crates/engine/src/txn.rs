@@ -167,6 +167,12 @@ impl TxnManager {
         state.aborted.insert(txn, next);
     }
 
+    /// Every id below this one is a settled transaction (see the type's doc): committed, and seen
+    /// by every snapshot.
+    pub fn settled_below(&self) -> TxnId {
+        self.settled_below.load(Ordering::Acquire)
+    }
+
     /// The status of the writer of a version.
     pub fn status(&self, txn: TxnId) -> TxnStatus {
         if txn < self.settled_below.load(Ordering::Acquire) {

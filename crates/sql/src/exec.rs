@@ -847,6 +847,34 @@ impl Source for LateralSource<'_> {
 // Materialising operators
 // ---------------------------------------------------------------------------------------------
 
+/// Adds one input row to each aggregate's accumulator (unless the aggregate's FILTER rejects it).
+fn accumulate(
+    calls: &[AggCall],
+    accumulators: &mut [Accumulator],
+    row: &Row,
+    ctx: &mut ExecCtx,
+) -> Result<()> {
+    for (call, accumulator) in calls.iter().zip(accumulators.iter_mut()) {
+        if let Some(filter) = &call.filter {
+            if !filter.eval_predicate(row, ctx)? {
+                continue;
+            }
+        }
+        let args = call
+            .args
+            .iter()
+            .map(|a| a.eval(row, ctx))
+            .collect::<Result<Row>>()?;
+        let keys = call
+            .order_by
+            .iter()
+            .map(|k| k.expr.eval(row, ctx))
+            .collect::<Result<Row>>()?;
+        accumulator.add(args, keys)?;
+    }
+    Ok(())
+}
+
 fn aggregate(
     input: &mut BoxedSource,
     groups: &[Expr],
@@ -854,38 +882,24 @@ fn aggregate(
     ctx: &mut ExecCtx,
 ) -> Result<Vec<Row>> {
     let mut table: BTreeMap<RowKey, Vec<Accumulator>> = BTreeMap::new();
-    while let Some(row) = input.next(ctx)? {
-        let key = groups
-            .iter()
-            .map(|g| g.eval(&row, ctx))
-            .collect::<Result<Row>>()?;
-        let accumulators = table
-            .entry(RowKey(key))
-            .or_insert_with(|| calls.iter().map(Accumulator::new).collect());
-        for (call, accumulator) in calls.iter().zip(accumulators.iter_mut()) {
-            if let Some(filter) = &call.filter {
-                if !filter.eval_predicate(&row, ctx)? {
-                    continue;
-                }
-            }
-            let args = call
-                .args
-                .iter()
-                .map(|a| a.eval(&row, ctx))
-                .collect::<Result<Row>>()?;
-            let keys = call
-                .order_by
-                .iter()
-                .map(|k| k.expr.eval(&row, ctx))
-                .collect::<Result<Row>>()?;
-            accumulator.add(args, keys)?;
+    if groups.is_empty() {
+        // One group: no key to build or look up per row.
+        let mut accumulators: Vec<Accumulator> = calls.iter().map(Accumulator::new).collect();
+        while let Some(row) = input.next(ctx)? {
+            accumulate(calls, &mut accumulators, &row, ctx)?;
         }
-    }
-    if table.is_empty() && groups.is_empty() {
-        table.insert(
-            RowKey(Vec::new()),
-            calls.iter().map(Accumulator::new).collect(),
-        );
+        table.insert(RowKey(Vec::new()), accumulators);
+    } else {
+        while let Some(row) = input.next(ctx)? {
+            let key = groups
+                .iter()
+                .map(|g| g.eval(&row, ctx))
+                .collect::<Result<Row>>()?;
+            let accumulators = table
+                .entry(RowKey(key))
+                .or_insert_with(|| calls.iter().map(Accumulator::new).collect());
+            accumulate(calls, accumulators, &row, ctx)?;
+        }
     }
     let mut rows = Vec::with_capacity(table.len());
     for (RowKey(mut key), accumulators) in table {
