@@ -54,7 +54,12 @@ pub struct ExecCtx<'a> {
     statement_time: i64,
     /// Per node (pre-order number) when instrumented.
     pub node_stats: Option<Vec<NodeStats>>,
+    /// Interrupt checks left before the next real one (see [`ExecCtx::check_interrupt`]).
+    interrupt_countdown: std::cell::Cell<u32>,
 }
+
+/// How many rows go by between two looks at the cancel flag and the statement deadline.
+const INTERRUPT_CHECK_EVERY: u32 = 256;
 
 impl<'a> ExecCtx<'a> {
     pub fn new(
@@ -72,6 +77,7 @@ impl<'a> ExecCtx<'a> {
             subquery_results: HashMap::new(),
             statement_time: now_micros(),
             node_stats: None,
+            interrupt_countdown: std::cell::Cell::new(0),
         }
     }
 
@@ -124,8 +130,19 @@ impl<'a> ExecCtx<'a> {
     }
 
     /// Fails with 57014 once the statement has been cancelled or has timed out.
+    /// Fails with 57014 once the statement is cancelled or past its timeout. Called per row, it
+    /// looks at the (shared, locked) cancel state only every [`INTERRUPT_CHECK_EVERY`] calls.
     pub fn check_interrupt(&self) -> Result<()> {
-        self.info.cancel.check()
+        match self.interrupt_countdown.get() {
+            0 => {
+                self.interrupt_countdown.set(INTERRUPT_CHECK_EVERY);
+                self.info.cancel.check()
+            }
+            left => {
+                self.interrupt_countdown.set(left - 1);
+                Ok(())
+            }
+        }
     }
 
     pub fn setting(&self, name: &str) -> Result<String> {
