@@ -89,6 +89,10 @@ const ROW_ID_BLOCK: u64 = 1 << 16;
 const TXN_BLOCK: TxnId = 1 << 20;
 /// The transaction id purge uses to take row locks.
 const PURGE_TXN: TxnId = u64::MAX - 1;
+/// The lock-table "index" of transaction locks: a transaction that inserts rows without row locks
+/// holds the key of its own id exclusively until it ends; a transaction that meets one of those
+/// rows waits on that key (see [`Transaction::insert_without_row_lock`]).
+const TXN_LOCKS: IndexId = u64::MAX;
 /// Pause between background purge passes.
 const PURGE_INTERVAL: Duration = Duration::from_millis(10);
 /// Entries read from an index per descent by a scan.
@@ -348,11 +352,12 @@ impl Engine {
             snapshot: None,
             snapshot_taken: Instant::now(),
             writes: Vec::new(),
-            written: HashMap::new(),
+            written: HashMap::default(),
             generation: AtomicU64::new(0),
             rewrites: Vec::new(),
             replaced: HashMap::new(),
             wrote: false,
+            holds_own_lock: false,
             ended: false,
         })
     }
@@ -836,7 +841,7 @@ pub struct Transaction {
     pub(crate) writes: Vec<UndoEntry>,
     /// The rows written, each with the savepoint generation its version was last saved in (by its
     /// undo entry, or in `rewrites`); a write in a later generation saves it again.
-    written: HashMap<(IndexId, Vec<u8>), u64>,
+    written: HashMap<(IndexId, Vec<u8>), u64, ahash::RandomState>,
     /// The savepoint generation: how many savepoints have been taken.
     generation: AtomicU64,
     /// Own versions replaced by writes in a later savepoint generation, oldest first.
@@ -846,6 +851,8 @@ pub struct Transaction {
     replaced: HashMap<Vec<u8>, UndoEntry>,
     /// Whether the transaction has written, even if savepoints have undone it since.
     wrote: bool,
+    /// Whether it holds the lock on its own id (it inserted rows without row locks).
+    holds_own_lock: bool,
     pub(crate) ended: bool,
 }
 
@@ -1000,6 +1007,11 @@ impl Transaction {
         row: Option<&[u8]>,
         kind: WriteKind,
     ) -> Result<bool> {
+        if let (WriteKind::Insert, Some(row)) = (kind, row) {
+            if self.insert_without_row_lock(index, pk, row)? {
+                return Ok(true);
+            }
+        }
         let (tree, current) = self.lock_current(index, pk)?;
         let engine = Arc::clone(&self.engine);
         if !self.may_write(index, pk, current.as_ref(), kind)? {
@@ -1020,6 +1032,65 @@ impl Transaction {
         tree.insert(pk, &version.encode())?;
         engine.unbury(index, pk)?;
         Ok(true)
+    }
+
+    /// The common insert of a new key into a table without secondary indexes, with no row lock:
+    /// the new version names this transaction as its writer, and that is its lock (implicit, as
+    /// InnoDB's). Whoever locks the row afterwards finds a running writer in place and waits for
+    /// this transaction's own lock ([`TXN_LOCKS`], taken here once) before going on
+    /// (`Transaction::lock_current`). The undo entry comes first; the version goes in only if the
+    /// key is still absent, checked under the leaf's latch. False, with the insert left to the
+    /// locking path, when the key is present, a delete mark may be buried for it, the table has
+    /// secondary indexes (purge removes their stale entries under row locks), or SERIALIZABLE
+    /// must track the write. An undo entry of an insert that did not happen is harmless: undoing
+    /// it removes only a version this transaction wrote.
+    fn insert_without_row_lock(&mut self, index: IndexId, pk: &[u8], row: &[u8]) -> Result<bool> {
+        let engine = Arc::clone(&self.engine);
+        let unindexed = engine
+            .table_by_id(index)
+            .is_some_and(|t| t.indexes.is_empty());
+        if !unindexed
+            || self.isolation == Isolation::Serializable
+            || engine.graveyard_length.load(Ordering::Acquire) > 0
+        {
+            return Ok(false);
+        }
+        self.check_open()?;
+        let tree = engine.tree(index)?;
+        self.snapshot()?;
+        let written_key = (index, pk.to_vec());
+        if self.written.contains_key(&written_key) || tree.get(pk)?.is_some() {
+            return Ok(false);
+        }
+        self.hold_own_lock()?;
+        self.append_undo(UndoEntry {
+            index,
+            pk: pk.to_vec(),
+            action: UndoAction::Inserted,
+        })?;
+        let version = Version {
+            writer: self.id,
+            deleted: false,
+            row: row.to_vec(),
+        };
+        if !tree.insert_if_absent(pk, &version.encode())? {
+            return Ok(false);
+        }
+        let generation = self.generation.load(Ordering::Relaxed);
+        self.written.insert(written_key, generation);
+        Ok(true)
+    }
+
+    /// Takes the lock on this transaction's own id, once.
+    fn hold_own_lock(&mut self) -> Result<()> {
+        if !self.holds_own_lock {
+            let engine = Arc::clone(&self.engine);
+            engine
+                .locks
+                .lock(self.id, txn_lock_key(self.id), LockMode::Exclusive, None)?;
+            self.holds_own_lock = true;
+        }
+        Ok(())
     }
 
     /// Decides, with the row locked, whether the write applies: false when an update or delete finds
@@ -1082,13 +1153,38 @@ impl Transaction {
 
     /// Takes the snapshot (before any wait, as PostgreSQL's statement does), locks the row, and
     /// reads its newest version: the start of every write and of `lock_row`.
+    ///
+    /// A version whose writer is still running and is not this transaction was inserted without a
+    /// row lock (see [`Transaction::insert_without_row_lock`]): the row is that writer's until it
+    /// ends, so this waits for it (on its transaction lock) and reads the row again.
     fn lock_current(&mut self, index: IndexId, pk: &[u8]) -> Result<(Arc<BTree>, Option<Version>)> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
         self.snapshot()?;
         self.lock_exclusive(index, pk)?;
-        let current = self.engine.current_version(&tree, index, pk)?;
-        Ok((tree, current))
+        loop {
+            let current = self.engine.current_version(&tree, index, pk)?;
+            match &current {
+                Some(version)
+                    if version.writer != self.id
+                        && self.engine.txns.status(version.writer) == TxnStatus::Active =>
+                {
+                    self.wait_for(version.writer)?
+                }
+                _ => return Ok((tree, current)),
+            }
+        }
+    }
+
+    /// Waits until transaction `writer` has ended.
+    fn wait_for(&self, writer: TxnId) -> Result<()> {
+        let engine = Arc::clone(&self.engine);
+        let key = txn_lock_key(writer);
+        engine
+            .locks
+            .lock(self.id, key.clone(), LockMode::Shared, engine.lock_timeout)?;
+        engine.locks.release(self.id, &key);
+        Ok(())
     }
 
     pub(crate) fn lock_exclusive(&self, index: IndexId, pk: &[u8]) -> Result<()> {
@@ -1379,7 +1475,10 @@ impl Scan {
             records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         }
         let settled = engine.txns.settled_below();
-        let unsettled = records.iter().map(|(_, v)| v.writer).filter(|&w| w >= settled);
+        let unsettled = records
+            .iter()
+            .map(|(_, v)| v.writer)
+            .filter(|&w| w >= settled);
         let statuses = engine.txns.statuses(unsettled);
         for (pk, version) in records {
             let in_place = self.snapshot.is_none_or(|snapshot| {
@@ -1418,6 +1517,14 @@ impl Iterator for Scan {
                 return Some(Err(err));
             }
         }
+    }
+}
+
+/// The lock-table key of transaction `txn`'s own lock.
+fn txn_lock_key(txn: TxnId) -> LockKey {
+    LockKey {
+        index_id: TXN_LOCKS,
+        key: txn.to_be_bytes().to_vec(),
     }
 }
 

@@ -425,6 +425,28 @@ impl LockManager {
         }
     }
 
+    /// Releases the lock `txn` holds on `key` (its most recent one, typically: a wait for another
+    /// transaction's end is over) and grants what that unblocks.
+    pub fn release(&self, txn: TxnId, key: &LockKey) {
+        let released = {
+            let mut held = self.txn_shard(txn).lock();
+            let keys = held.get_mut(&txn);
+            keys.and_then(|keys| {
+                let at = keys.iter().rposition(|k| k == key)?;
+                Some(keys.swap_remove(at))
+            })
+        };
+        if released.is_none() {
+            return;
+        }
+        self.counters.locks_held.fetch_sub(1, Relaxed);
+        let mut table = self.shard(key).lock();
+        if let Some(entry) = table.get_mut(key) {
+            entry.holders.retain(|h| h.txn != txn);
+        }
+        settle(&mut table, key);
+    }
+
     /// The mode in which `txn` holds `key`, if it does.
     pub fn holds(&self, txn: TxnId, key: &LockKey) -> Option<LockMode> {
         self.shard(key).lock().get(key)?.held_by(txn)

@@ -322,6 +322,10 @@ enum Op {
         key: usize,
         value: ValueSpec,
     },
+    InsertIfAbsent {
+        key: usize,
+        value: ValueSpec,
+    },
     Delete(usize),
     /// `delete_sorted` of a set of pool keys (sorted and deduplicated when applied).
     DeleteSorted(Vec<usize>),
@@ -364,6 +368,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         50 => (0..KEY_POOL, value_spec()).prop_map(|(key, value)| Op::Insert { key, value }),
         20 => (0..KEY_POOL).prop_map(Op::Delete),
+        5 => (0..KEY_POOL, value_spec()).prop_map(|(key, value)| Op::InsertIfAbsent { key, value }),
         3 => prop::collection::vec(0..KEY_POOL, 0..200).prop_map(Op::DeleteSorted),
         20 => (0..KEY_POOL).prop_map(Op::Get),
         10 => (edge(), edge(), any::<bool>(), limit).prop_map(|(start, end, reverse, limit)| {
@@ -409,6 +414,21 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
                 short(key),
                 short_opt(old.as_deref()),
                 short_opt(expected.as_deref())
+            );
+        }
+        Op::InsertIfAbsent { key, value } => {
+            let (key, value) = (&keys[*key], value.bytes());
+            let inserted = tree
+                .insert_if_absent(key, &value)
+                .map_err(err("insert_if_absent"))?;
+            let absent = !model.contains_key(key);
+            if absent {
+                model.insert(key.clone(), value);
+            }
+            ensure!(
+                inserted == absent,
+                "insert_if_absent of {} returned {inserted}",
+                short(key)
             );
         }
         Op::DeleteSorted(picked) => {

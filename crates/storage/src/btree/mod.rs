@@ -169,11 +169,23 @@ impl BTree {
 
     /// Stores `value` under `key`, returning the value it replaces.
     pub fn insert(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.put(key, value, true)
+    }
+
+    /// Stores `value` under `key` unless the key is present (checked and written under one latch
+    /// of the leaf); false, with nothing changed, if it is.
+    pub fn insert_if_absent(&self, key: &[u8], value: &[u8]) -> Result<bool> {
+        Ok(self.put(key, value, false)?.is_none())
+    }
+
+    /// Stores `value` under `key` (replacing a present value only if `replace`); returns the value
+    /// that was present.
+    fn put(&self, key: &[u8], value: &[u8], replace: bool) -> Result<Option<Vec<u8>>> {
         self.check_sizes(key, value)?;
-        if let Some(replaced) = self.insert_in_leaf(key, value)? {
-            return Ok(replaced);
+        if let Some(present) = self.insert_in_leaf(key, value, replace)? {
+            return Ok(present);
         }
-        self.insert_with_splits(key, value)
+        self.insert_with_splits(key, value, replace)
     }
 
     /// Removes `key`, returning the value it had.
@@ -430,12 +442,21 @@ impl BTree {
     }
 
     /// The common insert: only the leaf changes. `None` if the record does not fit (nothing done).
-    fn insert_in_leaf(&self, key: &[u8], value: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+    /// A present key is left as it is unless `replace`.
+    fn insert_in_leaf(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        replace: bool,
+    ) -> Result<Option<Option<Vec<u8>>>> {
         let mut mtr = Mtr::new(&self.pool);
         let leaf = self.latch_leaf(&mut mtr, key)?;
         let needed = Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
         let page = Page::new(mtr.page(leaf));
         let found = node::leaf_search(page, key);
+        if let (Ok(slot), false) = (found, replace) {
+            return Ok(Some(Some(self.load_value(page.record(slot))?)));
+        }
         let room = page.free_space()
             + found.map_or(0, |slot| Page::record_footprint(page.record(slot).len()));
         if room < needed {
@@ -481,8 +502,14 @@ impl BTree {
         Ok(old.map(|(value, _)| value))
     }
 
-    /// An insert that may split pages up to the root.
-    fn insert_with_splits(&self, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// An insert that may split pages up to the root (a present key is left as it is unless
+    /// `replace`).
+    fn insert_with_splits(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        replace: bool,
+    ) -> Result<Option<Vec<u8>>> {
         let mut mtr = Mtr::new(&self.pool);
         let needed = Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
         let max_separator = Page::record_footprint(self.limits.max_record);
@@ -497,6 +524,9 @@ impl BTree {
         let leaf = path.last().expect("a path ends at a leaf").handle;
         let page = Page::new(mtr.page(leaf));
         let found = node::leaf_search(page, key);
+        if let (Ok(slot), false) = (found, replace) {
+            return Ok(Some(self.load_value(page.record(slot))?));
+        }
         let room = page.free_space()
             + found.map_or(0, |slot| Page::record_footprint(page.record(slot).len()));
         let old = match found {
