@@ -677,6 +677,9 @@ impl BufferPool {
     fn write_pinned(&self, frame_id: FrameId) -> Result<()> {
         let frame = &self.frames[frame_id];
         let mut copy = AlignedBuf::zeroed(self.page_size);
+        // The frame is clean from here on, but its flush-list entry stays until the copy is written:
+        // a checkpoint that begins meanwhile must wait for this write (on the frame's write-back
+        // lock), not pass a page whose changes are not yet in its file.
         let (space, oldest_lsn) = {
             let data = frame.data.read();
             let mut meta = frame.meta.lock();
@@ -684,13 +687,17 @@ impl BufferPool {
             if oldest_lsn == 0 {
                 return Ok(());
             }
-            self.flush_list.lock().remove(&(oldest_lsn, frame_id));
             meta.oldest_lsn = 0;
             copy.copy_from_slice(&data);
             (meta.space.clone(), oldest_lsn)
         };
-        let Some(space) = space else { return Ok(()) };
+        let done = || self.flush_list.lock().remove(&(oldest_lsn, frame_id));
+        let Some(space) = space else {
+            done();
+            return Ok(());
+        };
         if space.version() != frame.version.load(Ordering::Acquire) {
+            done();
             return Ok(());
         }
         let (page_no, page_lsn) = (
@@ -707,10 +714,15 @@ impl BufferPool {
                     self.counters.pages_written.fetch_add(1, Ordering::Relaxed);
                     self.unsynced.lock().entry(space.id()).or_insert(space);
                 }
+                done();
                 Ok(())
             }
             Err(err) => {
-                self.mark_dirty(frame_id, oldest_lsn);
+                let mut meta = frame.meta.lock();
+                if meta.oldest_lsn != 0 {
+                    self.flush_list.lock().remove(&(meta.oldest_lsn, frame_id));
+                }
+                meta.oldest_lsn = oldest_lsn;
                 Err(err)
             }
         }
@@ -1026,9 +1038,15 @@ impl PageWriteGuard<'_> {
         false
     }
 
-    /// Logs a freshly created page now (into `out`) and marks it dirty without an LSN stamp, so the
-    /// mini-transaction can release it before it commits. Only for pages nothing can reach until
-    /// that commit: if the page reaches disk first, it is an unreferenced free page.
+    /// Logs a freshly created page now (into `out`) and marks it dirty, so the mini-transaction can
+    /// release it before it commits. Only for pages nothing can reach until that commit: if the page
+    /// reaches disk first, it is an unreferenced free page.
+    ///
+    /// The page is stamped with the log's current LSN, which is at most the start of the record that
+    /// will carry it. That stamp is what makes it safe on disk: recovery skips the records of the
+    /// page's previous life (all below it) instead of replaying them onto the new contents, and
+    /// writing the page first makes the log durable up to it, so the record that freed the page is
+    /// never lost while the page is overwritten.
     pub(crate) fn spill_fresh(&mut self, out: &mut Vec<u8>) {
         assert!(self.fresh, "only a freshly created page can be spilled");
         self.encode_redo(out, 0);
@@ -1036,8 +1054,15 @@ impl PageWriteGuard<'_> {
             Some(wal) => wal.current_lsn(),
             None => self.pool.next_lsn(),
         };
+        PageMut::new(self.data.as_mut().expect("latched until drop")).set_lsn(provisional);
         self.pool.mark_dirty(self.frame_id, provisional);
         self.modified = false;
+    }
+
+    /// Puts the page on the flush list as of `lsn` (the start of the record that logs its change),
+    /// if it is not there already.
+    pub(crate) fn mark_dirty(&self, lsn: Lsn) {
+        self.pool.mark_dirty(self.frame_id, lsn);
     }
 
     /// Stamps `lsn` into a modified page and marks it dirty; called by the mini-transaction at commit.

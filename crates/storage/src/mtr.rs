@@ -172,15 +172,18 @@ where
         Some(_) if modified.is_empty() && spilled.is_empty() => return 0,
         Some(wal) => {
             let (_, end) = wal
-                .append_with(|horizon| {
-                    let mut payload = spilled.to_vec();
-                    let images = modified
-                        .iter()
-                        .filter(|guard| guard.encode_redo(&mut payload, horizon))
-                        .count();
-                    wal.count_full_images(images as u64);
-                    payload
-                })
+                .append_with(
+                    |horizon| {
+                        let mut payload = spilled.to_vec();
+                        let images = modified
+                            .iter()
+                            .filter(|guard| guard.encode_redo(&mut payload, horizon))
+                            .count();
+                        wal.count_full_images(images as u64);
+                        payload
+                    },
+                    |start| modified.iter().for_each(|guard| guard.mark_dirty(start)),
+                )
                 .expect(
                     "a mini-transaction's record fits the redo log (capacity checked at creation)",
                 );

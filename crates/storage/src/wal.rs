@@ -199,13 +199,21 @@ impl Wal {
     /// Appends one record; returns its start and end LSN. The record is durable after
     /// `flush(end)`. The caller must have made room (see [`Wal::has_room`]).
     pub fn append(&self, payload: &[u8]) -> Result<(Lsn, Lsn)> {
-        self.append_with(|_| payload.to_vec())
+        self.append_with(|_| payload.to_vec(), |_| {})
     }
 
     /// Appends the record `build` makes, given the current full-page-image horizon: a page whose
     /// LSN is below it must be logged as a full image. Building under the log's lock guarantees that
     /// no record after a checkpoint's redo point was built with an older horizon.
-    pub fn append_with(&self, build: impl FnOnce(Lsn) -> Vec<u8>) -> Result<(Lsn, Lsn)> {
+    ///
+    /// `appended` gets the record's start LSN while the lock is still held: a mini-transaction puts
+    /// its pages on the flush list there, so a checkpoint whose redo point lies after the record
+    /// always finds them dirty (otherwise it could pass a page whose change it then skips).
+    pub fn append_with(
+        &self,
+        build: impl FnOnce(Lsn) -> Vec<u8>,
+        appended: impl FnOnce(Lsn),
+    ) -> Result<(Lsn, Lsn)> {
         let mut buffer = self.buffer.lock();
         let payload = build(self.horizon.load(Ordering::Acquire));
         let size = (RECORD_HEADER + payload.len()) as u64;
@@ -224,6 +232,7 @@ impl Wal {
         buffer.bytes.extend_from_slice(&header);
         buffer.bytes.extend_from_slice(&payload);
         self.current.store(lsn + size, Ordering::Release);
+        appended(lsn);
         let write_out = buffer.bytes.len() >= WRITE_OUT_BYTES;
         drop(buffer);
         if write_out {
