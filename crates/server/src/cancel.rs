@@ -20,7 +20,7 @@ use bytes::Bytes;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::startup::SecretKey;
-use steady_sql::cancel::{CancelHandle, CancelReason};
+use steady_sql::execution::cancel::{CancelHandle, CancelReason};
 use steady_sql::SqlError;
 
 use crate::error::query_canceled;

@@ -25,7 +25,7 @@ use pgwire::api::auth::{
 use pgwire::api::{ClientInfo, METADATA_APPLICATION_NAME, METADATA_USER};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use steady_sql::settings::SERVER_VERSION;
+use steady_sql::execution::settings::SERVER_VERSION;
 
 use crate::connection::Connection;
 use crate::error::fatal;

@@ -14,7 +14,7 @@ use pgwire::api::results::{FieldFormat, FieldInfo};
 use pgwire::api::Type;
 use pgwire::messages::data::{DataRow, RowDescription};
 use steady_engine::types::{DataType, Value};
-use steady_sql::plan::Column;
+use steady_sql::execution::plan::Column;
 use steady_sql::system::{type_modifier, type_oid};
 use steady_sql::SqlError;
 

@@ -1,31 +1,23 @@
 //! steady-sql: the SQL layer (see docs/ARCHITECTURE.md) — text to results over the engine.
 //!
-//! A statement flows [`parse`] → [`bind`] (names, types; [`access`] picks index paths) →
-//! [`plan`] → [`exec`] (with [`expr`], [`ops`], [`functions`], [`aggregate`]), or to [`dml`]
-//! (with [`constraints`]), [`ddl`] and [`explain`]. [`session`] holds a client's transaction
-//! block, [`settings`] and prepared statements, and [`cancel`] stops its running statement;
-//! [`system`] serves the system views; [`stats`] keeps ANALYZE's statistics; [`types`] maps SQL
-//! names and type names.
+//! The crate is cut by stage; each folder uses only the folders listed before it (checked by
+//! `tests/layering.rs`):
+//!
+//! 1. [`types`]: SQL names and type names, and the operations on values.
+//! 2. [`parser`]: SQL text to statements.
+//! 3. [`execution`]: the plan a statement becomes and the executor that runs it (expressions,
+//!    functions, aggregates, constraint checks, a statement's cancel flag and the settings it
+//!    reads).
+//! 4. [`system`]: the system views and catalog functions, rows computed from the engine.
+//! 5. [`planner`]: binding names and types into plans, access-path choice and ANALYZE statistics.
+//! 6. [`session`]: a client's transaction block, prepared statements, and the dispatch of each
+//!    statement (queries, writes, DDL, EXPLAIN).
 
-pub mod access;
-pub mod aggregate;
-pub mod bind;
-mod bind_expr;
-pub mod cancel;
-pub mod constraints;
-pub mod ddl;
-pub mod dml;
 pub mod error;
-pub mod exec;
-pub mod explain;
-pub mod expr;
-pub mod functions;
-pub mod ops;
-pub mod parse;
-pub mod plan;
+pub mod execution;
+pub mod parser;
+pub mod planner;
 pub mod session;
-pub mod settings;
-pub mod stats;
 pub mod system;
 pub mod types;
 

@@ -239,7 +239,7 @@ fn vacuum_full_rewrites_a_table_compactly_and_keeps_its_rows_and_indexes() {
 /// aggregates), all of them for `SELECT *`, and all of them when a subquery might read the row.
 #[test]
 fn a_scan_decodes_only_the_columns_the_query_reads() {
-    use steady_sql::plan::Plan;
+    use steady_sql::execution::plan::Plan;
     fn scan_columns(plan: &Plan) -> Option<Vec<bool>> {
         match plan {
             Plan::Scan { columns, .. } => columns.clone(),

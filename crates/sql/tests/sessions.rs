@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use steady_sql::cancel::CancelReason;
+use steady_sql::execution::cancel::CancelReason;
 use steady_sql::{Database, QueryResult, Session, SqlError};
 
 fn open() -> (tempfile::TempDir, Arc<Database>) {

@@ -6,8 +6,8 @@
 use steady_engine::types::Value;
 
 use crate::error::{Result, SqlError};
-use crate::exec::ExecCtx;
-use crate::ops::text_of;
+use crate::execution::executor::ExecCtx;
+use crate::types::ops::text_of;
 
 /// A one-dimensional array read from its text form.
 #[derive(Debug, PartialEq)]

@@ -1,7 +1,7 @@
 //! Catalog functions (`pg_get_indexdef`, `format_type`, `pg_table_is_visible`...), the `reg*`
 //! conversions between names and oids, the array functions of [`super::arrays`] and the regular
 //! expression operators (`~`, `~*`, `!~`, `!~*`), all found by the binder when the built-in
-//! registry ([`crate::functions`]) has no such name.
+//! registry ([`crate::execution::functions`]) has no such name.
 //!
 //! Functions that read the engine or the session are volatile, so the binder never folds them:
 //! constant folding runs without a session. Regular expressions use the `regex` crate, whose
@@ -18,11 +18,11 @@ use super::pg_type::{format_type, type_by_name};
 use super::relations::{column_list, constraint_definition, index_definition};
 use super::{oids, pg_type};
 use crate::error::{Result, SqlError};
-use crate::exec::ExecCtx;
-use crate::functions::Function;
-use crate::ops::text_of;
+use crate::execution::executor::ExecCtx;
+use crate::execution::functions::Function;
+use crate::types::ops::text_of;
 
-use crate::functions::{boolean, contextual as catalog, integer, strict as pure, text};
+use crate::execution::functions::{boolean, contextual as catalog, integer, strict as pure, text};
 
 /// Sees NULL arguments.
 const fn lenient(mut function: Function) -> Function {

@@ -12,8 +12,8 @@ use super::pg_type::{pg_type_rows, PG_TYPE_COLUMNS};
 use super::rows::{flag, name, oid, Rows};
 use super::{oids, SystemTable};
 use crate::error::Result;
-use crate::exec::ExecCtx;
-use crate::settings::Settings;
+use crate::execution::executor::ExecCtx;
+use crate::execution::settings::Settings;
 
 use DataType::{BigInt, Boolean, Bytea, Integer, SmallInt, Text, Timestamp};
 

@@ -9,7 +9,7 @@ use super::pg_type::{format_type, lookup, type_oid};
 use super::rows::{name, Rows};
 use super::{oids, SystemTable};
 use crate::error::Result;
-use crate::exec::ExecCtx;
+use crate::execution::executor::ExecCtx;
 
 use DataType::{Integer, Text};
 

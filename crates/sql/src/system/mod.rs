@@ -11,46 +11,26 @@
 //!
 //! Modules: [`steady`], [`relations`] (pg_class & co.), [`globals`] (everything else in
 //! pg_catalog), [`information_schema`]; [`model`] derives relations, indexes and constraints from
-//! the engine; [`functions`], [`arrays`] and [`binding`] are what the binder calls.
+//! the engine; [`functions`] and [`arrays`] are what the binder calls (with
+//! `planner::binding`).
 
-mod arrays;
-mod binding;
-mod functions;
+pub(crate) mod arrays;
+pub(crate) mod functions;
 mod globals;
 mod information_schema;
 mod model;
 mod oids;
-mod pg_type;
+pub(crate) mod pg_type;
 mod relations;
 mod rows;
 mod steady;
 
 use sqlparser::ast::BinaryOperator;
-use steady_engine::types::DataType;
 
-use crate::error::Result;
-use crate::exec::{ExecCtx, Row};
-use crate::functions::Function;
+use crate::execution::functions::Function;
 
-pub use binding::{
-    bind_any_array, bind_array_subquery, bind_pg_typeof, bind_special_cast, bind_subscript,
-    bind_table_function,
-};
+pub use crate::execution::plan::SystemTable;
 pub use pg_type::{format_type, type_modifier, type_oid};
-
-/// A read-only view computed from the engine.
-pub struct SystemTable {
-    pub schema: &'static str,
-    pub name: &'static str,
-    pub columns: &'static [(&'static str, DataType)],
-    pub rows: fn(&mut ExecCtx) -> Result<Vec<Row>>,
-}
-
-impl std::fmt::Debug for SystemTable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.schema, self.name)
-    }
-}
 
 static GROUPS: &[&[SystemTable]] = &[
     steady::VIEWS,

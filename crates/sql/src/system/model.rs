@@ -14,7 +14,7 @@ use steady_engine::engine::Engine;
 use steady_engine::types::DataType;
 
 use super::{oids, SystemTable};
-use crate::constraints::{foreign_keys, is_dropped};
+use crate::execution::constraints::{foreign_keys, is_dropped};
 
 /// An index as `pg_index` shows it.
 pub struct IndexInfo {

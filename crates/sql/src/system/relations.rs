@@ -12,9 +12,9 @@ use super::model::{self, indexes, ConstraintInfo, IndexInfo, Relation};
 use super::pg_type::{type_modifier, type_oid, DEFAULT_COLLATION};
 use super::rows::{attnum, attnum_array, attnum_vector, flag, name, oid, Rows};
 use super::{oids, SystemTable};
-use crate::constraints::foreign_keys;
 use crate::error::Result;
-use crate::exec::ExecCtx;
+use crate::execution::constraints::foreign_keys;
+use crate::execution::executor::ExecCtx;
 
 use DataType::{BigInt, Boolean, Integer, Real, SmallInt, Text};
 

@@ -4,7 +4,7 @@
 
 use steady_engine::types::Value;
 
-use crate::exec::Row;
+use crate::execution::executor::Row;
 
 pub type Rows = Vec<Row>;
 

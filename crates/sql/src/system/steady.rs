@@ -6,7 +6,7 @@ use steady_engine::types::{DataType, Value};
 
 use super::SystemTable;
 use crate::error::Result;
-use crate::exec::{ExecCtx, Row};
+use crate::execution::executor::{ExecCtx, Row};
 
 pub const VIEWS: &[SystemTable] = &[
     SystemTable {

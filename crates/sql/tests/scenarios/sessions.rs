@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use steady_engine::engine::Isolation;
-use steady_sql::cancel::{CancelHandle, CancelReason};
+use steady_sql::execution::cancel::{CancelHandle, CancelReason};
 use steady_sql::{Database, QueryResult, SqlError};
 
 /// How long one look at the answers waits before the lock manager is read again.

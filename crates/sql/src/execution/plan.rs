@@ -10,9 +10,10 @@ use std::sync::Arc;
 use steady_engine::catalog::{IndexDef, TableDef};
 use steady_engine::types::DataType;
 
-use crate::aggregate::AggCall;
-use crate::expr::Expr;
-use crate::system::SystemTable;
+use crate::error::Result;
+use crate::execution::aggregate::AggCall;
+use crate::execution::executor::{ExecCtx, Row};
+use crate::execution::expr::Expr;
 
 /// A column of a plan's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -369,4 +370,18 @@ fn mark_columns<'e>(read: &mut Vec<bool>, exprs: impl IntoIterator<Item = &'e Ex
         });
     }
     known
+}
+
+/// A read-only view computed from the engine.
+pub struct SystemTable {
+    pub schema: &'static str,
+    pub name: &'static str,
+    pub columns: &'static [(&'static str, DataType)],
+    pub rows: fn(&mut ExecCtx) -> Result<Vec<Row>>,
+}
+
+impl std::fmt::Debug for SystemTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.schema, self.name)
+    }
 }

@@ -11,10 +11,10 @@
 use steady_engine::catalog::TableDef;
 use steady_engine::types::{DataType, Value};
 
-use crate::expr::Expr;
-use crate::ops::CmpOp;
-use crate::plan::{Access, KeyRange, Plan};
-use crate::stats::Statistics;
+use crate::execution::expr::Expr;
+use crate::execution::plan::{Access, KeyRange, Plan};
+use crate::planner::stats::Statistics;
+use crate::types::ops::CmpOp;
 
 /// Above this estimated fraction of rows a secondary index loses to a full scan.
 const INDEX_SELECTIVITY_LIMIT: f64 = 0.2;

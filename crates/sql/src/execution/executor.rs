@@ -18,10 +18,10 @@ use steady_engine::table::RowScan;
 use steady_engine::types::{DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 use steady_storage::buffer_pool::{thread_io, ThreadIo};
 
-use crate::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall};
 use crate::error::{Result, SqlError};
-use crate::expr::{Expr, Subquery};
-use crate::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
+use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall};
+use crate::execution::expr::{Expr, Subquery};
+use crate::execution::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
 
 pub type Row = Vec<Value>;
 
@@ -31,8 +31,8 @@ pub struct SessionInfo {
     pub id: u32,
     pub user: String,
     pub database: String,
-    pub settings: crate::settings::Settings,
-    pub cancel: crate::cancel::CancelHandle,
+    pub settings: crate::execution::settings::Settings,
+    pub cancel: crate::execution::cancel::CancelHandle,
 }
 
 /// Per plan node figures for EXPLAIN ANALYZE.
@@ -196,8 +196,8 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         id: 0,
         user: String::new(),
         database: String::new(),
-        settings: crate::settings::Settings::default(),
-        cancel: crate::cancel::CancelHandle::default(),
+        settings: crate::execution::settings::Settings::default(),
+        cancel: crate::execution::cancel::CancelHandle::default(),
     };
     let mut ctx = ExecCtx::new(None, None, &[], &info);
     expr.eval(&[], &mut ctx)
@@ -600,12 +600,13 @@ impl Source for SeriesSource {
             return Ok(None);
         }
         let current = self.next.clone();
-        self.next = match crate::ops::arith(crate::ops::ArithOp::Add, &current, &self.step) {
-            Ok(v) => v
-                .cast_to(&current.data_type().unwrap_or(DataType::BigInt))
-                .unwrap_or(Value::Null),
-            Err(_) => Value::Null,
-        };
+        self.next =
+            match crate::types::ops::arith(crate::types::ops::ArithOp::Add, &current, &self.step) {
+                Ok(v) => v
+                    .cast_to(&current.data_type().unwrap_or(DataType::BigInt))
+                    .unwrap_or(Value::Null),
+                Err(_) => Value::Null,
+            };
         Ok(Some(vec![current]))
     }
 }
@@ -662,7 +663,7 @@ impl<'p> LimitSource<'p> {
             match e.eval(&[], ctx)? {
                 Value::Null => Ok(None),
                 v => {
-                    let n = crate::ops::as_i64(&v.cast_to(&DataType::BigInt)?);
+                    let n = crate::types::ops::as_i64(&v.cast_to(&DataType::BigInt)?);
                     let code = if what == "LIMIT" { "2201W" } else { "2201X" };
                     u64::try_from(n)
                         .map(Some)

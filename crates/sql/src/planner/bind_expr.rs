@@ -1,4 +1,4 @@
-//! Binding of scalar expressions (part of [`crate::bind::Binder`]): names, literals, operators,
+//! Binding of scalar expressions (part of [`crate::planner::bind::Binder`]): names, literals, operators,
 //! functions, aggregates, casts and subqueries, each with its result type.
 //!
 //! Untyped string literals and parameters take the type of the other operand (`unknown` in
@@ -7,13 +7,13 @@
 use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr, UnaryOperator};
 use steady_engine::types::{DataType, Value};
 
-use crate::aggregate::{AggCall, AggFunc};
-use crate::bind::{coerce_to, Binder, Scope, Typed};
 use crate::error::{Result, SqlError};
-use crate::expr::{Expr, Subquery, SubqueryKind};
-use crate::functions;
-use crate::ops::{self, ArithOp, Category, CmpOp};
-use crate::plan::SortKey;
+use crate::execution::aggregate::{AggCall, AggFunc};
+use crate::execution::expr::{Expr, Subquery, SubqueryKind};
+use crate::execution::functions;
+use crate::execution::plan::SortKey;
+use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
+use crate::types::ops::{self, ArithOp, Category, CmpOp};
 use crate::types::{convert_type, normalize_ident, object_name, parse_number};
 
 impl Binder<'_> {
@@ -211,7 +211,7 @@ impl Binder<'_> {
                 ..
             } => match right.as_ref() {
                 AstExpr::Subquery(_) => self.bind_quantified(left, compare_op, right, false, scope),
-                _ => crate::system::bind_any_array(self, left, compare_op, right, scope),
+                _ => crate::planner::binding::bind_any_array(self, left, compare_op, right, scope),
             },
             AstExpr::AllOp {
                 left,
@@ -219,7 +219,7 @@ impl Binder<'_> {
                 right,
             } => self.bind_quantified(left, compare_op, right, true, scope),
             AstExpr::CompoundFieldAccess { root, access_chain } => {
-                crate::system::bind_subscript(self, root, access_chain, scope)
+                crate::planner::binding::bind_subscript(self, root, access_chain, scope)
             }
             AstExpr::Tuple(_) => Err(SqlError::unsupported("row constructors")),
             other => Err(SqlError::unsupported(format!("expression {other}"))),
@@ -443,18 +443,26 @@ impl Binder<'_> {
     fn bind_subquery_full(
         &mut self,
         query: &ast::Query,
-    ) -> Result<(crate::bind::BoundQuery, bool)> {
+    ) -> Result<(crate::planner::bind::BoundQuery, bool)> {
         let saved = self.take_aggregates();
         let result = self.bind_subquery(query);
         self.restore_aggregates(saved);
         result
     }
 
-    fn bind_subquery_plan(&mut self, query: &ast::Query) -> Result<(crate::plan::Plan, bool)> {
+    fn bind_subquery_plan(
+        &mut self,
+        query: &ast::Query,
+    ) -> Result<(crate::execution::plan::Plan, bool)> {
         self.bind_subquery_full(query).map(|(b, c)| (b.plan, c))
     }
 
-    fn subquery(&mut self, plan: crate::plan::Plan, kind: SubqueryKind, correlated: bool) -> Expr {
+    fn subquery(
+        &mut self,
+        plan: crate::execution::plan::Plan,
+        kind: SubqueryKind,
+        correlated: bool,
+    ) -> Expr {
         let id = self.next_subquery_id();
         Expr::Subquery(Box::new(Subquery {
             id,
@@ -650,7 +658,8 @@ impl Binder<'_> {
         data_type: &ast::DataType,
         scope: &Scope,
     ) -> Result<Typed> {
-        if let Some(result) = crate::system::bind_special_cast(self, e, data_type, scope)? {
+        if let Some(result) = crate::planner::binding::bind_special_cast(self, e, data_type, scope)?
+        {
             return Ok(result);
         }
         let ty = convert_type(data_type)?;
@@ -734,7 +743,7 @@ impl Binder<'_> {
             ast::FunctionArguments::List(list) => Some(list),
             ast::FunctionArguments::None => None,
             ast::FunctionArguments::Subquery(query) if name == "array" => {
-                return crate::system::bind_array_subquery(self, query)
+                return crate::planner::binding::bind_array_subquery(self, query)
             }
             ast::FunctionArguments::Subquery(_) => {
                 return Err(SqlError::unsupported("this function call"))
@@ -749,7 +758,7 @@ impl Binder<'_> {
             .unwrap_or_default();
         match name.as_str() {
             "coalesce" => self.bind_coalesce(&args, scope),
-            "pg_typeof" => crate::system::bind_pg_typeof(self, &args, scope),
+            "pg_typeof" => crate::planner::binding::bind_pg_typeof(self, &args, scope),
             "nextval" | "currval" | "setval" => self.bind_call(&name, &args, scope),
             _ => self.bind_call(&name, &args, scope),
         }
@@ -1044,7 +1053,7 @@ fn fold(expr: Expr) -> Result<Expr> {
     if !expr.is_constant() || matches!(expr, Expr::Literal(_)) {
         return Ok(expr);
     }
-    match crate::exec::eval_constant(&expr) {
+    match crate::execution::executor::eval_constant(&expr) {
         Ok(value) => Ok(Expr::Literal(value)),
         Err(_) => Ok(expr),
     }

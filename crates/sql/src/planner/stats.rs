@@ -10,7 +10,7 @@ use parking_lot::RwLock;
 use steady_engine::types::Value;
 use steady_engine::version::IndexId;
 
-use crate::aggregate::compare_nulls_last;
+use crate::execution::aggregate::compare_nulls_last;
 
 /// Rows sampled per table by `ANALYZE`.
 pub const SAMPLE_ROWS: usize = 3_000;

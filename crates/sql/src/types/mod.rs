@@ -1,5 +1,7 @@
-//! SQL names and type names: identifier case folding, qualified names, the mapping of type names
+//! SQL names and type names ([`ops`]: operations on values): identifier case folding, qualified names, the mapping of type names
 //! (`int4`, `varchar(10)`, `serial`...) to engine [`DataType`]s, and numeric literals.
+
+pub mod ops;
 
 use rust_decimal::Decimal;
 use sqlparser::ast::{self, CharacterLength, ExactNumberInfo};

@@ -7,10 +7,10 @@ use sqlparser::ast;
 use steady_engine::types::{DataType, Value};
 use steady_storage::buffer_pool::thread_io;
 
-use crate::bind::Binder;
 use crate::error::{Result, SqlError};
-use crate::exec::{collect, ExecCtx, NodeStats};
-use crate::plan::{Column, Plan};
+use crate::execution::executor::{collect, ExecCtx, NodeStats};
+use crate::execution::plan::{Column, Plan};
+use crate::planner::bind::Binder;
 use crate::session::{QueryResult, Session};
 
 struct Options {
@@ -95,14 +95,14 @@ fn explain_dml(
     session: &Session,
     lines: &mut Vec<String>,
 ) -> Result<()> {
-    let (label, plan) = match crate::dml::dml_plan(binder, statement)? {
+    let (label, plan) = match crate::session::dml::dml_plan(binder, statement)? {
         Some(found) => found,
         None => ("Insert".to_owned(), Plan::single_row()),
     };
     let mut root = label;
     if options.analyze {
         let before = thread_io();
-        let result = crate::dml::execute(binder, ctx, statement, session)?;
+        let result = crate::session::dml::execute(binder, ctx, statement, session)?;
         let io = thread_io().since(before);
         let rows = result.tag.rsplit(' ').next().unwrap_or("0");
         root = format!("{root} (actual rows={rows} loops=1)");

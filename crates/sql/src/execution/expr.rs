@@ -1,6 +1,6 @@
 //! Bound expressions and their evaluation.
 //!
-//! The binder ([`crate::plan`]) turns parsed SQL expressions into [`Expr`]: names are resolved to
+//! The binder ([`crate::execution::plan`]) turns parsed SQL expressions into [`Expr`]: names are resolved to
 //! positions in the input row ([`Expr::Column`]) or in an enclosing query's row
 //! ([`Expr::Outer`]), string literals have been coerced to the type their context asks for, and
 //! functions are looked up. Evaluation follows SQL's three-valued logic: a NULL operand makes a
@@ -14,10 +14,10 @@ use std::fmt;
 use steady_engine::types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
-use crate::exec::ExecCtx;
-use crate::functions::Function;
-use crate::ops::{self, ArithOp, CmpOp};
-use crate::plan::Plan;
+use crate::execution::executor::ExecCtx;
+use crate::execution::functions::Function;
+use crate::execution::plan::Plan;
+use crate::types::ops::{self, ArithOp, CmpOp};
 
 /// A bound scalar expression.
 #[derive(Debug, Clone)]
@@ -169,7 +169,7 @@ impl Expr {
                 for arg in args {
                     values.push(arg.eval(row, ctx)?);
                 }
-                crate::functions::call(function, &values, ctx)?
+                crate::execution::functions::call(function, &values, ctx)?
             }
             Expr::Subquery(sub) => eval_subquery(sub, row, ctx)?,
             Expr::AggRef(_) => {

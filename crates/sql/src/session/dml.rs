@@ -18,16 +18,16 @@ use steady_engine::error::EngineError;
 use steady_engine::table::primary_key;
 use steady_engine::types::{DataType, Value};
 
-use crate::bind::{table_columns, Binder, BoundQuery, Scope};
-use crate::constraints::{
+use crate::error::{Result, SqlError};
+use crate::execution::constraints::{
     check_no_children, check_not_null, check_parents, is_dropped, write_error,
 };
-use crate::error::{Result, SqlError};
-use crate::exec::{as_ref, collect, encode_range, ExecCtx, Row};
-use crate::expr::Expr;
-use crate::ops::{self, Category};
-use crate::plan::{Access, Column, Plan};
+use crate::execution::executor::{as_ref, collect, encode_range, ExecCtx, Row};
+use crate::execution::expr::Expr;
+use crate::execution::plan::{Access, Column, Plan};
+use crate::planner::bind::{table_columns, Binder, BoundQuery, Scope};
 use crate::session::{QueryResult, Session};
+use crate::types::ops::{self, Category};
 use crate::types::{normalize_ident, object_name};
 
 /// Whether a statement changes data (refused in READ ONLY transactions).
@@ -55,7 +55,7 @@ pub fn execute(
             analyze,
             options,
             ..
-        } => crate::explain::explain(
+        } => crate::session::explain::explain(
             binder,
             ctx,
             statement,
@@ -207,7 +207,7 @@ fn bind_defaults(binder: &mut Binder, table: &TableDef) -> Result<Vec<Option<Exp
                 .default
                 .as_ref()
                 .map(|text| {
-                    let ast = crate::ddl::parse_expr(text)?;
+                    let ast = crate::session::ddl::parse_expr(text)?;
                     bind_assignment(binder, table, i, &ast, &Scope::default())
                 })
                 .transpose()
@@ -504,7 +504,7 @@ fn bind_set(
             let expr = if is_default_keyword(value) {
                 match &table.columns[index].default {
                     Some(text) => {
-                        let default = crate::ddl::parse_expr(text)?;
+                        let default = crate::session::ddl::parse_expr(text)?;
                         bind_assignment(binder, table, index, &default, &Scope::default())?
                     }
                     None => Expr::Literal(Value::Null),
@@ -776,10 +776,12 @@ fn bind_target(
         columns: None,
     };
     let (access, filter) = match (predicate, &others) {
-        (Some(predicate), None) => match crate::access::filter(scan, predicate, binder.stats) {
-            Plan::Scan { access, filter, .. } => (access, filter),
-            _ => unreachable!("filtering a bare scan gives a scan"),
-        },
+        (Some(predicate), None) => {
+            match crate::planner::access::filter(scan, predicate, binder.stats) {
+                Plan::Scan { access, filter, .. } => (access, filter),
+                _ => unreachable!("filtering a bare scan gives a scan"),
+            }
+        }
         (predicate, _) => (Access::Full, predicate),
     };
     let target = Target {
@@ -809,7 +811,7 @@ impl Target {
             Some(others) => Plan::Join {
                 left: Box::new(scan),
                 right: Box::new(others.clone()),
-                kind: crate::plan::JoinKind::Inner,
+                kind: crate::execution::plan::JoinKind::Inner,
                 on: self.filter.clone(),
                 left_width: self.table.columns.len(),
                 right_width: 0,
@@ -1071,7 +1073,7 @@ pub fn sample_table(txn: &mut Transaction, table: &TableDef) -> Result<(u64, Vec
     for row in txn.scan_rows(table, Bound::Unbounded, Bound::Unbounded)? {
         let (_, values) = row?;
         seen += 1;
-        if sample.len() < crate::stats::SAMPLE_ROWS {
+        if sample.len() < crate::planner::stats::SAMPLE_ROWS {
             sample.push(values);
         } else {
             let slot = rng.gen_range(0..seen);

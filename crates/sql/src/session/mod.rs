@@ -8,6 +8,10 @@
 //! fails with 25P02. DDL runs on its own, outside the block's transaction (the engine's DDL is not
 //! transactional yet).
 
+pub mod ddl;
+pub mod dml;
+pub mod explain;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -18,14 +22,14 @@ use sqlparser::ast;
 use steady_engine::engine::{Engine, Isolation, Savepoint, Transaction};
 use steady_engine::types::{DataType, Value};
 
-use crate::bind::{Binder, BoundQuery};
-use crate::cancel::CancelHandle;
 use crate::error::{Result, SqlError};
-use crate::exec::{ExecCtx, Row, SessionInfo};
-use crate::parse::{parse, Statement};
-use crate::plan::Column;
-use crate::settings::Settings;
-use crate::stats::Statistics;
+use crate::execution::cancel::CancelHandle;
+use crate::execution::executor::{ExecCtx, Row, SessionInfo};
+use crate::execution::plan::Column;
+use crate::execution::settings::Settings;
+use crate::parser::{parse, Statement};
+use crate::planner::bind::{Binder, BoundQuery};
+use crate::planner::stats::Statistics;
 
 /// A database: the engine and what every session shares.
 pub struct Database {
@@ -304,7 +308,7 @@ impl Session {
         })?;
         let engine = Arc::clone(self.db.engine());
         let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
-        crate::dml::run_query(&plan.query, &mut ctx)
+        crate::session::dml::run_query(&plan.query, &mut ctx)
     }
 
     fn run(&mut self, statement: &Statement, params: &[Value]) -> Result<QueryResult> {
@@ -405,9 +409,9 @@ impl Session {
                 self.prepared.clear();
                 Ok(QueryResult::command("DISCARD ALL"))
             }
-            statement if crate::ddl::is_ddl(statement) => {
+            statement if crate::session::ddl::is_ddl(statement) => {
                 let db = Arc::clone(&self.db);
-                crate::ddl::execute(&db, self, statement)
+                crate::session::ddl::execute(&db, self, statement)
             }
             statement => self
                 .in_transaction(|session, txn| session.execute_dml(statement, txn, params, types)),
@@ -478,7 +482,9 @@ impl Session {
         params: &[Value],
         types: Vec<Option<DataType>>,
     ) -> Result<QueryResult> {
-        if self.block.as_ref().is_some_and(|b| b.read_only) && crate::dml::writes(statement) {
+        if self.block.as_ref().is_some_and(|b| b.read_only)
+            && crate::session::dml::writes(statement)
+        {
             return Err(SqlError::new(
                 "25006",
                 "cannot execute statement in a read-only transaction",
@@ -487,16 +493,16 @@ impl Session {
         let mut binder = Binder::new(self.db.engine(), self.db.stats(), types);
         let engine = Arc::clone(self.db.engine());
         let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
-        crate::dml::execute(&mut binder, &mut ctx, statement, self)
+        crate::session::dml::execute(&mut binder, &mut ctx, statement, self)
     }
 
     /// `COPY table [(columns)] FROM STDIN` with the rows already split into fields (see
-    /// [`crate::dml::copy_rows`]); all rows or none are inserted. Columns empty: every column.
+    /// [`crate::session::dml::copy_rows`]); all rows or none are inserted. Columns empty: every column.
     pub fn copy_in(
         &mut self,
         table: &str,
         columns: &[String],
-        rows: crate::dml::CopyRows,
+        rows: crate::session::dml::CopyRows,
     ) -> Result<QueryResult> {
         if self.block.as_ref().is_some_and(|b| b.failed) {
             return Err(SqlError::new(
@@ -508,7 +514,8 @@ impl Session {
             let mut binder = Binder::new(session.db.engine(), session.db.stats(), vec![]);
             let engine = Arc::clone(session.db.engine());
             let mut ctx = ExecCtx::new(Some(engine), Some(txn), &[], &session.info);
-            let count = crate::dml::copy_rows(&mut binder, &mut ctx, table, columns, rows)?;
+            let count =
+                crate::session::dml::copy_rows(&mut binder, &mut ctx, table, columns, rows)?;
             Ok(QueryResult::command(format!("COPY {count}")))
         });
         if result.is_err() {
@@ -527,7 +534,7 @@ impl Session {
             return Ok((declared, vec![]));
         };
         let mut binder = Binder::new(self.db.engine(), self.db.stats(), declared);
-        let columns = crate::dml::describe(&mut binder, sql, self)?;
+        let columns = crate::session::dml::describe(&mut binder, sql, self)?;
         Ok((binder.params, columns))
     }
 
@@ -770,7 +777,7 @@ impl Session {
                 .flatten()
                 .unwrap_or(DataType::Text);
             let (expr, _) = binder.bind_expr_as(parameter, &Default::default(), ty)?;
-            values.push(crate::exec::eval_constant(&expr)?);
+            values.push(crate::execution::executor::eval_constant(&expr)?);
         }
         if values.len() != prepared.params.len() {
             return Err(SqlError::new(
@@ -844,13 +851,13 @@ impl Session {
         for table in targets {
             let (rows, sample) = {
                 let mut txn = engine.begin(Isolation::RepeatableRead)?;
-                let result = crate::dml::sample_table(&mut txn, &table)?;
+                let result = crate::session::dml::sample_table(&mut txn, &table)?;
                 txn.commit()?;
                 result
             };
             self.db.stats().set(
                 table.id,
-                crate::stats::summarize(rows, sample, table.columns.len()),
+                crate::planner::stats::summarize(rows, sample, table.columns.len()),
             );
         }
         Ok(QueryResult::command("ANALYZE"))
@@ -929,7 +936,7 @@ fn setting_value(values: &[ast::Expr]) -> Result<String> {
     let parts: Vec<String> = values
         .iter()
         .map(|v| match v {
-            ast::Expr::Value(v) => crate::bind_expr::literal_text(&v.value),
+            ast::Expr::Value(v) => crate::planner::bind_expr::literal_text(&v.value),
             ast::Expr::Identifier(ident) => Ok(ident.value.clone()),
             ast::Expr::UnaryOp {
                 op: ast::UnaryOperator::Minus,

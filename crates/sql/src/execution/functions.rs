@@ -10,8 +10,8 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use steady_engine::types::{civil_from_days, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 
 use crate::error::{Result, SqlError};
-use crate::exec::ExecCtx;
-use crate::ops::{as_decimal, as_f64, as_i64, text_of};
+use crate::execution::executor::ExecCtx;
+use crate::types::ops::{as_decimal, as_f64, as_i64, text_of};
 
 pub(crate) type Body = fn(&[Value], &mut ExecCtx) -> Result<Value>;
 pub(crate) type ReturnType = fn(&[Option<DataType>]) -> Option<DataType>;
@@ -309,7 +309,9 @@ fn decimal_to_places(args: &[Value], strategy: RoundingStrategy) -> Result<Value
     if places >= 0 {
         let places = places.min(28) as u32;
         let rounded = d.round_dp_with_strategy(places, strategy);
-        return Ok(Value::Numeric(crate::ops::with_scale(rounded, places)));
+        return Ok(Value::Numeric(crate::types::ops::with_scale(
+            rounded, places,
+        )));
     }
     let factor = Decimal::from(10i64.pow((-places).min(18) as u32));
     let rounded = (d / factor).round_dp_with_strategy(0, strategy) * factor;
@@ -352,7 +354,7 @@ fn sign(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn modulo(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    crate::ops::arith(crate::ops::ArithOp::Mod, &args[0], &args[1])
+    crate::types::ops::arith(crate::types::ops::ArithOp::Mod, &args[0], &args[1])
 }
 
 fn float_result(x: f64) -> Result<f64> {
@@ -379,7 +381,7 @@ fn float_fn(args: &[Value], f: impl Fn(f64) -> f64) -> Result<Value> {
         .map_err(|_| SqlError::new("22003", "value out of range for type numeric"))?;
     let int_digits = d.abs().trunc().to_string().trim_start_matches('0').len() as u32;
     let scale = 16u32.saturating_sub(int_digits.max(1)).max(arg.scale());
-    Ok(Value::Numeric(crate::ops::with_scale(
+    Ok(Value::Numeric(crate::types::ops::with_scale(
         d.round_dp(scale),
         scale,
     )))
@@ -408,13 +410,19 @@ fn power(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
                 .checked_mul(base)
                 .ok_or_else(|| SqlError::new("22003", "value overflows numeric format"))?;
         }
-        return Ok(Value::Numeric(crate::ops::with_scale(d.normalize(), 16)));
+        return Ok(Value::Numeric(crate::types::ops::with_scale(
+            d.normalize(),
+            16,
+        )));
     }
     let result = float_result(base.powf(exponent))?;
     if numeric {
         let d = Decimal::try_from(result)
             .map_err(|_| SqlError::new("22003", "value out of range for type numeric"))?;
-        return Ok(Value::Numeric(crate::ops::with_scale(d.round_dp(16), 16)));
+        return Ok(Value::Numeric(crate::types::ops::with_scale(
+            d.round_dp(16),
+            16,
+        )));
     }
     Ok(Value::Double(result))
 }
@@ -733,7 +741,7 @@ fn field_value(field: &str, value: &Value) -> Result<Decimal> {
         }
         "epoch" => {
             let seconds = Decimal::from(days + PG_EPOCH_UNIX_DAYS) * Decimal::from(86_400);
-            crate::ops::with_scale(seconds + Decimal::new(micros, 6), 6)
+            crate::types::ops::with_scale(seconds + Decimal::new(micros, 6), 6)
         }
         other => {
             return Err(SqlError::new(
@@ -800,13 +808,13 @@ fn current_date(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 }
 
 fn random(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    Ok(Value::Double(crate::exec::random_unit()))
+    Ok(Value::Double(crate::execution::executor::random_unit()))
 }
 
 fn version(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(format!(
         "PostgreSQL {} (SteadyDB {}) on x86_64-pc-linux-gnu, compiled by rustc, 64-bit",
-        crate::settings::SERVER_VERSION,
+        crate::execution::settings::SERVER_VERSION,
         env!("CARGO_PKG_VERSION")
     )))
 }

@@ -6,23 +6,23 @@
 //! one is bound by what it is applied to: a name (text, an untyped literal or parameter) becomes
 //! the oid (`'accounts'::regclass`, compared with oid columns); an integer literal or parameter
 //! stays the oid (`16385::regclass` in `IN (...)` lists); any other oid-valued expression becomes
-//! the name (`c.oid::regclass` in a select list). Arrays are text (see [`super::arrays`]).
+//! the name (`c.oid::regclass` in a select list). Arrays are text (see [`crate::system::arrays`]).
 
 use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr};
 use steady_engine::types::{DataType, Value};
 
-use super::functions::{
+use crate::error::{Result, SqlError};
+use crate::execution::aggregate::{AggCall, AggFunc};
+use crate::execution::expr::{Expr, Subquery, SubqueryKind};
+use crate::execution::functions::Function;
+use crate::execution::plan::{Column, Plan};
+use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
+use crate::system::functions::{
     ANY_EQUAL, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, REGCLASS_IN, REGCLASS_OUT, REGNAMESPACE_IN,
     REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SUBSCRIPT,
 };
-use super::pg_type::{format_type, type_oid};
-use crate::aggregate::{AggCall, AggFunc};
-use crate::bind::{coerce_to, Binder, Scope, Typed};
-use crate::error::{Result, SqlError};
-use crate::expr::{Expr, Subquery, SubqueryKind};
-use crate::functions::Function;
-use crate::ops::{as_i64, category, Category};
-use crate::plan::{Column, Plan};
+use crate::system::pg_type::{format_type, type_oid};
+use crate::types::ops::{as_i64, category, Category};
 use crate::types::{normalize_ident, object_name};
 
 /// Casts that need more than the engine's value conversions; `None` for the others.

@@ -17,7 +17,7 @@ use steady_engine::table::index_key;
 use steady_engine::types::Value;
 
 use crate::error::{Result, SqlError};
-use crate::exec::ExecCtx;
+use crate::execution::executor::ExecCtx;
 
 /// Column names the SQL layer gives dropped columns (kept in rows, hidden from SQL).
 pub const DROPPED_PREFIX: &str = "........pg.dropped.";
@@ -291,8 +291,8 @@ fn child_exists(
     };
     let scan = ctx.txn()?.scan_rows(
         child,
-        crate::exec::as_ref(&range.0),
-        crate::exec::as_ref(&range.1),
+        crate::execution::executor::as_ref(&range.0),
+        crate::execution::executor::as_ref(&range.1),
     )?;
     for row in scan {
         if matches(&row?.1) {

@@ -18,12 +18,12 @@ use steady_engine::engine::{Engine, Isolation};
 use steady_engine::error::EngineError;
 use steady_engine::types::Value;
 
-use crate::bind::{Binder, Scope};
-use crate::constraints::{
+use crate::error::{Result, SqlError};
+use crate::execution::constraints::{
     self, foreign_keys, is_dropped, referencing, Constraint, ForeignKey, DROPPED_PREFIX,
 };
-use crate::error::{Result, SqlError};
-use crate::exec::ExecCtx;
+use crate::execution::executor::ExecCtx;
+use crate::planner::bind::{Binder, Scope};
 use crate::session::{Database, QueryResult, Session};
 use crate::types::{convert_type, normalize_ident, object_name, serial_type};
 
@@ -233,7 +233,7 @@ impl Ddl<'_> {
                 err
             }
         })?;
-        crate::dml::check_assignable(
+        crate::session::dml::check_assignable(
             &table.columns[column].name,
             ty,
             table.columns[column].data_type,
@@ -392,7 +392,7 @@ impl Ddl<'_> {
         for (&c, &r) in columns.iter().zip(&ref_columns) {
             let (child_type, parent_type) =
                 (table.columns[c].data_type, parent.columns[r].data_type);
-            if !crate::bind_expr::comparable(&child_type, &parent_type) {
+            if !crate::planner::bind_expr::comparable(&child_type, &parent_type) {
                 return Err(SqlError::new("42804", format!(
                     "foreign key constraint cannot be implemented: key columns \"{}\" and \"{}\" are of incompatible types: {child_type} and {parent_type}",
                     table.columns[c].name, parent.columns[r].name
@@ -723,7 +723,7 @@ impl Ddl<'_> {
         if expr.is_constant() {
             // Existing rows read the value without being rewritten (PostgreSQL's attmissingval):
             // ADD COLUMN with a constant default takes the same time whatever the table's size.
-            let value = crate::exec::eval_constant(&expr)?.assign_to(&ty)?;
+            let value = crate::execution::executor::eval_constant(&expr)?.assign_to(&ty)?;
             let mut altered = altered.clone();
             altered.columns[position].missing =
                 (!value.is_null()).then(|| steady_engine::codec::encode_row(&[value]));

@@ -3,7 +3,7 @@
 //!
 //! Result types follow PostgreSQL: `count` is bigint; `sum` of smallint/integer is bigint, of bigint
 //! and numeric is numeric, of floats the float; `avg` of exact types is numeric (with the division
-//! scale of [`crate::ops::numeric_div`]) and of floats double. NULL inputs are skipped; every
+//! scale of [`crate::types::ops::numeric_div`]) and of floats double. NULL inputs are skipped; every
 //! aggregate but `count` is NULL over no rows.
 
 use std::cmp::Ordering;
@@ -12,9 +12,9 @@ use rust_decimal::Decimal;
 use steady_engine::types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
-use crate::expr::Expr;
-use crate::ops::{self, ArithOp};
-use crate::plan::SortKey;
+use crate::execution::expr::Expr;
+use crate::execution::plan::SortKey;
+use crate::types::ops::{self, ArithOp};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AggFunc {

@@ -4,7 +4,7 @@
 //! correlated subqueries), types every expression, coerces untyped string literals and parameters
 //! to the type their context asks for (as PostgreSQL does with `unknown`), and refuses operators
 //! that do not exist for their operand types (42883) before anything runs. Access paths are chosen
-//! by [`crate::access`].
+//! by [`crate::planner::access`].
 
 use std::sync::Arc;
 
@@ -13,13 +13,13 @@ use steady_engine::catalog::TableDef;
 use steady_engine::engine::Engine;
 use steady_engine::types::{DataType, Value};
 
-use crate::aggregate::AggCall;
 use crate::error::{Result, SqlError};
-use crate::expr::Expr;
-use crate::ops::{self, Category, CmpOp};
-use crate::plan::{Column, JoinKind, Plan, SetOpKind, SortKey};
-use crate::stats::Statistics;
+use crate::execution::aggregate::AggCall;
+use crate::execution::expr::Expr;
+use crate::execution::plan::{Column, JoinKind, Plan, SetOpKind, SortKey};
+use crate::planner::stats::Statistics;
 use crate::system::{self, SystemTable};
+use crate::types::ops::{self, Category, CmpOp};
 use crate::types::{normalize_ident, object_name};
 
 /// A typed bound expression.
@@ -52,7 +52,7 @@ impl Scope {
                     table: Some(alias.to_owned()),
                     name: c.name.clone(),
                     ty: c.ty,
-                    hidden: crate::constraints::is_dropped(&c.name),
+                    hidden: crate::execution::constraints::is_dropped(&c.name),
                     key: false,
                 })
                 .collect(),
@@ -156,7 +156,7 @@ impl<'a> Binder<'a> {
                 offset,
             };
         }
-        crate::plan::prune_scan_columns(&mut bound.plan, None);
+        crate::execution::plan::prune_scan_columns(&mut bound.plan, None);
         Ok(bound)
     }
 
@@ -234,7 +234,10 @@ impl<'a> Binder<'a> {
                     .iter()
                     .zip(&right.columns)
                     .map(|(l, r)| {
-                        let ty = crate::bind_expr::common_type([l.ty, r.ty].into_iter(), "UNION")?;
+                        let ty = crate::planner::bind_expr::common_type(
+                            [l.ty, r.ty].into_iter(),
+                            "UNION",
+                        )?;
                         Ok(Column::new(l.name.clone(), Some(ty)))
                     })
                     .collect::<Result<_>>()?;
@@ -437,7 +440,7 @@ impl Binder<'_> {
         if let Some(selection) = &select.selection {
             let (predicate, ty) = self.bind_expr(selection, scope)?;
             expect_boolean(ty, "WHERE")?;
-            plan = crate::access::filter(plan, predicate, self.stats);
+            plan = crate::planner::access::filter(plan, predicate, self.stats);
         }
         let group_exprs = match &select.group_by {
             ast::GroupByExpr::Expressions(exprs, _) => exprs.as_slice(),
@@ -621,7 +624,7 @@ impl Binder<'_> {
                     }
                     for (i, c) in scope.columns.iter().enumerate() {
                         if c.table.as_deref() == Some(table.as_str())
-                            && !crate::constraints::is_dropped(&c.name)
+                            && !crate::execution::constraints::is_dropped(&c.name)
                         {
                             exprs.push(Expr::Column(i));
                             columns.push(Column::new(c.name.clone(), c.ty));
@@ -729,7 +732,7 @@ impl Binder<'_> {
                 let (schema, table) = object_name(name);
                 if let Some(args) = args {
                     if table != "generate_series" {
-                        return system::bind_table_function(
+                        return crate::planner::binding::bind_table_function(
                             self,
                             &table,
                             &args.args,
@@ -826,7 +829,7 @@ impl Binder<'_> {
             let columns = table_columns(&table);
             let plan = Plan::Scan {
                 table,
-                access: crate::plan::Access::Full,
+                access: crate::execution::plan::Access::Full,
                 filter: None,
                 columns: None,
             };

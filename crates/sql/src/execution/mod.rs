@@ -1,0 +1,13 @@
+//! Execution: a [`plan::Plan`] is the instruction set the planner targets and the
+//! [`executor`] runs, pulling rows through [`expr`]essions, [`functions`] and [`aggregate`]s, with
+//! [`constraints`] checked on writes; [`cancel`] stops a running statement and [`settings`] holds
+//! the session settings statements read. Nothing here binds names: it depends only on `types`.
+
+pub mod aggregate;
+pub mod cancel;
+pub mod constraints;
+pub mod executor;
+pub mod expr;
+pub mod functions;
+pub mod plan;
+pub mod settings;

@@ -1,0 +1,10 @@
+//! The planner: [`bind`] resolves names and types of a parsed statement into an
+//! `execution::plan::Plan` ([`bind_expr`] for expressions, [`binding`] for catalog syntax such as
+//! `::regclass` and `ANY(array)`); [`access`] picks index paths from predicates and [`stats`]
+//! keeps ANALYZE's statistics that estimates come from.
+
+pub mod access;
+pub mod bind;
+pub(crate) mod bind_expr;
+pub mod binding;
+pub mod stats;
