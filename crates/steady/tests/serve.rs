@@ -302,15 +302,29 @@ async fn copy_in_and_out(client: &Client) {
     assert_eq!(row.get::<_, String>(0), "name 2099");
     assert_eq!(row.get::<_, Option<i64>>(1), None);
 
+    let count = |row: tokio_postgres::Row| row.get::<_, i64>(0);
+    let before = count(
+        client
+            .query_one("SELECT count(*) FROM items", &[])
+            .await
+            .unwrap(),
+    );
     let sink = client.copy_in("COPY items FROM STDIN").await.unwrap();
     let mut sink = Box::pin(sink);
     sink.send(bytes::Bytes::from_static(
-        b"1\tduplicate\t\\N\t\\N\t\\N\t\\N\n",
+        b"5000\tvalid\t\\N\t\\N\t\\N\t\\N\n1\tduplicate\t\\N\t\\N\t\\N\t\\N\n",
     ))
     .await
     .unwrap();
     let err = sink.as_mut().finish().await.unwrap_err();
     assert_eq!(err.code(), Some(&SqlState::UNIQUE_VIOLATION), "{err}");
+    let after = count(
+        client
+            .query_one("SELECT count(*) FROM items", &[])
+            .await
+            .unwrap(),
+    );
+    assert_eq!(after, before, "a failed COPY inserts none of its rows");
 
     let stream = client
         .copy_out("COPY (SELECT id, name FROM items WHERE id < 3 ORDER BY id) TO STDOUT")

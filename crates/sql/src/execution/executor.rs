@@ -22,6 +22,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall};
 use crate::execution::expr::{Expr, Subquery};
 use crate::execution::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
+use crate::execution::write::Written;
 
 pub type Row = Vec<Value>;
 
@@ -56,6 +57,8 @@ pub struct ExecCtx<'a> {
     pub node_stats: Option<Vec<NodeStats>>,
     /// Interrupt checks left before the next real one (see [`ExecCtx::check_interrupt`]).
     interrupt_countdown: std::cell::Cell<u32>,
+    /// Rows written by the statement's write node, once it has run.
+    changed: Option<u64>,
 }
 
 /// How many rows go by between two looks at the cancel flag and the statement deadline.
@@ -78,7 +81,19 @@ impl<'a> ExecCtx<'a> {
             statement_time: now_micros(),
             node_stats: None,
             interrupt_countdown: std::cell::Cell::new(0),
+            changed: None,
         }
+    }
+
+    /// The number of rows the statement's write node wrote, if it had one (taken once).
+    pub fn take_changed(&mut self) -> Option<u64> {
+        self.changed.take()
+    }
+
+    /// Opens a write node's result: notes its count, gives its RETURNING rows.
+    fn written(&mut self, written: Written) -> RowsSource {
+        self.changed = Some(written.count);
+        RowsSource::new(written.returned)
     }
 
     /// The database, for statements and functions that read the catalog.
@@ -286,6 +301,18 @@ fn open_node<'p>(
             ctx,
         )?),
         Plan::Values { rows, .. } => Box::new(ValuesSource { rows, next: 0 }),
+        Plan::Insert(insert) => {
+            let written = insert.run(ctx)?;
+            Box::new(ctx.written(written))
+        }
+        Plan::Update(update) => {
+            let written = update.run(ctx)?;
+            Box::new(ctx.written(written))
+        }
+        Plan::Delete(delete) => {
+            let written = delete.run(ctx)?;
+            Box::new(ctx.written(written))
+        }
         Plan::System(table) => Box::new(RowsSource::new((table.rows)(ctx)?)),
         Plan::Series { start, stop, step } => {
             Box::new(SeriesSource::new(start, stop, step.as_ref(), ctx)?)

@@ -1,6 +1,6 @@
 //! Execution: a [`plan::Plan`] is the instruction set the planner targets and the
 //! [`executor`] runs, pulling rows through [`expr`]essions, [`functions`] and [`aggregate`]s, with
-//! [`constraints`] checked on writes; [`cancel`] stops a running statement and [`settings`] holds
+//! [`write`] nodes for INSERT, UPDATE and DELETE and [`constraints`] checked on them; [`cancel`] stops a running statement and [`settings`] holds
 //! the session settings statements read. Nothing here binds names: it depends only on `types`.
 
 pub mod aggregate;
@@ -11,3 +11,4 @@ pub mod expr;
 pub mod functions;
 pub mod plan;
 pub mod settings;
+pub mod write;

@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::execution::aggregate::AggCall;
 use crate::execution::executor::{ExecCtx, Row};
 use crate::execution::expr::Expr;
+use crate::execution::write::{DeletePlan, InsertPlan, InsertSource, UpdatePlan};
 
 /// A column of a plan's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +155,12 @@ pub enum Plan {
         op: SetOpKind,
         all: bool,
     },
+    /// INSERT: its rows are the RETURNING rows (see [`crate::execution::write`]).
+    Insert(Box<InsertPlan>),
+    /// UPDATE of the rows its target visits.
+    Update(Box<UpdatePlan>),
+    /// DELETE of the rows its target visits.
+    Delete(Box<DeletePlan>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,6 +216,9 @@ impl Plan {
                 };
                 format!("{name}{}", if *all { " All" } else { "" })
             }
+            Plan::Insert(insert) => format!("Insert on {}", insert.table.name),
+            Plan::Update(update) => format!("Update on {}", update.target.table.name),
+            Plan::Delete(delete) => format!("Delete on {}", delete.target.table.name),
         }
     }
 
@@ -269,6 +279,12 @@ impl Plan {
             Plan::Join { left, right, .. }
             | Plan::Lateral { left, right, .. }
             | Plan::SetOp { left, right, .. } => vec![left, right],
+            Plan::Insert(insert) => match &insert.source {
+                InsertSource::Query(plan) => vec![plan],
+                InsertSource::Values(_) => vec![],
+            },
+            Plan::Update(update) => vec![&update.target.shown],
+            Plan::Delete(delete) => vec![&delete.target.shown],
         }
     }
 }
@@ -349,7 +365,12 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
             prune_scan_columns(left, None);
             prune_scan_columns(right, None);
         }
-        Plan::Values { .. } | Plan::System(_) | Plan::Series { .. } => {}
+        Plan::Values { .. }
+        | Plan::System(_)
+        | Plan::Series { .. }
+        | Plan::Insert(_)
+        | Plan::Update(_)
+        | Plan::Delete(_) => {}
     }
 }
 

@@ -172,6 +172,13 @@ fn table_list(tokens: &[&Token], skip: &[&str]) -> Result<Vec<String>> {
     Ok(tables)
 }
 
+/// Parses one expression, such as a stored column default.
+pub fn parse_expr(text: &str) -> Result<ast::Expr> {
+    Ok(Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(text)?
+        .parse_expr()?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,12 +5,17 @@
 //! so a fresh table still uses its indexes.
 
 use std::collections::HashMap;
+use std::ops::Bound;
 
 use parking_lot::RwLock;
+use steady_engine::catalog::TableDef;
+use steady_engine::engine::Transaction;
 use steady_engine::types::Value;
 use steady_engine::version::IndexId;
 
+use crate::error::Result;
 use crate::execution::aggregate::compare_nulls_last;
+use crate::execution::executor::Row;
 
 /// Rows sampled per table by `ANALYZE`.
 pub const SAMPLE_ROWS: usize = 3_000;
@@ -128,4 +133,25 @@ pub fn summarize(rows: u64, sample: Vec<Vec<Value>>, width: usize) -> TableStats
         })
         .collect();
     TableStats { rows, columns }
+}
+
+/// Row count and a uniform sample (reservoir) of a table's rows, for ANALYZE.
+pub fn sample_table(txn: &mut Transaction, table: &TableDef) -> Result<(u64, Vec<Row>)> {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    let mut sample = Vec::new();
+    let mut seen: u64 = 0;
+    for row in txn.scan_rows(table, Bound::Unbounded, Bound::Unbounded)? {
+        let (_, values) = row?;
+        seen += 1;
+        if sample.len() < SAMPLE_ROWS {
+            sample.push(values);
+        } else {
+            let slot = rng.gen_range(0..seen);
+            if let Some(entry) = sample.get_mut(slot as usize) {
+                *entry = values;
+            }
+        }
+    }
+    Ok((seen, sample))
 }

@@ -11,8 +11,6 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use sqlparser::ast::{self, AlterTableOperation, ColumnOption, TableConstraint};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 use steady_engine::catalog::{ColumnDef, TableDef};
 use steady_engine::engine::{Engine, Isolation};
 use steady_engine::error::EngineError;
@@ -23,6 +21,7 @@ use crate::execution::constraints::{
     self, foreign_keys, is_dropped, referencing, Constraint, ForeignKey, DROPPED_PREFIX,
 };
 use crate::execution::executor::ExecCtx;
+use crate::parser::parse_expr;
 use crate::planner::bind::{Binder, Scope};
 use crate::session::{Database, QueryResult, Session};
 use crate::types::{convert_type, normalize_ident, object_name, serial_type};
@@ -37,13 +36,6 @@ pub fn is_ddl(statement: &ast::Statement) -> bool {
             | ast::Statement::AlterTable(_)
             | ast::Statement::Truncate(_)
     )
-}
-
-/// Parses a stored default expression.
-pub fn parse_expr(text: &str) -> Result<ast::Expr> {
-    Ok(Parser::new(&PostgreSqlDialect {})
-        .try_with_sql(text)?
-        .parse_expr()?)
 }
 
 pub fn execute(
@@ -233,7 +225,7 @@ impl Ddl<'_> {
                 err
             }
         })?;
-        crate::session::dml::check_assignable(
+        crate::planner::bind_write::check_assignable(
             &table.columns[column].name,
             ty,
             table.columns[column].data_type,

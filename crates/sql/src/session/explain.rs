@@ -11,7 +11,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::executor::{collect, ExecCtx, NodeStats};
 use crate::execution::plan::{Column, Plan};
 use crate::planner::bind::Binder;
-use crate::session::{QueryResult, Session};
+use crate::session::QueryResult;
 
 struct Options {
     analyze: bool,
@@ -51,33 +51,33 @@ pub fn explain(
     statement: &ast::Statement,
     analyze: bool,
     given: Option<&[ast::UtilityOption]>,
-    session: &Session,
 ) -> Result<QueryResult> {
     let options = options(analyze, given)?;
+    let Some(bound) = binder.bind_statement(statement)? else {
+        return Err(SqlError::unsupported(format!("EXPLAIN of {statement}")));
+    };
     let mut lines = Vec::new();
-    match statement {
-        ast::Statement::Query(query) => {
-            let bound = binder.bind_query(query)?;
-            let stats = if options.analyze {
-                ctx.node_stats = Some(Vec::new());
-                collect(&bound.plan, ctx)?;
-                ctx.node_stats.take()
-            } else {
-                None
-            };
-            render(
-                &bound.plan,
-                0,
-                &mut 0,
-                stats.as_deref(),
-                options.buffers,
-                &mut lines,
-            );
-        }
-        ast::Statement::Update(_) | ast::Statement::Delete(_) | ast::Statement::Insert(_) => {
-            explain_dml(binder, ctx, statement, &options, session, &mut lines)?;
-        }
-        other => return Err(SqlError::unsupported(format!("EXPLAIN of {other}"))),
+    if matches!(
+        bound.plan,
+        Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_)
+    ) {
+        explain_write(&bound.plan, ctx, &options, &mut lines)?;
+    } else {
+        let stats = if options.analyze {
+            ctx.node_stats = Some(Vec::new());
+            collect(&bound.plan, ctx)?;
+            ctx.node_stats.take()
+        } else {
+            None
+        };
+        render(
+            &bound.plan,
+            0,
+            &mut 0,
+            stats.as_deref(),
+            options.buffers,
+            &mut lines,
+        );
     }
     let rows = lines.into_iter().map(|l| vec![Value::Text(l)]).collect();
     Ok(QueryResult::rows(
@@ -87,24 +87,20 @@ pub fn explain(
     ))
 }
 
-fn explain_dml(
-    binder: &mut Binder,
+/// A write node with the rows it wrote (under ANALYZE: it runs, uninstrumented below), then the
+/// plan that finds its rows.
+fn explain_write(
+    plan: &Plan,
     ctx: &mut ExecCtx,
-    statement: &ast::Statement,
     options: &Options,
-    session: &Session,
     lines: &mut Vec<String>,
 ) -> Result<()> {
-    let (label, plan) = match crate::session::dml::dml_plan(binder, statement)? {
-        Some(found) => found,
-        None => ("Insert".to_owned(), Plan::single_row()),
-    };
-    let mut root = label;
+    let mut root = plan.label();
     if options.analyze {
         let before = thread_io();
-        let result = crate::session::dml::execute(binder, ctx, statement, session)?;
+        collect(plan, ctx)?;
         let io = thread_io().since(before);
-        let rows = result.tag.rsplit(' ').next().unwrap_or("0");
+        let rows = ctx.take_changed().unwrap_or(0);
         root = format!("{root} (actual rows={rows} loops=1)");
         lines.push(root);
         if options.buffers {
@@ -116,7 +112,9 @@ fn explain_dml(
     } else {
         lines.push(root);
     }
-    render(&plan, 1, &mut 0, None, false, lines);
+    for child in plan.children() {
+        render(child, 1, &mut 0, None, false, lines);
+    }
     Ok(())
 }
 

@@ -139,7 +139,7 @@ pub struct Prepared {
     pub params: Vec<Option<DataType>>,
     /// The result columns.
     pub columns: Vec<Column>,
-    /// A query's plan, bound at its first execution and kept while the catalog and the statistics
+    /// A query's or a write's plan, bound at its first execution and kept while the catalog and the statistics
     /// it was bound against are unchanged: later executions only run it (a generic plan, as
     /// PostgreSQL's; parameters are evaluated when the plan runs).
     plan: Arc<Mutex<Option<Arc<CachedPlan>>>>,
@@ -162,11 +162,14 @@ impl Prepared {
         }
     }
 
-    /// The statement, if it is a query (a plan can be kept for it).
-    fn query(&self) -> Option<&ast::Query> {
+    /// The statement, if it is a query or a write (a plan can be kept for it).
+    fn planned(&self) -> Option<&ast::Statement> {
         match &self.statement {
             Statement::Sql(sql) => match sql.as_ref() {
-                ast::Statement::Query(query) => Some(query),
+                ast::Statement::Query(_)
+                | ast::Statement::Insert(_)
+                | ast::Statement::Update(_)
+                | ast::Statement::Delete(_) => Some(sql),
                 _ => None,
             },
             _ => None,
@@ -279,32 +282,34 @@ impl Session {
         Ok(Prepared::new(statement, params, columns))
     }
 
-    /// Runs a prepared statement with parameter values. A query runs its kept plan.
+    /// Runs a prepared statement with parameter values. A query or a write runs its kept plan.
     pub fn execute_prepared(
         &mut self,
         prepared: &Prepared,
         params: &[Value],
     ) -> Result<QueryResult> {
-        match prepared.query() {
-            Some(query) => self.guarded(&prepared.statement, |session| {
+        match prepared.planned() {
+            Some(statement) => self.guarded(&prepared.statement, |session| {
                 session.in_transaction(|session, txn| {
-                    session.run_prepared_query(prepared, query, txn, params)
+                    session.run_prepared_plan(prepared, statement, txn, params)
                 })
             }),
             None => self.run_with_types(&prepared.statement, params, prepared.params.clone()),
         }
     }
 
-    fn run_prepared_query(
+    fn run_prepared_plan(
         &self,
         prepared: &Prepared,
-        query: &ast::Query,
+        statement: &ast::Statement,
         txn: &mut Transaction,
         params: &[Value],
     ) -> Result<QueryResult> {
+        self.check_writable(statement)?;
         let plan = prepared.plan(self.db.stats().epoch(), || {
             Binder::new(self.db.engine(), self.db.stats(), prepared.params.clone())
-                .bind_query(query)
+                .bind_statement(statement)?
+                .ok_or_else(|| SqlError::new("XX000", "a prepared statement without a plan"))
         })?;
         let engine = Arc::clone(self.db.engine());
         let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
@@ -482,6 +487,15 @@ impl Session {
         params: &[Value],
         types: Vec<Option<DataType>>,
     ) -> Result<QueryResult> {
+        self.check_writable(statement)?;
+        let mut binder = Binder::new(self.db.engine(), self.db.stats(), types);
+        let engine = Arc::clone(self.db.engine());
+        let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
+        crate::session::dml::execute(&mut binder, &mut ctx, statement)
+    }
+
+    /// Refuses a write inside a READ ONLY transaction block (25006).
+    fn check_writable(&self, statement: &ast::Statement) -> Result<()> {
         if self.block.as_ref().is_some_and(|b| b.read_only)
             && crate::session::dml::writes(statement)
         {
@@ -490,38 +504,7 @@ impl Session {
                 "cannot execute statement in a read-only transaction",
             ));
         }
-        let mut binder = Binder::new(self.db.engine(), self.db.stats(), types);
-        let engine = Arc::clone(self.db.engine());
-        let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
-        crate::session::dml::execute(&mut binder, &mut ctx, statement, self)
-    }
-
-    /// `COPY table [(columns)] FROM STDIN` with the rows already split into fields (see
-    /// [`crate::session::dml::copy_rows`]); all rows or none are inserted. Columns empty: every column.
-    pub fn copy_in(
-        &mut self,
-        table: &str,
-        columns: &[String],
-        rows: crate::session::dml::CopyRows,
-    ) -> Result<QueryResult> {
-        if self.block.as_ref().is_some_and(|b| b.failed) {
-            return Err(SqlError::new(
-                "25P02",
-                "current transaction is aborted, commands ignored until end of transaction block",
-            ));
-        }
-        let result = self.in_transaction(|session, txn| {
-            let mut binder = Binder::new(session.db.engine(), session.db.stats(), vec![]);
-            let engine = Arc::clone(session.db.engine());
-            let mut ctx = ExecCtx::new(Some(engine), Some(txn), &[], &session.info);
-            let count =
-                crate::session::dml::copy_rows(&mut binder, &mut ctx, table, columns, rows)?;
-            Ok(QueryResult::command(format!("COPY {count}")))
-        });
-        if result.is_err() {
-            self.fail_block();
-        }
-        result
+        Ok(())
     }
 
     /// Parameter and result types of a statement without running it.
@@ -534,7 +517,7 @@ impl Session {
             return Ok((declared, vec![]));
         };
         let mut binder = Binder::new(self.db.engine(), self.db.stats(), declared);
-        let columns = crate::session::dml::describe(&mut binder, sql, self)?;
+        let columns = crate::session::dml::describe(&mut binder, sql)?;
         Ok((binder.params, columns))
     }
 
@@ -851,7 +834,7 @@ impl Session {
         for table in targets {
             let (rows, sample) = {
                 let mut txn = engine.begin(Isolation::RepeatableRead)?;
-                let result = crate::session::dml::sample_table(&mut txn, &table)?;
+                let result = crate::planner::stats::sample_table(&mut txn, &table)?;
                 txn.commit()?;
                 result
             };
