@@ -1,0 +1,182 @@
+//! Opening a database: the system trees and user indexes found in the store, the catalog and
+//! counters read back, and recovery — every transaction without a commit marker in the undo tree
+//! is rolled back, then history and undo are emptied (no snapshot survives a restart).
+
+use super::savepoint::undo_write;
+use super::*;
+
+impl Engine {
+    /// Opens (or creates) the database in directory `dir`.
+    pub fn open(dir: &Path, config: &EngineConfig) -> Result<Arc<Engine>> {
+        let vfs = OsVfs::new(dir, config.store.direct_io).map_err(|e| {
+            StorageError::io(format!("opening data directory {}", dir.display()), e)
+        })?;
+        Self::open_vfs(Arc::new(vfs), config)
+    }
+
+    /// Opens (or creates) the database behind `vfs`, recovering it if it was not shut down cleanly.
+    pub fn open_vfs(vfs: Arc<dyn Vfs>, config: &EngineConfig) -> Result<Arc<Engine>> {
+        let store = Store::open(vfs, &config.store)?;
+        let system = store
+            .space(SYSTEM_SPACE)
+            .expect("a store has a system space");
+        let meta = open_or_create(&store, &system, META_INDEX)?;
+        let catalog = load_catalog(&meta)?;
+        let indexes = open_user_indexes(&store)?;
+        let first_txn = read_counter(&meta, META_NEXT_TXN)?.unwrap_or(1);
+        let history = open_or_create(&store, &system, HISTORY_INDEX)?;
+        let undo = open_or_create(&store, &system, UNDO_INDEX)?;
+        roll_back_unfinished(&undo, &history, &indexes)?;
+        let history = recreate(&store, &system, history)?;
+        let undo = recreate(&store, &system, undo)?;
+        let graveyard = open_or_create(&store, &system, GRAVEYARD_INDEX)?;
+        let graveyard = recreate(&store, &system, graveyard)?;
+        meta.insert(META_NEXT_TXN, &(first_txn + TXN_BLOCK).to_le_bytes())?;
+        store.sync_log()?;
+        let engine = Arc::new(Engine {
+            store,
+            txns: TxnManager::new(first_txn, first_csn(&catalog)),
+            locks: LockManager::new(),
+            ssi: SsiTracker::new(),
+            meta,
+            history,
+            undo,
+            graveyard,
+            graveyard_length: AtomicI64::new(0),
+            graveyard_max_csn: AtomicU64::new(0),
+            indexes: RwLock::new(indexes),
+            txn_block_end: Mutex::new(first_txn + TXN_BLOCK),
+            sequences: Mutex::new(()),
+            lock_timeout: config.lock_timeout,
+            purge_queue: Mutex::new(VecDeque::new()),
+            pinned: Mutex::new(VecDeque::new()),
+            purge_in_flight: AtomicUsize::new(0),
+            forgotten_below: AtomicU64::new(0),
+            purge_running: Mutex::new(()),
+            purge_thread: Mutex::new(None),
+            stop_purge: AtomicBool::new(false),
+            max_snapshot_age: config.max_snapshot_age,
+            history_length: AtomicI64::new(0),
+            catalog: RwLock::new(catalog),
+            ddl: RwLock::new(()),
+            id_allocation: Mutex::new(()),
+            row_ids: Mutex::new((0, 0)),
+        });
+        if config.background_purge {
+            engine.start_purge()?;
+        }
+        Ok(engine)
+    }
+
+    /// Stops purge, then shuts the store down cleanly (a checkpoint). Fails if other handles to
+    /// the engine are still alive.
+    pub fn close(self: Arc<Self>) -> Result<()> {
+        self.stop_purge.store(true, Ordering::Release);
+        let purge = self.purge_thread.lock().take();
+        if let Some(handle) = purge {
+            let _ = handle.join();
+        }
+        let engine = Arc::try_unwrap(self).map_err(|_| {
+            EngineError::Corrupt("the engine is still in use and cannot be closed".into())
+        })?;
+        engine.store.close()?;
+        Ok(())
+    }
+}
+
+/// Rolls back every transaction in the undo tree that has no commit marker.
+pub(super) fn roll_back_unfinished(
+    undo: &BTree,
+    history: &BTree,
+    trees: &HashMap<IndexId, Arc<BTree>>,
+) -> Result<()> {
+    let mut by_txn: HashMap<TxnId, (Vec<UndoEntry>, bool)> = HashMap::new();
+    for entry in undo.range(Bound::Unbounded, Bound::Unbounded) {
+        let (key, value) = entry?;
+        let (txn, sequence) = split_undo_key(&key)?;
+        let slot = by_txn.entry(txn).or_default();
+        if sequence == COMMIT_MARKER {
+            slot.1 = true;
+        } else {
+            slot.0.push(UndoEntry::decode(&value)?);
+        }
+    }
+    for (txn, (writes, committed)) in by_txn {
+        if !committed {
+            for entry in writes.iter().rev() {
+                undo_write(history, trees, txn, entry)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn open_or_create(store: &Store, space: &Arc<Space>, index: IndexId) -> Result<BTree> {
+    let pool = store.pool().clone();
+    let tree = if space.trees().iter().any(|t| t.index_id == index) {
+        BTree::open(pool, space.clone(), index)?
+    } else {
+        BTree::create(pool, space.clone(), index)?
+    };
+    Ok(tree)
+}
+
+/// Drops a system tree with all its pages and creates it again, empty.
+pub(super) fn recreate(store: &Store, space: &Arc<Space>, tree: BTree) -> Result<BTree> {
+    let index = tree.index_id();
+    drop(tree);
+    let mut mtr = steady_storage::mtr::Mtr::new(store.pool());
+    space.drop_tree(&mut mtr, index)?;
+    mtr.commit();
+    Ok(BTree::create(store.pool().clone(), space.clone(), index)?)
+}
+
+pub(super) fn open_user_indexes(store: &Store) -> Result<HashMap<IndexId, Arc<BTree>>> {
+    let mut indexes = HashMap::new();
+    for space in store.spaces() {
+        if space.id() == SYSTEM_SPACE {
+            continue;
+        }
+        for entry in space.trees() {
+            let tree = BTree::open(store.pool().clone(), space.clone(), entry.index_id)?;
+            indexes.insert(entry.index_id, Arc::new(tree));
+        }
+    }
+    Ok(indexes)
+}
+
+pub(super) fn load_catalog(meta: &BTree) -> Result<HashMap<IndexId, Arc<TableDef>>> {
+    let mut tables = HashMap::new();
+    for entry in meta.range(Bound::Included(TABLE_PREFIX), Bound::Unbounded) {
+        let (key, value) = entry?;
+        if !key.starts_with(TABLE_PREFIX) {
+            break;
+        }
+        let table: TableDef = serde_json::from_slice(&value)
+            .map_err(|e| EngineError::Corrupt(format!("catalog entry: {e}")))?;
+        tables.insert(table.id, Arc::new(table));
+    }
+    Ok(tables)
+}
+
+/// Where commit sequence numbers start in this run: above every index's `valid_from`, so that an
+/// index built in an earlier run is usable by every snapshot of this one (CSNs are not persisted;
+/// they only order the commits of one run).
+pub(super) fn first_csn(catalog: &HashMap<IndexId, Arc<TableDef>>) -> Csn {
+    catalog
+        .values()
+        .flat_map(|t| t.indexes.iter().map(|i| i.valid_from))
+        .max()
+        .unwrap_or(0)
+}
+
+pub(super) fn read_counter(meta: &BTree, key: &[u8]) -> Result<Option<u64>> {
+    meta.get(key)?
+        .map(|bytes| {
+            let array: [u8; 8] = bytes.as_slice().try_into().map_err(|_| {
+                EngineError::Corrupt(format!("meta counter of {} bytes", bytes.len()))
+            })?;
+            Ok(u64::from_le_bytes(array))
+        })
+        .transpose()
+}

@@ -1,0 +1,334 @@
+//! Purge and the graveyard: removing history versions no open snapshot can see, delete-marked
+//! rows every snapshot sees as deleted (moved to the graveyard while an old snapshot still needs
+//! them), then the undo entries of purged transactions; each kind of removal sorted by key (seed
+//! 000). The background purge thread runs passes.
+
+use super::*;
+
+impl Engine {
+    /// One purge pass: removes old versions no snapshot can see, delete-marked rows every snapshot
+    /// sees as deleted, and the undo entries of fully purged transactions. Each kind of removal is
+    /// sorted by key and applied in that order (seed 000). Returns how many records were removed.
+    pub fn purge(&self) -> Result<usize> {
+        let _pass = self.purge_running.lock();
+        let released = match self.max_snapshot_age {
+            Some(_) => 0,
+            None => self.txns.take_lowest_released(),
+        };
+        let (horizon, new_items) = {
+            let mut queue = self.purge_queue.lock();
+            let horizon = self.txns.horizon(self.max_snapshot_age);
+            (horizon, std::mem::take(&mut *queue))
+        };
+        let mut pinned = self.pinned.lock();
+        let mut items = take_due(&mut pinned, horizon, released);
+        items.extend(new_items);
+        self.purge_in_flight.store(items.len(), Ordering::Release);
+        let mut removed = self.purge_versions(&mut items, horizon)?;
+        let (done, mut kept): (Vec<PurgeItem>, Vec<PurgeItem>) =
+            items.into_iter().partition(|item| item.csn <= horizon);
+        self.bury_delete_marks(&mut kept)?;
+        removed += self.purge_delete_marks(&done)?;
+        self.delete_undo(done.iter().map(|item| item.txn))?;
+        pinned.extend(kept);
+        self.purge_in_flight.store(0, Ordering::Release);
+        drop(pinned);
+        if self.forgotten_below.fetch_max(horizon, Ordering::AcqRel) < horizon {
+            self.txns.forget_below(horizon);
+        }
+        Ok(removed)
+    }
+
+    /// Removes the versions committed transactions replaced that no open snapshot can see: every
+    /// version older than the horizon, and versions valid only between two open snapshots.
+    pub(super) fn purge_versions(
+        &self,
+        items: &mut VecDeque<PurgeItem>,
+        horizon: Csn,
+    ) -> Result<usize> {
+        let snapshots = self.txns.snapshot_csns();
+        let pinned = |from: Csn, to: Csn| {
+            let first = snapshots.partition_point(|&csn| csn < from);
+            snapshots.get(first).is_some_and(|&csn| csn < to)
+        };
+        let mut garbage = Vec::new();
+        for item in items.iter_mut() {
+            for (write, done) in item.writes.iter_mut().filter(|(_, done)| !done) {
+                let UndoAction::Replaced { previous_start } = write.action else {
+                    *done = true;
+                    continue;
+                };
+                if item.csn > horizon && pinned(previous_start, item.csn) {
+                    continue;
+                }
+                let key = history_key(write.index, &write.pk, previous_start);
+                garbage.push((key, item.txn, write.index, write.pk.clone()));
+                *done = true;
+            }
+        }
+        garbage.sort_unstable();
+        let mut removed = 0;
+        for (key, txn, index, pk) in garbage {
+            if let Some(old) = self.history_delete_if_superseded_by(&key, txn)? {
+                removed += 1;
+                self.remove_stale_entries_locked(index, &pk, &old)?;
+            }
+        }
+        Ok(removed)
+    }
+
+    /// Drops the secondary entries only a purged version had, with its row locked (skipped if a
+    /// writer holds the row: the entries are then still a writer's concern).
+    pub(super) fn remove_stale_entries_locked(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        old: &OldVersion,
+    ) -> Result<()> {
+        let Some(table) = self.table_by_id(index).filter(|t| !t.indexes.is_empty()) else {
+            return Ok(());
+        };
+        self.with_row_locked(index, pk, || self.remove_stale_entries(&table, pk, old))
+            .map(drop)
+    }
+
+    /// Runs `work` with the row locked by purge, or returns `None` at once if a writer holds it
+    /// (purge never waits: the row is looked at again later, or needs nothing).
+    pub(super) fn with_row_locked<T>(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        work: impl FnOnce() -> Result<T>,
+    ) -> Result<Option<T>> {
+        let key = LockKey {
+            index_id: index,
+            key: pk.to_vec(),
+        };
+        if self
+            .locks
+            .lock(PURGE_TXN, key, LockMode::Exclusive, Some(Duration::ZERO))
+            .is_err()
+        {
+            return Ok(None);
+        }
+        let outcome = work();
+        self.locks.release_all(PURGE_TXN);
+        outcome.map(Some)
+    }
+
+    /// Removes rows that purged transactions left delete-marked, unless written again since.
+    pub(super) fn purge_delete_marks(&self, items: &[PurgeItem]) -> Result<usize> {
+        let mut marks: Vec<(IndexId, &[u8], TxnId)> = items
+            .iter()
+            .flat_map(|item| {
+                item.writes
+                    .iter()
+                    .filter(|(w, _)| w.action != UndoAction::IndexEntry)
+                    .map(move |(w, _)| (w.index, w.pk.as_slice(), item.txn))
+            })
+            .collect();
+        marks.sort_unstable();
+        let mut removed = 0;
+        for (index, pk, txn) in marks {
+            removed += usize::from(self.remove_delete_mark(index, pk, txn)?);
+        }
+        Ok(removed)
+    }
+
+    pub(super) fn remove_delete_mark(&self, index: IndexId, pk: &[u8], txn: TxnId) -> Result<bool> {
+        let removed =
+            self.with_row_locked(index, pk, || self.delete_if_marked_by(index, pk, txn))?;
+        Ok(removed.unwrap_or(false))
+    }
+
+    pub(super) fn delete_if_marked_by(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        txn: TxnId,
+    ) -> Result<bool> {
+        let Ok(tree) = self.tree(index) else {
+            return Ok(false);
+        };
+        let marked = |bytes: &[u8]| -> Result<bool> {
+            let version = Version::decode(bytes)?;
+            Ok(version.deleted && version.writer == txn)
+        };
+        if let Some(bytes) = tree.get(pk)? {
+            if marked(&bytes)? {
+                tree.delete(pk)?;
+                return Ok(true);
+            }
+            return Ok(false);
+        }
+        let key = graveyard_key(index, pk);
+        match self.graveyard.get(&key)? {
+            Some(bytes) if marked(&bytes)? => {
+                self.graveyard.delete(&key)?;
+                self.graveyard_length.fetch_sub(1, Ordering::AcqRel);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Moves the delete marks of committed transactions that some snapshot still keeps from being
+    /// purged out of their clustered index, into the graveyard: scans stop stepping over them, so
+    /// repeated `DELETE ... LIMIT n` stays linear while an old snapshot is open (seed 000).
+    pub(super) fn bury_delete_marks(&self, items: &mut [PurgeItem]) -> Result<()> {
+        let mut marks: Vec<(IndexId, Vec<u8>, TxnId, Csn)> = Vec::new();
+        for item in items.iter_mut().filter(|item| !item.buried) {
+            item.buried = true;
+            let clustered = item
+                .writes
+                .iter()
+                .filter(|(w, _)| w.action != UndoAction::IndexEntry);
+            marks.extend(clustered.map(|(w, _)| (w.index, w.pk.clone(), item.txn, item.csn)));
+        }
+        marks.sort_unstable();
+        for (index, pk, txn, csn) in marks {
+            self.with_row_locked(index, &pk, || self.bury(index, &pk, txn, csn))?;
+        }
+        Ok(())
+    }
+
+    /// Moves one row's delete mark by `txn` to the graveyard (with the row locked). The graveyard
+    /// gets it before the clustered index loses it, so a reader always finds it in one of them.
+    pub(super) fn bury(&self, index: IndexId, pk: &[u8], txn: TxnId, csn: Csn) -> Result<()> {
+        let Ok(tree) = self.tree(index) else {
+            return Ok(());
+        };
+        let Some(bytes) = tree.get(pk)? else {
+            return Ok(());
+        };
+        let version = Version::decode(&bytes)?;
+        if !version.deleted || version.writer != txn {
+            return Ok(());
+        }
+        self.graveyard_max_csn.fetch_max(csn, Ordering::AcqRel);
+        self.graveyard_length.fetch_add(1, Ordering::AcqRel);
+        self.graveyard.insert(&graveyard_key(index, pk), &bytes)?;
+        tree.delete(pk)?;
+        Ok(())
+    }
+
+    /// A write replaced a row whose delete mark was in the graveyard: it leaves the graveyard.
+    pub(super) fn unbury(&self, index: IndexId, pk: &[u8]) -> Result<()> {
+        if self.graveyard_length.load(Ordering::Acquire) <= 0 {
+            return Ok(());
+        }
+        if self.graveyard.delete(&graveyard_key(index, pk))?.is_some() {
+            self.graveyard_length.fetch_sub(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// Graveyard entries of `index` with keys in the range that `snapshot` may see as live rows
+    /// (deleted after it was taken); empty when no such entry can exist.
+    pub(super) fn buried_in_range(
+        &self,
+        index: IndexId,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        snapshot: Option<Csn>,
+    ) -> Result<Vec<(Vec<u8>, Version)>> {
+        let relevant = snapshot.is_some_and(|s| s < self.graveyard_max_csn.load(Ordering::Acquire));
+        if !relevant || self.graveyard_length.load(Ordering::Acquire) <= 0 {
+            return Ok(Vec::new());
+        }
+        let low = match start {
+            Bound::Unbounded => Bound::Included(index.to_be_bytes().to_vec()),
+            bound => bound.map(|k| graveyard_key(index, k)),
+        };
+        let high = match end {
+            Bound::Unbounded => index.checked_add(1).map_or(Bound::Unbounded, |next| {
+                Bound::Excluded(next.to_be_bytes().to_vec())
+            }),
+            bound => bound.map(|k| graveyard_key(index, k)),
+        };
+        let mut buried = Vec::new();
+        let range = self.graveyard.range(
+            low.as_ref().map(Vec::as_slice),
+            high.as_ref().map(Vec::as_slice),
+        );
+        for entry in range {
+            let (key, bytes) = entry?;
+            buried.push((key[8..].to_vec(), Version::decode(&bytes)?));
+        }
+        Ok(buried)
+    }
+
+    /// Runs purge passes in the background until the engine is dropped or closed.
+    pub(super) fn start_purge(self: &Arc<Self>) -> Result<()> {
+        let weak = Arc::downgrade(self);
+        let handle = std::thread::Builder::new()
+            .name("steady-purge".into())
+            .spawn(move || run_purge(weak))
+            .map_err(|e| StorageError::io("starting the purge thread", e))?;
+        *self.purge_thread.lock() = Some(handle);
+        Ok(())
+    }
+
+    /// Removes the undo entries of `txns`, all in one key-ordered pass over the undo tree (a leaf's
+    /// entries go in one mini-transaction, whichever transactions they belong to).
+    pub(super) fn delete_undo(&self, txns: impl IntoIterator<Item = TxnId>) -> Result<()> {
+        let mut keys = Vec::new();
+        for txn in txns {
+            let from = undo_key(txn, 0);
+            let to = undo_key(txn, COMMIT_MARKER);
+            for entry in self
+                .undo
+                .range(Bound::Included(&from), Bound::Included(&to))
+            {
+                keys.push(entry?.0);
+            }
+        }
+        keys.sort_unstable();
+        self.undo.delete_sorted(&keys)?;
+        Ok(())
+    }
+}
+
+/// The pinned transactions a pass must look at: those the horizon has passed (all of them purgeable
+/// now) and those committed after the oldest snapshot released since the last pass (some of their
+/// versions may be free now). The rest stay pinned, untouched.
+pub(super) fn take_due(
+    pinned: &mut VecDeque<PurgeItem>,
+    horizon: Csn,
+    released: Csn,
+) -> VecDeque<PurgeItem> {
+    let mut due: VecDeque<PurgeItem> = pinned
+        .drain(..pinned.partition_point(|item| item.csn <= horizon))
+        .collect();
+    let revisit = pinned.partition_point(|item| item.csn <= released);
+    due.extend(pinned.drain(revisit..));
+    due
+}
+
+/// The background purge: a pass whenever committed transactions wait, until told to stop.
+pub(super) fn run_purge(engine: Weak<Engine>) {
+    loop {
+        let Some(engine) = engine.upgrade() else {
+            return;
+        };
+        if engine.stop_purge.load(Ordering::Acquire) {
+            return;
+        }
+        let queued = !engine.purge_queue.lock().is_empty();
+        if queued || !engine.pinned.lock().is_empty() {
+            if let Err(err) = engine.purge() {
+                eprintln!("steady: purge failed: {err}");
+            }
+        }
+        drop(engine);
+        std::thread::sleep(PURGE_INTERVAL);
+    }
+}
+
+/// The graveyard key of a row: its index, then its primary key.
+pub(super) fn graveyard_key(index: IndexId, pk: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(8 + pk.len());
+    key.extend_from_slice(&index.to_be_bytes());
+    key.extend_from_slice(pk);
+    key
+}

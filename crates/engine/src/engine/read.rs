@@ -1,0 +1,125 @@
+//! Visibility: which version of a row a snapshot sees — the in-place version if its writer
+//! committed at or before the snapshot (or is the reader), else one seek into the history store —
+//! and the history store's inserts and removals.
+
+use super::purge::graveyard_key;
+use super::*;
+
+impl Engine {
+    /// The version of `pk` that `snapshot` sees, given the in-place record read from `tree`
+    /// (`snapshot` None: the newest, as READ UNCOMMITTED reads), from the point of view of
+    /// transaction `reader`. When the history store is consulted because the writer had not
+    /// committed, the in-place record is read again afterwards: if its writer changed meanwhile (it
+    /// rolled back, which puts the old version back in place *before* removing it from history),
+    /// the decision is made again. A rollback to a savepoint leaves the replaced version in history,
+    /// so the same writer coming back in place (it wrote the row again) cannot mislead this check.
+    /// A committed writer's replaced version stays in history for as long as this snapshot is
+    /// open, so then one seek is the answer.
+    pub(crate) fn visible(
+        &self,
+        tree: &BTree,
+        index: IndexId,
+        pk: &[u8],
+        mut record: Option<Version>,
+        reader: TxnId,
+        snapshot: Option<Csn>,
+    ) -> Result<Option<Vec<u8>>> {
+        loop {
+            let Some(version) = record else {
+                return Ok(None);
+            };
+            let Some(snapshot) = snapshot else {
+                return Ok((!version.deleted).then_some(version.row));
+            };
+            let status = self.txns.status(version.writer);
+            let seen = matches!(status, TxnStatus::Committed(csn) if csn <= snapshot);
+            if version.writer == reader || seen {
+                return Ok((!version.deleted).then_some(version.row));
+            }
+            let old = self.history_version(index, pk, snapshot)?;
+            if matches!(status, TxnStatus::Committed(_)) {
+                return Ok(old);
+            }
+            record = self.current_version(tree, index, pk)?;
+            if record
+                .as_ref()
+                .is_some_and(|again| again.writer == version.writer)
+            {
+                return Ok(old);
+            }
+        }
+    }
+
+    /// The newest version of a row: its in-place record, or its delete mark in the graveyard.
+    pub(crate) fn current_version(
+        &self,
+        tree: &BTree,
+        index: IndexId,
+        pk: &[u8],
+    ) -> Result<Option<Version>> {
+        if let Some(bytes) = tree.get(pk)? {
+            return Ok(Some(Version::decode(&bytes)?));
+        }
+        if self.graveyard_length.load(Ordering::Acquire) <= 0 {
+            return Ok(None);
+        }
+        self.graveyard
+            .get(&graveyard_key(index, pk))?
+            .map(|bytes| Version::decode(&bytes))
+            .transpose()
+    }
+
+    /// Whether `writer` committed at or before `snapshot`.
+    pub(crate) fn committed_by(&self, writer: TxnId, snapshot: Csn) -> bool {
+        matches!(self.txns.status(writer), TxnStatus::Committed(csn) if csn <= snapshot)
+    }
+
+    /// The row as `snapshot` saw it, from the history store: one seek.
+    pub(crate) fn history_version(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        snapshot: Csn,
+    ) -> Result<Option<Vec<u8>>> {
+        let from = history_key(index, pk, snapshot);
+        let Some(entry) = self
+            .history
+            .range(Bound::Included(&from), Bound::Unbounded)
+            .next()
+        else {
+            return Ok(None);
+        };
+        let (key, value) = entry?;
+        if !key.starts_with(&history_prefix(index, pk)) {
+            return Ok(None);
+        }
+        let old = OldVersion::decode(&value)?;
+        Ok((!old.version.deleted).then_some(old.version.row))
+    }
+
+    pub(super) fn history_insert(&self, key: &[u8], old: &OldVersion) -> Result<()> {
+        if self.history.insert(key, &old.encode())?.is_none() {
+            self.history_length.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Removes a history entry if transaction `txn` put it there (the same key may since hold a
+    /// version a later transaction replaced); returns the removed version.
+    pub(super) fn history_delete_if_superseded_by(
+        &self,
+        key: &[u8],
+        txn: TxnId,
+    ) -> Result<Option<OldVersion>> {
+        let Some(bytes) = self.history.get(key)? else {
+            return Ok(None);
+        };
+        let old = OldVersion::decode(&bytes)?;
+        if old.superseded_by != txn {
+            return Ok(None);
+        }
+        self.history.delete(key)?;
+        self.history_length.fetch_sub(1, Ordering::Relaxed);
+        Ok(Some(old))
+    }
+}

@@ -1,0 +1,138 @@
+//! Savepoints: what a write replaces is saved once per savepoint generation; rolling back to a
+//! savepoint puts back the transaction's own versions and undoes the undo entries logged since,
+//! newest first.
+
+use super::write::written_by;
+use super::*;
+
+impl Transaction {
+    /// Marks the current point of the transaction, to come back to with
+    /// [`Transaction::rollback_to`]; a new savepoint generation starts.
+    pub fn savepoint(&self) -> Savepoint {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        Savepoint {
+            txn: self.id,
+            writes: self.writes.len(),
+            rewrites: self.rewrites.len(),
+        }
+    }
+
+    /// Undoes the writes made since `savepoint`, newest first; the transaction goes on. Locks taken
+    /// since stay held until it ends. After a failure it can only be rolled back.
+    ///
+    /// # Panics
+    ///
+    /// If `savepoint` is another transaction's, or lies beyond the transaction's current point (as
+    /// one taken after an earlier savepoint rolled back to since may; such a savepoint is no longer
+    /// valid even where this check cannot tell).
+    pub fn rollback_to(&mut self, savepoint: &Savepoint) -> Result<()> {
+        self.check_open()?;
+        assert!(
+            savepoint.txn == self.id
+                && savepoint.writes <= self.writes.len()
+                && savepoint.rewrites <= self.rewrites.len(),
+            "not a savepoint of transaction {}",
+            self.id
+        );
+        let trees = self.engine.indexes.read().clone();
+        self.restore_rewrites(&trees, savepoint.rewrites)?;
+        self.undo_writes_since(&trees, savepoint.writes)?;
+        for position in savepoint.writes..self.writes.len() {
+            self.engine
+                .undo
+                .delete(&undo_key(self.id, position as u64))?;
+        }
+        self.writes.truncate(savepoint.writes);
+        Ok(())
+    }
+
+    /// Puts back, newest first, the own versions in `rewrites[from..]`, and the generations their
+    /// rows had been saved in.
+    pub(super) fn restore_rewrites(
+        &mut self,
+        trees: &HashMap<IndexId, Arc<BTree>>,
+        from: usize,
+    ) -> Result<()> {
+        for rewrite in self.rewrites.drain(from..).rev() {
+            if let Some(tree) = trees.get(&rewrite.index) {
+                tree.insert(&rewrite.pk, &rewrite.version.encode())?;
+            }
+            self.written
+                .insert((rewrite.index, rewrite.pk), rewrite.saved_in);
+        }
+        Ok(())
+    }
+
+    /// Undoes `writes[from..]` newest first, leaving their replaced versions in history (noted in
+    /// `replaced`), and forgets the rows they first wrote.
+    pub(super) fn undo_writes_since(
+        &mut self,
+        trees: &HashMap<IndexId, Arc<BTree>>,
+        from: usize,
+    ) -> Result<()> {
+        for entry in self.writes[from..].iter().rev() {
+            if let Some(key) = undo_in_place(&self.engine.history, trees, self.id, entry)? {
+                self.replaced.insert(key, entry.clone());
+            }
+            if entry.action != UndoAction::IndexEntry {
+                self.written.remove(&(entry.index, entry.pk.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Rolls back one write of transaction `txn`; safe to repeat and to run on a write that was only
+/// partly done (recovery), or on an index dropped since. Returns whether a history entry was removed.
+pub(super) fn undo_write(
+    history: &BTree,
+    trees: &HashMap<IndexId, Arc<BTree>>,
+    txn: TxnId,
+    entry: &UndoEntry,
+) -> Result<bool> {
+    let Some(key) = undo_in_place(history, trees, txn, entry)? else {
+        return Ok(false);
+    };
+    history.delete(&key)?;
+    Ok(true)
+}
+
+/// Rolls back one write of transaction `txn` in its index only, as `undo_write` does: removes the
+/// row it inserted or the secondary entry it added, or puts back the version it replaced. Returns
+/// the key of the history entry `txn` moved that version to, if it is there.
+pub(super) fn undo_in_place(
+    history: &BTree,
+    trees: &HashMap<IndexId, Arc<BTree>>,
+    txn: TxnId,
+    entry: &UndoEntry,
+) -> Result<Option<Vec<u8>>> {
+    let Some(tree) = trees.get(&entry.index) else {
+        return Ok(None);
+    };
+    match entry.action {
+        UndoAction::IndexEntry => {
+            tree.delete(&entry.pk)?;
+            Ok(None)
+        }
+        UndoAction::Inserted => {
+            if written_by(tree, &entry.pk, txn)? {
+                tree.delete(&entry.pk)?;
+            }
+            Ok(None)
+        }
+        UndoAction::Replaced { previous_start } => {
+            let key = history_key(entry.index, &entry.pk, previous_start);
+            let Some(bytes) = history.get(&key)? else {
+                return Ok(None);
+            };
+            let old = OldVersion::decode(&bytes)?;
+            if old.superseded_by != txn {
+                return Ok(None);
+            }
+            if written_by(tree, &entry.pk, txn)? {
+                tree.insert(&entry.pk, &old.version.encode())?;
+            }
+            Ok(Some(key))
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! A transaction's writes: a row lock (or, for inserts into tables without secondary indexes, the
+//! writer's own transaction lock), the first-updater-wins check, the undo entry and the replaced
+//! version saved to history, then the new version in place — in that order, each its own
+//! mini-transaction, so recovery can undo any prefix.
+
+use super::transaction::{dependency_failure, txn_lock_key};
+use super::*;
+
+impl Transaction {
+    /// Inserts a new row; fails with a unique violation if the key holds a live row.
+    pub fn insert(&mut self, index: IndexId, pk: &[u8], row: &[u8]) -> Result<()> {
+        self.write(index, pk, Some(row), WriteKind::Insert)
+            .map(drop)
+    }
+
+    /// Replaces the row this transaction sees under `pk`; false if it sees none.
+    pub fn update(&mut self, index: IndexId, pk: &[u8], row: &[u8]) -> Result<bool> {
+        self.write(index, pk, Some(row), WriteKind::Update)
+    }
+
+    /// Deletes the row this transaction sees under `pk`; false if it sees none.
+    pub fn delete(&mut self, index: IndexId, pk: &[u8]) -> Result<bool> {
+        self.write(index, pk, None, WriteKind::Delete)
+    }
+
+    pub(super) fn write(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        row: Option<&[u8]>,
+        kind: WriteKind,
+    ) -> Result<bool> {
+        if let (WriteKind::Insert, Some(row)) = (kind, row) {
+            if self.insert_without_row_lock(index, pk, row)? {
+                return Ok(true);
+            }
+        }
+        let (tree, current) = self.lock_current(index, pk)?;
+        let engine = Arc::clone(&self.engine);
+        if !self.may_write(index, pk, current.as_ref(), kind)? {
+            return Ok(false);
+        }
+        if self.isolation == Isolation::Serializable {
+            engine
+                .ssi
+                .write(self.id, index, pk)
+                .map_err(dependency_failure)?;
+        }
+        self.save_version(index, pk, current)?;
+        let version = Version {
+            writer: self.id,
+            deleted: row.is_none(),
+            row: row.unwrap_or_default().to_vec(),
+        };
+        tree.insert(pk, &version.encode())?;
+        engine.unbury(index, pk)?;
+        Ok(true)
+    }
+
+    /// The common insert of a new key into a table without secondary indexes, with no row lock:
+    /// the new version names this transaction as its writer, and that is its lock (implicit, as
+    /// InnoDB's). Whoever locks the row afterwards finds a running writer in place and waits for
+    /// this transaction's own lock ([`TXN_LOCKS`], taken here once) before going on
+    /// (`Transaction::lock_current`). The undo entry comes first; the version goes in only if the
+    /// key is still absent, checked under the leaf's latch. False, with the insert left to the
+    /// locking path, when the key is present, a delete mark may be buried for it, the table has
+    /// secondary indexes (purge removes their stale entries under row locks), or SERIALIZABLE
+    /// must track the write. An undo entry of an insert that did not happen is harmless: undoing
+    /// it removes only a version this transaction wrote.
+    pub(super) fn insert_without_row_lock(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        row: &[u8],
+    ) -> Result<bool> {
+        let engine = Arc::clone(&self.engine);
+        let unindexed = engine
+            .table_by_id(index)
+            .is_some_and(|t| t.indexes.is_empty());
+        if !unindexed
+            || self.isolation == Isolation::Serializable
+            || engine.graveyard_length.load(Ordering::Acquire) > 0
+        {
+            return Ok(false);
+        }
+        self.check_open()?;
+        let tree = engine.tree(index)?;
+        self.snapshot()?;
+        let written_key = (index, pk.to_vec());
+        if self.written.contains_key(&written_key) || tree.get(pk)?.is_some() {
+            return Ok(false);
+        }
+        self.hold_own_lock()?;
+        self.append_undo(UndoEntry {
+            index,
+            pk: pk.to_vec(),
+            action: UndoAction::Inserted,
+        })?;
+        let version = Version {
+            writer: self.id,
+            deleted: false,
+            row: row.to_vec(),
+        };
+        if !tree.insert_if_absent(pk, &version.encode())? {
+            return Ok(false);
+        }
+        let generation = self.generation.load(Ordering::Relaxed);
+        self.written.insert(written_key, generation);
+        Ok(true)
+    }
+
+    /// Takes the lock on this transaction's own id, once.
+    pub(super) fn hold_own_lock(&mut self) -> Result<()> {
+        if !self.holds_own_lock {
+            let engine = Arc::clone(&self.engine);
+            engine
+                .locks
+                .lock(self.id, txn_lock_key(self.id), LockMode::Exclusive, None)?;
+            self.holds_own_lock = true;
+        }
+        Ok(())
+    }
+
+    /// Decides, with the row locked, whether the write applies: false when an update or delete finds
+    /// no row; a unique violation when an insert finds a live one.
+    pub(super) fn may_write(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<&Version>,
+        kind: WriteKind,
+    ) -> Result<bool> {
+        if kind != WriteKind::Insert {
+            return Ok(self.row_to_change(index, pk, current)?.is_some());
+        }
+        if current.is_some_and(|v| !v.deleted) {
+            return Err(EngineError::UniqueViolation { index });
+        }
+        Ok(true)
+    }
+
+    /// With the row locked: the version an update or delete would change. None if this transaction
+    /// does not see the row, or (READ COMMITTED) a later commit deleted it. Under REPEATABLE READ and
+    /// SERIALIZABLE, a version committed after the snapshot is a serialization failure
+    /// (first-updater-wins); READ COMMITTED changes the newest version, and its caller re-checks
+    /// the statement's conditions on it.
+    pub(super) fn row_to_change(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<&Version>,
+    ) -> Result<Option<Vec<u8>>> {
+        let snapshot = self.snapshot()?;
+        let tree = self.engine.tree(index)?;
+        let seen = self
+            .engine
+            .visible(&tree, index, pk, current.cloned(), self.id, snapshot)?;
+        self.track_read(index, Bound::Included(pk), Bound::Included(pk))?;
+        let (Some(_), Some(current)) = (seen, current) else {
+            return Ok(None);
+        };
+        let newer = snapshot.is_some_and(|snapshot| {
+            current.writer != self.id && !self.engine.committed_by(current.writer, snapshot)
+        });
+        let snapshot_isolation = matches!(
+            self.isolation,
+            Isolation::RepeatableRead | Isolation::Serializable
+        );
+        if newer && snapshot_isolation {
+            return Err(EngineError::SerializationFailure);
+        }
+        Ok((!current.deleted).then(|| current.row.clone()))
+    }
+
+    /// Locks a row for writing (waiting for its current writer to finish) and returns the version an
+    /// update would change, as `SELECT ... FOR UPDATE` does: see `row_to_change`.
+    pub fn lock_row(&mut self, index: IndexId, pk: &[u8]) -> Result<Option<Vec<u8>>> {
+        let (_, current) = self.lock_current(index, pk)?;
+        self.row_to_change(index, pk, current.as_ref())
+    }
+
+    /// Takes the snapshot (before any wait, as PostgreSQL's statement does), locks the row, and
+    /// reads its newest version: the start of every write and of `lock_row`.
+    ///
+    /// A version whose writer is still running and is not this transaction was inserted without a
+    /// row lock (see [`Transaction::insert_without_row_lock`]): the row is that writer's until it
+    /// ends, so this waits for it (on its transaction lock) and reads the row again.
+    pub(super) fn lock_current(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+    ) -> Result<(Arc<BTree>, Option<Version>)> {
+        self.check_open()?;
+        let tree = self.engine.tree(index)?;
+        self.snapshot()?;
+        self.lock_exclusive(index, pk)?;
+        loop {
+            let current = self.engine.current_version(&tree, index, pk)?;
+            match &current {
+                Some(version)
+                    if version.writer != self.id
+                        && self.engine.txns.status(version.writer) == TxnStatus::Active =>
+                {
+                    self.wait_for(version.writer)?
+                }
+                _ => return Ok((tree, current)),
+            }
+        }
+    }
+
+    /// Waits until transaction `writer` has ended.
+    pub(super) fn wait_for(&self, writer: TxnId) -> Result<()> {
+        let engine = Arc::clone(&self.engine);
+        let key = txn_lock_key(writer);
+        engine
+            .locks
+            .lock(self.id, key.clone(), LockMode::Shared, engine.lock_timeout)?;
+        engine.locks.release(self.id, &key);
+        Ok(())
+    }
+
+    pub(crate) fn lock_exclusive(&self, index: IndexId, pk: &[u8]) -> Result<()> {
+        let key = LockKey {
+            index_id: index,
+            key: pk.to_vec(),
+        };
+        let engine = Arc::clone(&self.engine);
+        Ok(engine
+            .locks
+            .lock(self.id, key, LockMode::Exclusive, engine.lock_timeout)?)
+    }
+
+    /// Saves what a write of the row replaces, once per savepoint generation: the first write logs
+    /// it (`log_first_write`), a write in a later generation keeps the own version in `rewrites`.
+    pub(super) fn save_version(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<Version>,
+    ) -> Result<()> {
+        let generation = self.generation.load(Ordering::Relaxed);
+        match self.written.insert((index, pk.to_vec()), generation) {
+            None => self.log_first_write(index, pk, current),
+            Some(saved_in) if saved_in < generation => {
+                let version = current.ok_or_else(|| {
+                    EngineError::Corrupt(format!("a row written by {} is gone", self.id))
+                })?;
+                self.rewrites.push(Rewrite {
+                    index,
+                    pk: pk.to_vec(),
+                    version,
+                    saved_in,
+                });
+                Ok(())
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// Before the first change of a row: the undo entry, then the replaced version into history.
+    pub(super) fn log_first_write(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<Version>,
+    ) -> Result<()> {
+        let engine = Arc::clone(&self.engine);
+        let action = match &current {
+            None => UndoAction::Inserted,
+            Some(version) => UndoAction::Replaced {
+                previous_start: match engine.txns.status(version.writer) {
+                    TxnStatus::Committed(csn) => csn,
+                    TxnStatus::Active | TxnStatus::Aborted => {
+                        return Err(EngineError::Corrupt(format!(
+                            "row locked by transaction {} still names active writer {}",
+                            self.id, version.writer
+                        )))
+                    }
+                },
+            },
+        };
+        self.append_undo(UndoEntry {
+            index,
+            pk: pk.to_vec(),
+            action: action.clone(),
+        })?;
+        if let (Some(version), UndoAction::Replaced { previous_start }) = (current, action) {
+            let old = OldVersion {
+                version,
+                superseded_by: self.id,
+            };
+            engine.history_insert(&history_key(index, pk, previous_start), &old)?;
+        }
+        Ok(())
+    }
+
+    /// Appends an entry to this transaction's undo log (durable with the next log flush).
+    pub(crate) fn append_undo(&mut self, entry: UndoEntry) -> Result<()> {
+        let key = undo_key(self.id, self.writes.len() as u64);
+        self.engine.undo.insert(&key, &entry.encode())?;
+        self.writes.push(entry);
+        self.wrote = true;
+        Ok(())
+    }
+}
+
+/// Whether the in-place record of `pk` names writer `txn`.
+pub(super) fn written_by(tree: &BTree, pk: &[u8], txn: TxnId) -> Result<bool> {
+    let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
+    Ok(current.is_some_and(|v| v.writer == txn))
+}
