@@ -15,9 +15,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::codec::{decode_row, decode_row_columns, encoded_columns, CodecError};
-use crate::types::{DataType, Value};
 use crate::version::IndexId;
 use steady_storage::SpaceId;
+use steady_types::{DataType, Value};
 
 /// One column of a table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

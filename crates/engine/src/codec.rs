@@ -64,7 +64,7 @@
 
 use rust_decimal::Decimal;
 
-use crate::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 /// A byte string that is not a valid row or key encoding for the given column types.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

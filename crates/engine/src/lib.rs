@@ -4,17 +4,17 @@
 //! [`lock`] (row locks, deadlock detection), [`ssi`] (read/write dependencies of SERIALIZABLE
 //! transactions), [`version`] (the formats of row versions, history and
 //! undo entries), [`engine`] (the database: writes, reads at each isolation level, commit, rollback,
-//! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), [`types`] and
-//! [`codec`] (SQL values and their encodings) and [`error`].
+//! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), [`codec`] (the
+//! encodings of `steady-types` values), [`io`] (page-I/O counters) and [`error`].
 
 pub mod catalog;
 pub mod codec;
 pub mod engine;
 pub mod error;
+pub mod io;
 pub mod lock;
 pub mod sequence;
 pub mod ssi;
 pub mod table;
 pub mod txn;
-pub mod types;
 pub mod version;

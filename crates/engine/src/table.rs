@@ -31,8 +31,8 @@ use crate::codec::{decode_row_columns, encode_key, encode_row};
 use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
-use crate::types::Value;
 use crate::version::{history_prefix, IndexId, OldVersion, UndoAction, UndoEntry, Version};
+use steady_types::Value;
 
 impl Engine {
     /// The table called `name`.
@@ -498,8 +498,8 @@ fn corrupt_row(err: crate::codec::CodecError) -> EngineError {
 /// The rows of a table as a transaction sees them; each item is `Ok((pk, values))`.
 pub struct RowScan {
     inner: crate::engine::Scan,
-    types: Vec<crate::types::DataType>,
-    missing: Vec<(usize, crate::types::DataType, Vec<u8>)>,
+    types: Vec<steady_types::DataType>,
+    missing: Vec<(usize, steady_types::DataType, Vec<u8>)>,
     wanted: Option<Vec<bool>>,
 }
 

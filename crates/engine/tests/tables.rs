@@ -9,9 +9,9 @@ use steady_engine::catalog::ColumnDef;
 use steady_engine::codec::encode_key;
 use steady_engine::engine::{Engine, EngineConfig, Isolation};
 use steady_engine::table::primary_key;
-use steady_engine::types::{DataType, Value};
 use steady_storage::io::{MemVfs, Vfs};
 use steady_storage::store::StoreConfig;
+use steady_types::{DataType, Value};
 
 fn config() -> EngineConfig {
     EngineConfig {

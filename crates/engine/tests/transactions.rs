@@ -11,10 +11,10 @@ use steady_engine::codec::encode_key;
 use steady_engine::engine::{Engine, EngineConfig, Isolation, Transaction};
 use steady_engine::error::EngineError;
 use steady_engine::table::primary_key;
-use steady_engine::types::{DataType, Value};
 use steady_engine::version::IndexId;
 use steady_storage::io::{MemVfs, Vfs};
 use steady_storage::store::StoreConfig;
+use steady_types::{DataType, Value};
 
 fn config() -> EngineConfig {
     EngineConfig {

@@ -18,7 +18,7 @@
 
 use bytes::{BufMut, BytesMut};
 use rust_decimal::Decimal;
-use steady_engine::types::{DataType, Value};
+use steady_sql::values::{DataType, Value};
 use steady_sql::SqlError;
 
 /// Numeric sign words.

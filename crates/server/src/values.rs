@@ -13,9 +13,9 @@ use pgwire::api::portal::Format;
 use pgwire::api::results::{FieldFormat, FieldInfo};
 use pgwire::api::Type;
 use pgwire::messages::data::{DataRow, RowDescription};
-use steady_engine::types::{DataType, Value};
 use steady_sql::execution::plan::Column;
 use steady_sql::system::{type_modifier, type_oid};
+use steady_sql::values::{DataType, Value};
 use steady_sql::SqlError;
 
 use crate::binary;

@@ -7,7 +7,7 @@
 use std::fmt;
 
 use steady_engine::error::EngineError;
-use steady_engine::types::TypeError;
+use steady_types::TypeError;
 
 /// A failed statement.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

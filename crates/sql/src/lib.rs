@@ -21,5 +21,8 @@ pub mod session;
 pub mod system;
 pub mod types;
 
+/// The values the SQL layer works in (`steady-types`), re-exported for the layers above.
+pub use steady_types as values;
+
 pub use error::SqlError;
 pub use session::{Database, Prepared, QueryResult, Session, TransactionStatus};

@@ -7,8 +7,8 @@ mod common;
 
 use std::sync::Arc;
 
-use steady_engine::types::{DataType, Value};
 use steady_sql::{Database, Session};
+use steady_types::{DataType, Value};
 
 /// The queries, in the file's order (psql's order within each command).
 const QUERIES: &str = include_str!("clients/psql15_catalog_queries.sql");

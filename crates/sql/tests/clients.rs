@@ -8,8 +8,8 @@ mod common;
 use std::sync::Arc;
 
 use rand::Rng;
-use steady_engine::types::{DataType, Value};
 use steady_sql::{Database, QueryResult, Session};
+use steady_types::{DataType, Value};
 
 fn open() -> (tempfile::TempDir, Arc<Database>) {
     let dir = tempfile::tempdir().unwrap();

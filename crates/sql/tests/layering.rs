@@ -94,3 +94,44 @@ fn every_stage_uses_only_the_stages_below_it() {
         violations.join("\n")
     );
 }
+
+/// The crates stack storage → engine → sql → server → steady, with `steady-types` a leaf beside
+/// storage. A library crate depends only on the layer right below it (and the leaf); only the
+/// binary reaches further down, for `steady check` and `steady bench`.
+#[test]
+fn no_library_crate_skips_a_layer() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let allowed: &[(&str, &[&str])] = &[
+        ("types", &[]),
+        ("storage", &[]),
+        ("engine", &["steady-storage", "steady-types"]),
+        ("sql", &["steady-engine", "steady-types"]),
+        ("server", &["steady-sql"]),
+    ];
+    for (name, below) in allowed {
+        let manifest = std::fs::read_to_string(crates.join(name).join("Cargo.toml")).unwrap();
+        let dependencies = manifest
+            .split("[dependencies]")
+            .nth(1)
+            .unwrap_or("")
+            .split("\n[")
+            .next()
+            .unwrap();
+        let used: Vec<&str> = dependencies
+            .lines()
+            .filter_map(|line| line.split(['.', ' ', '=']).next())
+            .filter(|dep| dep.starts_with("steady-"))
+            .collect();
+        for dep in &used {
+            assert!(
+                below.contains(dep),
+                "{name} depends on {dep}, which is not the layer below it"
+            );
+        }
+        assert_eq!(
+            used.len(),
+            below.len(),
+            "{name} uses {used:?}, expected {below:?}"
+        );
+    }
+}

@@ -4,8 +4,8 @@
 mod common;
 
 use steady_engine::engine::EngineConfig;
-use steady_engine::types::Value;
 use steady_sql::{Database, QueryResult, Session};
+use steady_types::Value;
 
 const POOL_PAGES: usize = 256;
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use steady_engine::engine::EngineConfig;
-use steady_engine::types::Value;
 use steady_sql::{Database, Session};
+use steady_types::Value;
 
 const TOKENS: &[&str] = &[
     "SELECT",

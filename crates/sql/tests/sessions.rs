@@ -180,7 +180,7 @@ fn a_prepared_query_is_planned_again_after_ddl_and_analyze() {
         .unwrap();
     let count = |session: &mut Session, v: i32| {
         let result = session
-            .execute_prepared(&prepared, &[steady_engine::types::Value::Integer(v)])
+            .execute_prepared(&prepared, &[steady_types::Value::Integer(v)])
             .unwrap();
         result.rows[0][0].to_string()
     };
@@ -222,7 +222,7 @@ fn a_prepared_query_is_planned_again_after_ddl_and_analyze() {
 /// (a column added before the assigned one moves its position).
 #[test]
 fn a_prepared_write_keeps_its_plan_until_the_table_changes() {
-    use steady_engine::types::Value;
+    use steady_types::Value;
     let (_dir, db) = open();
     let mut session = db.session("s");
     ok(

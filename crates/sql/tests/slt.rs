@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sqllogictest::{DBOutput, DefaultColumnType, Runner, DB};
-use steady_engine::types::{DataType, Value};
 use steady_sql::{Database, Session, SqlError};
+use steady_types::{DataType, Value};
 
 struct SteadyDb {
     session: Session,

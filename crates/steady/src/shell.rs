@@ -23,8 +23,8 @@ use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use steady_engine::catalog::TableDef;
 use steady_engine::engine::{Engine, EngineConfig};
-use steady_engine::types::{DataType, Value};
 use steady_sql::execution::constraints::{foreign_keys, is_dropped};
+use steady_sql::values::{DataType, Value};
 use steady_sql::{Database, QueryResult, Session, SqlError, TransactionStatus};
 use steady_storage::store::StoreConfig;
 

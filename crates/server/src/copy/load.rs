@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use steady_engine::types::{DataType, Value};
+use steady_sql::values::{DataType, Value};
 use steady_sql::{Prepared, QueryResult, Session, SqlError, TransactionStatus};
 
 use super::format::{CopyOptions, Fields, RowReader, RowWriter};

@@ -9,7 +9,7 @@
 use std::cmp::Ordering;
 
 use rust_decimal::Decimal;
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::expr::Expr;

@@ -14,7 +14,7 @@ use steady_engine::catalog::TableDef;
 use steady_engine::codec::encode_key;
 use steady_engine::error::EngineError;
 use steady_engine::table::index_key;
-use steady_engine::types::Value;
+use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;

@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;

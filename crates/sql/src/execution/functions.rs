@@ -7,7 +7,7 @@
 
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
-use steady_engine::types::{civil_from_days, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+use steady_types::{civil_from_days, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
@@ -730,9 +730,9 @@ fn field_value(field: &str, value: &Value) -> Result<Decimal> {
         "dow" => Decimal::from((days + 6).rem_euclid(7)),
         "week" => Decimal::from(iso_week(days)),
         "isodow" => Decimal::from((days + 5).rem_euclid(7) + 1),
-        "doy" => Decimal::from(
-            days + PG_EPOCH_UNIX_DAYS - steady_engine::types::days_from_civil(year, 1, 1) + 1,
-        ),
+        "doy" => {
+            Decimal::from(days + PG_EPOCH_UNIX_DAYS - steady_types::days_from_civil(year, 1, 1) + 1)
+        }
         "quarter" => Decimal::from((month - 1) / 3 + 1),
         "decade" => Decimal::from(year.div_euclid(10)),
         "century" => Decimal::from((year + 99).div_euclid(100)),
@@ -760,7 +760,7 @@ fn iso_week(days: i64) -> i64 {
     let weekday = (days + 5).rem_euclid(7);
     let thursday = days - weekday + 3;
     let (year, _, _) = civil_from_days(thursday + PG_EPOCH_UNIX_DAYS);
-    let first = steady_engine::types::days_from_civil(year, 1, 1) - PG_EPOCH_UNIX_DAYS;
+    let first = steady_types::days_from_civil(year, 1, 1) - PG_EPOCH_UNIX_DAYS;
     (thursday - first) / 7 + 1
 }
 
@@ -777,7 +777,7 @@ fn extract(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 fn date_trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let (year, month, day, micros) = fields(&args[1])?;
     let day_start = |y: i64, m: i64, d: i64| {
-        (steady_engine::types::days_from_civil(y, m, d) - PG_EPOCH_UNIX_DAYS) * USECS_PER_DAY
+        (steady_types::days_from_civil(y, m, d) - PG_EPOCH_UNIX_DAYS) * USECS_PER_DAY
     };
     let truncated = match string(&args[0]).to_ascii_lowercase().as_str() {
         "year" => day_start(year, 1, 1),

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use steady_engine::catalog::{IndexDef, TableDef};
-use steady_engine::types::DataType;
+use steady_types::DataType;
 
 use crate::error::Result;
 use crate::execution::aggregate::AggCall;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use steady_engine::catalog::TableDef;
 use steady_engine::error::EngineError;
 use steady_engine::table::primary_key;
-use steady_engine::types::Value;
+use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::constraints::{

@@ -9,7 +9,7 @@
 //! The whole predicate stays on the scan as its filter, so a range only has to be a superset.
 
 use steady_engine::catalog::TableDef;
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Access, KeyRange, Plan};

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use sqlparser::ast::{self, Expr as AstExpr};
 use steady_engine::catalog::TableDef;
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::constraints::is_dropped;

@@ -9,7 +9,7 @@
 //! the name (`c.oid::regclass` in a select list). Arrays are text (see [`crate::system::arrays`]).
 
 use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr};
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{AggCall, AggFunc};

@@ -10,8 +10,8 @@ use std::ops::Bound;
 use parking_lot::RwLock;
 use steady_engine::catalog::TableDef;
 use steady_engine::engine::Transaction;
-use steady_engine::types::Value;
 use steady_engine::version::IndexId;
+use steady_types::Value;
 
 use crate::error::Result;
 use crate::execution::aggregate::compare_nulls_last;

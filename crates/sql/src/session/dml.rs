@@ -3,7 +3,7 @@
 //! The command tag comes from the plan's root: `SELECT n`, `INSERT 0 n`, `UPDATE n`, `DELETE n`.
 
 use sqlparser::ast;
-use steady_engine::types::DataType;
+use steady_types::DataType;
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::{collect, ExecCtx};

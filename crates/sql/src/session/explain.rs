@@ -4,8 +4,8 @@
 //! PostgreSQL).
 
 use sqlparser::ast;
-use steady_engine::types::{DataType, Value};
-use steady_storage::buffer_pool::thread_io;
+use steady_engine::io::thread_io;
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::{collect, ExecCtx, NodeStats};

@@ -3,7 +3,7 @@
 //! reads and writes that text and implements the array functions and operators client catalog
 //! queries use on it: `array_to_string`, `array_upper`, `x = ANY(arr)`, `arr[i]`, `ARRAY(...)`.
 
-use steady_engine::types::Value;
+use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;

@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 
 use regex::{Regex, RegexBuilder};
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use super::arrays::{self, int_arg};
 use super::model::{self, Relation};

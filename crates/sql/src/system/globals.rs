@@ -6,7 +6,7 @@
 //! There is one database (the session's), one role (the session's user, oid 10, a superuser that
 //! owns everything) and the `UTF8` encoding with the `C` locale.
 
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use super::pg_type::{pg_type_rows, PG_TYPE_COLUMNS};
 use super::rows::{flag, name, oid, Rows};

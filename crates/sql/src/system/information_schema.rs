@@ -2,7 +2,7 @@
 //! relations `pg_class` shows (user tables as `BASE TABLE`, system views as `VIEW`); dropped
 //! columns are left out and `ordinal_position` is the attribute number.
 
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use super::model::{self, Relation};
 use super::pg_type::{format_type, lookup, type_oid};

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use steady_engine::catalog::TableDef;
 use steady_engine::engine::Engine;
-use steady_engine::types::DataType;
+use steady_types::DataType;
 
 use super::{oids, SystemTable};
 use crate::execution::constraints::{foreign_keys, is_dropped};

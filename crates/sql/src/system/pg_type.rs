@@ -6,7 +6,7 @@
 //! PostgreSQL's: `n + 4` for `character(n)` / `character varying(n)`, `((p << 16) | s) + 4` for
 //! `numeric(p,s)`, -1 when the type has none.
 
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use super::rows::{name, oid, Rows};
 

@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use super::model::{self, indexes, ConstraintInfo, IndexInfo, Relation};
 use super::pg_type::{type_modifier, type_oid, DEFAULT_COLLATION};

@@ -2,7 +2,7 @@
 //! `bigint`, a name or `"char"` is `text`, and an array is its text form (`{1,2}`), or NULL where
 //! nothing reads it.
 
-use steady_engine::types::Value;
+use steady_types::Value;
 
 use crate::execution::executor::Row;
 

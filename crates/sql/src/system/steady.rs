@@ -2,7 +2,7 @@
 //! table: the pages of its file, live and dead rows, the pages its B+trees use, the free space of
 //! its file outside them, and the history store's length).
 
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use super::SystemTable;
 use crate::error::Result;

@@ -5,7 +5,7 @@ pub mod ops;
 
 use rust_decimal::Decimal;
 use sqlparser::ast::{self, CharacterLength, ExactNumberInfo};
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 

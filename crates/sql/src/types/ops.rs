@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 
 use rust_decimal::prelude::{FromPrimitive, ToPrimitive};
 use rust_decimal::{Decimal, RoundingStrategy};
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 

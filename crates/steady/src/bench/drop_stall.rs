@@ -41,9 +41,9 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use steady_engine::catalog::{ColumnDef, TableDef};
 use steady_engine::engine::{Engine, EngineConfig, Isolation};
 use steady_engine::table::primary_key;
-use steady_engine::types::{DataType, Value};
 use steady_storage::space::Space;
 use steady_storage::store::StoreConfig;
+use steady_types::{DataType, Value};
 
 use super::Report;
 

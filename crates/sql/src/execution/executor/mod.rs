@@ -7,6 +7,10 @@
 //! same transaction. With instrumentation on (EXPLAIN ANALYZE) each node counts its rows and the
 //! buffer-pool pages its thread hit and read while inside it (inclusive of its inputs).
 
+mod join;
+
+use join::{JoinSource, LateralSource};
+
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -14,9 +18,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use steady_engine::codec::{encode_key, prefix_successor};
 use steady_engine::engine::{Engine, Transaction};
+use steady_engine::io::{thread_io, ThreadIo};
 use steady_engine::table::RowScan;
-use steady_engine::types::{DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
-use steady_storage::buffer_pool::{thread_io, ThreadIo};
+use steady_types::{DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 
 use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall};
@@ -759,132 +763,6 @@ impl Source for DistinctSource<'_> {
             }
         }
         Ok(None)
-    }
-}
-
-struct JoinSource<'p> {
-    left: BoxedSource<'p>,
-    inner: Vec<Row>,
-    matched_inner: Vec<bool>,
-    kind: JoinKind,
-    on: Option<&'p Expr>,
-    right_width: usize,
-    left_width: usize,
-    current: Option<Row>,
-    position: usize,
-    matched: bool,
-    /// After the left side ends (right and full joins): the next right row to check.
-    unmatched: Option<usize>,
-}
-
-impl JoinSource<'_> {
-    /// The right rows no left row matched, NULL-extended on the left.
-    fn next_unmatched(&mut self) -> Option<Row> {
-        let position = self.unmatched.get_or_insert(0);
-        while *position < self.inner.len() {
-            let i = *position;
-            *position += 1;
-            if !self.matched_inner[i] {
-                let mut row = vec![Value::Null; self.left_width];
-                row.extend_from_slice(&self.inner[i]);
-                return Some(row);
-            }
-        }
-        None
-    }
-
-    /// The next joined row of the current left row, if any.
-    fn next_match(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
-        let Some(left) = &self.current else {
-            return Ok(None);
-        };
-        while self.position < self.inner.len() {
-            ctx.check_interrupt()?;
-            let mut row = left.clone();
-            row.extend_from_slice(&self.inner[self.position]);
-            let i = self.position;
-            self.position += 1;
-            let keep = match self.on {
-                Some(on) => on.eval_predicate(&row, ctx)?,
-                None => true,
-            };
-            if keep {
-                self.matched = true;
-                self.matched_inner[i] = true;
-                return Ok(Some(row));
-            }
-        }
-        Ok(None)
-    }
-}
-
-impl Source for JoinSource<'_> {
-    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
-        loop {
-            if self.unmatched.is_some() {
-                return Ok(self.next_unmatched());
-            }
-            if self.current.is_none() {
-                match self.left.next(ctx)? {
-                    Some(row) => {
-                        self.current = Some(row);
-                        self.position = 0;
-                        self.matched = false;
-                    }
-                    None if matches!(self.kind, JoinKind::Right | JoinKind::Full) => {
-                        return Ok(self.next_unmatched());
-                    }
-                    None => return Ok(None),
-                }
-            }
-            if let Some(row) = self.next_match(ctx)? {
-                return Ok(Some(row));
-            }
-            let left = self.current.take().unwrap_or_default();
-            if matches!(self.kind, JoinKind::Left | JoinKind::Full) && !self.matched {
-                let mut row = left;
-                row.extend(std::iter::repeat_n(Value::Null, self.right_width));
-                return Ok(Some(row));
-            }
-        }
-    }
-}
-
-struct LateralSource<'p> {
-    left: BoxedSource<'p>,
-    right: &'p Plan,
-    kind: JoinKind,
-    on: Option<&'p Expr>,
-    right_width: usize,
-    pending: std::collections::VecDeque<Row>,
-}
-
-impl Source for LateralSource<'_> {
-    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
-        loop {
-            if let Some(row) = self.pending.pop_front() {
-                return Ok(Some(row));
-            }
-            let Some(left) = self.left.next(ctx)? else {
-                return Ok(None);
-            };
-            for right in ctx.run_with_outer(self.right, &left)? {
-                let mut row = left.clone();
-                row.extend(right);
-                let keep = match self.on {
-                    Some(on) => on.eval_predicate(&row, ctx)?,
-                    None => true,
-                };
-                if keep {
-                    self.pending.push_back(row);
-                }
-            }
-            if self.pending.is_empty() && self.kind == JoinKind::Left {
-                let mut row = left;
-                row.extend(std::iter::repeat_n(Value::Null, self.right_width));
-                return Ok(Some(row));
-            }
-        }
     }
 }
 

@@ -4,8 +4,10 @@
 //! Untyped string literals and parameters take the type of the other operand (`unknown` in
 //! PostgreSQL); the result is `None` only for such untyped values and NULL.
 
+mod call;
+
 use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr, UnaryOperator};
-use steady_engine::types::{DataType, Value};
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{AggCall, AggFunc};
@@ -733,217 +735,6 @@ impl Binder<'_> {
             _ => self.settle(expr, from, to),
         }
     }
-
-    fn bind_function(&mut self, function: &ast::Function, scope: &Scope) -> Result<Typed> {
-        let (_, name) = object_name(&function.name);
-        if function.over.is_some() {
-            return Err(SqlError::unsupported("window functions"));
-        }
-        let list = match &function.args {
-            ast::FunctionArguments::List(list) => Some(list),
-            ast::FunctionArguments::None => None,
-            ast::FunctionArguments::Subquery(query) if name == "array" => {
-                return crate::planner::binding::bind_array_subquery(self, query)
-            }
-            ast::FunctionArguments::Subquery(_) => {
-                return Err(SqlError::unsupported("this function call"))
-            }
-        };
-        if let Some(func) = AggFunc::by_name(&name) {
-            return self.bind_aggregate(func, function, list, scope);
-        }
-        let args: Vec<&AstExpr> = list
-            .map(|l| l.args.iter().map(plain_arg).collect::<Result<Vec<_>>>())
-            .transpose()?
-            .unwrap_or_default();
-        match name.as_str() {
-            "coalesce" => self.bind_coalesce(&args, scope),
-            "pg_typeof" => crate::planner::binding::bind_pg_typeof(self, &args, scope),
-            "nextval" | "currval" | "setval" => self.bind_call(&name, &args, scope),
-            _ => self.bind_call(&name, &args, scope),
-        }
-    }
-
-    /// A call of a scalar function by name.
-    pub fn bind_call(&mut self, name: &str, args: &[&AstExpr], scope: &Scope) -> Result<Typed> {
-        let function = match functions::lookup(name, args.len()) {
-            Ok(f) => f,
-            Err(err) => match crate::system::function(name, args.len()) {
-                Some(f) => f,
-                None => return Err(err),
-            },
-        };
-        let mut bound = Vec::with_capacity(args.len());
-        let mut types = Vec::with_capacity(args.len());
-        for arg in args {
-            let (expr, ty) = self.bind_expr(arg, scope)?;
-            let expr = if name == "octet_length" {
-                expr
-            } else {
-                char_as_text(expr, ty)
-            };
-            bound.push(expr);
-            types.push(ty);
-        }
-        let ty = match name {
-            "greatest" | "least" | "nullif" => {
-                let common = common_type(types.iter().copied(), &name.to_uppercase())?;
-                bound = bound
-                    .into_iter()
-                    .zip(&types)
-                    .map(|(e, t)| self.coerce_branch(e, *t, common))
-                    .collect::<Result<_>>()?;
-                Some(common)
-            }
-            _ => (function.returns)(&types),
-        };
-        let expr = Expr::Call(function, bound);
-        Ok((if function.volatile { expr } else { fold(expr)? }, ty))
-    }
-
-    fn bind_coalesce(&mut self, args: &[&AstExpr], scope: &Scope) -> Result<Typed> {
-        if args.is_empty() {
-            return Err(SqlError::syntax("coalesce needs arguments"));
-        }
-        let mut bound = Vec::new();
-        for arg in args {
-            bound.push(self.bind_expr(arg, scope)?);
-        }
-        let ty = common_type(bound.iter().map(|(_, t)| *t), "COALESCE")?;
-        let mut whens = Vec::new();
-        let last = bound.pop();
-        for (expr, t) in bound {
-            let expr = self.coerce_branch(expr, t, ty)?;
-            whens.push((not(Expr::IsNull(Box::new(expr.clone()))), expr));
-        }
-        let otherwise = last
-            .map(|(e, t)| self.coerce_branch(e, t, ty))
-            .transpose()?;
-        Ok((
-            Expr::Case {
-                operand: None,
-                whens,
-                otherwise: otherwise.map(Box::new),
-            },
-            Some(ty),
-        ))
-    }
-
-    fn bind_aggregate(
-        &mut self,
-        func: AggFunc,
-        function: &ast::Function,
-        list: Option<&ast::FunctionArgumentList>,
-        scope: &Scope,
-    ) -> Result<Typed> {
-        let Some(mut aggregates) = self.take_aggregates() else {
-            return Err(SqlError::new(
-                "42803",
-                "aggregate functions are not allowed here",
-            ));
-        };
-        let result = self.bind_aggregate_call(func, function, list, scope);
-        let call = match result {
-            Ok(call) => call,
-            Err(err) => {
-                self.restore_aggregates(Some(aggregates));
-                return Err(err);
-            }
-        };
-        let ty = call.ty;
-        aggregates.push(call);
-        let index = aggregates.len() - 1;
-        self.restore_aggregates(Some(aggregates));
-        Ok((Expr::AggRef(index), ty))
-    }
-
-    fn bind_aggregate_call(
-        &mut self,
-        func: AggFunc,
-        function: &ast::Function,
-        list: Option<&ast::FunctionArgumentList>,
-        scope: &Scope,
-    ) -> Result<AggCall> {
-        let distinct = list.is_some_and(|l| {
-            matches!(
-                l.duplicate_treatment,
-                Some(ast::DuplicateTreatment::Distinct)
-            )
-        });
-        let raw_args = list.map(|l| l.args.as_slice()).unwrap_or_default();
-        let star = raw_args.is_empty()
-            || matches!(
-                raw_args,
-                [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]
-            );
-        if star {
-            if func != AggFunc::Count {
-                return Err(SqlError::syntax(format!("{}(*) is not valid", func.name())));
-            }
-            let filter = function
-                .filter
-                .as_ref()
-                .map(|f| self.bind_expr_as(f, scope, DataType::Boolean).map(|t| t.0))
-                .transpose()?;
-            return Ok(AggCall {
-                func: AggFunc::CountStar,
-                args: vec![],
-                distinct: false,
-                filter,
-                order_by: vec![],
-                ty: Some(DataType::BigInt),
-            });
-        }
-        let mut args = Vec::new();
-        let mut arg_type = None;
-        for (i, arg) in raw_args.iter().enumerate() {
-            let e = plain_arg(arg)?;
-            let (expr, ty) = if func == AggFunc::StringAgg {
-                self.bind_expr_as(e, scope, DataType::Text)?
-            } else {
-                self.bind_expr(e, scope)?
-            };
-            if i == 0 {
-                arg_type = ty;
-            }
-            args.push(expr);
-        }
-        let expected = if func == AggFunc::StringAgg { 2 } else { 1 };
-        if args.len() != expected {
-            return Err(SqlError::undefined_function(format!(
-                "function {}() with {} arguments does not exist",
-                func.name(),
-                args.len()
-            )));
-        }
-        let filter = function
-            .filter
-            .as_ref()
-            .map(|f| self.bind_expr_as(f, scope, DataType::Boolean).map(|t| t.0))
-            .transpose()?;
-        let mut order_by = Vec::new();
-        for clause in list.map(|l| l.clauses.as_slice()).unwrap_or_default() {
-            if let ast::FunctionArgumentClause::OrderBy(items) = clause {
-                for item in items {
-                    let (expr, _) = self.bind_expr(&item.expr, scope)?;
-                    let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
-                    order_by.push(SortKey {
-                        expr,
-                        descending,
-                        nulls_first: item.options.nulls_first.unwrap_or(descending),
-                    });
-                }
-            }
-        }
-        Ok(AggCall {
-            func,
-            ty: func.result_type(arg_type)?,
-            args,
-            distinct,
-            filter,
-            order_by,
-        })
-    }
 }
 
 /// The type values of these types are brought to (CASE, COALESCE, GREATEST...): the first known
@@ -1011,13 +802,6 @@ fn negate_if(e: Expr, negated: bool) -> Expr {
         not(e)
     } else {
         e
-    }
-}
-
-fn plain_arg(arg: &ast::FunctionArg) -> Result<&AstExpr> {
-    match arg {
-        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
-        _ => Err(SqlError::unsupported("this function argument")),
     }
 }
 

@@ -1,0 +1,426 @@
+//! The FROM clause: tables, system views, table functions (generate_series), subqueries, joins
+//! with ON / USING / NATURAL (their columns merged as PostgreSQL does) and LATERAL.
+
+use super::*;
+
+impl Binder<'_> {
+    /// The FROM clause as one plan (comma-separated items are cross joined) and its scope.
+    pub fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Plan, Scope)> {
+        let mut result: Option<(Plan, Scope)> = None;
+        for item in from {
+            let (mut plan, mut scope) = self.bind_factor(&item.relation)?;
+            for join in &item.joins {
+                (plan, scope) = self.bind_join(plan, scope, join)?;
+            }
+            result = Some(match result {
+                None => (plan, scope),
+                Some((left, left_scope)) => {
+                    check_aliases(&left_scope, &scope)?;
+                    cross_join(left, left_scope, plan, scope)
+                }
+            });
+        }
+        Ok(result.unwrap_or_else(|| (Plan::single_row(), Scope::default())))
+    }
+
+    pub(super) fn bind_join(
+        &mut self,
+        left: Plan,
+        left_scope: Scope,
+        join: &ast::Join,
+    ) -> Result<(Plan, Scope)> {
+        use ast::JoinOperator as J;
+        let (kind, constraint) = match &join.join_operator {
+            J::Join(c) | J::Inner(c) | J::CrossJoin(c) => (JoinKind::Inner, c),
+            J::Left(c) | J::LeftOuter(c) => (JoinKind::Left, c),
+            J::Right(c) | J::RightOuter(c) => (JoinKind::Right, c),
+            J::FullOuter(c) => (JoinKind::Full, c),
+            other => return Err(SqlError::unsupported(format!("join {other:?}"))),
+        };
+        if let TableFactor::Derived {
+            lateral: true,
+            subquery,
+            alias,
+            ..
+        } = &join.relation
+        {
+            return self.bind_lateral(left, left_scope, subquery, alias.as_ref(), kind, constraint);
+        }
+        let (right, right_scope) = self.bind_factor(&join.relation)?;
+        check_aliases(&left_scope, &right_scope)?;
+        let right_width = right_scope.columns.len();
+        let mut scope = left_scope.clone();
+        scope.columns.extend(right_scope.columns.iter().cloned());
+        let using: Option<Vec<String>> = match constraint {
+            ast::JoinConstraint::Using(names) => {
+                Some(names.iter().map(|n| object_name(n).1).collect())
+            }
+            ast::JoinConstraint::Natural => Some(common_columns(&left_scope, &right_scope)),
+            _ => None,
+        };
+        let on = match (constraint, &using) {
+            (_, Some(names)) => using_condition(names, &left_scope, &right_scope)?,
+            (ast::JoinConstraint::On(e), None) => {
+                let (on, ty) = self.with_level(scope.clone(), |b| b.bind_expr(e, &scope))?;
+                expect_boolean(ty, "JOIN/ON")?;
+                Some(on)
+            }
+            _ => None,
+        };
+        let plan = Plan::Join {
+            left: Box::new(left),
+            right: Box::new(right),
+            kind,
+            on,
+            left_width: left_scope.columns.len(),
+            right_width,
+        };
+        match using {
+            Some(names) => merge_using(plan, &names, kind, &left_scope, &right_scope),
+            None => Ok((plan, scope)),
+        }
+    }
+
+    pub(super) fn bind_factor(&mut self, factor: &TableFactor) -> Result<(Plan, Scope)> {
+        match factor {
+            TableFactor::Table {
+                name,
+                alias,
+                args,
+                with_ordinality,
+                ..
+            } => {
+                let (schema, table) = object_name(name);
+                if let Some(args) = args {
+                    if table != "generate_series" {
+                        return crate::planner::binding::bind_table_function(
+                            self,
+                            &table,
+                            &args.args,
+                            alias.as_ref(),
+                            *with_ordinality,
+                        );
+                    }
+                    return self.bind_table_function(&table, &args.args, alias.as_ref());
+                }
+                let alias_name = alias
+                    .as_ref()
+                    .map_or(table.clone(), |a| normalize_ident(&a.name));
+                let (plan, columns) = self.table_source(schema.as_deref(), &table)?;
+                let columns = apply_column_aliases(columns, alias.as_ref());
+                let mut scope = Scope::of_table(&alias_name, &columns);
+                if let Plan::Scan { table, .. } = &plan {
+                    for &k in &table.primary_key {
+                        scope.columns[k].key = true;
+                    }
+                }
+                Ok((plan, scope))
+            }
+            TableFactor::Function {
+                name, args, alias, ..
+            } => {
+                let (_, function) = object_name(name);
+                self.bind_table_function(&function, args, alias.as_ref())
+            }
+            TableFactor::Derived {
+                subquery, alias, ..
+            } => {
+                let (bound, correlated) = self.bind_subquery(subquery)?;
+                if correlated {
+                    return Err(SqlError::unsupported("LATERAL subqueries"));
+                }
+                let alias_name = alias
+                    .as_ref()
+                    .map(|a| normalize_ident(&a.name))
+                    .unwrap_or_default();
+                let columns = apply_column_aliases(bound.columns, alias.as_ref());
+                Ok((bound.plan, Scope::of_table(&alias_name, &columns)))
+            }
+            TableFactor::NestedJoin {
+                table_with_joins, ..
+            } => self.bind_from(std::slice::from_ref(table_with_joins)),
+            other => Err(SqlError::unsupported(format!("FROM item {other}"))),
+        }
+    }
+
+    /// `left JOIN LATERAL (subquery) alias`: the subquery is bound with the left side's columns
+    /// as its enclosing scope.
+    pub(super) fn bind_lateral(
+        &mut self,
+        left: Plan,
+        left_scope: Scope,
+        subquery: &ast::Query,
+        alias: Option<&ast::TableAlias>,
+        kind: JoinKind,
+        constraint: &ast::JoinConstraint,
+    ) -> Result<(Plan, Scope)> {
+        if !matches!(kind, JoinKind::Inner | JoinKind::Left) {
+            return Err(SqlError::unsupported("RIGHT or FULL JOIN LATERAL"));
+        }
+        let (bound, _) = self.with_level(left_scope.clone(), |b| b.bind_subquery(subquery))?;
+        let alias_name = alias.map(|a| normalize_ident(&a.name)).unwrap_or_default();
+        let columns = apply_column_aliases(bound.columns, alias);
+        let right_scope = Scope::of_table(&alias_name, &columns);
+        check_aliases(&left_scope, &right_scope)?;
+        let right_width = right_scope.columns.len();
+        let mut scope = left_scope;
+        scope.columns.extend(right_scope.columns);
+        let on = match constraint {
+            ast::JoinConstraint::On(e) => {
+                let (on, ty) = self.with_level(scope.clone(), |b| b.bind_expr(e, &scope))?;
+                expect_boolean(ty, "JOIN/ON")?;
+                Some(on)
+            }
+            ast::JoinConstraint::None => None,
+            _ => return Err(SqlError::unsupported("USING or NATURAL with LATERAL")),
+        };
+        let plan = Plan::Lateral {
+            left: Box::new(left),
+            right: Box::new(bound.plan),
+            kind,
+            on,
+            right_width,
+        };
+        Ok((plan, scope))
+    }
+
+    /// A user table or a system view.
+    pub fn table_source(&self, schema: Option<&str>, name: &str) -> Result<(Plan, Vec<Column>)> {
+        if let Some(table) = self.user_table(schema, name) {
+            let columns = table_columns(&table);
+            let plan = Plan::Scan {
+                table,
+                access: crate::execution::plan::Access::Full,
+                filter: None,
+                columns: None,
+            };
+            return Ok((plan, columns));
+        }
+        let system = system::lookup(schema, name).ok_or_else(|| SqlError::undefined_table(name))?;
+        Ok((Plan::System(system), system_columns(system)))
+    }
+
+    /// The user table `name` (schema `public` or none).
+    pub fn user_table(&self, schema: Option<&str>, name: &str) -> Option<Arc<TableDef>> {
+        match schema {
+            None | Some("public") => self.engine.table(name),
+            Some(_) => None,
+        }
+    }
+
+    pub(super) fn bind_table_function(
+        &mut self,
+        name: &str,
+        args: &[ast::FunctionArg],
+        alias: Option<&ast::TableAlias>,
+    ) -> Result<(Plan, Scope)> {
+        if name != "generate_series" {
+            return Err(SqlError::undefined_function(format!(
+                "function {name} does not exist"
+            )));
+        }
+        let empty = Scope::default();
+        let mut bound = Vec::new();
+        for arg in args {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
+                return Err(SqlError::syntax("generate_series takes plain arguments"));
+            };
+            bound.push(self.bind_expr_with_level(e, &empty)?);
+        }
+        if !(2..=3).contains(&bound.len()) {
+            return Err(SqlError::undefined_function(
+                "function generate_series with these arguments does not exist",
+            ));
+        }
+        let ty = series_type(&bound);
+        let mut exprs = bound
+            .into_iter()
+            .map(|(e, t)| coerce_to(e, t, ty))
+            .collect::<Result<Vec<Expr>>>()?
+            .into_iter();
+        let null = || Expr::Literal(Value::Null);
+        let plan = Plan::Series {
+            start: exprs.next().unwrap_or_else(null),
+            stop: exprs.next().unwrap_or_else(null),
+            step: exprs.next(),
+        };
+        let alias_name = alias.map_or("generate_series".to_owned(), |a| normalize_ident(&a.name));
+        let columns = apply_column_aliases(vec![Column::new("generate_series", Some(ty))], alias);
+        let columns = if alias.is_some_and(|a| a.columns.is_empty()) {
+            vec![Column::new(alias_name.clone(), Some(ty))]
+        } else {
+            columns
+        };
+        Ok((plan, Scope::of_table(&alias_name, &columns)))
+    }
+}
+
+pub(super) fn cross_join(
+    left: Plan,
+    left_scope: Scope,
+    right: Plan,
+    right_scope: Scope,
+) -> (Plan, Scope) {
+    let right_width = right_scope.columns.len();
+    let left_width = left_scope.columns.len();
+    let mut scope = left_scope;
+    scope.columns.extend(right_scope.columns);
+    let plan = Plan::Join {
+        left: Box::new(left),
+        right: Box::new(right),
+        kind: JoinKind::Inner,
+        on: None,
+        left_width,
+        right_width,
+    };
+    (plan, scope)
+}
+
+pub(super) fn using_condition(
+    names: &[String],
+    left: &Scope,
+    right: &Scope,
+) -> Result<Option<Expr>> {
+    let mut condition: Option<Expr> = None;
+    for column in names {
+        let l = left
+            .find(None, column)?
+            .ok_or_else(|| using_missing(column, "left"))?;
+        let r = right
+            .find(None, column)?
+            .ok_or_else(|| using_missing(column, "right"))?;
+        let eq = Expr::Compare(
+            CmpOp::Eq,
+            Box::new(Expr::Column(l)),
+            Box::new(Expr::Column(left.columns.len() + r)),
+        );
+        condition = Some(match condition {
+            None => eq,
+            Some(c) => Expr::And(Box::new(c), Box::new(eq)),
+        });
+    }
+    Ok(condition)
+}
+
+pub(super) fn using_missing(column: &str, side: &str) -> SqlError {
+    SqlError::undefined_column(column).with_detail(format!(
+        "column \"{column}\" specified in USING clause does not exist in {side} table"
+    ))
+}
+
+/// The column names two sides have in common (NATURAL JOIN), in the left side's order.
+pub(super) fn common_columns(left: &Scope, right: &Scope) -> Vec<String> {
+    left.columns
+        .iter()
+        .filter(|c| !c.hidden && right.columns.iter().any(|r| !r.hidden && r.name == c.name))
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+/// After a USING / NATURAL join: the joined columns once (first), then the other columns of each
+/// side; each side's own copy stays reachable by its qualified name.
+pub(super) fn merge_using(
+    plan: Plan,
+    names: &[String],
+    kind: JoinKind,
+    left: &Scope,
+    right: &Scope,
+) -> Result<(Plan, Scope)> {
+    let offset = left.columns.len();
+    let mut exprs = Vec::new();
+    let mut columns = Vec::new();
+    let mut sides = left.clone();
+    sides.columns.extend(right.columns.iter().cloned());
+    for name in names {
+        let l = left
+            .find(None, name)?
+            .ok_or_else(|| using_missing(name, "left"))?;
+        let r = right
+            .find(None, name)?
+            .ok_or_else(|| using_missing(name, "right"))?
+            + offset;
+        let merged = match kind {
+            JoinKind::Right => Expr::Column(r),
+            JoinKind::Full => Expr::Case {
+                operand: None,
+                whens: vec![(
+                    Expr::Not(Box::new(Expr::IsNull(Box::new(Expr::Column(l))))),
+                    Expr::Column(l),
+                )],
+                otherwise: Some(Box::new(Expr::Column(r))),
+            },
+            JoinKind::Inner | JoinKind::Left => Expr::Column(l),
+        };
+        exprs.push(merged);
+        columns.push(ScopeColumn {
+            table: None,
+            name: name.clone(),
+            ty: sides.columns[l].ty,
+            hidden: false,
+            key: false,
+        });
+        sides.columns[l].hidden = true;
+        sides.columns[r].hidden = true;
+    }
+    for (i, column) in sides.columns.into_iter().enumerate() {
+        exprs.push(Expr::Column(i));
+        columns.push(column);
+    }
+    let plan = Plan::Project {
+        input: Box::new(plan),
+        exprs,
+    };
+    Ok((plan, Scope { columns }))
+}
+
+/// Two FROM items may not have the same name.
+pub(super) fn check_aliases(left: &Scope, right: &Scope) -> Result<()> {
+    for column in &right.columns {
+        if let Some(table) = column.table.as_deref().filter(|t| !t.is_empty()) {
+            if left.has_table(table) {
+                return Err(SqlError::new(
+                    "42712",
+                    format!("table name \"{table}\" specified more than once"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn apply_column_aliases(
+    mut columns: Vec<Column>,
+    alias: Option<&ast::TableAlias>,
+) -> Vec<Column> {
+    if let Some(alias) = alias {
+        for (column, name) in columns.iter_mut().zip(&alias.columns) {
+            column.name = normalize_ident(&name.name);
+        }
+    }
+    columns
+}
+
+pub(super) fn system_columns(table: &SystemTable) -> Vec<Column> {
+    table
+        .columns
+        .iter()
+        .map(|(name, ty)| Column::new(*name, Some(*ty)))
+        .collect()
+}
+
+pub(super) fn series_type(args: &[Typed]) -> DataType {
+    let mut ty = DataType::Integer;
+    for (_, t) in args {
+        match t {
+            Some(DataType::BigInt) if ty == DataType::Integer => ty = DataType::BigInt,
+            Some(DataType::Numeric { .. }) => {
+                ty = DataType::Numeric {
+                    precision: None,
+                    scale: None,
+                }
+            }
+            _ => {}
+        }
+    }
+    ty
+}

@@ -1,0 +1,344 @@
+//! ALTER TABLE: ADD COLUMN (a constant default is kept as the column's missing value, no rewrite;
+//! a volatile one rewrites), DROP COLUMN, ADD/DROP CONSTRAINT and ADD PRIMARY KEY (a re-clustering
+//! bulk rebuild).
+
+use super::*;
+
+impl Ddl<'_> {
+    pub(super) fn alter_table(&self, alter: &ast::AlterTable) -> Result<QueryResult> {
+        let (_, name) = object_name(&alter.name);
+        if self.engine().table(&name).is_none() {
+            if alter.if_exists {
+                return Ok(QueryResult::command("ALTER TABLE"));
+            }
+            return Err(SqlError::undefined_table(&name));
+        }
+        for operation in &alter.operations {
+            let table = self
+                .engine()
+                .table(&name)
+                .ok_or_else(|| SqlError::undefined_table(&name))?;
+            self.alter_one(&table, operation)?;
+        }
+        Ok(QueryResult::command("ALTER TABLE"))
+    }
+
+    pub(super) fn alter_one(
+        &self,
+        table: &TableDef,
+        operation: &AlterTableOperation,
+    ) -> Result<()> {
+        match operation {
+            AlterTableOperation::AddColumn {
+                if_not_exists,
+                column_def,
+                ..
+            } => self.add_column(table, column_def, *if_not_exists),
+            AlterTableOperation::DropColumn {
+                column_names,
+                if_exists,
+                ..
+            } => {
+                for column in column_names {
+                    self.drop_column(table, &normalize_ident(column), *if_exists)?;
+                }
+                Ok(())
+            }
+            AlterTableOperation::AddConstraint { constraint, .. } => {
+                self.add_constraint(table, constraint)
+            }
+            AlterTableOperation::DropConstraint {
+                if_exists, name, ..
+            } => self.drop_constraint(table, &normalize_ident(name), *if_exists),
+            other => Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
+        }
+    }
+
+    pub(super) fn add_column(
+        &self,
+        table: &TableDef,
+        column: &ast::ColumnDef,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        let name = normalize_ident(&column.name);
+        if table.column(&name).is_some() {
+            if if_not_exists {
+                return Ok(());
+            }
+            return Err(SqlError::new(
+                "42701",
+                format!(
+                    "column \"{name}\" of relation \"{}\" already exists",
+                    table.name
+                ),
+            ));
+        }
+        let mut spec = TableSpec {
+            columns: table.columns.clone(),
+            ..TableSpec::default()
+        };
+        self.add_column_spec(&table.name, column, &mut spec)?;
+        if spec.primary_key.is_some() {
+            return Err(SqlError::unsupported("ADD COLUMN ... PRIMARY KEY"));
+        }
+        let position = spec.columns.len() - 1;
+        let mut altered = table.clone();
+        altered.columns = spec.columns.clone();
+        if let Some(default) = &altered.columns[position].default {
+            self.check_default(&altered, position, default)?;
+        }
+        for sequence in &spec.sequences {
+            self.engine().drop_sequence(sequence)?;
+            self.engine().create_sequence(sequence)?;
+        }
+        self.fill_new_column(table, &altered, position)?;
+        let altered = self
+            .engine()
+            .table(&table.name)
+            .ok_or_else(|| SqlError::undefined_table(&table.name))?;
+        self.add_table_constraints(&altered, &spec)
+    }
+
+    /// Switches to the definition with the new column and gives existing rows its default
+    /// (failing with 23502 when the column is NOT NULL without a default and rows exist): a
+    /// constant default becomes the column's missing value, read by rows stored before it; a
+    /// volatile one (`nextval`, `random()`, `now()`) is evaluated for each row, which is rewritten.
+    pub(super) fn fill_new_column(
+        &self,
+        old: &TableDef,
+        altered: &TableDef,
+        position: usize,
+    ) -> Result<()> {
+        let engine = Arc::clone(self.engine());
+        let column = &altered.columns[position];
+        let mut txn = engine.begin(Isolation::ReadCommitted)?;
+        let has_rows = txn
+            .scan_rows(old, Bound::Unbounded, Bound::Unbounded)?
+            .next()
+            .is_some();
+        if has_rows && column.default.is_none() && !column.nullable {
+            return Err(SqlError::new(
+                "23502",
+                format!(
+                    "column \"{}\" of relation \"{}\" contains null values",
+                    column.name, old.name
+                ),
+            ));
+        }
+        txn.rollback()?;
+        let Some(default) = altered.columns[position].default.clone() else {
+            self.engine().alter_table(altered.clone())?;
+            return Ok(());
+        };
+        let mut binder = Binder::new(&engine, self.db.stats(), vec![]);
+        let ty = altered.columns[position].data_type;
+        let (expr, _) = binder.bind_expr_as(&parse_expr(&default)?, &Scope::default(), ty)?;
+        if expr.is_constant() {
+            // Existing rows read the value without being rewritten (PostgreSQL's attmissingval):
+            // ADD COLUMN with a constant default takes the same time whatever the table's size.
+            let value = crate::execution::executor::eval_constant(&expr)?.assign_to(&ty)?;
+            let mut altered = altered.clone();
+            altered.columns[position].missing =
+                (!value.is_null()).then(|| steady_engine::codec::encode_row(&[value]));
+            self.engine().alter_table(altered)?;
+            return Ok(());
+        }
+        let altered = self.engine().alter_table(altered.clone())?;
+        let mut txn = engine.begin(Isolation::ReadCommitted)?;
+        let rows: Vec<(Vec<u8>, Vec<Value>)> = txn
+            .scan_rows(&altered, Bound::Unbounded, Bound::Unbounded)?
+            .collect::<std::result::Result<_, _>>()?;
+        let info = self.session.info().clone();
+        let mut ctx = ExecCtx::new(Some(engine.clone()), Some(&mut txn), &[], &info);
+        for (pk, mut values) in rows {
+            values[position] = expr
+                .eval(&[], &mut ctx)?
+                .assign_to(&altered.columns[position].data_type)?;
+            ctx.txn()?.update_row(&altered, &pk, &values)?;
+        }
+        drop(ctx);
+        txn.commit()?;
+        Ok(())
+    }
+
+    pub(super) fn drop_column(&self, table: &TableDef, name: &str, if_exists: bool) -> Result<()> {
+        let table = self
+            .engine()
+            .table(&table.name)
+            .ok_or_else(|| SqlError::undefined_table(&table.name))?;
+        let Some(position) = table.column(name).filter(|_| !is_dropped(name)) else {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(SqlError::undefined_column(name)
+                .with_detail(format!("of relation \"{}\"", table.name)));
+        };
+        if table.primary_key.contains(&position) {
+            return Err(SqlError::unsupported("dropping a primary-key column"));
+        }
+        let referenced = referencing(self.engine(), &table.name)
+            .iter()
+            .any(|(_, fk)| fk.ref_columns.contains(&position));
+        if referenced {
+            return Err(SqlError::new(
+                "2BP01",
+                format!(
+                    "cannot drop column {name} of table {} because other objects depend on it",
+                    table.name
+                ),
+            ));
+        }
+        for index in table
+            .indexes
+            .iter()
+            .filter(|i| i.columns.contains(&position))
+        {
+            self.engine()
+                .drop_secondary_index(&table.name, &index.name)?;
+        }
+        let mut altered = (*self
+            .engine()
+            .table(&table.name)
+            .ok_or_else(|| SqlError::undefined_table(&table.name))?)
+        .clone();
+        altered.columns[position] = ColumnDef {
+            name: format!("{DROPPED_PREFIX}{}........", position + 1),
+            data_type: altered.columns[position].data_type,
+            nullable: true,
+            default: None,
+            missing: None,
+        };
+        altered.constraints.retain(|c| {
+            !matches!(serde_json::from_str(c), Ok(Constraint::ForeignKey(fk)) if fk.columns.contains(&position))
+        });
+        self.engine().alter_table(altered)?;
+        Ok(())
+    }
+
+    pub(super) fn add_constraint(
+        &self,
+        table: &TableDef,
+        constraint: &TableConstraint,
+    ) -> Result<()> {
+        let positions = |columns: &[String]| -> Result<Vec<usize>> {
+            columns
+                .iter()
+                .map(|c| {
+                    table.column(c).filter(|_| !is_dropped(c)).ok_or_else(|| {
+                        SqlError::new(
+                            "42703",
+                            format!("column \"{c}\" named in key does not exist"),
+                        )
+                    })
+                })
+                .collect()
+        };
+        match constraint {
+            TableConstraint::PrimaryKey(pk) => {
+                if !table.primary_key.is_empty() {
+                    return Err(SqlError::new(
+                        "42P16",
+                        format!(
+                            "multiple primary keys for table \"{}\" are not allowed",
+                            table.name
+                        ),
+                    ));
+                }
+                let columns = positions(&index_column_names(&pk.columns)?)?;
+                self.add_primary_key(table, columns)
+            }
+            TableConstraint::Unique(unique) => {
+                let columns = positions(&index_column_names(&unique.columns)?)?;
+                let name = unique
+                    .name
+                    .as_ref()
+                    .map(normalize_ident)
+                    .unwrap_or_else(|| derived_name(&table.name, table, &columns, "key"));
+                if self.relation_exists(&name) {
+                    return Err(SqlError::new(
+                        "42P07",
+                        format!("relation \"{name}\" already exists"),
+                    ));
+                }
+                self.engine()
+                    .create_secondary_index(&table.name, &name, columns, true)
+                    .map_err(|err| match err {
+                        EngineError::UniqueViolation { .. } => SqlError::new(
+                            "23505",
+                            format!("could not create unique index \"{name}\""),
+                        ),
+                        other => other.into(),
+                    })?;
+                Ok(())
+            }
+            TableConstraint::ForeignKey(fk) => {
+                let names: Vec<String> = fk.columns.iter().map(normalize_ident).collect();
+                let columns = positions(&names)?;
+                let refs: Vec<String> = fk.referred_columns.iter().map(normalize_ident).collect();
+                self.add_foreign_key(
+                    table,
+                    fk.name.as_ref().map(normalize_ident),
+                    columns,
+                    &fk.foreign_table,
+                    &refs,
+                )
+            }
+            other => Err(SqlError::unsupported(format!("constraint {other}"))),
+        }
+    }
+
+    /// ADD PRIMARY KEY: the columns become NOT NULL and the table is re-clustered on them.
+    pub(super) fn add_primary_key(&self, table: &TableDef, columns: Vec<usize>) -> Result<()> {
+        let rebuilt = self
+            .engine()
+            .add_primary_key(&table.name, columns.clone())
+            .map_err(|err| match err {
+                EngineError::UniqueViolation { .. } => SqlError::new(
+                    "23505",
+                    format!("could not create unique index \"{}_pkey\"", table.name),
+                ),
+                EngineError::NotNullViolation(_) => {
+                    let column = &table.columns[columns[0]].name;
+                    SqlError::new(
+                        "23502",
+                        format!(
+                            "column \"{column}\" of relation \"{}\" contains null values",
+                            table.name
+                        ),
+                    )
+                }
+                other => other.into(),
+            })?;
+        let mut altered = (*rebuilt).clone();
+        for &c in &columns {
+            altered.columns[c].nullable = false;
+        }
+        self.engine().alter_table(altered)?;
+        Ok(())
+    }
+
+    pub(super) fn drop_constraint(
+        &self,
+        table: &TableDef,
+        name: &str,
+        if_exists: bool,
+    ) -> Result<()> {
+        if foreign_keys(table).iter().any(|fk| fk.name == name) {
+            return self.remove_constraint(table, name);
+        }
+        if table.index(name).is_some_and(|i| i.unique) {
+            self.engine().drop_secondary_index(&table.name, name)?;
+            return Ok(());
+        }
+        if if_exists {
+            return Ok(());
+        }
+        Err(SqlError::new(
+            "42704",
+            format!(
+                "constraint \"{name}\" of relation \"{}\" does not exist",
+                table.name
+            ),
+        ))
+    }
+}
