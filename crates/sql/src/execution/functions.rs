@@ -103,6 +103,7 @@ pub(crate) const fn contextual(
     }
 }
 
+/// Called with NULL arguments too (it decides what NULL gives); foldable.
 const fn lenient(
     name: &'static str,
     args: (usize, usize),
@@ -110,13 +111,8 @@ const fn lenient(
     eval: Body,
 ) -> Function {
     Function {
-        name,
-        min_args: args.0,
-        max_args: args.1,
         strict: false,
-        volatile: false,
-        returns,
-        eval,
+        ..strict(name, args, returns, eval)
     }
 }
 

@@ -13,7 +13,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{AggCall, AggFunc};
 use crate::execution::expr::{Expr, Subquery, SubqueryKind};
 use crate::execution::functions;
-use crate::execution::plan::SortKey;
+use crate::execution::plan::{Plan, SortKey};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
 use crate::types::ops::{self, ArithOp, Category, CmpOp};
 use crate::types::{convert_type, normalize_ident, object_name, parse_number};
@@ -390,19 +390,8 @@ impl Binder<'_> {
         negated: bool,
         scope: &Scope,
     ) -> Result<Typed> {
-        let (needle, ty) = self.bind_expr(e, scope)?;
-        let (bound, correlated) = self.bind_subquery_full(query)?;
-        if bound.columns.len() != 1 {
-            return Err(SqlError::syntax("subquery has too many columns"));
-        }
-        let (needle, _, _) = self.unify(
-            needle,
-            ty,
-            Expr::Literal(Value::Null),
-            bound.columns[0].ty,
-            "=",
-        )?;
-        let sub = self.subquery(bound.plan, SubqueryKind::In(Box::new(needle)), correlated);
+        let (needle, plan, correlated) = self.bind_compared_subquery(e, query, "=", scope)?;
+        let sub = self.subquery(plan, SubqueryKind::In(Box::new(needle)), correlated);
         Ok((negate_if(sub, negated), Some(DataType::Boolean)))
     }
 
@@ -419,7 +408,29 @@ impl Binder<'_> {
             return Err(SqlError::unsupported("ANY/ALL over a non-subquery"));
         };
         let op = comparison(op).ok_or_else(|| SqlError::unsupported(format!("{op} ANY/ALL")))?;
-        let (needle, ty) = self.bind_expr(left, scope)?;
+        let (needle, plan, correlated) =
+            self.bind_compared_subquery(left, query, op.symbol(), scope)?;
+        let kind = SubqueryKind::Quantified {
+            expr: Box::new(needle),
+            op,
+            all,
+        };
+        Ok((
+            self.subquery(plan, kind, correlated),
+            Some(DataType::Boolean),
+        ))
+    }
+
+    /// `e` compared by `op` with the one column of `query`: the operand coerced to the column's
+    /// type, the subquery's plan, and whether it is correlated.
+    fn bind_compared_subquery(
+        &mut self,
+        e: &AstExpr,
+        query: &ast::Query,
+        op: &str,
+        scope: &Scope,
+    ) -> Result<(Expr, Plan, bool)> {
+        let (needle, ty) = self.bind_expr(e, scope)?;
         let (bound, correlated) = self.bind_subquery_full(query)?;
         if bound.columns.len() != 1 {
             return Err(SqlError::syntax("subquery has too many columns"));
@@ -429,17 +440,9 @@ impl Binder<'_> {
             ty,
             Expr::Literal(Value::Null),
             bound.columns[0].ty,
-            op.symbol(),
-        )?;
-        let kind = SubqueryKind::Quantified {
-            expr: Box::new(needle),
             op,
-            all,
-        };
-        Ok((
-            self.subquery(bound.plan, kind, correlated),
-            Some(DataType::Boolean),
-        ))
+        )?;
+        Ok((needle, bound.plan, correlated))
     }
 
     fn bind_subquery_full(

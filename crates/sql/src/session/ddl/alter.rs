@@ -224,12 +224,10 @@ impl Ddl<'_> {
             columns
                 .iter()
                 .map(|c| {
-                    table.column(c).filter(|_| !is_dropped(c)).ok_or_else(|| {
-                        SqlError::new(
-                            "42703",
-                            format!("column \"{c}\" named in key does not exist"),
-                        )
-                    })
+                    table
+                        .column(c)
+                        .filter(|_| !is_dropped(c))
+                        .ok_or_else(|| missing_key_column(c))
                 })
                 .collect()
         };

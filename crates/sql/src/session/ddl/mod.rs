@@ -290,12 +290,7 @@ impl Ddl<'_> {
                     spec.columns
                         .iter()
                         .position(|d| d.name == *c)
-                        .ok_or_else(|| {
-                            SqlError::new(
-                                "42703",
-                                format!("column \"{c}\" named in key does not exist"),
-                            )
-                        })
+                        .ok_or_else(|| missing_key_column(c))
                 })
                 .collect()
         };
@@ -594,6 +589,14 @@ impl Ddl<'_> {
     // -----------------------------------------------------------------------------------------
     // ALTER TABLE
     // -----------------------------------------------------------------------------------------
+}
+
+/// 42703 for a key (PRIMARY KEY, UNIQUE) naming a column the table lacks.
+fn missing_key_column(column: &str) -> SqlError {
+    SqlError::new(
+        "42703",
+        format!("column \"{column}\" named in key does not exist"),
+    )
 }
 
 fn set_primary_key(spec: &mut TableSpec, table: &str, columns: Vec<usize>) -> Result<()> {
