@@ -645,8 +645,9 @@ impl Transaction {
 
     /// The primary keys of the entries of `index` in the range, sorted and without repeats, read
     /// from the index alone: the candidates of a statement that finds its rows through the index.
-    /// Entries may be stale; [`Transaction::delete_rows_in_key_order`] and
-    /// [`Transaction::update_rows_in_key_order`] re-check each row.
+    /// Sorted and unique, so that visiting them changes the rows in key order and reads each
+    /// clustered page once (seed 000); entries may be stale, so the caller locks each row and
+    /// checks it again.
     pub fn index_candidates(
         &mut self,
         index: &IndexDef,
@@ -661,52 +662,6 @@ impl Transaction {
         keys.sort_unstable();
         keys.dedup();
         Ok(keys)
-    }
-
-    /// Deletes the rows under `keys` that still satisfy `condition`, in primary-key order, so each
-    /// clustered page is read and dirtied once however the keys were found (seed 000). Each row is
-    /// locked and re-checked on the version the lock returns. Returns the rows deleted.
-    pub fn delete_rows_in_key_order(
-        &mut self,
-        table: &TableDef,
-        mut keys: Vec<Vec<u8>>,
-        condition: impl Fn(&[Value]) -> bool,
-    ) -> Result<usize> {
-        keys.sort_unstable();
-        keys.dedup();
-        let mut deleted = 0;
-        for pk in keys {
-            let Some(values) = self.lock_table_row(table, &pk)? else {
-                continue;
-            };
-            if condition(&values) && self.delete_row(table, &pk)? {
-                deleted += 1;
-            }
-        }
-        Ok(deleted)
-    }
-
-    /// Replaces rows in primary-key order (see [`Transaction::delete_rows_in_key_order`]):
-    /// `change` gets each row's newest version and returns its new values, or None to leave it.
-    /// Returns the rows updated.
-    pub fn update_rows_in_key_order(
-        &mut self,
-        table: &TableDef,
-        mut keys: Vec<Vec<u8>>,
-        change: impl Fn(&[Value]) -> Option<Vec<Value>>,
-    ) -> Result<usize> {
-        keys.sort_unstable();
-        keys.dedup();
-        let mut updated = 0;
-        for pk in keys {
-            let Some(values) = self.lock_table_row(table, &pk)? else {
-                continue;
-            };
-            if let Some(new_values) = change(&values) {
-                updated += usize::from(self.update_row(table, &pk, &new_values)?);
-            }
-        }
-        Ok(updated)
     }
 
     /// Takes the table's lock shared until the transaction ends, so DDL on the table waits for it.

@@ -584,17 +584,18 @@ fn strpos(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn left(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let chars: Vec<char> = string(&args[0]).chars().collect();
-    let n = as_i64(&args[1]);
-    let keep = if n >= 0 {
-        (n as usize).min(chars.len())
-    } else {
-        chars.len().saturating_sub(n.unsigned_abs() as usize)
-    };
+    let (chars, keep) = kept_chars(args);
     Ok(Value::Text(chars[..keep].iter().collect()))
 }
 
 fn right(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (chars, keep) = kept_chars(args);
+    Ok(Value::Text(chars[chars.len() - keep..].iter().collect()))
+}
+
+/// `left`/`right`'s string as characters and how many of them to keep: n, or all but |n| when n
+/// is negative.
+fn kept_chars(args: &[Value]) -> (Vec<char>, usize) {
     let chars: Vec<char> = string(&args[0]).chars().collect();
     let n = as_i64(&args[1]);
     let keep = if n >= 0 {
@@ -602,7 +603,7 @@ fn right(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     } else {
         chars.len().saturating_sub(n.unsigned_abs() as usize)
     };
-    Ok(Value::Text(chars[chars.len() - keep..].iter().collect()))
+    (chars, keep)
 }
 
 fn pad(args: &[Value], on_left: bool) -> Value {

@@ -7,7 +7,7 @@
 //! are read-only and visible under their own name or their schema's (`pg_catalog.pg_class`); an
 //! unqualified name finds only views of the search path (`pg_catalog`, `public`), as in
 //! PostgreSQL. Catalog values follow PostgreSQL's meanings and oids ([`oids`], [`pg_type`]), in
-//! the engine's types ([`rows`]).
+//! the value types of `steady-types` ([`rows`]).
 //!
 //! Modules: [`steady`], [`relations`] (pg_class & co.), [`globals`] (everything else in
 //! pg_catalog), [`information_schema`]; [`model`] derives relations, indexes and constraints from
