@@ -336,3 +336,43 @@ fn add_column_with_a_constant_default_reads_it_from_old_rows_without_rewriting_t
         "5001"
     );
 }
+
+/// `UPDATE ... LIMIT n` changes the first n matching rows in primary-key order, as `DELETE ...
+/// LIMIT n` does; an ORDER BY (which would choose other rows) is refused and changes nothing, never
+/// run as if it were absent: 0A000 for DELETE, a syntax error for UPDATE (as in PostgreSQL).
+#[test]
+fn write_limits_take_rows_in_key_order_and_order_by_is_refused() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    ok(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
+    ok(
+        &mut session,
+        "INSERT INTO t SELECT g, 0 FROM generate_series(1, 10) g",
+    );
+    let updated = ok(&mut session, "UPDATE t SET v = 1 WHERE id > 3 LIMIT 2");
+    assert_eq!(updated.tag, "UPDATE 2");
+    assert_eq!(
+        cell(
+            &mut session,
+            "SELECT string_agg(id::text, ',') FROM t WHERE v = 1"
+        ),
+        "4,5"
+    );
+    for (statement, code) in [
+        ("DELETE FROM t ORDER BY id DESC LIMIT 1", "0A000"),
+        ("UPDATE t SET v = 2 ORDER BY id DESC LIMIT 1", "42601"),
+    ] {
+        let err = session.execute(statement).remove(0).unwrap_err();
+        assert_eq!(err.code, code, "{statement}: {err}");
+    }
+    assert_eq!(
+        cell(&mut session, "SELECT count(*) FROM t WHERE v = 2"),
+        "0"
+    );
+    let deleted = ok(&mut session, "DELETE FROM t WHERE v = 0 LIMIT 3");
+    assert_eq!(deleted.tag, "DELETE 3");
+    assert_eq!(cell(&mut session, "SELECT min(id) FROM t"), "4");
+}

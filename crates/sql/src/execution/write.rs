@@ -432,15 +432,18 @@ impl Target {
 pub struct UpdatePlan {
     pub target: Target,
     pub assignments: Vec<(usize, Expr)>,
+    /// `LIMIT n`: only the first n rows in primary-key order.
+    pub limit: Option<Expr>,
     pub returning: Option<Returning>,
 }
 
 impl UpdatePlan {
     pub fn run(&self, ctx: &mut ExecCtx) -> Result<Written> {
+        let limit = row_limit(self.limit.as_ref(), ctx)?;
         let table = self.target.table.clone();
         let mut written = Vec::new();
         let mut moved: Vec<Vec<u8>> = Vec::new();
-        let count = self.target.for_each_row(ctx, None, |ctx, pk, old, row| {
+        let count = self.target.for_each_row(ctx, limit, |ctx, pk, old, row| {
             if moved.iter().any(|k| k.as_slice() == pk) {
                 return Ok(false);
             }
@@ -471,16 +474,7 @@ pub struct DeletePlan {
 
 impl DeletePlan {
     pub fn run(&self, ctx: &mut ExecCtx) -> Result<Written> {
-        let limit = match &self.limit {
-            Some(e) => match e.eval(&[], ctx)? {
-                Value::Null => None,
-                v => Some(
-                    usize::try_from(ops::as_i64(&v))
-                        .map_err(|_| SqlError::new("2201W", "LIMIT must not be negative"))?,
-                ),
-            },
-            None => None,
-        };
+        let limit = row_limit(self.limit.as_ref(), ctx)?;
         let table = self.target.table.clone();
         let mut deleted = Vec::new();
         let keep_rows = self.returning.is_some();
@@ -497,5 +491,16 @@ impl DeletePlan {
             count: count as u64,
             returned,
         })
+    }
+}
+
+/// The row count of a write's `LIMIT` (None: no limit, or LIMIT NULL).
+fn row_limit(limit: Option<&Expr>, ctx: &mut ExecCtx) -> Result<Option<usize>> {
+    let Some(limit) = limit else { return Ok(None) };
+    match limit.eval(&[], ctx)? {
+        Value::Null => Ok(None),
+        v => usize::try_from(ops::as_i64(&v))
+            .map(Some)
+            .map_err(|_| SqlError::new("2201W", "LIMIT must not be negative")),
     }
 }

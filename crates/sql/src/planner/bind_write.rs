@@ -471,6 +471,12 @@ fn bind_update(binder: &mut Binder, update: &ast::Update) -> Result<UpdatePlan> 
     if !update.table.joins.is_empty() {
         return Err(SqlError::unsupported("UPDATE of a join"));
     }
+    refuse_unhonoured(
+        "UPDATE",
+        &update.order_by,
+        update.or.is_some(),
+        &update.output,
+    )?;
     let from = match &update.from {
         Some(
             ast::UpdateTableFromKind::BeforeSet(from) | ast::UpdateTableFromKind::AfterSet(from),
@@ -484,12 +490,46 @@ fn bind_update(binder: &mut Binder, update: &ast::Update) -> Result<UpdatePlan> 
         update.selection.as_ref(),
     )?;
     let assignments = bind_set(binder, &target.table, &update.assignments, &scope)?;
+    let limit = bind_write_limit(binder, update.limit.as_ref())?;
     let returning = bind_returning(binder, update.returning.as_ref(), &scope)?;
     Ok(UpdatePlan {
         target,
         assignments,
+        limit,
         returning,
     })
+}
+
+/// `LIMIT n` of an UPDATE or DELETE (an extension: the first n rows in primary-key order).
+fn bind_write_limit(binder: &mut Binder, limit: Option<&AstExpr>) -> Result<Option<Expr>> {
+    limit
+        .map(|l| {
+            binder
+                .bind_expr_as(l, &Scope::default(), DataType::BigInt)
+                .map(|t| t.0)
+        })
+        .transpose()
+}
+
+/// Refuses the clauses of other dialects that the parser accepts but SteadyDB does not honour
+/// (0A000), rather than running the statement without them: ORDER BY (which rows a LIMIT takes),
+/// SQLite's `UPDATE OR ...` and SQL Server's OUTPUT.
+fn refuse_unhonoured(
+    statement: &str,
+    order_by: &[ast::OrderByExpr],
+    sqlite_or: bool,
+    output: &Option<ast::OutputClause>,
+) -> Result<()> {
+    let clause = if !order_by.is_empty() {
+        "ORDER BY"
+    } else if sqlite_or {
+        "OR"
+    } else if output.is_some() {
+        "OUTPUT"
+    } else {
+        return Ok(());
+    };
+    Err(SqlError::unsupported(format!("{statement} ... {clause}")))
 }
 
 fn bind_delete(binder: &mut Binder, delete: &ast::Delete) -> Result<DeletePlan> {
@@ -499,21 +539,14 @@ fn bind_delete(binder: &mut Binder, delete: &ast::Delete) -> Result<DeletePlan> 
     let [relation] = from.as_slice() else {
         return Err(SqlError::unsupported("DELETE from several tables"));
     };
-    if !relation.joins.is_empty() {
+    if !relation.joins.is_empty() || !delete.tables.is_empty() {
         return Err(SqlError::unsupported("DELETE from a join"));
     }
+    refuse_unhonoured("DELETE", &delete.order_by, false, &delete.output)?;
     let using = delete.using.as_deref().unwrap_or_default();
     let (target, scope) =
         bind_target(binder, &relation.relation, using, delete.selection.as_ref())?;
-    let limit = delete
-        .limit
-        .as_ref()
-        .map(|l| {
-            binder
-                .bind_expr_as(l, &Scope::default(), DataType::BigInt)
-                .map(|t| t.0)
-        })
-        .transpose()?;
+    let limit = bind_write_limit(binder, delete.limit.as_ref())?;
     let returning = bind_returning(binder, delete.returning.as_ref(), &scope)?;
     Ok(DeletePlan {
         target,
