@@ -496,3 +496,45 @@ fn a_password_requires_scram() {
         assert_eq!(err.code(), Some(&SqlState::INVALID_PASSWORD), "{err}");
     });
 }
+
+/// A served data directory belongs to its server: a second `steady serve` and a `steady check` of
+/// it fail with an error naming the holder's pid, and leave the server working; once the server
+/// has stopped, `steady check` opens the directory.
+#[test]
+fn a_served_directory_refuses_a_second_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path());
+    let holder = format!("pid {}", server.child.id());
+    let data = dir.path().to_str().unwrap();
+    for args in [
+        vec!["serve", "--data", data, "--listen", "127.0.0.1:0"],
+        vec!["check", data],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_steady"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} succeeded: {stderr}");
+        assert!(
+            stderr.contains("in use by another process") && stderr.contains(&holder),
+            "{args:?}: {stderr}"
+        );
+    }
+    scenario(async {
+        let client = server.connect().await;
+        client.simple_query("SELECT 1").await.unwrap();
+    });
+    let (stopped, log) = server.stop();
+    assert!(stopped, "{log}");
+    let check = Command::new(env!("CARGO_BIN_EXE_steady"))
+        .args(["check", data])
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+}

@@ -5,6 +5,12 @@
 //! positioned reads and writes (`pread`/`pwrite`), optional `O_DIRECT`, and `fsync` of the directory
 //! after a file is created, renamed or removed.
 //!
+//! An [`OsVfs`] owns its directory for its process: the process holds an exclusive `flock` on the
+//! file [`LOCK_FILE`] (which names the holder's pid and start time) while any `OsVfs` of it uses
+//! the directory, so a second process — a second `steady serve`, or `steady shell` / `steady
+//! check` on a served directory — gets a clear error instead of corrupting the data. The kernel
+//! drops the lock when the process ends, however it ends.
+//!
 //! Invariant: page I/O always uses [`AlignedBuf`] buffers and page-aligned offsets, so `O_DIRECT`
 //! can be switched on without touching callers (the kernel here does not reject misaligned direct I/O,
 //! so the alignment is enforced by the type, not by a test failure).
@@ -63,15 +69,22 @@ pub trait Vfs: Send + Sync {
 pub struct OsVfs {
     dir: PathBuf,
     direct_io: bool,
+    /// The directory's lock, shared by this process's `OsVfs`s of it; released with the last.
+    _lock: Arc<File>,
 }
 
+/// The file in a data directory whose `flock` says which process uses the directory.
+pub const LOCK_FILE: &str = "steady.lock";
+
 impl OsVfs {
-    /// Uses `dir` (created if missing); `direct_io` opens files with `O_DIRECT`.
+    /// Uses `dir` (created if missing) and takes its lock; `direct_io` opens files with `O_DIRECT`.
+    /// Fails with [`io::ErrorKind::WouldBlock`] when another process holds the directory.
     pub fn new(dir: &Path, direct_io: bool) -> io::Result<Self> {
         std::fs::create_dir_all(dir)?;
         Ok(OsVfs {
             dir: dir.to_path_buf(),
             direct_io,
+            _lock: lock_directory(dir)?,
         })
     }
 
@@ -89,6 +102,66 @@ impl OsVfs {
         let file = options.open(self.dir.join(name))?;
         Ok(Arc::new(OsFile { file }))
     }
+}
+
+/// The lock of `dir` for this process: the one already held, or a new one.
+fn lock_directory(dir: &Path) -> io::Result<Arc<File>> {
+    static HELD: Mutex<Vec<(PathBuf, std::sync::Weak<File>)>> = Mutex::new(Vec::new());
+    let dir = dir.canonicalize()?;
+    let mut held = HELD.lock();
+    held.retain(|(_, lock)| lock.strong_count() > 0);
+    if let Some(lock) = held
+        .iter()
+        .find(|(path, _)| *path == dir)
+        .and_then(|(_, lock)| lock.upgrade())
+    {
+        return Ok(lock);
+    }
+    let lock = Arc::new(take_lock(&dir)?);
+    held.push((dir, Arc::downgrade(&lock)));
+    Ok(lock)
+}
+
+/// Takes the exclusive lock of `dir` and writes the holder's description into the lock file.
+fn take_lock(dir: &Path) -> io::Result<File> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(LOCK_FILE))?;
+    // SAFETY: flock only takes the descriptor of a file this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(err);
+        }
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        return Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "data directory {} is in use by another process ({})",
+                dir.display(),
+                holder.trim()
+            ),
+        ));
+    }
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    file.set_len(0)?;
+    file.write_all_at(
+        format!(
+            "pid {}, started at unix time {started}\n",
+            std::process::id()
+        )
+        .as_bytes(),
+        0,
+    )?;
+    Ok(file)
 }
 
 impl Vfs for OsVfs {
@@ -116,8 +189,9 @@ impl Vfs for OsVfs {
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&self.dir)? {
             let entry = entry?;
-            if entry.file_type()?.is_file() {
-                names.push(entry.file_name().to_string_lossy().into_owned());
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type()?.is_file() && name != LOCK_FILE {
+                names.push(name);
             }
         }
         names.sort();
