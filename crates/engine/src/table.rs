@@ -23,6 +23,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use parking_lot::RwLockWriteGuard;
 use steady_storage::btree::BTree;
 use steady_storage::mtr::Mtr;
 
@@ -98,11 +99,7 @@ impl Engine {
 
     /// Drops a table: durable at once, its space reclaimed in the background (seed 004).
     pub fn drop_table(&self, name: &str) -> Result<()> {
-        let _table = self.lock_table_for_ddl(name)?;
-        let _ddl = self.ddl.write();
-        let table = self
-            .table(name)
-            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
+        let (_table, _ddl, table) = self.table_for_ddl(name)?;
         self.meta.delete(&table_key(table.id))?;
         self.store.sync_log()?;
         self.forget_table(&table);
@@ -112,11 +109,7 @@ impl Engine {
 
     /// Empties a table: its indexes move to a fresh space and the old one is dropped (O(1)).
     pub fn truncate_table(&self, name: &str) -> Result<()> {
-        let _table = self.lock_table_for_ddl(name)?;
-        let _ddl = self.ddl.write();
-        let table = self
-            .table(name)
-            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
+        let (_table, _ddl, table) = self.table_for_ddl(name)?;
         let space = self.store.create_space()?;
         let mut trees = vec![(
             table.id,
@@ -247,6 +240,20 @@ impl Engine {
         Ok(altered)
     }
 
+    /// Table `name` ready for a change of its definition or all its rows: its table lock, then
+    /// the database's DDL lock, then its definition as it is under both.
+    fn table_for_ddl(
+        &self,
+        name: &str,
+    ) -> Result<(TableDdlGuard<'_>, RwLockWriteGuard<'_, ()>, Arc<TableDef>)> {
+        let table_lock = self.lock_table_for_ddl(name)?;
+        let ddl = self.ddl.write();
+        let table = self
+            .table(name)
+            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
+        Ok((table_lock, ddl, table))
+    }
+
     /// Waits until no transaction that wrote to the table is running (they hold its table lock
     /// shared until they end) and keeps new writers out until the returned guard is dropped. Taken
     /// before the DDL lock, so a writer in the middle of its transaction can always finish.
@@ -275,11 +282,7 @@ impl Engine {
     /// secondary indexes; the old space is then dropped. Fails with 23505 on a duplicate key and
     /// 23502 on a NULL in a key column.
     pub fn add_primary_key(&self, name: &str, columns: Vec<usize>) -> Result<Arc<TableDef>> {
-        let _table = self.lock_table_for_ddl(name)?;
-        let _ddl = self.ddl.write();
-        let table = self
-            .table(name)
-            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
+        let (_table, _ddl, table) = self.table_for_ddl(name)?;
         let rows = self.live_rows(&table)?;
         let mut keyed = Vec::with_capacity(rows.len());
         for (_, values) in rows {
@@ -323,11 +326,7 @@ impl Engine {
     /// ADD PRIMARY KEY it waits for the table's writers, and it is not MVCC-safe: a snapshot older
     /// than the rewrite no longer finds the versions it replaced.
     pub fn rewrite_table(&self, name: &str) -> Result<Arc<TableDef>> {
-        let _table = self.lock_table_for_ddl(name)?;
-        let _ddl = self.ddl.write();
-        let table = self
-            .table(name)
-            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
+        let (_table, _ddl, table) = self.table_for_ddl(name)?;
         let rows = self.live_rows(&table)?;
         self.rebuild(&table, (*table).clone(), rows)
     }

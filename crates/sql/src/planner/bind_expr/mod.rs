@@ -509,25 +509,19 @@ impl Binder<'_> {
                 };
                 return Ok((expr, Some(DataType::Boolean)));
             }
-            BinaryOperator::PGLikeMatch | BinaryOperator::PGNotLikeMatch => {
-                return self.bind_like(
-                    left,
-                    right,
-                    false,
-                    *op == BinaryOperator::PGNotLikeMatch,
-                    false,
-                    scope,
-                )
-            }
-            BinaryOperator::PGILikeMatch | BinaryOperator::PGNotILikeMatch => {
-                return self.bind_like(
-                    left,
-                    right,
-                    false,
-                    *op == BinaryOperator::PGNotILikeMatch,
-                    true,
-                    scope,
-                )
+            BinaryOperator::PGLikeMatch
+            | BinaryOperator::PGNotLikeMatch
+            | BinaryOperator::PGILikeMatch
+            | BinaryOperator::PGNotILikeMatch => {
+                let negated = matches!(
+                    op,
+                    BinaryOperator::PGNotLikeMatch | BinaryOperator::PGNotILikeMatch
+                );
+                let case_insensitive = matches!(
+                    op,
+                    BinaryOperator::PGILikeMatch | BinaryOperator::PGNotILikeMatch
+                );
+                return self.bind_like(left, right, false, negated, case_insensitive, scope);
             }
             other => return self.bind_other_operator(left, other, right, scope),
         };
