@@ -422,3 +422,56 @@ fn ddl_waits_for_writers_of_the_table() {
         3
     );
 }
+
+/// Inserts into a table without secondary indexes take no row lock and do not look for the key
+/// before writing; a key that is present still ends in a unique violation, the rows already there
+/// stay as they were (after the statement's own rollback too), and a key this transaction deleted
+/// can be inserted again.
+#[test]
+fn an_insert_of_a_present_key_without_a_row_lock_is_a_unique_violation_that_changes_nothing() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    let columns = vec![
+        column("id", DataType::Integer),
+        column("v", DataType::Integer),
+    ];
+    let table = engine.create_table("plain", columns, vec![0]).unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    for id in 0..100 {
+        txn.insert_row(&table, &[Value::Integer(id), Value::Integer(id)])
+            .unwrap();
+    }
+    txn.commit().unwrap();
+
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    txn.insert_row(&table, &[Value::Integer(100), Value::Integer(0)])
+        .unwrap();
+    let err = txn
+        .insert_row(&table, &[Value::Integer(7), Value::Integer(-1)])
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            steady_engine::error::EngineError::UniqueViolation { .. }
+        ),
+        "{err}"
+    );
+    let pk = primary_key(&table, &[Value::Integer(7)]);
+    assert!(txn.delete_row(&table, &pk).unwrap());
+    txn.insert_row(&table, &[Value::Integer(7), Value::Integer(70)])
+        .unwrap();
+    txn.rollback().unwrap();
+
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        txn.get_row(&table, &pk).unwrap(),
+        Some(vec![Value::Integer(7), Value::Integer(7)])
+    );
+    let pk_new = primary_key(&table, &[Value::Integer(100)]);
+    assert_eq!(txn.get_row(&table, &pk_new).unwrap(), None);
+    let rows = txn
+        .scan_rows(&table, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .count();
+    assert_eq!(rows, 100);
+    txn.commit().unwrap();
+}

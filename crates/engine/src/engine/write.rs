@@ -62,8 +62,9 @@ impl Transaction {
     /// InnoDB's). Whoever locks the row afterwards finds a running writer in place and waits for
     /// this transaction's own lock ([`TXN_LOCKS`], taken here once) before going on
     /// (`Transaction::lock_current`). The undo entry comes first; the version goes in only if the
-    /// key is still absent, checked under the leaf's latch. False, with the insert left to the
-    /// locking path, when the key is present, a delete mark may be buried for it, the table has
+    /// key is still absent, checked under the leaf's latch (no descent beforehand to look: a
+    /// present key is the rare case, and costs only a harmless undo entry). False, with the insert
+    /// left to the locking path, when the key is present, a delete mark may be buried for it, the table has
     /// secondary indexes (purge removes their stale entries under row locks), or SERIALIZABLE
     /// must track the write. An undo entry of an insert that did not happen is harmless: undoing
     /// it removes only a version this transaction wrote.
@@ -87,7 +88,7 @@ impl Transaction {
         let tree = engine.tree(index)?;
         self.snapshot()?;
         let written_key = (index, pk.to_vec());
-        if self.written.contains_key(&written_key) || tree.get(pk)?.is_some() {
+        if self.written.contains_key(&written_key) {
             return Ok(false);
         }
         self.hold_own_lock()?;
