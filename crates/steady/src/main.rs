@@ -10,6 +10,7 @@
 
 mod bench;
 mod check;
+mod data_dir;
 mod serve;
 mod shell;
 

@@ -131,6 +131,7 @@ pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| DEFAULT_LISTEN.to_owned()),
         password: file.password.clone(),
     };
+    crate::data_dir::check(&options.data)?;
     let opening = Instant::now();
     let engine = Engine::open(&options.data, &engine_config)
         .with_context(|| format!("opening {}", options.data.display()))?;

@@ -538,3 +538,28 @@ fn a_served_directory_refuses_a_second_process() {
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+/// `steady serve --data DIR` on a directory that holds other files and no database (a mistyped
+/// `--data`) refuses it, naming what is there, and creates nothing in it.
+#[test]
+fn a_directory_that_is_not_a_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_steady"))
+        .args(["serve", "--data", dir.path().to_str().unwrap()])
+        .args(["--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("is not a SteadyDB data directory") && stderr.contains("\"notes.txt\""),
+        "{stderr}"
+    );
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["notes.txt".to_owned()]);
+}
