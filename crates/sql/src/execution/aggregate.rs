@@ -128,7 +128,14 @@ impl Accumulator {
         self.fold(&args)
     }
 
-    fn fold(&mut self, args: &[Value]) -> Result<()> {
+    /// Whether the accumulator keeps its inputs (DISTINCT, ORDER BY) rather than folding them.
+    pub fn keeps_inputs(&self) -> bool {
+        self.keeps_inputs
+    }
+
+    /// Folds one input row's arguments into the running value (for an accumulator that does not
+    /// keep its inputs).
+    pub fn fold(&mut self, args: &[Value]) -> Result<()> {
         if self.func == AggFunc::CountStar {
             self.count += 1;
             return Ok(());

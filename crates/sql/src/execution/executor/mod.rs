@@ -783,6 +783,12 @@ fn accumulate(
                 continue;
             }
         }
+        if !accumulator.keeps_inputs() {
+            if let [arg] = call.args.as_slice() {
+                accumulator.fold(std::slice::from_ref(&arg.eval(row, ctx)?))?;
+                continue;
+            }
+        }
         let args = call
             .args
             .iter()
