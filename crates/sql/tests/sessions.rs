@@ -376,3 +376,30 @@ fn write_limits_take_rows_in_key_order_and_order_by_is_refused() {
     assert_eq!(deleted.tag, "DELETE 3");
     assert_eq!(cell(&mut session, "SELECT min(id) FROM t"), "4");
 }
+
+/// SUM and AVG of integer columns are exact beyond the bigint range, give 0 for inputs that cancel
+/// out and NULL without inputs, as in PostgreSQL.
+#[test]
+fn sums_of_integers_are_exact_and_null_without_inputs() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    ok(&mut session, "CREATE TABLE s (b bigint, i integer)");
+    ok(
+        &mut session,
+        "INSERT INTO s VALUES (9223372036854775807, 1), (9223372036854775807, -1), (NULL, NULL)",
+    );
+    assert_eq!(
+        cell(&mut session, "SELECT sum(b) FROM s"),
+        "18446744073709551614"
+    );
+    assert_eq!(cell(&mut session, "SELECT sum(i) FROM s"), "0");
+    assert_eq!(
+        cell(&mut session, "SELECT avg(b) = 9223372036854775807 FROM s"),
+        "t"
+    );
+    assert_eq!(
+        cell(&mut session, "SELECT sum(i) IS NULL FROM s WHERE i IS NULL"),
+        "t"
+    );
+    assert_eq!(cell(&mut session, "SELECT sum(i + 0.5) FROM s"), "1.0");
+}
