@@ -129,19 +129,17 @@ pub fn decode_row_columns(
         })?;
     let bitmap = reader.take(count.div_ceil(8))?;
     let is_null = |i: usize| i >= count || bitmap[i / 8] & (1 << (i % 8)) != 0;
-    let row = column_types
-        .iter()
-        .enumerate()
-        .map(|(i, ty)| {
-            if is_null(i) {
-                Ok(Value::Null)
-            } else if wanted.is_some_and(|wanted| !wanted.get(i).copied().unwrap_or(true)) {
-                skip_row_body(&mut reader, ty).map(|()| Value::Null)
-            } else {
-                read_row_body(&mut reader, ty)
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut row = Vec::with_capacity(column_types.len());
+    for (i, ty) in column_types.iter().enumerate() {
+        row.push(if is_null(i) {
+            Value::Null
+        } else if wanted.is_some_and(|wanted| !wanted.get(i).copied().unwrap_or(true)) {
+            skip_row_body(&mut reader, ty)?;
+            Value::Null
+        } else {
+            read_row_body(&mut reader, ty)?
+        });
+    }
     reader.finish()?;
     Ok(row)
 }
