@@ -584,11 +584,7 @@ impl Source for ValuesSource<'_> {
             return Ok(None);
         };
         self.next += 1;
-        exprs
-            .iter()
-            .map(|e| e.eval(&[], ctx))
-            .collect::<Result<Row>>()
-            .map(Some)
+        eval_each(exprs.iter(), &[], ctx).map(Some)
     }
 }
 
@@ -668,11 +664,7 @@ impl Source for ProjectSource<'_> {
         let Some(row) = self.input.next(ctx)? else {
             return Ok(None);
         };
-        self.exprs
-            .iter()
-            .map(|e| e.eval(&row, ctx))
-            .collect::<Result<Row>>()
-            .map(Some)
+        eval_each(self.exprs.iter(), &row, ctx).map(Some)
     }
 }
 
@@ -770,6 +762,20 @@ impl Source for DistinctSource<'_> {
 // Materialising operators
 // ---------------------------------------------------------------------------------------------
 
+/// The values of `exprs` over `row`, in a vector of exactly their number (collecting a `Result`
+/// iterator would grow it step by step).
+fn eval_each<'e>(
+    exprs: impl ExactSizeIterator<Item = &'e Expr>,
+    row: &[Value],
+    ctx: &mut ExecCtx,
+) -> Result<Row> {
+    let mut values = Vec::with_capacity(exprs.len());
+    for expr in exprs {
+        values.push(expr.eval(row, ctx)?);
+    }
+    Ok(values)
+}
+
 /// Adds one input row to each aggregate's accumulator (unless the aggregate's FILTER rejects it).
 fn accumulate(
     calls: &[AggCall],
@@ -789,16 +795,8 @@ fn accumulate(
                 continue;
             }
         }
-        let args = call
-            .args
-            .iter()
-            .map(|a| a.eval(row, ctx))
-            .collect::<Result<Row>>()?;
-        let keys = call
-            .order_by
-            .iter()
-            .map(|k| k.expr.eval(row, ctx))
-            .collect::<Result<Row>>()?;
+        let args = eval_each(call.args.iter(), row, ctx)?;
+        let keys = eval_each(call.order_by.iter().map(|k| &k.expr), row, ctx)?;
         accumulator.add(args, keys)?;
     }
     Ok(())
@@ -820,10 +818,7 @@ fn aggregate(
         table.insert(RowKey(Vec::new()), accumulators);
     } else {
         while let Some(row) = input.next(ctx)? {
-            let key = groups
-                .iter()
-                .map(|g| g.eval(&row, ctx))
-                .collect::<Result<Row>>()?;
+            let key = eval_each(groups.iter(), &row, ctx)?;
             let accumulators = table
                 .entry(RowKey(key))
                 .or_insert_with(|| calls.iter().map(Accumulator::new).collect());
@@ -843,10 +838,7 @@ fn aggregate(
 fn sort(input: &mut BoxedSource, keys: &[SortKey], ctx: &mut ExecCtx) -> Result<Vec<Row>> {
     let mut keyed = Vec::new();
     while let Some(row) = input.next(ctx)? {
-        let sort_values = keys
-            .iter()
-            .map(|k| k.expr.eval(&row, ctx))
-            .collect::<Result<Row>>()?;
+        let sort_values = eval_each(keys.iter().map(|k| &k.expr), &row, ctx)?;
         keyed.push((sort_values, row));
     }
     keyed.sort_by(|a, b| compare_by_keys(&a.0, &b.0, keys));
