@@ -265,14 +265,14 @@ pub fn encode_key(values: &[Value]) -> Vec<u8> {
 /// Decodes a key of exactly the given column types.
 pub fn decode_key(bytes: &[u8], types: &[DataType]) -> Result<Vec<Value>, CodecError> {
     let mut reader = Reader { rest: bytes };
-    let key = types
-        .iter()
-        .map(|ty| match reader.byte()? {
-            KEY_NULL => Ok(Value::Null),
-            KEY_PRESENT => read_key_body(&mut reader, ty),
-            _ => Err(CodecError::Invalid("key null marker")),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut key = Vec::with_capacity(types.len());
+    for ty in types {
+        key.push(match reader.byte()? {
+            KEY_NULL => Value::Null,
+            KEY_PRESENT => read_key_body(&mut reader, ty)?,
+            _ => return Err(CodecError::Invalid("key null marker")),
+        });
+    }
     reader.finish()?;
     Ok(key)
 }
