@@ -168,7 +168,11 @@ where
 {
     let mut modified: Vec<&mut PageWriteGuard<'a>> = guards.filter(|g| g.is_modified()).collect();
     let lsn = match pool.wal() {
-        None => pool.next_lsn(),
+        None => {
+            let lsn = pool.next_lsn();
+            modified.iter().for_each(|guard| guard.mark_dirty(lsn));
+            lsn
+        }
         Some(_) if modified.is_empty() && spilled.is_empty() => return 0,
         Some(wal) => {
             let (_, end) = wal

@@ -56,14 +56,11 @@ impl BufferPool {
             (meta.space.clone(), oldest_lsn)
         };
         let done = || self.flush_list.lock().remove(&(oldest_lsn, frame_id));
-        let Some(space) = space else {
+        let current = |s: &Arc<Space>| s.version() == frame.version.load(Ordering::Acquire);
+        let Some(space) = space.filter(current) else {
             done();
             return Ok(());
         };
-        if space.version() != frame.version.load(Ordering::Acquire) {
-            done();
-            return Ok(());
-        }
         let (page_no, page_lsn) = (
             page::Page::new(&copy).page_no(),
             page::Page::new(&copy).lsn(),

@@ -383,6 +383,7 @@ impl BufferPool {
                     "a redo record's page operations do not fit the page".to_owned(),
                 )
             })?;
+            guard.mark_dirty(end_lsn);
             guard.commit_changes(end_lsn);
         }
         Ok(())
@@ -857,19 +858,19 @@ impl PageWriteGuard<'_> {
         self.modified = false;
     }
 
-    /// Puts the page on the flush list as of `lsn` (the start of the record that logs its change),
-    /// if it is not there already.
+    /// Puts the page on the flush list as of `lsn` (with a redo log, the start of the record that
+    /// logs its change), if it is not there already.
     pub(crate) fn mark_dirty(&self, lsn: Lsn) {
         self.pool.mark_dirty(self.frame_id, lsn);
     }
 
-    /// Stamps `lsn` into a modified page and marks it dirty; called by the mini-transaction at commit.
+    /// Stamps `lsn` into a modified page; called by the mini-transaction at commit, after it put
+    /// the page on the flush list ([`PageWriteGuard::mark_dirty`]).
     pub(crate) fn commit_changes(&mut self, lsn: Lsn) {
         if !self.modified {
             return;
         }
         PageMut::new(self.data.as_mut().expect("latched until drop")).set_lsn(lsn);
-        self.pool.mark_dirty(self.frame_id, lsn);
         self.modified = false;
         self.fresh = false;
         self.changes = Changes::Clean;
