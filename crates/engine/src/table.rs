@@ -566,6 +566,42 @@ impl Transaction {
         Ok(pk)
     }
 
+    /// Inserts rows in their order, as [`Transaction::insert_row`] one by one would, and returns
+    /// their clustered keys; into a table without secondary indexes the rows go in runs (see
+    /// [`Transaction::insert_many`]). On error, the position of the row that failed with the
+    /// error; the rows before it are inserted.
+    pub fn insert_rows(
+        &mut self,
+        table: &TableDef,
+        rows: &[Vec<Value>],
+    ) -> std::result::Result<Vec<Vec<u8>>, (usize, EngineError)> {
+        if !table.indexes.is_empty() {
+            return rows
+                .iter()
+                .enumerate()
+                .map(|(at, values)| self.insert_row(table, values).map_err(|e| (at, e)))
+                .collect();
+        }
+        let engine = Arc::clone(&self.engine);
+        self.lock_table_for_write(table).map_err(|e| (0, e))?;
+        let _ddl = engine.ddl.read();
+        let mut keyed = Vec::with_capacity(rows.len());
+        for (at, values) in rows.iter().enumerate() {
+            let pk = if table.primary_key.is_empty() {
+                engine
+                    .allocate_row_id()
+                    .map_err(|e| (at, e))?
+                    .to_be_bytes()
+                    .to_vec()
+            } else {
+                primary_key(table, values)
+            };
+            keyed.push((pk, encode_row(values)));
+        }
+        self.insert_many(table.id, &keyed)?;
+        Ok(keyed.into_iter().map(|(pk, _)| pk).collect())
+    }
+
     /// Replaces the row under `pk` (whose primary-key columns must not change; the SQL layer
     /// turns a key change into a delete and an insert). False if this transaction sees no row.
     pub fn update_row(&mut self, table: &TableDef, pk: &[u8], values: &[Value]) -> Result<bool> {

@@ -8,6 +8,13 @@
 //!   model's at every step; the tree verifies clean along the way and at the end, holds exactly
 //!   the model, the pool evicted pages, and after a clean close the offline check is clean and a
 //!   reopened tree still holds exactly the model.
+//! - `runs_of_inserts_match_a_btreemap_4k`: the same against the model for a load — runs of
+//!   `insert_run_if_absent` (sorted, or in any order so that runs meet keys that do not ascend),
+//!   with single inserts, deletes, reads and scans between them; every run inserts only absent,
+//!   ascending keys.
+//! - `runs_of_ascending_keys_go_in_one_call_per_leaf`: appending ascending keys in runs takes at
+//!   most two calls per leaf; filling in keys between present ones takes fewer calls than keys;
+//!   a present key stops a run at once.
 //! - `deleting_everything_shrinks_the_tree_back`: after a load three or more levels high,
 //!   deleting nineteen keys in twenty (in random, ascending and descending order) merges most
 //!   leaves away, and deleting the rest brings the tree back to one empty root leaf with no
@@ -329,6 +336,13 @@ enum Op {
     Delete(usize),
     /// `delete_sorted` of a set of pool keys (sorted and deduplicated when applied).
     DeleteSorted(Vec<usize>),
+    /// `insert_run_if_absent` of pool keys, sorted and deduplicated when `sorted` (else in the
+    /// order given, so runs also meet keys that do not ascend).
+    InsertRun {
+        keys: Vec<usize>,
+        value: ValueSpec,
+        sorted: bool,
+    },
     Get(usize),
     Scan {
         start: Edge,
@@ -373,6 +387,24 @@ fn op() -> impl Strategy<Value = Op> {
         20 => (0..KEY_POOL).prop_map(Op::Get),
         10 => (edge(), edge(), any::<bool>(), limit).prop_map(|(start, end, reverse, limit)| {
             Op::Scan { start, end, reverse, limit }
+        }),
+    ]
+}
+
+/// The operations of a load: runs (mostly sorted), single inserts and deletes, reads and scans.
+fn load_op() -> impl Strategy<Value = Op> {
+    let run = (
+        prop::collection::vec(0..KEY_POOL, 0..200),
+        value_spec(),
+        0..4u8,
+    );
+    prop_oneof![
+        30 => run.prop_map(|(keys, value, order)| Op::InsertRun { keys, value, sorted: order > 0 }),
+        30 => (0..KEY_POOL, value_spec()).prop_map(|(key, value)| Op::InsertIfAbsent { key, value }),
+        10 => (0..KEY_POOL).prop_map(Op::Delete),
+        20 => (0..KEY_POOL).prop_map(Op::Get),
+        10 => (edge(), edge(), any::<bool>()).prop_map(|(start, end, reverse)| {
+            Op::Scan { start, end, reverse, limit: usize::MAX }
         }),
     ]
 }
@@ -446,6 +478,22 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
                 sorted.len()
             );
         }
+        Op::InsertRun {
+            keys: picked,
+            value,
+            sorted,
+        } => {
+            let mut run: Vec<Vec<u8>> = picked.iter().map(|i| keys[*i].clone()).collect();
+            if *sorted {
+                run.sort();
+                run.dedup();
+            }
+            let entries: Entries = run.into_iter().map(|key| (key, value.bytes())).collect();
+            let inserted = tree
+                .insert_run_if_absent(&entries)
+                .map_err(err("insert_run_if_absent"))?;
+            check_run(model, &entries[..inserted])?;
+        }
         Op::Get(key) => {
             let key = &keys[*key];
             let found = tree.get(key).map_err(err("get"))?;
@@ -473,6 +521,23 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
             let expected = model_scan(model, start, end, *reverse, *limit);
             same_entries("scan", &found, &expected)?;
         }
+    }
+    Ok(())
+}
+
+/// Checks that the entries a run inserted ascend and were absent, and adds them to the model.
+fn check_run(model: &mut Model, inserted: &[(Vec<u8>, Vec<u8>)]) -> Result<(), String> {
+    ensure!(
+        inserted.windows(2).all(|w| w[0].0 < w[1].0),
+        "a run of {} inserted keys that do not ascend",
+        inserted.len()
+    );
+    for (key, value) in inserted {
+        ensure!(
+            model.insert(key.clone(), value.clone()).is_none(),
+            "a run inserted the present key {}",
+            short(key)
+        );
     }
     Ok(())
 }
@@ -551,6 +616,14 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(proptest_config(8, 0x5EED_0100))]
+    #[test]
+    fn runs_of_inserts_match_a_btreemap_4k(ops in prop::collection::vec(load_op(), 2_000..=2_500)) {
+        run_case(4096, 32, &ops).map_err(TestCaseError::fail)?;
+    }
+}
+
+proptest! {
     #![proptest_config(proptest_config(16, 0x5EED_0016))]
     #[test]
     fn random_operations_match_a_btreemap_16k(ops in prop::collection::vec(op(), 10_000..=11_000)) {
@@ -572,6 +645,67 @@ fn load_value(i: usize, round: usize) -> Vec<u8> {
         100
     };
     filler((i * 3 + round) as u64, len)
+}
+
+/// Loads keys in runs as a bulk insert does: ascending keys appended past the end, then keys
+/// between them, each run handed to `insert_run_if_absent` until it stops and the entry it
+/// stopped at inserted on its own. Appending costs one call per leaf, not per key; the tree
+/// holds exactly what was loaded and verifies clean.
+#[test]
+fn runs_of_ascending_keys_go_in_one_call_per_leaf() -> Result<(), String> {
+    let store =
+        Store::open(Arc::new(MemVfs::new()), &store_config(4096, 64)).map_err(err("open"))?;
+    let space = store.create_space().map_err(err("create_space"))?;
+    let tree = BTree::create(store.pool().clone(), space, INDEX).map_err(err("create"))?;
+    let mut model = Model::new();
+    let load = |keys: Vec<u64>, model: &mut Model| -> Result<usize, String> {
+        let entries: Entries = keys
+            .iter()
+            .map(|k| (k.to_be_bytes().to_vec(), filler(*k, 40)))
+            .collect();
+        let mut calls = 0;
+        let mut at = 0;
+        while at < entries.len() {
+            calls += 1;
+            let inserted = tree
+                .insert_run_if_absent(&entries[at..])
+                .map_err(err("insert_run_if_absent"))?;
+            check_run(model, &entries[at..at + inserted])?;
+            at += inserted;
+            if inserted == 0 {
+                let (key, value) = &entries[at];
+                let absent = tree
+                    .insert_if_absent(key, value)
+                    .map_err(err("insert_if_absent"))?;
+                ensure!(
+                    absent != model.contains_key(key),
+                    "insert_if_absent of {} after a run stopped returned {absent}",
+                    short(key)
+                );
+                model.entry(key.clone()).or_insert_with(|| value.clone());
+                at += 1;
+            }
+        }
+        Ok(calls)
+    };
+    let appended = load((0..20_000).map(|k| k * 2).collect(), &mut model)?;
+    let leaves = verify_clean(&tree)?.leaf_pages;
+    ensure!(
+        appended <= 2 * leaves + 1,
+        "appending 20,000 keys took {appended} calls for {leaves} leaves"
+    );
+    let between = load((0..20_000).map(|k| k * 2 + 1).collect(), &mut model)?;
+    ensure!(
+        between < 20_000,
+        "filling in 20,000 keys between present ones took a call per key"
+    );
+    let again = load(vec![10, 12, 14], &mut model)?;
+    ensure!(
+        again == 3,
+        "present keys each took {again} calls, expected one each"
+    );
+    verify_clean(&tree)?;
+    same_entries("content", &full_content(&tree)?, &model_entries(&model))
 }
 
 #[test]

@@ -357,7 +357,8 @@ pub struct Transaction {
     pub(crate) snapshot_taken: Instant,
     pub(crate) writes: Vec<UndoEntry>,
     /// The rows written, each with the savepoint generation its version was last saved in (by its
-    /// undo entry, or in `rewrites`); a write in a later generation saves it again.
+    /// undo entry, or in `rewrites`); a write in a later generation saves it again. Rows inserted
+    /// in runs before any savepoint are not listed: their own version in place says generation 0.
     written: HashMap<(IndexId, Vec<u8>), u64, ahash::RandomState>,
     /// The savepoint generation: how many savepoints have been taken.
     generation: AtomicU64,

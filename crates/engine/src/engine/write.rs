@@ -35,6 +35,18 @@ impl Transaction {
                 return Ok(true);
             }
         }
+        self.write_locked(index, pk, row, kind)
+    }
+
+    /// A write under a row lock: the path of every update and delete, and of the inserts that
+    /// cannot go without a row lock.
+    fn write_locked(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        row: Option<&[u8]>,
+        kind: WriteKind,
+    ) -> Result<bool> {
         let (tree, current) = self.lock_current(index, pk)?;
         let engine = Arc::clone(&self.engine);
         if !self.may_write(index, pk, current.as_ref(), kind)? {
@@ -74,16 +86,10 @@ impl Transaction {
         pk: &[u8],
         row: &[u8],
     ) -> Result<bool> {
-        let engine = Arc::clone(&self.engine);
-        let unindexed = engine
-            .table_by_id(index)
-            .is_some_and(|t| t.indexes.is_empty());
-        if !unindexed
-            || self.isolation == Isolation::Serializable
-            || engine.graveyard_length.load(Ordering::Acquire) > 0
-        {
+        if !self.may_insert_without_row_lock(index) {
             return Ok(false);
         }
+        let engine = Arc::clone(&self.engine);
         self.check_open()?;
         let tree = engine.tree(index)?;
         self.snapshot()?;
@@ -108,6 +114,144 @@ impl Transaction {
         let generation = self.generation.load(Ordering::Relaxed);
         self.written.insert(written_key, generation);
         Ok(true)
+    }
+
+    /// Whether inserts into `index` may go without row locks: see
+    /// [`Transaction::insert_without_row_lock`].
+    fn may_insert_without_row_lock(&self, index: IndexId) -> bool {
+        let unindexed = self
+            .engine
+            .table_by_id(index)
+            .is_some_and(|t| t.indexes.is_empty());
+        unindexed
+            && self.isolation != Isolation::Serializable
+            && self.engine.graveyard_length.load(Ordering::Acquire) == 0
+    }
+
+    /// Inserts new rows `(pk, row)` in their order, as [`Transaction::insert`] does one by one,
+    /// but where rows may go without row locks their undo entries are written first as one
+    /// ascending run, and then the rows themselves in runs of ascending keys, one mini-transaction
+    /// per leaf ([`BTree::insert_run_if_absent`]): a bulk load costs a descent and a redo record
+    /// per leaf, not per row. A row whose key is present, or that this transaction wrote before,
+    /// takes the locking path on its own (a unique violation there ends the call). On error,
+    /// returns the position of the row that failed; the rows before it are inserted.
+    pub fn insert_many(
+        &mut self,
+        index: IndexId,
+        rows: &[(Vec<u8>, Vec<u8>)],
+    ) -> std::result::Result<(), (usize, EngineError)> {
+        if !self.may_insert_without_row_lock(index) {
+            for (at, (pk, row)) in rows.iter().enumerate() {
+                self.insert(index, pk, row).map_err(|e| (at, e))?;
+            }
+            return Ok(());
+        }
+        self.insert_many_without_row_locks(index, rows)
+    }
+
+    fn insert_many_without_row_locks(
+        &mut self,
+        index: IndexId,
+        rows: &[(Vec<u8>, Vec<u8>)],
+    ) -> std::result::Result<(), (usize, EngineError)> {
+        let engine = Arc::clone(&self.engine);
+        let at_start = |e| (0, e);
+        self.check_open().map_err(at_start)?;
+        let tree = engine.tree(index).map_err(at_start)?;
+        self.snapshot().map_err(at_start)?;
+        self.hold_own_lock().map_err(at_start)?;
+        self.append_undo_run(index, rows).map_err(at_start)?;
+        let versions: Vec<(Vec<u8>, Vec<u8>)> = rows
+            .iter()
+            .map(|(pk, row)| {
+                let version = Version {
+                    writer: self.id,
+                    deleted: false,
+                    row: row.clone(),
+                };
+                (pk.clone(), version.encode())
+            })
+            .collect();
+        let generation = self.generation.load(Ordering::Relaxed);
+        let mut at = 0;
+        while at < rows.len() {
+            let inserted = tree
+                .insert_run_if_absent(&versions[at..])
+                .map_err(|e| (at, e.into()))?;
+            self.note_inserted(index, &versions[at..at + inserted], generation);
+            at += inserted;
+            if inserted == 0 {
+                self.insert_one_of_many(&tree, index, &rows[at], &versions[at].1, generation)
+                    .map_err(|e| (at, e))?;
+                at += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// One row of [`Transaction::insert_many`] that did not go in a run (its undo entry is
+    /// written): on its own without a row lock if its key is absent, else by the locking path.
+    fn insert_one_of_many(
+        &mut self,
+        tree: &BTree,
+        index: IndexId,
+        (pk, row): &(Vec<u8>, Vec<u8>),
+        version: &[u8],
+        generation: u64,
+    ) -> Result<()> {
+        if tree.insert_if_absent(pk, version)? {
+            self.note_inserted(
+                index,
+                std::slice::from_ref(&(pk.clone(), Vec::new())),
+                generation,
+            );
+            return Ok(());
+        }
+        self.write_locked(index, pk, Some(row), WriteKind::Insert)
+            .map(drop)
+    }
+
+    /// Notes rows this transaction inserted in runs as written (in `generation`). Before any
+    /// savepoint nothing needs noting: a row whose in-place version names this transaction and
+    /// that `written` does not hold was inserted in generation 0 (see `save_version`), which
+    /// spares a bulk load a map entry per row. A row `written` holds always has a version of this
+    /// transaction in place, so a run that meets one stops at its present key.
+    fn note_inserted(&mut self, index: IndexId, rows: &[(Vec<u8>, Vec<u8>)], generation: u64) {
+        if generation > 0 {
+            for (pk, _) in rows {
+                self.written.insert((index, pk.clone()), generation);
+            }
+        }
+    }
+
+    /// The undo entries of inserts of `rows` into `index`, written as one ascending run.
+    fn append_undo_run(&mut self, index: IndexId, rows: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+        let first = self.writes.len() as u64;
+        let entries: Vec<UndoEntry> = rows
+            .iter()
+            .map(|(pk, _)| UndoEntry {
+                index,
+                pk: pk.clone(),
+                action: UndoAction::Inserted,
+            })
+            .collect();
+        let records: Vec<(Vec<u8>, Vec<u8>)> = (first..)
+            .zip(&entries)
+            .map(|(sequence, entry)| (undo_key(self.id, sequence), entry.encode()))
+            .collect();
+        let mut at = 0;
+        while at < records.len() {
+            let inserted = self.engine.undo.insert_run_if_absent(&records[at..])?;
+            if inserted == 0 {
+                let (key, value) = &records[at];
+                self.engine.undo.insert(key, value)?;
+                at += 1;
+            }
+            at += inserted;
+        }
+        self.writes.extend(entries);
+        self.wrote = true;
+        Ok(())
     }
 
     /// Takes the lock on this transaction's own id, once.
@@ -240,7 +384,9 @@ impl Transaction {
         current: Option<Version>,
     ) -> Result<()> {
         let generation = self.generation.load(Ordering::Relaxed);
-        match self.written.insert((index, pk.to_vec()), generation) {
+        let inserted_in_a_run = current.as_ref().is_some_and(|v| v.writer == self.id);
+        let saved = self.written.insert((index, pk.to_vec()), generation);
+        match saved.or(inserted_in_a_run.then_some(0)) {
             None => self.log_first_write(index, pk, current),
             Some(saved_in) if saved_in < generation => {
                 let version = current.ok_or_else(|| {

@@ -21,12 +21,21 @@ use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::constraints::{
-    check_no_children, check_not_null, check_parents, write_error,
+    check_no_children, check_not_null, check_parents, foreign_keys, write_error,
 };
-use crate::execution::executor::{as_ref, collect, encode_range, ExecCtx, Row};
+use crate::execution::executor::{as_ref, collect, encode_range, open, ExecCtx, Row};
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Access, Column, Plan};
 use crate::types::ops;
+
+/// The most rows an INSERT hands the engine at once (see [`InsertPlan::insert_in_runs`]).
+const RUN_ROWS: usize = 1024;
+
+/// The values an INSERT's source gives for one row (None where a target takes its default).
+type SourceRow = Vec<Option<Value>>;
+
+/// Pulls the next source row of an INSERT.
+type NextSource<'a> = dyn FnMut(&mut ExecCtx) -> Result<Option<SourceRow>> + 'a;
 
 /// `RETURNING` expressions over a table row.
 #[derive(Debug, Clone)]
@@ -99,7 +108,36 @@ pub struct InsertPlan {
 
 impl InsertPlan {
     pub fn run(&self, ctx: &mut ExecCtx) -> Result<Written> {
-        let sources: Vec<Vec<Option<Value>>> = match &self.source {
+        let mut written = Vec::new();
+        let in_runs = self.on_conflict.is_none() && foreign_keys(&self.table).is_empty();
+        let count = match &self.source {
+            InsertSource::Query(plan) if in_runs && reads_no_table(plan) => {
+                let mut source = open(plan, ctx, &mut 0)?;
+                let mut next = |ctx: &mut ExecCtx| {
+                    Ok(source
+                        .next(ctx)?
+                        .map(|row| row.into_iter().map(Some).collect()))
+                };
+                self.insert_in_runs(&mut next, &mut written, ctx)?
+            }
+            _ => {
+                let sources = self.materialise(ctx)?;
+                if in_runs {
+                    let mut sources = sources.into_iter();
+                    self.insert_in_runs(&mut |_| Ok(sources.next()), &mut written, ctx)?
+                } else {
+                    self.insert_each(sources, &mut written, ctx)?
+                }
+            }
+        };
+        let returned = returning_rows(&self.returning, &written, ctx)?;
+        Ok(Written { count, returned })
+    }
+
+    /// Every source row, evaluated before the first is inserted (a query reading the target table
+    /// must not see the statement's own rows).
+    fn materialise(&self, ctx: &mut ExecCtx) -> Result<Vec<SourceRow>> {
+        Ok(match &self.source {
             InsertSource::Values(rows) => {
                 let mut out = Vec::with_capacity(rows.len());
                 for row in rows {
@@ -115,9 +153,18 @@ impl InsertPlan {
                 .into_iter()
                 .map(|row| row.into_iter().map(Some).collect())
                 .collect(),
-        };
+        })
+    }
+
+    /// Inserts row by row, each with its foreign-key checks and ON CONFLICT action; returns the
+    /// count and keeps the written rows for RETURNING.
+    fn insert_each(
+        &self,
+        sources: Vec<SourceRow>,
+        written: &mut Vec<Row>,
+        ctx: &mut ExecCtx,
+    ) -> Result<u64> {
         let mut count = 0;
-        let mut written = Vec::new();
         let mut updated_keys: Vec<Vec<u8>> = Vec::new();
         for source in sources {
             let values = self.full_row(source, ctx)?;
@@ -128,8 +175,57 @@ impl InsertPlan {
                 }
             }
         }
-        let returned = returning_rows(&self.returning, &written, ctx)?;
-        Ok(Written { count, returned })
+        Ok(count)
+    }
+
+    /// Inserts into a table without foreign keys and without ON CONFLICT, [`RUN_ROWS`] rows at a
+    /// time through `Transaction::insert_rows` (runs of ascending keys go into a leaf at once).
+    /// Errors come in row order, as one by one: a row that fails its NOT NULL check ends the
+    /// statement after the rows before it are inserted.
+    fn insert_in_runs(
+        &self,
+        next_source: &mut NextSource<'_>,
+        written: &mut Vec<Row>,
+        ctx: &mut ExecCtx,
+    ) -> Result<u64> {
+        let mut count = 0;
+        let mut exhausted = false;
+        while !exhausted {
+            let mut chunk = Vec::with_capacity(RUN_ROWS);
+            let mut failed = None;
+            while chunk.len() < RUN_ROWS {
+                let row = next_source(ctx).and_then(|source| {
+                    let Some(source) = source else {
+                        return Ok(None);
+                    };
+                    let values = self.full_row(source, ctx)?;
+                    check_not_null(&self.table, &values)?;
+                    Ok(Some(values))
+                });
+                match row {
+                    Ok(Some(values)) => chunk.push(values),
+                    Ok(None) => {
+                        exhausted = true;
+                        break;
+                    }
+                    Err(err) => {
+                        failed = Some(err);
+                        break;
+                    }
+                }
+            }
+            ctx.txn()?
+                .insert_rows(&self.table, &chunk)
+                .map_err(|(at, err)| write_error(err, &self.table, &chunk[at]))?;
+            count += chunk.len() as u64;
+            if let Some(err) = failed {
+                return Err(err);
+            }
+            if self.returning.is_some() {
+                written.append(&mut chunk);
+            }
+        }
+        Ok(count)
     }
 
     /// A whole table row from the target values, with defaults for the other columns.
@@ -213,6 +309,28 @@ impl InsertPlan {
             return Ok(Some(new));
         }
     }
+}
+
+/// Whether a query reads no table, directly or in a subquery (so an INSERT may stream its rows
+/// without seeing its own): only series, literal rows, projections and filters over them.
+fn reads_no_table(plan: &Plan) -> bool {
+    match plan {
+        Plan::Series { start, stop, step } => {
+            without_subquery([start, stop].into_iter().chain(step.as_ref()))
+        }
+        Plan::Values { rows, .. } => without_subquery(rows.iter().flatten()),
+        Plan::Project { input, exprs } => without_subquery(exprs) && reads_no_table(input),
+        Plan::Filter { input, predicate } => without_subquery([predicate]) && reads_no_table(input),
+        _ => false,
+    }
+}
+
+fn without_subquery<'e>(exprs: impl IntoIterator<Item = &'e Expr>) -> bool {
+    exprs.into_iter().all(|expr| {
+        let mut found = false;
+        expr.visit(&mut |e| found |= matches!(e, Expr::Subquery(_)));
+        !found
+    })
 }
 
 /// The key of the live row holding `values`' key in unique index `index`.

@@ -179,6 +179,65 @@ impl BTree {
         Ok(self.put(key, value, false)?.is_none())
     }
 
+    /// Inserts the leading entries of `entries` that can go into the leaf of the first key in one
+    /// mini-transaction — one descent, one latch and one redo record for the run instead of one per
+    /// entry — and returns how many it inserted. The run stops before an entry whose key does not
+    /// ascend, is present, lies past the leaf's last key while the leaf has a right sibling (the
+    /// leaf's upper bound is then unknown here), needs an overflow chain, or does not fit in what
+    /// room is left. 0 means the first entry was not inserted: the caller inserts it on its own
+    /// ([`BTree::insert_if_absent`] tells a present key from a full leaf).
+    pub fn insert_run_if_absent(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
+        let Some((first, _)) = entries.first() else {
+            return Ok(0);
+        };
+        for (key, value) in entries {
+            self.check_sizes(key, value)?;
+        }
+        let mut mtr = Mtr::new(&self.pool);
+        let leaf = self.latch_leaf(&mut mtr, first)?;
+        let page = Page::new(mtr.page(leaf));
+        let rightmost = page.next() == NO_PAGE;
+        let last_key = page
+            .slot_count()
+            .checked_sub(1)
+            .map(|last| node::leaf_key(page.record(last)).to_vec());
+        let mut room = page.free_space();
+        let mut slots = Vec::new();
+        let mut previous: Option<&[u8]> = None;
+        for (key, value) in entries {
+            let inside = rightmost
+                || last_key
+                    .as_deref()
+                    .is_some_and(|last| key.as_slice() <= last);
+            let ascends = previous.is_none_or(|p| p < key.as_slice());
+            let needed =
+                Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
+            if !inside
+                || !ascends
+                || !self.limits.is_inline(key.len(), value.len())
+                || needed > room
+            {
+                break;
+            }
+            let Err(slot) = node::leaf_search(Page::new(mtr.page(leaf)), key) else {
+                break;
+            };
+            room -= needed;
+            slots.push(slot + slots.len());
+            previous = Some(key);
+        }
+        if slots.is_empty() {
+            return Ok(0);
+        }
+        let mut edit = mtr.edit(leaf);
+        for ((key, value), &slot) in entries.iter().zip(&slots) {
+            edit.insert(slot, &node::encode_leaf(key, StoredValue::Inline(value)))
+                .expect("room was checked with the leaf latched");
+        }
+        mtr.commit();
+        Ok(slots.len())
+    }
+
     /// Stores `value` under `key` (replacing a present value only if `replace`); returns the value
     /// that was present.
     fn put(&self, key: &[u8], value: &[u8], replace: bool) -> Result<Option<Vec<u8>>> {
