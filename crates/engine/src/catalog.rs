@@ -73,9 +73,17 @@ impl TableDef {
         bytes: &[u8],
         wanted: Option<&[bool]>,
     ) -> Result<Vec<Value>, CodecError> {
-        let mut values = decode_row_columns(bytes, &self.column_types(), wanted)?;
-        fill_missing(&mut values, bytes, &self.missing_values(), wanted)?;
-        Ok(values)
+        self.decoder(wanted.map(<[bool]>::to_vec)).decode(bytes)
+    }
+
+    /// A decoder of this table's stored rows (only the `wanted` columns when given), for decoding
+    /// many rows without looking up the column types and missing values for each.
+    pub fn decoder(&self, wanted: Option<Vec<bool>>) -> RowDecoder {
+        RowDecoder {
+            types: self.column_types(),
+            missing: self.missing_values(),
+            wanted,
+        }
     }
 
     /// The columns with a missing value: `(position, type, encoded value)`.
@@ -115,6 +123,29 @@ static GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::
 /// The current catalog generation (see [`GENERATION`]).
 pub fn generation() -> u64 {
     GENERATION.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Decodes the stored rows of one table definition: see [`TableDef::decoder`].
+#[derive(Debug, Clone)]
+pub struct RowDecoder {
+    types: Vec<DataType>,
+    missing: Vec<(usize, DataType, Vec<u8>)>,
+    wanted: Option<Vec<bool>>,
+}
+
+impl RowDecoder {
+    /// The row's values; columns not wanted read as NULL.
+    pub fn decode(&self, bytes: &[u8]) -> Result<Vec<Value>, CodecError> {
+        let wanted = self.wanted.as_deref();
+        let mut values = decode_row_columns(bytes, &self.types, wanted)?;
+        fill_missing(&mut values, bytes, &self.missing, wanted)?;
+        Ok(values)
+    }
+
+    /// Decodes only the columns `wanted` marks from now on.
+    pub fn only_columns(&mut self, wanted: Vec<bool>) {
+        self.wanted = Some(wanted);
+    }
 }
 
 /// Marks a change of the catalog; called after every change of the in-memory catalog.

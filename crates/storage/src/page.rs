@@ -238,11 +238,10 @@ impl<'a> Page<'a> {
         SLOT_SIZE + RECORD_LEN_SIZE + len
     }
 
-    /// Bytes all records occupy, slots included.
+    /// Bytes all records occupy, slots included: by the invariants, the usable space less the free
+    /// space, read from the header without visiting the records.
     pub fn used_space(&self) -> usize {
-        self.records()
-            .map(|r| Self::record_footprint(r.len()))
-            .sum()
+        Self::usable_space(self.size()).saturating_sub(self.free_space())
     }
 
     /// Bytes available for records in an empty page of this size.
@@ -674,6 +673,30 @@ mod tests {
         let records: Vec<&[u8]> = page.view().records().collect();
         assert_eq!(records, vec![&b"aaaaaaaa"[..], &b"cccc"[..]]);
         page.view().check_slots().unwrap();
+    }
+
+    /// `used_space` reads the header; it must equal the footprints of the records, with dead
+    /// records in the heap before and after compaction.
+    #[test]
+    fn used_space_is_the_footprint_of_the_records() {
+        let mut buf = empty_page(4096);
+        let mut page = PageMut::new(&mut buf);
+        let footprints = |page: &PageMut<'_>| -> usize {
+            let view = page.view();
+            view.records()
+                .map(|r| Page::record_footprint(r.len()))
+                .sum()
+        };
+        assert_eq!(page.view().used_space(), 0);
+        for (i, len) in [10, 300, 7, 0, 1200, 55].into_iter().enumerate() {
+            page.insert(i, &vec![i as u8; len]).unwrap();
+            assert_eq!(page.view().used_space(), footprints(&page));
+        }
+        page.remove(1);
+        page.replace(2, &[9u8; 40]).unwrap();
+        assert_eq!(page.view().used_space(), footprints(&page));
+        page.compact();
+        assert_eq!(page.view().used_space(), footprints(&page));
     }
 
     #[test]
