@@ -1,7 +1,8 @@
 //! B+tree behaviour through a buffer pool far smaller than the data.
 //!
 //! - `random_operations_match_a_btreemap_*` (4 KiB and 16 KiB pages): property tests that run
-//!   more than 10,000 random inserts, updates, deletes, point reads and range scans (forward and
+//!   more than 10,000 random inserts (one by one and in runs), updates, deletes (one by one, of
+//!   sorted keys and of key ranges), point reads and range scans (forward and
 //!   backward, bounds included, excluded or open, full or cut short) against a `BTreeMap` model.
 //!   Keys are 1 B – 1 KiB (a few long ones, some sharing a long prefix), values 0 B – 64 KiB
 //!   (mostly small, a few in overflow pages). Every return value and every scan equals the
@@ -15,6 +16,9 @@
 //! - `runs_of_ascending_keys_go_in_one_call_per_leaf`: appending ascending keys in runs takes at
 //!   most two calls per leaf; filling in keys between present ones takes fewer calls than keys;
 //!   a present key stops a run at once.
+//! - `range_deletes_match_the_model`: `delete_ranges` of random sets of ranges (across many
+//!   leaves, in gaps, single keys, past the end) removes exactly the model's keys in them, and
+//!   the tree verifies clean after each call.
 //! - `deleting_everything_shrinks_the_tree_back`: after a load three or more levels high,
 //!   deleting nineteen keys in twenty (in random, ascending and descending order) merges most
 //!   leaves away, and deleting the rest brings the tree back to one empty root leaf with no
@@ -336,6 +340,8 @@ enum Op {
     Delete(usize),
     /// `delete_sorted` of a set of pool keys (sorted and deduplicated when applied).
     DeleteSorted(Vec<usize>),
+    /// `delete_ranges` over pool keys taken two by two (sorted and deduplicated when applied).
+    DeleteRanges(Vec<usize>),
     /// `insert_run_if_absent` of pool keys, sorted and deduplicated when `sorted` (else in the
     /// order given, so runs also meet keys that do not ascend).
     InsertRun {
@@ -384,6 +390,9 @@ fn op() -> impl Strategy<Value = Op> {
         20 => (0..KEY_POOL).prop_map(Op::Delete),
         5 => (0..KEY_POOL, value_spec()).prop_map(|(key, value)| Op::InsertIfAbsent { key, value }),
         3 => prop::collection::vec(0..KEY_POOL, 0..200).prop_map(Op::DeleteSorted),
+        3 => (prop::collection::vec(0..KEY_POOL, 0..200), value_spec(), any::<bool>())
+            .prop_map(|(keys, value, sorted)| Op::InsertRun { keys, value, sorted }),
+        2 => prop::collection::vec(0..KEY_POOL, 0..12).prop_map(Op::DeleteRanges),
         20 => (0..KEY_POOL).prop_map(Op::Get),
         10 => (edge(), edge(), any::<bool>(), limit).prop_map(|(start, end, reverse, limit)| {
             Op::Scan { start, end, reverse, limit }
@@ -476,6 +485,32 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
                 removed == expected,
                 "delete_sorted of {} keys removed {removed}, expected {expected}",
                 sorted.len()
+            );
+        }
+        Op::DeleteRanges(picked) => {
+            let mut bounds: Vec<Vec<u8>> = picked.iter().map(|i| keys[*i].clone()).collect();
+            bounds.sort();
+            bounds.dedup();
+            let ranges: Entries = bounds
+                .chunks_exact(2)
+                .map(|pair| (pair[0].clone(), pair[1].clone()))
+                .collect();
+            let removed = tree.delete_ranges(&ranges).map_err(err("delete_ranges"))?;
+            let mut expected = 0;
+            for (from, to) in &ranges {
+                let doomed: Vec<Vec<u8>> = model
+                    .range(from.clone()..=to.clone())
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                expected += doomed.len();
+                for key in doomed {
+                    model.remove(&key);
+                }
+            }
+            ensure!(
+                removed == expected,
+                "delete_ranges of {} ranges removed {removed}, expected {expected}",
+                ranges.len()
             );
         }
         Op::InsertRun {
@@ -706,6 +741,68 @@ fn runs_of_ascending_keys_go_in_one_call_per_leaf() -> Result<(), String> {
     );
     verify_clean(&tree)?;
     same_entries("content", &full_content(&tree)?, &model_entries(&model))
+}
+
+/// `delete_ranges` against the model: ranges that span many leaves, lie in gaps between keys,
+/// hold one key, run past the last key or hold nothing; the tree verifies clean after each call,
+/// and deleting one range over everything leaves an empty tree.
+#[test]
+fn range_deletes_match_the_model() -> Result<(), String> {
+    let store =
+        Store::open(Arc::new(MemVfs::new()), &store_config(4096, 64)).map_err(err("open"))?;
+    let space = store.create_space().map_err(err("create_space"))?;
+    let tree = BTree::create(store.pool().clone(), space, INDEX).map_err(err("create"))?;
+    let mut model = Model::new();
+    let key = |k: u64| (k * 3).to_be_bytes().to_vec();
+    for k in 0..30_000u64 {
+        let value = filler(k, 20 + (k % 7) as usize * 10);
+        tree.insert(&key(k), &value).map_err(err("insert"))?;
+        model.insert(key(k), value);
+    }
+    let mut rng = StdRng::seed_from_u64(33);
+    for round in 0..40 {
+        let mut bounds: Vec<u64> = (0..2 * rng.gen_range(1..12))
+            .map(|_| rng.gen_range(0..95_000))
+            .collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let ranges: Entries = bounds
+            .chunks_exact(2)
+            .map(|pair| {
+                (
+                    pair[0].to_be_bytes().to_vec(),
+                    pair[1].to_be_bytes().to_vec(),
+                )
+            })
+            .collect();
+        let removed = tree.delete_ranges(&ranges).map_err(err("delete_ranges"))?;
+        let mut expected = 0;
+        for (from, to) in &ranges {
+            let doomed: Vec<Vec<u8>> = model
+                .range(from.clone()..=to.clone())
+                .map(|(k, _)| k.clone())
+                .collect();
+            expected += doomed.len();
+            for k in doomed {
+                model.remove(&k);
+            }
+        }
+        ensure!(
+            removed == expected,
+            "round {round}: delete_ranges removed {removed}, expected {expected}"
+        );
+        verify_clean(&tree).map_err(|e| format!("round {round}: {e}"))?;
+        same_entries("content", &full_content(&tree)?, &model_entries(&model))?;
+    }
+    let all = vec![(vec![], vec![0xff; 9])];
+    let removed = tree.delete_ranges(&all).map_err(err("delete_ranges"))?;
+    ensure!(
+        removed == model.len(),
+        "deleting everything removed {removed} of {}",
+        model.len()
+    );
+    ensure!(full_content(&tree)?.is_empty(), "the tree is not empty");
+    verify_clean(&tree).map(drop)
 }
 
 #[test]

@@ -270,21 +270,17 @@ impl Engine {
     }
 
     /// Removes the undo entries of `txns`, all in one key-ordered pass over the undo tree (a leaf's
-    /// entries go in one mini-transaction, whichever transactions they belong to).
+    /// entries go in one mini-transaction, whichever transactions they belong to), each
+    /// transaction's as one key range found in the leaves themselves (`BTree::delete_ranges`).
     pub(super) fn delete_undo(&self, txns: impl IntoIterator<Item = TxnId>) -> Result<()> {
-        let mut keys = Vec::new();
-        for txn in txns {
-            let from = undo_key(txn, 0);
-            let to = undo_key(txn, COMMIT_MARKER);
-            for entry in self
-                .undo
-                .range(Bound::Included(&from), Bound::Included(&to))
-            {
-                keys.push(entry?.0);
-            }
-        }
-        keys.sort_unstable();
-        self.undo.delete_sorted(&keys)?;
+        let mut txns: Vec<TxnId> = txns.into_iter().collect();
+        txns.sort_unstable();
+        txns.dedup();
+        let ranges: Vec<(Vec<u8>, Vec<u8>)> = txns
+            .into_iter()
+            .map(|txn| (undo_key(txn, 0), undo_key(txn, COMMIT_MARKER)))
+            .collect();
+        self.undo.delete_ranges(&ranges)?;
         Ok(())
     }
 }

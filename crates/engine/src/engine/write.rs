@@ -2,6 +2,12 @@
 //! writer's own transaction lock), the first-updater-wins check, the undo entry and the replaced
 //! version saved to history, then the new version in place — in that order, each its own
 //! mini-transaction, so recovery can undo any prefix.
+//!
+//! Bulk inserts keep that order per batch: `insert_many` writes the undo entries of a batch of
+//! rows first, then the rows in runs of ascending keys, one mini-transaction per leaf; an undo
+//! entry whose row never went in is harmless (undoing it removes only this transaction's own
+//! version). Rows inserted this way before any savepoint get no entry in `written`: their version
+//! in place, naming this transaction, says they were written in generation 0.
 
 use super::transaction::{dependency_failure, txn_lock_key};
 use super::*;

@@ -4,6 +4,11 @@
 //! (`planner::bind_write`); the executor opens them like any other node, and their rows are the
 //! RETURNING rows (the count of rows written goes to `ExecCtx::take_changed`).
 //!
+//! INSERT without ON CONFLICT into a table without foreign keys hands the engine [`RUN_ROWS`]
+//! rows at a time (the engine puts runs of ascending keys into a leaf at once); errors still come
+//! in row order. Its source streams when it reads no table; otherwise every source row is
+//! evaluated first, so the statement never sees its own rows.
+//!
 //! UPDATE and DELETE never walk an index and the table in step (seed 000): they first collect the
 //! primary keys of the candidate rows — from the secondary index alone when the planner chose one,
 //! else from a scan in key order — sort them, and then visit each row once, in primary-key order:

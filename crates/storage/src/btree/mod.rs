@@ -23,7 +23,9 @@
 //!   latches, releasing every ancestor above a child that cannot split (or underflow). Scans hold one
 //!   leaf at a time and find the next leaf by a fresh descent from the bound they reached, so they
 //!   never latch sideways.
-//! * **Atomicity.** One change (with its splits, merges and allocations) is one mini-transaction.
+//! * **Atomicity.** One change (with its splits, merges and allocations) is one mini-transaction;
+//!   so is a run of inserts into one leaf ([`BTree::insert_run_if_absent`], bulk loads) and of
+//!   deletes from one leaf ([`BTree::delete_sorted`]).
 //!   Pages are allocated and freed only after every tree page the change needs is latched (the latch
 //!   order of [`crate::mtr`]), and structural changes are planned before any page is modified.
 //! * **Balance.** Any full page plus one record splits into two pages that fit (records are at most a
@@ -37,6 +39,7 @@ mod node;
 mod overflow;
 mod verify;
 
+use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::buffer_pool::{AccessHint, BufferPool, PageReadGuard};
@@ -61,6 +64,10 @@ pub struct BTree {
     entry: TreeEntry,
     limits: Limits,
 }
+
+/// What one leaf of a range delete removed, and where the delete goes on (see
+/// `BTree::delete_ranges_in_one_leaf`).
+type RangeDeleted = (usize, Option<(usize, Option<Vec<u8>>)>);
 
 /// A page of the write path: its handle and its position in its parent (0 for the top of a path).
 #[derive(Debug, Clone, Copy)]
@@ -282,7 +289,7 @@ impl BTree {
         let threshold = self.limits.merge_threshold;
         let max_record = Page::record_footprint(self.limits.max_record);
         let path = self.latch_path(&mut mtr, &keys[0], |page| {
-            page.used_space() >= threshold + max_record && page.slot_count() > 2
+            survives_many_deletes(page, threshold + max_record)
         })?;
         let leaf = path.last().expect("a path ends at a leaf").handle;
         let page = Page::new(mtr.page(leaf));
@@ -312,6 +319,109 @@ impl BTree {
         }
         mtr.commit();
         Ok((passed, slots.len()))
+    }
+
+    /// Removes every key in the ranges `from..=to` of `ranges` (ascending, disjoint) and returns
+    /// how many there were. The keys of one leaf go in one mini-transaction, whichever ranges they
+    /// belong to, found in the leaf itself: no read of the ranges beforehand, and one descent and
+    /// one redo record per leaf.
+    pub fn delete_ranges(&self, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
+        let mut at = ranges.first().map(|(from, _)| (0, from.clone()));
+        let mut removed = 0;
+        while let Some((range, from)) = at {
+            let (gone, next) = self.delete_ranges_in_one_leaf(&ranges[range..], &from)?;
+            removed += gone;
+            at = match next {
+                Some((skipped, from)) if skipped > 0 || from.is_some() => {
+                    let from = from.unwrap_or_else(|| ranges[range + skipped].0.clone());
+                    Some((range + skipped, from))
+                }
+                Some(_) => self.first_key_from(&from, &ranges[range].1, range, ranges)?,
+                None => None,
+            };
+        }
+        Ok(removed)
+    }
+
+    /// Where a range delete goes on when `from` fell between a leaf's last key and the next
+    /// leaf: the first present key of the range, else the next range.
+    fn first_key_from(
+        &self,
+        from: &[u8],
+        to: &[u8],
+        range: usize,
+        ranges: &[(Vec<u8>, Vec<u8>)],
+    ) -> Result<Option<(usize, Vec<u8>)>> {
+        let first = self
+            .range(Bound::Included(from), Bound::Included(to))
+            .next();
+        Ok(match first.transpose()? {
+            Some((key, _)) => Some((range, key)),
+            None => ranges
+                .get(range + 1)
+                .map(|(from, _)| (range + 1, from.clone())),
+        })
+    }
+
+    /// Removes the keys of `ranges` (the first starting at `from` instead) that lie in the leaf of
+    /// `from`; returns how many, and where to go on, if anywhere: the position in `ranges` of the
+    /// range that reaches beyond the leaf, and the key to start from (None: that range's own start;
+    /// `(0, None)`: `from` itself lies past the leaf's last key, in no leaf's records).
+    fn delete_ranges_in_one_leaf(
+        &self,
+        ranges: &[(Vec<u8>, Vec<u8>)],
+        from: &[u8],
+    ) -> Result<RangeDeleted> {
+        let mut mtr = Mtr::new(&self.pool);
+        let threshold = self.limits.merge_threshold;
+        let max_record = Page::record_footprint(self.limits.max_record);
+        let path = self.latch_path(&mut mtr, from, |page| {
+            survives_many_deletes(page, threshold + max_record)
+        })?;
+        let leaf = path.last().expect("a path ends at a leaf").handle;
+        let page = Page::new(mtr.page(leaf));
+        let Some(last) = page.slot_count().checked_sub(1) else {
+            return Ok((0, None));
+        };
+        let last_key = node::leaf_key(page.record(last));
+        let beyond = |key: &[u8]| key > last_key && page.next() != NO_PAGE;
+        let mut slots = Vec::new();
+        let mut next = None;
+        for (i, (range_from, to)) in ranges.iter().enumerate() {
+            let start = if i == 0 { from } else { range_from.as_slice() };
+            if beyond(start) {
+                next = Some((i, None));
+                break;
+            }
+            let first = node::leaf_search(page, start).unwrap_or_else(|slot| slot);
+            slots.extend(
+                (first..=last)
+                    .take_while(|&slot| node::leaf_key(page.record(slot)) <= to.as_slice()),
+            );
+            if beyond(to) {
+                let mut past = last_key.to_vec();
+                past.push(0);
+                next = Some((i, Some(past)));
+                break;
+            }
+        }
+        if slots.is_empty() {
+            return Ok((0, next));
+        }
+        let mut freed = Vec::new();
+        for &slot in &slots {
+            freed.extend(self.load_value_and_chain(page.record(slot))?.1);
+        }
+        let mut edit = mtr.edit(leaf);
+        for &slot in slots.iter().rev() {
+            edit.remove(slot);
+        }
+        freed.extend(self.rebalance(&mut mtr, &path)?);
+        for page_no in freed {
+            self.space.free_page(&mut mtr, page_no)?;
+        }
+        mtr.commit();
+        Ok((slots.len(), next))
     }
 
     fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -784,6 +894,15 @@ impl BTree {
         mtr.edit(leaf).remove(slot);
         self.finish_replace(mtr, Some(old)).map(Some)
     }
+}
+
+/// Whether a page on the path of a delete of many keys from one leaf can take the change without
+/// passing it up, so that its ancestors may be released: never the leaf itself (it may lose all
+/// its records, and its parent must stay latched to merge it); a branch page if it can lose one
+/// separator (a merge below removes at most one) and stay above `keep` bytes with over two
+/// children.
+fn survives_many_deletes(page: Page<'_>, keep: usize) -> bool {
+    page.level() > 0 && page.used_space() >= keep && page.slot_count() > 2
 }
 
 fn ensure_absent(space: &Space, index_id: u64) -> Result<()> {
