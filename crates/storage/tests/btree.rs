@@ -496,17 +496,7 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
                 .map(|pair| (pair[0].clone(), pair[1].clone()))
                 .collect();
             let removed = tree.delete_ranges(&ranges).map_err(err("delete_ranges"))?;
-            let mut expected = 0;
-            for (from, to) in &ranges {
-                let doomed: Vec<Vec<u8>> = model
-                    .range(from.clone()..=to.clone())
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                expected += doomed.len();
-                for key in doomed {
-                    model.remove(&key);
-                }
-            }
+            let expected = remove_ranges(model, &ranges);
             ensure!(
                 removed == expected,
                 "delete_ranges of {} ranges removed {removed}, expected {expected}",
@@ -558,6 +548,22 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
         }
     }
     Ok(())
+}
+
+/// Removes the keys of `ranges` (`from..=to`) from the model; returns how many there were.
+fn remove_ranges(model: &mut Model, ranges: &[(Vec<u8>, Vec<u8>)]) -> usize {
+    let mut removed = 0;
+    for (from, to) in ranges {
+        let doomed: Vec<Vec<u8>> = model
+            .range(from.clone()..=to.clone())
+            .map(|(k, _)| k.clone())
+            .collect();
+        removed += doomed.len();
+        for key in doomed {
+            model.remove(&key);
+        }
+    }
+    removed
 }
 
 /// Checks that the entries a run inserted ascend and were absent, and adds them to the model.
@@ -776,17 +782,7 @@ fn range_deletes_match_the_model() -> Result<(), String> {
             })
             .collect();
         let removed = tree.delete_ranges(&ranges).map_err(err("delete_ranges"))?;
-        let mut expected = 0;
-        for (from, to) in &ranges {
-            let doomed: Vec<Vec<u8>> = model
-                .range(from.clone()..=to.clone())
-                .map(|(k, _)| k.clone())
-                .collect();
-            expected += doomed.len();
-            for k in doomed {
-                model.remove(&k);
-            }
-        }
+        let expected = remove_ranges(&mut model, &ranges);
         ensure!(
             removed == expected,
             "round {round}: delete_ranges removed {removed}, expected {expected}"

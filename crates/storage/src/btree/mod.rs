@@ -298,27 +298,37 @@ impl BTree {
         };
         let last_key = node::leaf_key(page.record(last));
         let passed = keys.partition_point(|key| key.as_slice() <= last_key);
-        let mut slots = Vec::new();
-        let mut freed = Vec::new();
-        for key in &keys[..passed] {
-            if let Ok(slot) = node::leaf_search(page, key) {
-                freed.extend(self.load_value_and_chain(page.record(slot))?.1);
-                slots.push(slot);
-            }
-        }
+        let slots: Vec<usize> = keys[..passed]
+            .iter()
+            .filter_map(|key| node::leaf_search(page, key).ok())
+            .collect();
+        self.remove_from_leaf(mtr, &path, &slots)?;
+        Ok((passed, slots.len()))
+    }
+
+    /// Removes the records at `slots` (ascending) of the leaf that ends `path`, frees their
+    /// overflow chains, merges what the removal left underfull, and commits; nothing is done (and
+    /// nothing logged) when `slots` is empty.
+    fn remove_from_leaf(&self, mut mtr: Mtr<'_>, path: &[Step], slots: &[usize]) -> Result<()> {
         if slots.is_empty() {
-            return Ok((passed, 0));
+            return Ok(());
+        }
+        let leaf = path.last().expect("a path ends at a leaf").handle;
+        let mut freed = Vec::new();
+        for &slot in slots {
+            let page = Page::new(mtr.page(leaf));
+            freed.extend(self.load_value_and_chain(page.record(slot))?.1);
         }
         let mut edit = mtr.edit(leaf);
         for &slot in slots.iter().rev() {
             edit.remove(slot);
         }
-        freed.extend(self.rebalance(&mut mtr, &path)?);
+        freed.extend(self.rebalance(&mut mtr, path)?);
         for page_no in freed {
             self.space.free_page(&mut mtr, page_no)?;
         }
         mtr.commit();
-        Ok((passed, slots.len()))
+        Ok(())
     }
 
     /// Removes every key in the ranges `from..=to` of `ranges` (ascending, disjoint) and returns
@@ -405,22 +415,7 @@ impl BTree {
                 break;
             }
         }
-        if slots.is_empty() {
-            return Ok((0, next));
-        }
-        let mut freed = Vec::new();
-        for &slot in &slots {
-            freed.extend(self.load_value_and_chain(page.record(slot))?.1);
-        }
-        let mut edit = mtr.edit(leaf);
-        for &slot in slots.iter().rev() {
-            edit.remove(slot);
-        }
-        freed.extend(self.rebalance(&mut mtr, &path)?);
-        for page_no in freed {
-            self.space.free_page(&mut mtr, page_no)?;
-        }
-        mtr.commit();
+        self.remove_from_leaf(mtr, &path, &slots)?;
         Ok((slots.len(), next))
     }
 
