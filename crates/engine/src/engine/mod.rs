@@ -153,6 +153,9 @@ struct PurgeItem {
     txn: TxnId,
     csn: Csn,
     writes: Vec<(UndoEntry, bool)>,
+    /// Whether the transaction deleted rows: only then can its writes have left delete marks
+    /// (a bulk load's purge then has no row to visit).
+    deleted: bool,
     /// Its delete marks have been moved to the graveyard.
     buried: bool,
 }
@@ -297,6 +300,7 @@ impl Engine {
             replaced: HashMap::new(),
             wrote: false,
             holds_own_lock: false,
+            deleted: false,
             ended: false,
         })
     }
@@ -371,6 +375,8 @@ pub struct Transaction {
     wrote: bool,
     /// Whether it holds the lock on its own id (it inserted rows without row locks).
     holds_own_lock: bool,
+    /// Whether it has delete-marked a row (even if a savepoint undid it since).
+    deleted: bool,
     pub(crate) ended: bool,
 }
 

@@ -120,6 +120,7 @@ impl Engine {
     pub(super) fn purge_delete_marks(&self, items: &[PurgeItem]) -> Result<usize> {
         let mut marks: Vec<(IndexId, &[u8], TxnId)> = items
             .iter()
+            .filter(|item| item.deleted)
             .flat_map(|item| {
                 item.writes
                     .iter()
@@ -179,6 +180,9 @@ impl Engine {
         let mut marks: Vec<(IndexId, Vec<u8>, TxnId, Csn)> = Vec::new();
         for item in items.iter_mut().filter(|item| !item.buried) {
             item.buried = true;
+            if !item.deleted {
+                continue;
+            }
             let clustered = item
                 .writes
                 .iter()

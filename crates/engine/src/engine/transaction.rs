@@ -139,6 +139,7 @@ impl Transaction {
             txn: self.id,
             csn,
             writes,
+            deleted: self.deleted,
             buried: false,
         });
         drop(queue);

@@ -65,6 +65,7 @@ impl Transaction {
                 .map_err(dependency_failure)?;
         }
         self.save_version(index, pk, current)?;
+        self.deleted |= row.is_none();
         let version = Version {
             writer: self.id,
             deleted: row.is_none(),
