@@ -10,6 +10,7 @@ use steady_engine::catalog::ColumnDef;
 use steady_engine::codec::encode_key;
 use steady_engine::engine::{Engine, EngineConfig, Isolation, Transaction};
 use steady_engine::error::EngineError;
+use steady_engine::io::thread_io;
 use steady_engine::table::primary_key;
 use steady_engine::version::IndexId;
 use steady_storage::io::{MemVfs, Vfs};
@@ -251,6 +252,35 @@ fn purge_removes_deleted_rows_once_no_snapshot_sees_them() {
         0
     );
     assert_eq!(engine.stats().history_length, 0);
+}
+
+/// Purge of a transaction that only inserted visits none of its rows (no delete mark can be
+/// left) and removes its undo entries by key range: far fewer page requests than rows, where a
+/// visit of every row costs a descent each. The rows stay.
+#[test]
+fn purge_of_an_insert_only_transaction_visits_no_row() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let rows = 20_000u32;
+    let mut loader = engine.begin(Isolation::ReadCommitted).unwrap();
+    for i in 0..rows {
+        loader.insert(table, &i.to_be_bytes(), b"row").unwrap();
+    }
+    loader.commit().unwrap();
+    let before = thread_io();
+    engine.purge().unwrap();
+    let io = thread_io().since(before);
+    let requests = io.hits + io.reads;
+    assert!(
+        requests < u64::from(rows) / 4,
+        "purge of {rows} inserted rows made {requests} page requests"
+    );
+    let mut reader = engine.begin(Isolation::ReadCommitted).unwrap();
+    let count = reader
+        .scan(table, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .count();
+    assert_eq!(count, rows as usize);
 }
 
 #[test]
