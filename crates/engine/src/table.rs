@@ -200,7 +200,7 @@ impl Engine {
         let mut entries = Vec::new();
         for record in clustered.range(Bound::Unbounded, Bound::Unbounded) {
             let (pk, bytes) = record?;
-            let version = Version::decode(&bytes)?;
+            let version = Version::from_record(bytes)?;
             if version.deleted {
                 continue;
             }

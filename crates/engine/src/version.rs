@@ -50,6 +50,18 @@ impl Version {
             row: row.to_vec(),
         })
     }
+
+    /// As [`Version::decode`], keeping the record's own buffer for the row (no copy of it into
+    /// a new one: scans decode every record they read).
+    pub fn from_record(mut record: Vec<u8>) -> Result<Version> {
+        let (flags, writer, _) = split_header(&record, "row version")?;
+        record.drain(..HEADER);
+        Ok(Version {
+            writer,
+            deleted: flags & DELETED != 0,
+            row: record,
+        })
+    }
 }
 
 /// A version in the history store: the row as it was, who wrote it, and who replaced it.
@@ -221,6 +233,8 @@ mod tests {
             row: b"row".to_vec(),
         };
         assert_eq!(Version::decode(&version.encode()).unwrap(), version);
+        assert_eq!(Version::from_record(version.encode()).unwrap(), version);
+        assert!(Version::from_record(vec![0; HEADER - 1]).is_err());
         let entry = UndoEntry {
             index: 3,
             pk: b"pk".to_vec(),

@@ -58,14 +58,14 @@ impl Engine {
         pk: &[u8],
     ) -> Result<Option<Version>> {
         if let Some(bytes) = tree.get(pk)? {
-            return Ok(Some(Version::decode(&bytes)?));
+            return Ok(Some(Version::from_record(bytes)?));
         }
         if self.graveyard_length.load(Ordering::Acquire) <= 0 {
             return Ok(None);
         }
         self.graveyard
             .get(&graveyard_key(index, pk))?
-            .map(|bytes| Version::decode(&bytes))
+            .map(Version::from_record)
             .transpose()
     }
 

@@ -15,7 +15,7 @@ impl Scan {
         let range = self.tree.range(start.as_ref().map(Vec::as_slice), end);
         for entry in range.take(SCAN_BATCH) {
             let (pk, bytes) = entry?;
-            records.push((pk, Version::decode(&bytes)?));
+            records.push((pk, Version::from_record(bytes)?));
         }
         self.exhausted = records.len() < SCAN_BATCH;
         let batch_end = match (self.exhausted, records.last()) {
