@@ -469,6 +469,34 @@ fn committed_contents(engine: &Arc<Engine>, index: IndexId) -> Vec<String> {
     contents(&mut engine.begin(Isolation::RepeatableRead).unwrap(), index)
 }
 
+/// A write right after `lock_row` uses the version the lock read; a savepoint rolled back in
+/// between makes it read the row again (the version kept from before is stale), so the
+/// committed version is saved to history and restored on rollback, and an older snapshot keeps
+/// seeing it throughout.
+#[test]
+fn a_write_after_lock_row_saves_what_is_in_place_also_after_rolling_back_to_a_savepoint() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    setup.insert(table, b"k", b"v0").unwrap();
+    setup.commit().unwrap();
+    let mut reader = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(value(reader.get(table, b"k").unwrap()), Some("v0".into()));
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    let savepoint = txn.savepoint();
+    assert_eq!(value(txn.lock_row(table, b"k").unwrap()), Some("v0".into()));
+    assert!(txn.update(table, b"k", b"v1").unwrap());
+    assert_eq!(value(txn.lock_row(table, b"k").unwrap()), Some("v1".into()));
+    txn.rollback_to(&savepoint).unwrap();
+    assert!(txn.update(table, b"k", b"v2").unwrap());
+    assert_eq!(value(txn.get(table, b"k").unwrap()), Some("v2".into()));
+    assert_eq!(value(reader.get(table, b"k").unwrap()), Some("v0".into()));
+    txn.rollback().unwrap();
+    assert_eq!(value(reader.get(table, b"k").unwrap()), Some("v0".into()));
+    assert_eq!(committed_contents(&engine, table), ["k=v0"]);
+    reader.commit().unwrap();
+}
+
 #[test]
 fn rollback_to_a_savepoint_restores_what_the_transaction_saw_and_commits_the_rest() {
     let (vfs, engine) = engine();

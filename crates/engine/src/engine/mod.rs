@@ -301,6 +301,7 @@ impl Engine {
             wrote: false,
             holds_own_lock: false,
             deleted: false,
+            locked_row: None,
             ended: false,
         })
     }
@@ -377,7 +378,19 @@ pub struct Transaction {
     holds_own_lock: bool,
     /// Whether it has delete-marked a row (even if a savepoint undid it since).
     deleted: bool,
+    /// The row `lock_row` locked last and its newest version, for the write that follows (see
+    /// [`Transaction::lock_row`]).
+    locked_row: Option<LockedRow>,
     pub(crate) ended: bool,
+}
+
+/// A row a transaction has locked and the newest version it read under the lock, in the tree it
+/// read it from (a table rewritten since is not this tree any more).
+struct LockedRow {
+    tree: Arc<BTree>,
+    index: IndexId,
+    pk: Vec<u8>,
+    current: Version,
 }
 
 /// A point in a transaction that [`Transaction::rollback_to`] goes back to: the lengths of its undo

@@ -34,6 +34,7 @@ impl Transaction {
             "not a savepoint of transaction {}",
             self.id
         );
+        self.locked_row = None;
         let trees = self.engine.indexes.read().clone();
         self.restore_rewrites(&trees, savepoint.rewrites)?;
         self.undo_writes_since(&trees, savepoint.writes)?;

@@ -96,6 +96,7 @@ impl Transaction {
         if !self.may_insert_without_row_lock(index) {
             return Ok(false);
         }
+        self.locked_row = None;
         let engine = Arc::clone(&self.engine);
         self.check_open()?;
         let tree = engine.tree(index)?;
@@ -147,6 +148,7 @@ impl Transaction {
         index: IndexId,
         rows: &[(Vec<u8>, Vec<u8>)],
     ) -> std::result::Result<(), (usize, EngineError)> {
+        self.locked_row = None;
         if !self.may_insert_without_row_lock(index) {
             for (at, (pk, row)) in rows.iter().enumerate() {
                 self.insert(index, pk, row).map_err(|e| (at, e))?;
@@ -326,9 +328,24 @@ impl Transaction {
 
     /// Locks a row for writing (waiting for its current writer to finish) and returns the version an
     /// update would change, as `SELECT ... FOR UPDATE` does: see `row_to_change`.
+    ///
+    /// The version read is kept for a write of the same row that follows at once (UPDATE and
+    /// DELETE lock, re-check, then write): that write then neither locks nor reads the row again.
+    /// Only a present version is kept — with the row lock held, no one else can change it (purge
+    /// and inserts without row locks leave locked or present keys alone), and every write of this
+    /// transaction takes or clears it.
     pub fn lock_row(&mut self, index: IndexId, pk: &[u8]) -> Result<Option<Vec<u8>>> {
-        let (_, current) = self.lock_current(index, pk)?;
-        self.row_to_change(index, pk, current.as_ref())
+        let (tree, current) = self.lock_current(index, pk)?;
+        let row = self.row_to_change(index, pk, current.as_ref())?;
+        if let Some(current) = current {
+            self.locked_row = Some(LockedRow {
+                tree,
+                index,
+                pk: pk.to_vec(),
+                current,
+            });
+        }
+        Ok(row)
     }
 
     /// Takes the snapshot (before any wait, as PostgreSQL's statement does), locks the row, and
@@ -344,6 +361,11 @@ impl Transaction {
     ) -> Result<(Arc<BTree>, Option<Version>)> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
+        if let Some(locked) = self.locked_row.take() {
+            if locked.index == index && locked.pk == pk && Arc::ptr_eq(&locked.tree, &tree) {
+                return Ok((tree, Some(locked.current)));
+            }
+        }
         self.snapshot()?;
         self.lock_exclusive(index, pk)?;
         loop {
