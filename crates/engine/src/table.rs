@@ -562,21 +562,20 @@ impl Transaction {
         Ok(pk)
     }
 
-    /// Inserts rows in their order, as [`Transaction::insert_row`] one by one would, and returns
-    /// their clustered keys; into a table without secondary indexes the rows go in runs (see
-    /// [`Transaction::insert_many`]). On error, the position of the row that failed with the
-    /// error; the rows before it are inserted.
+    /// Inserts rows in their order, as [`Transaction::insert_row`] one by one would; into a
+    /// table without secondary indexes the rows go in runs (see [`Transaction::insert_many`]). On
+    /// error, the position of the row that failed with the error; the rows before it are
+    /// inserted.
     pub fn insert_rows(
         &mut self,
         table: &TableDef,
         rows: &[Vec<Value>],
-    ) -> std::result::Result<Vec<Vec<u8>>, (usize, EngineError)> {
+    ) -> std::result::Result<(), (usize, EngineError)> {
         if !table.indexes.is_empty() {
-            return rows
-                .iter()
-                .enumerate()
-                .map(|(at, values)| self.insert_row(table, values).map_err(|e| (at, e)))
-                .collect();
+            for (at, values) in rows.iter().enumerate() {
+                self.insert_row(table, values).map_err(|e| (at, e))?;
+            }
+            return Ok(());
         }
         let engine = Arc::clone(&self.engine);
         self.lock_table_for_write(table).map_err(|e| (0, e))?;
@@ -594,8 +593,7 @@ impl Transaction {
             };
             keyed.push((pk, encode_row(values)));
         }
-        self.insert_many(table.id, &keyed)?;
-        Ok(keyed.into_iter().map(|(pk, _)| pk).collect())
+        self.insert_many(table.id, &keyed)
     }
 
     /// Replaces the row under `pk` (whose primary-key columns must not change; the SQL layer

@@ -42,6 +42,12 @@ impl Version {
         )
     }
 
+    /// The encoding of a live (not deleted) version of `row` by `writer`, without building a
+    /// [`Version`] (and a copy of the row) first.
+    pub fn encode_live(writer: TxnId, row: &[u8]) -> Vec<u8> {
+        encode_with_header(0, writer, row)
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<Version> {
         let (flags, writer, row) = split_header(bytes, "row version")?;
         Ok(Version {
@@ -234,6 +240,11 @@ mod tests {
         };
         assert_eq!(Version::decode(&version.encode()).unwrap(), version);
         assert_eq!(Version::from_record(version.encode()).unwrap(), version);
+        let live = Version {
+            deleted: false,
+            ..version.clone()
+        };
+        assert_eq!(Version::encode_live(9, b"row"), live.encode());
         assert!(Version::from_record(vec![0; HEADER - 1]).is_err());
         let entry = UndoEntry {
             index: 3,

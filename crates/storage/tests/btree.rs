@@ -745,6 +745,27 @@ fn runs_of_ascending_keys_go_in_one_call_per_leaf() -> Result<(), String> {
         again == 3,
         "present keys each took {again} calls, expected one each"
     );
+    let too_long = vec![7u8; tree.max_key_len() + 1];
+    let entries: Entries = vec![
+        (vec![6], vec![1]),
+        (too_long.clone(), vec![1]),
+        (vec![8], vec![1]),
+    ];
+    let inserted = tree
+        .insert_run_if_absent(&entries)
+        .map_err(err("insert_run_if_absent"))?;
+    ensure!(
+        inserted == 1,
+        "a run over a key too long inserted {inserted}, expected 1"
+    );
+    check_run(&mut model, &entries[..1])?;
+    ensure!(
+        matches!(
+            tree.insert_if_absent(&too_long, &[1]),
+            Err(StorageError::KeyTooLarge { .. })
+        ),
+        "the key too long was not refused on its own"
+    );
     verify_clean(&tree)?;
     same_entries("content", &full_content(&tree)?, &model_entries(&model))
 }

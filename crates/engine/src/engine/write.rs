@@ -111,12 +111,7 @@ impl Transaction {
             pk: pk.to_vec(),
             action: UndoAction::Inserted,
         })?;
-        let version = Version {
-            writer: self.id,
-            deleted: false,
-            row: row.to_vec(),
-        };
-        if !tree.insert_if_absent(pk, &version.encode())? {
+        if !tree.insert_if_absent(pk, &Version::encode_live(self.id, row))? {
             return Ok(false);
         }
         let generation = self.generation.load(Ordering::Relaxed);
@@ -172,14 +167,7 @@ impl Transaction {
         self.append_undo_run(index, rows).map_err(at_start)?;
         let versions: Vec<(Vec<u8>, Vec<u8>)> = rows
             .iter()
-            .map(|(pk, row)| {
-                let version = Version {
-                    writer: self.id,
-                    deleted: false,
-                    row: row.clone(),
-                };
-                (pk.clone(), version.encode())
-            })
+            .map(|(pk, row)| (pk.clone(), Version::encode_live(self.id, row)))
             .collect();
         let generation = self.generation.load(Ordering::Relaxed);
         let mut at = 0;
@@ -187,7 +175,8 @@ impl Transaction {
             let inserted = tree
                 .insert_run_if_absent(&versions[at..])
                 .map_err(|e| (at, e.into()))?;
-            self.note_inserted(index, &versions[at..at + inserted], generation);
+            let run = &versions[at..at + inserted];
+            self.note_inserted(index, run.iter().map(|(pk, _)| pk), generation);
             at += inserted;
             if inserted == 0 {
                 self.insert_one_of_many(&tree, index, &rows[at], &versions[at].1, generation)
@@ -209,11 +198,7 @@ impl Transaction {
         generation: u64,
     ) -> Result<()> {
         if tree.insert_if_absent(pk, version)? {
-            self.note_inserted(
-                index,
-                std::slice::from_ref(&(pk.clone(), Vec::new())),
-                generation,
-            );
+            self.note_inserted(index, [pk], generation);
             return Ok(());
         }
         self.write_locked(index, pk, Some(row), WriteKind::Insert)
@@ -225,9 +210,14 @@ impl Transaction {
     /// that `written` does not hold was inserted in generation 0 (see `save_version`), which
     /// spares a bulk load a map entry per row. A row `written` holds always has a version of this
     /// transaction in place, so a run that meets one stops at its present key.
-    fn note_inserted(&mut self, index: IndexId, rows: &[(Vec<u8>, Vec<u8>)], generation: u64) {
+    fn note_inserted<'k>(
+        &mut self,
+        index: IndexId,
+        pks: impl IntoIterator<Item = &'k Vec<u8>>,
+        generation: u64,
+    ) {
         if generation > 0 {
-            for (pk, _) in rows {
+            for pk in pks {
                 self.written.insert((index, pk.clone()), generation);
             }
         }

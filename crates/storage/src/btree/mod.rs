@@ -190,16 +190,14 @@ impl BTree {
     /// mini-transaction — one descent, one latch and one redo record for the run instead of one per
     /// entry — and returns how many it inserted. The run stops before an entry whose key does not
     /// ascend, is present, lies past the leaf's last key while the leaf has a right sibling (the
-    /// leaf's upper bound is then unknown here), needs an overflow chain, or does not fit in what
-    /// room is left. 0 means the first entry was not inserted: the caller inserts it on its own
-    /// ([`BTree::insert_if_absent`] tells a present key from a full leaf).
+    /// leaf's upper bound is then unknown here), is too large, needs an overflow chain, or does
+    /// not fit in what room is left. 0 means the first entry was not inserted: the caller inserts
+    /// it on its own ([`BTree::insert_if_absent`] tells a present key from a full leaf, and
+    /// refuses an entry that is too large).
     pub fn insert_run_if_absent(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
         let Some((first, _)) = entries.first() else {
             return Ok(0);
         };
-        for (key, value) in entries {
-            self.check_sizes(key, value)?;
-        }
         let mut mtr = Mtr::new(&self.pool);
         let leaf = self.latch_leaf(&mut mtr, first)?;
         let page = Page::new(mtr.page(leaf));
@@ -221,6 +219,7 @@ impl BTree {
                 Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
             if !inside
                 || !ascends
+                || self.check_sizes(key, value).is_err()
                 || !self.limits.is_inline(key.len(), value.len())
                 || needed > room
             {
