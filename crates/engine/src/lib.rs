@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod io;
 pub mod lock;
+pub mod rebuild;
 pub mod sequence;
 pub mod ssi;
 pub mod table;

@@ -192,11 +192,7 @@ impl Engine {
         id: IndexId,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let clustered = self.tree(table.id)?;
-        let mut wanted = vec![false; table.columns.len()];
-        for &column in columns {
-            wanted[column] = true;
-        }
-        let decoder = table.decoder(Some(wanted));
+        let decoder = table.decoder(Some(wanted_columns(table, columns)));
         let mut entries = Vec::new();
         for record in clustered.range(Bound::Unbounded, Bound::Unbounded) {
             let (pk, bytes) = record?;
@@ -248,7 +244,7 @@ impl Engine {
 
     /// Table `name` ready for a change of its definition or all its rows: its table lock, then
     /// the database's DDL lock, then its definition as it is under both.
-    fn table_for_ddl(
+    pub(crate) fn table_for_ddl(
         &self,
         name: &str,
     ) -> Result<(TableDdlGuard<'_>, RwLockWriteGuard<'_, ()>, Arc<TableDef>)> {
@@ -283,116 +279,7 @@ impl Engine {
         Ok(guard)
     }
 
-    /// Rebuilds a table clustered by new primary-key columns (ALTER TABLE ... ADD PRIMARY KEY):
-    /// every live row is copied, sorted by its new key, into a fresh space by bulk build, with its
-    /// secondary indexes; the old space is then dropped. Fails with 23505 on a duplicate key and
-    /// 23502 on a NULL in a key column.
-    pub fn add_primary_key(&self, name: &str, columns: Vec<usize>) -> Result<Arc<TableDef>> {
-        let (_table, _ddl, table) = self.table_for_ddl(name)?;
-        let rows = self.live_rows(&table)?;
-        let mut keyed = Vec::with_capacity(rows.len());
-        for (_, values) in rows {
-            if has_null(&values, &columns) {
-                return Err(EngineError::NotNullViolation(table.name.clone()));
-            }
-            keyed.push((index_key(&values, &columns), values));
-        }
-        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        if keyed.windows(2).any(|w| w[0].0 == w[1].0) {
-            return Err(EngineError::UniqueViolation { index: table.id });
-        }
-        let rebuilt = TableDef {
-            primary_key: columns,
-            ..(*table).clone()
-        };
-        self.rebuild(&table, rebuilt, keyed)
-    }
-
-    /// Every live in-place row of a table with its clustered key, decoded, in key order.
-    fn live_rows(&self, table: &TableDef) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
-        let mut rows = Vec::new();
-        for record in self
-            .tree(table.id)?
-            .range(Bound::Unbounded, Bound::Unbounded)
-        {
-            let (pk, bytes) = record?;
-            let version = Version::decode(&bytes)?;
-            if !version.deleted {
-                rows.push((
-                    pk,
-                    table.decode_row(&version.row, None).map_err(corrupt_row)?,
-                ));
-            }
-        }
-        Ok(rows)
-    }
-
-    /// VACUUM FULL: rewrites a table's live rows and its indexes compactly into a fresh space by
-    /// bulk build and drops the old space (O(1); reclaimed in the background). Like TRUNCATE and
-    /// ADD PRIMARY KEY it waits for the table's writers, and it is not MVCC-safe: a snapshot older
-    /// than the rewrite no longer finds the versions it replaced.
-    pub fn rewrite_table(&self, name: &str) -> Result<Arc<TableDef>> {
-        let (_table, _ddl, table) = self.table_for_ddl(name)?;
-        let rows = self.live_rows(&table)?;
-        self.rebuild(&table, (*table).clone(), rows)
-    }
-
-    /// Writes `rows` (sorted by their clustered keys) and their index entries into a fresh space
-    /// by bulk build, switches the table to it, and drops the old space.
-    fn rebuild(
-        &self,
-        old: &TableDef,
-        mut table: TableDef,
-        rows: Vec<(Vec<u8>, Vec<Value>)>,
-    ) -> Result<Arc<TableDef>> {
-        let space = self.store.create_space()?;
-        table.space = space.id();
-        let pool = self.store.pool().clone();
-        let mut trees = Vec::new();
-        for index in &table.indexes {
-            let mut entries: Vec<(Vec<u8>, Vec<u8>)> = rows
-                .iter()
-                .map(|(pk, values)| {
-                    (
-                        entry_key(&index_key(values, &index.columns), pk),
-                        pk.clone(),
-                    )
-                })
-                .collect();
-            entries.sort_unstable();
-            let tree = BTree::bulk_build(
-                pool.clone(),
-                space.clone(),
-                index.id,
-                entries.into_iter().map(Ok),
-                &mut |_| {},
-            )?;
-            trees.push((index.id, tree));
-        }
-        let records = rows.into_iter().map(|(pk, values)| {
-            let version = Version {
-                writer: 0,
-                deleted: false,
-                row: encode_row(&values),
-            };
-            Ok((pk, version.encode()))
-        });
-        let clustered = BTree::bulk_build(pool, space, table.id, records, &mut |_| {})?;
-        trees.push((table.id, clustered));
-        self.save_table(&table)?;
-        let mut indexes = self.indexes.write();
-        for (id, tree) in trees {
-            indexes.insert(id, Arc::new(tree));
-        }
-        drop(indexes);
-        let table = Arc::new(table);
-        self.catalog.write().insert(table.id, table.clone());
-        crate::catalog::changed();
-        self.store.drop_space(old.space)?;
-        Ok(table)
-    }
-
-    fn save_table(&self, table: &TableDef) -> Result<()> {
+    pub(crate) fn save_table(&self, table: &TableDef) -> Result<()> {
         let json = serde_json::to_vec(table).map_err(|e| EngineError::Corrupt(e.to_string()))?;
         self.meta.insert(&table_key(table.id), &json)?;
         self.store.sync_log()?;
@@ -461,7 +348,7 @@ impl Engine {
 }
 
 /// Holds a table's lock exclusively for a DDL statement; releases it when dropped.
-struct TableDdlGuard<'e> {
+pub(crate) struct TableDdlGuard<'e> {
     engine: &'e Engine,
     owner: crate::txn::TxnId,
 }
@@ -484,7 +371,7 @@ pub fn primary_key(table: &TableDef, values: &[Value]) -> Vec<u8> {
     index_key(values, &table.primary_key)
 }
 
-fn entry_key(sk: &[u8], pk: &[u8]) -> Vec<u8> {
+pub(crate) fn entry_key(sk: &[u8], pk: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(sk.len() + pk.len());
     key.extend_from_slice(sk);
     key.extend_from_slice(pk);
@@ -492,11 +379,20 @@ fn entry_key(sk: &[u8], pk: &[u8]) -> Vec<u8> {
 }
 
 /// Whether a row has a NULL in one of the columns (NULLs never collide in a unique index).
-fn has_null(values: &[Value], columns: &[usize]) -> bool {
+pub(crate) fn has_null(values: &[Value], columns: &[usize]) -> bool {
     columns.iter().any(|&c| values[c].is_null())
 }
 
-fn corrupt_row(err: crate::codec::CodecError) -> EngineError {
+/// The `wanted` mask of a decoder of only `columns` of `table`.
+pub(crate) fn wanted_columns(table: &TableDef, columns: &[usize]) -> Vec<bool> {
+    let mut wanted = vec![false; table.columns.len()];
+    for &column in columns {
+        wanted[column] = true;
+    }
+    wanted
+}
+
+pub(crate) fn corrupt_row(err: crate::codec::CodecError) -> EngineError {
     EngineError::Corrupt(format!("undecodable row: {err:?}"))
 }
 
@@ -808,7 +704,7 @@ fn entry_end(end: Bound<&[u8]>) -> Bound<Vec<u8>> {
 /// The first 16 bytes of `bytes` as one integer, padded with zeros: ordering by it first, then by
 /// the bytes, is the bytes' own order (a zero pad sorts like the end of a shorter string), and
 /// sorting index entries then rarely reaches `memcmp`.
-fn sort_prefix(bytes: &[u8]) -> u128 {
+pub(crate) fn sort_prefix(bytes: &[u8]) -> u128 {
     let mut head = [0u8; 16];
     let len = bytes.len().min(16);
     head[..len].copy_from_slice(&bytes[..len]);

@@ -283,6 +283,64 @@ fn purge_of_an_insert_only_transaction_visits_no_row() {
     assert_eq!(count, rows as usize);
 }
 
+/// Rows inserted in runs keep their undo entries only in the undo tree: a savepoint rolled back
+/// after a run removes the run's rows (and only those), rollback removes the rest, and when the
+/// transaction deletes rows it inserted in a run, purge still finds and removes their delete marks.
+#[test]
+fn rows_inserted_in_runs_are_undone_by_savepoints_and_their_delete_marks_purged() {
+    let (_, engine) = engine();
+    let column = |name: &str| ColumnDef {
+        name: name.into(),
+        data_type: DataType::Integer,
+        nullable: false,
+        default: None,
+        missing: None,
+    };
+    let def = engine
+        .create_table("loaded", vec![column("id"), column("v")], vec![0])
+        .unwrap();
+    let table = def.id;
+    let rows = |range: std::ops::Range<i32>| -> Vec<Vec<Value>> {
+        range
+            .map(|i| vec![Value::Integer(i), Value::Integer(i)])
+            .collect()
+    };
+    let key = |i: i32| primary_key(&def, &[Value::Integer(i)]);
+    let count = |txn: &mut Transaction| {
+        txn.scan(table, Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .count()
+    };
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    txn.insert_rows(&def, &rows(0..3000)).unwrap();
+    let savepoint = txn.savepoint();
+    txn.insert_rows(&def, &rows(3000..5000)).unwrap();
+    let changed = vec![Value::Integer(10), Value::Integer(-1)];
+    assert!(txn.update_row(&def, &key(10), &changed).unwrap());
+    txn.rollback_to(&savepoint).unwrap();
+    assert_eq!(count(&mut txn), 3000);
+    assert_eq!(
+        txn.get_row(&def, &key(10)).unwrap(),
+        Some(rows(10..11)[0].clone())
+    );
+    for i in 0..1000 {
+        assert!(txn.delete_row(&def, &key(i)).unwrap());
+    }
+    txn.commit().unwrap();
+    assert_eq!(engine.index_records(table).unwrap(), 3000);
+    engine.purge().unwrap();
+    assert_eq!(engine.index_records(table).unwrap(), 2000);
+    assert_eq!(
+        count(&mut engine.begin(Isolation::ReadCommitted).unwrap()),
+        2000
+    );
+
+    let mut undone = engine.begin(Isolation::ReadCommitted).unwrap();
+    undone.insert_rows(&def, &rows(10_000..14_000)).unwrap();
+    undone.rollback().unwrap();
+    assert_eq!(engine.index_records(table).unwrap(), 2000);
+}
+
 #[test]
 fn a_crash_keeps_committed_transactions_and_rolls_back_the_rest() {
     let (vfs, engine) = engine();

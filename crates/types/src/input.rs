@@ -243,6 +243,17 @@ pub(crate) fn decode_escaped(mut rest: &[u8]) -> Result<Vec<u8>, TypeError> {
     Ok(out)
 }
 
+/// Appends `count` spaces (a chunk at a time: `char(n)` pads every value it stores).
+fn pad_with_spaces(s: &mut String, mut count: usize) {
+    const SPACES: &str = "                                                                ";
+    s.reserve(count);
+    while count > 0 {
+        let chunk = count.min(SPACES.len());
+        s.push_str(&SPACES[..chunk]);
+        count -= chunk;
+    }
+}
+
 /// Applies `char(n)`/`varchar(n)`: cuts to n characters (an error in an assignment unless only
 /// spaces are cut) and pads `char(n)` with spaces.
 pub(crate) fn fit_string(
@@ -254,15 +265,18 @@ pub(crate) fn fit_string(
         DataType::Char(n) | DataType::Varchar(Some(n)) => n as usize,
         _ => return Ok(s),
     };
-    if let Some((cut, _)) = s.char_indices().nth(limit) {
-        if assignment && s[cut..].bytes().any(|b| b != b' ') {
-            return Err(TypeError::StringDataRightTruncation(*ty));
+    // At most `limit` bytes are at most `limit` characters: only a longer string is walked.
+    if s.len() > limit {
+        if let Some((cut, _)) = s.char_indices().nth(limit) {
+            if assignment && s[cut..].bytes().any(|b| b != b' ') {
+                return Err(TypeError::StringDataRightTruncation(*ty));
+            }
+            s.truncate(cut);
         }
-        s.truncate(cut);
     }
     if let DataType::Char(_) = ty {
         let missing = limit - s.chars().count();
-        s.extend(std::iter::repeat_n(' ', missing));
+        pad_with_spaces(&mut s, missing);
     }
     Ok(s)
 }

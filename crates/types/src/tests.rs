@@ -339,6 +339,11 @@ fn string_lengths_follow_cast_context() {
         Value::Text("héllo".into()).cast_to(&DataType::Char(2)),
         Ok(Value::Text("hé".into()))
     );
+    // Padding counts characters, not bytes, and goes beyond one chunk of spaces.
+    let padded = Value::Text("é".into()).assign_to(&DataType::Char(150));
+    assert_eq!(padded, Ok(Value::Text(format!("é{}", " ".repeat(149)))));
+    let within_bytes = Value::Text("éé".into()).assign_to(&DataType::Char(3));
+    assert_eq!(within_bytes, Ok(Value::Text("éé ".into())));
 }
 
 #[test]

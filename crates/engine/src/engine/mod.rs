@@ -294,6 +294,8 @@ impl Engine {
             snapshot: None,
             snapshot_taken: Instant::now(),
             writes: Vec::new(),
+            undo_length: 0,
+            undo_runs: false,
             written: HashMap::default(),
             generation: AtomicU64::new(0),
             rewrites: Vec::new(),
@@ -360,7 +362,14 @@ pub struct Transaction {
     pub(crate) isolation: Isolation,
     pub(crate) snapshot: Option<Snapshot>,
     pub(crate) snapshot_taken: Instant,
+    /// The undo entries purge will need, in order: every entry but those of rows inserted in runs,
+    /// which are only in the undo tree (a bulk load keeps no entry per row in memory). Rollback
+    /// reads the undo tree, which holds them all.
     pub(crate) writes: Vec<UndoEntry>,
+    /// How many undo entries the transaction has written: the sequence number of the next one.
+    undo_length: u64,
+    /// Whether some undo entries are only in the undo tree (`writes` lacks rows inserted in runs).
+    undo_runs: bool,
     /// The rows written, each with the savepoint generation its version was last saved in (by its
     /// undo entry, or in `rewrites`); a write in a later generation saves it again. Rows inserted
     /// in runs before any savepoint are not listed: their own version in place says generation 0.
@@ -394,11 +403,12 @@ struct LockedRow {
 }
 
 /// A point in a transaction that [`Transaction::rollback_to`] goes back to: the lengths of its undo
-/// log and of its list of replaced own versions. It stays valid after rolling back to it, but not
+/// log (in the undo tree and in memory) and of its list of replaced own versions. It stays valid after rolling back to it, but not
 /// after rolling back to an earlier savepoint (as in SQL).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Savepoint {
     txn: TxnId,
+    undo_length: u64,
     writes: usize,
     rewrites: usize,
 }

@@ -12,6 +12,7 @@ impl Transaction {
         self.generation.fetch_add(1, Ordering::Relaxed);
         Savepoint {
             txn: self.id,
+            undo_length: self.undo_length,
             writes: self.writes.len(),
             rewrites: self.rewrites.len(),
         }
@@ -29,7 +30,7 @@ impl Transaction {
         self.check_open()?;
         assert!(
             savepoint.txn == self.id
-                && savepoint.writes <= self.writes.len()
+                && savepoint.undo_length <= self.undo_length
                 && savepoint.rewrites <= self.rewrites.len(),
             "not a savepoint of transaction {}",
             self.id
@@ -37,14 +38,51 @@ impl Transaction {
         self.locked_row = None;
         let trees = self.engine.indexes.read().clone();
         self.restore_rewrites(&trees, savepoint.rewrites)?;
-        self.undo_writes_since(&trees, savepoint.writes)?;
-        for position in savepoint.writes..self.writes.len() {
-            self.engine
-                .undo
-                .delete(&undo_key(self.id, position as u64))?;
+        self.undo_writes_since(&trees, savepoint.undo_length)?;
+        if savepoint.undo_length < self.undo_length {
+            let since = undo_key(self.id, savepoint.undo_length);
+            let last = undo_key(self.id, self.undo_length - 1);
+            self.engine.undo.delete_ranges(&[(since, last)])?;
         }
+        self.undo_length = savepoint.undo_length;
         self.writes.truncate(savepoint.writes);
         Ok(())
+    }
+
+    /// The undo entries this transaction has written from sequence number `from` on, oldest first,
+    /// read from the undo tree (which, unlike `writes`, also holds the rows inserted in runs).
+    pub(super) fn logged_writes(&self, from: u64) -> Result<Vec<UndoEntry>> {
+        if from >= self.undo_length {
+            return Ok(Vec::new());
+        }
+        let start = undo_key(self.id, from);
+        let end = undo_key(self.id, self.undo_length);
+        let range = self
+            .engine
+            .undo
+            .range(Bound::Included(&start), Bound::Excluded(&end));
+        range.map(|record| UndoEntry::decode(&record?.1)).collect()
+    }
+
+    /// At commit, the writes purge must look at, each not yet done: the replaced versions to
+    /// remove from history (those of writes savepoints undid included) and, if the transaction
+    /// deleted rows, every row it wrote (a delete mark may be on any of them, rows inserted in
+    /// runs included, read back from the undo tree).
+    pub(super) fn writes_to_purge(&mut self) -> Result<Vec<(UndoEntry, bool)>> {
+        let mut writes = if self.deleted && self.undo_runs {
+            self.logged_writes(0)?
+        } else {
+            std::mem::take(&mut self.writes)
+        };
+        if !self.deleted {
+            writes.retain(|w| matches!(w.action, UndoAction::Replaced { .. }));
+        }
+        let replaced = std::mem::take(&mut self.replaced).into_values();
+        Ok(writes
+            .into_iter()
+            .chain(replaced)
+            .map(|write| (write, false))
+            .collect())
     }
 
     /// Puts back, newest first, the own versions in `rewrites[from..]`, and the generations their
@@ -64,14 +102,14 @@ impl Transaction {
         Ok(())
     }
 
-    /// Undoes `writes[from..]` newest first, leaving their replaced versions in history (noted in
-    /// `replaced`), and forgets the rows they first wrote.
+    /// Undoes the undo entries from sequence number `from` on, newest first, leaving their
+    /// replaced versions in history (noted in `replaced`), and forgets the rows they first wrote.
     pub(super) fn undo_writes_since(
         &mut self,
         trees: &HashMap<IndexId, Arc<BTree>>,
-        from: usize,
+        from: u64,
     ) -> Result<()> {
-        for entry in self.writes[from..].iter().rev() {
+        for entry in self.logged_writes(from)?.iter().rev() {
             if let Some(key) = undo_in_place(&self.engine.history, trees, self.id, entry)? {
                 self.replaced.insert(key, entry.clone());
             }

@@ -126,12 +126,7 @@ impl Transaction {
         }
         engine.undo.insert(&undo_key(self.id, COMMIT_MARKER), &[])?;
         engine.store.sync_log()?;
-        let replaced = std::mem::take(&mut self.replaced).into_values();
-        let writes = std::mem::take(&mut self.writes)
-            .into_iter()
-            .chain(replaced)
-            .map(|write| (write, false))
-            .collect();
+        let writes = self.writes_to_purge()?;
         let mut queue = engine.purge_queue.lock();
         let csn = engine.txns.commit(self.id);
         engine.ssi.committed(self.id, csn);
@@ -158,7 +153,7 @@ impl Transaction {
     pub(super) fn undo_all(&mut self) -> Result<()> {
         let engine = Arc::clone(&self.engine);
         let trees = engine.indexes.read().clone();
-        for entry in self.writes.iter().rev() {
+        for entry in self.logged_writes(0)?.iter().rev() {
             if undo_write(&engine.history, &trees, self.id, entry)? {
                 engine.history_length.fetch_sub(1, Ordering::Relaxed);
             }

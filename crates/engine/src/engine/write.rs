@@ -7,7 +7,8 @@
 //! rows first, then the rows in runs of ascending keys, one mini-transaction per leaf; an undo
 //! entry whose row never went in is harmless (undoing it removes only this transaction's own
 //! version). Rows inserted this way before any savepoint get no entry in `written`: their version
-//! in place, naming this transaction, says they were written in generation 0.
+//! in place, naming this transaction, says they were written in generation 0; and their undo
+//! entries stay in the undo tree only, not in the transaction's memory.
 
 use super::transaction::{dependency_failure, txn_lock_key};
 use super::*;
@@ -223,20 +224,24 @@ impl Transaction {
         }
     }
 
-    /// The undo entries of inserts of `rows` into `index`, written as one ascending run.
+    /// The undo entries of inserts of `rows` into `index`, written as one ascending run. They stay
+    /// only in the undo tree: purge needs none of them unless the transaction deletes a row it
+    /// inserted (then commit reads them back), and rollback reads the undo tree.
     fn append_undo_run(&mut self, index: IndexId, rows: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
-        let first = self.writes.len() as u64;
-        let entries: Vec<UndoEntry> = rows
-            .iter()
-            .map(|(pk, _)| UndoEntry {
-                index,
-                pk: pk.clone(),
-                action: UndoAction::Inserted,
-            })
-            .collect();
+        let first = self.undo_length;
+        self.undo_length += rows.len() as u64;
+        self.undo_runs = true;
+        self.wrote = true;
         let records: Vec<(Vec<u8>, Vec<u8>)> = (first..)
-            .zip(&entries)
-            .map(|(sequence, entry)| (undo_key(self.id, sequence), entry.encode()))
+            .zip(rows)
+            .map(|(sequence, (pk, _))| {
+                let entry = UndoEntry {
+                    index,
+                    pk: pk.clone(),
+                    action: UndoAction::Inserted,
+                };
+                (undo_key(self.id, sequence), entry.encode())
+            })
             .collect();
         let mut at = 0;
         while at < records.len() {
@@ -248,8 +253,6 @@ impl Transaction {
             }
             at += inserted;
         }
-        self.writes.extend(entries);
-        self.wrote = true;
         Ok(())
     }
 
@@ -462,10 +465,11 @@ impl Transaction {
 
     /// Appends an entry to this transaction's undo log (durable with the next log flush).
     pub(crate) fn append_undo(&mut self, entry: UndoEntry) -> Result<()> {
-        let key = undo_key(self.id, self.writes.len() as u64);
+        let key = undo_key(self.id, self.undo_length);
+        self.undo_length += 1;
+        self.wrote = true;
         self.engine.undo.insert(&key, &entry.encode())?;
         self.writes.push(entry);
-        self.wrote = true;
         Ok(())
     }
 }

@@ -1,0 +1,247 @@
+//! Table rebuilds: ALTER TABLE ... ADD PRIMARY KEY and VACUUM FULL write a table's live rows and
+//! its secondary indexes into a fresh space by bulk build, switch the table to it, and drop the
+//! old space (O(1); reclaimed in the background).
+//!
+//! * **Records are copied as stored**, restamped as written by no transaction (writer 0): only the
+//!   columns of each key are decoded, and the definition keeps the missing values that rows
+//!   stored before an ADD COLUMN read.
+//! * **Rows in key order stream.** The clustered tree is built while the old one is read, with
+//!   nothing held in memory but the secondary entries: VACUUM FULL reads its rows in key order,
+//!   and ADD PRIMARY KEY finds them in the order of the new key when they were loaded in it (a
+//!   restore, `pgbench -i`). Only rows out of that order are gathered and sorted — the partial
+//!   build is then dropped with its space.
+//! * **Not online, not MVCC-safe.** A rebuild waits for the table's writers and keeps new ones out;
+//!   a snapshot older than it no longer finds the versions it replaced.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use steady_storage::btree::BTree;
+use steady_storage::space::Space;
+
+use crate::catalog::{RowDecoder, TableDef};
+use crate::engine::Engine;
+use crate::error::{EngineError, Result};
+use crate::table::{corrupt_row, entry_key, has_null, index_key, sort_prefix, wanted_columns};
+use crate::version::{IndexId, Version};
+
+/// A clustered record with its key: `(key, record)`.
+type Record = (Vec<u8>, Vec<u8>);
+
+/// A table's trees written into a fresh space, not yet in use.
+struct BuiltTable {
+    table: TableDef,
+    trees: Vec<(IndexId, BTree)>,
+}
+
+impl Engine {
+    /// Rebuilds a table clustered by new primary-key columns (ALTER TABLE ... ADD PRIMARY KEY),
+    /// with its secondary indexes. Fails with 23505 on a duplicate key and 23502 on a NULL in a
+    /// key column.
+    pub fn add_primary_key(&self, name: &str, columns: Vec<usize>) -> Result<Arc<TableDef>> {
+        let (_table, _ddl, table) = self.table_for_ddl(name)?;
+        let rebuilt = TableDef {
+            primary_key: columns.clone(),
+            ..(*table).clone()
+        };
+        let new_key = NewKey::new(&table, columns);
+        let tree = self.tree(table.id)?;
+        let mut out_of_order = false;
+        let mut last: Option<Vec<u8>> = None;
+        let in_order = live_records(&tree).map_while(|record| {
+            let keyed = record.and_then(|(_, record)| Ok((new_key.of(&record)?, record)));
+            let Ok((key, record)) = keyed else {
+                return Some(keyed);
+            };
+            if last.as_ref().is_some_and(|last| *last >= key) {
+                out_of_order = true;
+                return None;
+            }
+            last = Some(key.clone());
+            Some(Ok((key, record)))
+        });
+        let built = self.build_table(rebuilt.clone(), in_order)?;
+        if !out_of_order {
+            return self.switch_to(&table, built);
+        }
+        self.store.drop_space(built.table.space)?;
+        let sorted = sorted_by_new_key(&tree, &new_key, table.id)?;
+        let built = self.build_table(rebuilt, sorted.into_iter().map(Ok))?;
+        self.switch_to(&table, built)
+    }
+
+    /// VACUUM FULL: rewrites a table's live rows and its indexes compactly into a fresh space.
+    pub fn rewrite_table(&self, name: &str) -> Result<Arc<TableDef>> {
+        let (_table, _ddl, table) = self.table_for_ddl(name)?;
+        let tree = self.tree(table.id)?;
+        let built = self.build_table((*table).clone(), live_records(&tree))?;
+        self.switch_to(&table, built)
+    }
+
+    /// Builds `table`'s trees in a fresh space from `records` (sorted by key); on failure the
+    /// space is dropped.
+    fn build_table(
+        &self,
+        mut table: TableDef,
+        records: impl Iterator<Item = Result<Record>>,
+    ) -> Result<BuiltTable> {
+        let space = self.store.create_space()?;
+        table.space = space.id();
+        match self.build_trees(&table, &space, records) {
+            Ok(trees) => Ok(BuiltTable { table, trees }),
+            Err(err) => {
+                self.store.drop_space(space.id())?;
+                Err(err)
+            }
+        }
+    }
+
+    /// The clustered tree, streamed from `records`, then each secondary index from the entries
+    /// gathered on the way, sorted.
+    fn build_trees(
+        &self,
+        table: &TableDef,
+        space: &Arc<Space>,
+        records: impl Iterator<Item = Result<Record>>,
+    ) -> Result<Vec<(IndexId, BTree)>> {
+        let pool = self.store.pool().clone();
+        let mut indexes: Vec<SecondaryEntries> = table
+            .indexes
+            .iter()
+            .map(|index| SecondaryEntries::new(table, index.id, index.columns.clone()))
+            .collect();
+        let mut failure = None;
+        let tapped = records.map_while(|record| {
+            let noted = record.and_then(|(pk, record)| {
+                for index in &mut indexes {
+                    index.add(&pk, &record)?;
+                }
+                Ok((pk, record))
+            });
+            noted.map_err(|err| failure = Some(err)).ok().map(Ok)
+        });
+        let clustered =
+            BTree::bulk_build(pool.clone(), space.clone(), table.id, tapped, &mut |_| {})?;
+        if let Some(err) = failure {
+            return Err(err);
+        }
+        let mut trees = vec![(table.id, clustered)];
+        for index in indexes {
+            let id = index.id;
+            let entries = index.sorted().into_iter().map(Ok);
+            let tree = BTree::bulk_build(pool.clone(), space.clone(), id, entries, &mut |_| {})?;
+            trees.push((id, tree));
+        }
+        Ok(trees)
+    }
+
+    /// Makes `built` the table's definition and trees, durably, and drops the old space.
+    fn switch_to(&self, old: &TableDef, built: BuiltTable) -> Result<Arc<TableDef>> {
+        self.save_table(&built.table)?;
+        let mut indexes = self.indexes.write();
+        for (id, tree) in built.trees {
+            indexes.insert(id, Arc::new(tree));
+        }
+        drop(indexes);
+        let table = Arc::new(built.table);
+        self.catalog.write().insert(table.id, table.clone());
+        crate::catalog::changed();
+        self.store.drop_space(old.space)?;
+        Ok(table)
+    }
+}
+
+/// Every live in-place record of a clustered tree with its key, in key order, restamped as
+/// written by no transaction (writer 0).
+fn live_records(tree: &BTree) -> impl Iterator<Item = Result<Record>> + '_ {
+    tree.range(Bound::Unbounded, Bound::Unbounded)
+        .filter_map(|record| {
+            let restamped = record
+                .map_err(EngineError::from)
+                .and_then(|(pk, bytes)| Ok(Version::restamped_live(bytes, 0)?.map(|r| (pk, r))));
+            restamped.transpose()
+        })
+}
+
+/// The live records of `tree` keyed by `new_key`, sorted; 23505 if two keys are equal.
+fn sorted_by_new_key(tree: &BTree, new_key: &NewKey, table: IndexId) -> Result<Vec<Record>> {
+    let mut keyed = Vec::new();
+    for record in live_records(tree) {
+        let (_, record) = record?;
+        let key = new_key.of(&record)?;
+        keyed.push((sort_prefix(&key), key, record));
+    }
+    keyed.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    if keyed.windows(2).any(|w| w[0].1 == w[1].1) {
+        return Err(EngineError::UniqueViolation { index: table });
+    }
+    Ok(keyed
+        .into_iter()
+        .map(|(_, key, record)| (key, record))
+        .collect())
+}
+
+/// The new primary key of a table's records.
+struct NewKey {
+    decoder: RowDecoder,
+    columns: Vec<usize>,
+    table: String,
+}
+
+impl NewKey {
+    fn new(table: &TableDef, columns: Vec<usize>) -> Self {
+        NewKey {
+            decoder: table.decoder(Some(wanted_columns(table, &columns))),
+            columns,
+            table: table.name.clone(),
+        }
+    }
+
+    /// The key of a clustered record; 23502 if a key column is NULL.
+    fn of(&self, record: &[u8]) -> Result<Vec<u8>> {
+        let values = self
+            .decoder
+            .decode(Version::record_row(record)?)
+            .map_err(corrupt_row)?;
+        if has_null(&values, &self.columns) {
+            return Err(EngineError::NotNullViolation(self.table.clone()));
+        }
+        Ok(index_key(&values, &self.columns))
+    }
+}
+
+/// The entries `(entry key, primary key)` of one secondary index, gathered during a rebuild.
+struct SecondaryEntries {
+    id: IndexId,
+    columns: Vec<usize>,
+    decoder: RowDecoder,
+    entries: Vec<(u128, Vec<u8>, Vec<u8>)>,
+}
+
+impl SecondaryEntries {
+    fn new(table: &TableDef, id: IndexId, columns: Vec<usize>) -> Self {
+        SecondaryEntries {
+            id,
+            decoder: table.decoder(Some(wanted_columns(table, &columns))),
+            columns,
+            entries: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, pk: &[u8], record: &[u8]) -> Result<()> {
+        let values = self
+            .decoder
+            .decode(Version::record_row(record)?)
+            .map_err(corrupt_row)?;
+        let key = entry_key(&index_key(&values, &self.columns), pk);
+        self.entries.push((sort_prefix(&key), key, pk.to_vec()));
+        Ok(())
+    }
+
+    fn sorted(mut self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.entries
+            .sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let entries = self.entries.into_iter();
+        entries.map(|(_, key, pk)| (key, pk)).collect()
+    }
+}
