@@ -332,6 +332,56 @@ async fn copy_in_and_out(client: &Client) {
         .unwrap();
     let chunks: Vec<bytes::Bytes> = futures::TryStreamExt::try_collect(stream).await.unwrap();
     assert_eq!(chunks.concat(), b"1\tone\n2\t\\N\n");
+    copy_into_fixed_width_columns(client).await;
+}
+
+/// COPY fits values to char(n) and varchar(n) as an INSERT does: padded, trailing spaces cut,
+/// and a value too long refused (22001) with its line, leaving nothing copied.
+async fn copy_into_fixed_width_columns(client: &Client) {
+    client
+        .batch_execute("CREATE TABLE fixed (id int PRIMARY KEY, c char(5), v varchar(3))")
+        .await
+        .unwrap();
+    let sink = client.copy_in("COPY fixed FROM STDIN").await.unwrap();
+    let mut sink = Box::pin(sink);
+    sink.send(bytes::Bytes::from_static(b"1\tab\tabc\n2\tabcde  \tx  \n"))
+        .await
+        .unwrap();
+    assert_eq!(sink.as_mut().finish().await.unwrap(), 2);
+    let rows = client
+        .query("SELECT c, v FROM fixed ORDER BY id", &[])
+        .await
+        .unwrap();
+    let got: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(
+        got,
+        [
+            ("ab   ".into(), "abc".into()),
+            ("abcde".into(), "x  ".into())
+        ]
+    );
+    let sink = client.copy_in("COPY fixed FROM STDIN").await.unwrap();
+    let mut sink = Box::pin(sink);
+    sink.send(bytes::Bytes::from_static(b"3\tok\tok\n4\ttoo long\tx\n"))
+        .await
+        .unwrap();
+    let err = sink.as_mut().finish().await.unwrap_err();
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::STRING_DATA_RIGHT_TRUNCATION),
+        "{err}"
+    );
+    let db = err.as_db_error().expect("a server error");
+    assert!(
+        format!("{db:?}").contains("line 2"),
+        "the error names its line: {db:?}"
+    );
+    let count: i64 = client
+        .query_one("SELECT count(*) FROM fixed", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(count, 2);
 }
 
 async fn cancel_stops_a_copy(server: &ServerProcess) {

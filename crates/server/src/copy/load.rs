@@ -191,9 +191,19 @@ impl CopyIn {
             tuples.join(", ")
         );
         let types: Vec<Option<DataType>> = (0..rows)
-            .flat_map(|_| self.columns.iter().map(|c| Some(c.ty)))
+            .flat_map(|_| self.columns.iter().map(|c| Some(param_type(c.ty))))
             .collect();
         session.prepare(&sql, &types)
+    }
+}
+
+/// The type a batch declares for a column's parameter: the column's own, but `text` for
+/// `char(n)` and `varchar(n)`, whose values `CopyIn::convert` has already fitted to the column
+/// (so a parameter is not parsed and padded again; the INSERT's assignment only checks it).
+fn param_type(column: DataType) -> DataType {
+    match column {
+        DataType::Char(_) | DataType::Varchar(_) => DataType::Text,
+        other => other,
     }
 }
 
