@@ -135,21 +135,28 @@ pub fn summarize(rows: u64, sample: Vec<Vec<Value>>, width: usize) -> TableStats
     TableStats { rows, columns }
 }
 
-/// Row count and a uniform sample (reservoir) of a table's rows, for ANALYZE.
+/// Row count and a uniform sample (reservoir) of a table's rows, for ANALYZE. Every row is
+/// counted, but only the rows that enter the reservoir are decoded.
 pub fn sample_table(txn: &mut Transaction, table: &TableDef) -> Result<(u64, Vec<Row>)> {
     use rand::Rng;
     let mut rng = rand::thread_rng();
+    let decoder = table.decoder(None);
+    let decode = |bytes: &[u8]| {
+        decoder.decode(bytes).map_err(|e| {
+            steady_engine::error::EngineError::Corrupt(format!("undecodable row: {e:?}"))
+        })
+    };
     let mut sample = Vec::new();
     let mut seen: u64 = 0;
-    for row in txn.scan_rows(table, Bound::Unbounded, Bound::Unbounded)? {
-        let (_, values) = row?;
+    for row in txn.scan(table.id, Bound::Unbounded, Bound::Unbounded)? {
+        let (_, bytes) = row?;
         seen += 1;
         if sample.len() < SAMPLE_ROWS {
-            sample.push(values);
+            sample.push(decode(&bytes)?);
         } else {
             let slot = rng.gen_range(0..seen);
             if let Some(entry) = sample.get_mut(slot as usize) {
-                *entry = values;
+                *entry = decode(&bytes)?;
             }
         }
     }
