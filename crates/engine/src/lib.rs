@@ -4,7 +4,8 @@
 //! [`lock`] (row locks, deadlock detection), [`ssi`] (read/write dependencies of SERIALIZABLE
 //! transactions), [`version`] (the formats of row versions, history and
 //! undo entries), [`engine`] (the database: writes, reads at each isolation level, commit, rollback,
-//! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), [`codec`] (the
+//! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), [`rebuild`]
+//! (ADD PRIMARY KEY and VACUUM FULL by bulk build), [`codec`] (the
 //! encodings of `steady-types` values), [`io`] (page-I/O counters) and [`error`].
 
 pub mod catalog;

@@ -23,7 +23,8 @@
 //!   row's first write logs its undo entry as above; a write of it in a later generation keeps the
 //!   transaction's own version it replaces in memory (crash recovery and a full rollback never need
 //!   one). Rolling back to a savepoint puts those own versions back, undoes the undo entries logged
-//!   since, newest first, deletes them, and forgets the rows first written since. The versions those
+//!   since (read back from the undo tree: rows inserted in runs have theirs only there), newest
+//!   first, deletes them, and forgets the rows first written since. The versions those
 //!   writes had moved to history stay there until the transaction ends (then purged with its other
 //!   replaced versions, or deleted by its rollback; recovery empties history anyway): a reader that
 //!   met an undone version may still be seeking it while the transaction writes the row again under
