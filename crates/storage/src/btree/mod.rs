@@ -37,9 +37,9 @@ mod cursor;
 mod merge;
 mod node;
 mod overflow;
+mod runs;
 mod verify;
 
-use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::buffer_pool::{AccessHint, BufferPool, PageReadGuard};
@@ -64,10 +64,6 @@ pub struct BTree {
     entry: TreeEntry,
     limits: Limits,
 }
-
-/// What one leaf of a range delete removed, and where the delete goes on (see
-/// `BTree::delete_ranges_in_one_leaf`).
-type RangeDeleted = (usize, Option<(usize, Option<Vec<u8>>)>);
 
 /// A page of the write path: its handle and its position in its parent (0 for the top of a path).
 #[derive(Debug, Clone, Copy)]
@@ -186,64 +182,6 @@ impl BTree {
         Ok(self.put(key, value, false)?.is_none())
     }
 
-    /// Inserts the leading entries of `entries` that can go into the leaf of the first key in one
-    /// mini-transaction — one descent, one latch and one redo record for the run instead of one per
-    /// entry — and returns how many it inserted. The run stops before an entry whose key does not
-    /// ascend, is present, lies past the leaf's last key while the leaf has a right sibling (the
-    /// leaf's upper bound is then unknown here), is too large, needs an overflow chain, or does
-    /// not fit in what room is left. 0 means the first entry was not inserted: the caller inserts
-    /// it on its own ([`BTree::insert_if_absent`] tells a present key from a full leaf, and
-    /// refuses an entry that is too large).
-    pub fn insert_run_if_absent(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
-        let Some((first, _)) = entries.first() else {
-            return Ok(0);
-        };
-        let mut mtr = Mtr::new(&self.pool);
-        let leaf = self.latch_leaf(&mut mtr, first)?;
-        let page = Page::new(mtr.page(leaf));
-        let rightmost = page.next() == NO_PAGE;
-        let last_key = page
-            .slot_count()
-            .checked_sub(1)
-            .map(|last| node::leaf_key(page.record(last)).to_vec());
-        let mut room = page.free_space();
-        let mut slots = Vec::new();
-        let mut previous: Option<&[u8]> = None;
-        for (key, value) in entries {
-            let inside = rightmost
-                || last_key
-                    .as_deref()
-                    .is_some_and(|last| key.as_slice() <= last);
-            let ascends = previous.is_none_or(|p| p < key.as_slice());
-            let needed =
-                Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
-            if !inside
-                || !ascends
-                || self.check_sizes(key, value).is_err()
-                || !self.limits.is_inline(key.len(), value.len())
-                || needed > room
-            {
-                break;
-            }
-            let Err(slot) = node::leaf_search(Page::new(mtr.page(leaf)), key) else {
-                break;
-            };
-            room -= needed;
-            slots.push(slot + slots.len());
-            previous = Some(key);
-        }
-        if slots.is_empty() {
-            return Ok(0);
-        }
-        let mut edit = mtr.edit(leaf);
-        for ((key, value), &slot) in entries.iter().zip(&slots) {
-            edit.insert(slot, &node::encode_leaf(key, StoredValue::Inline(value)))
-                .expect("room was checked with the leaf latched");
-        }
-        mtr.commit();
-        Ok(slots.len())
-    }
-
     /// Stores `value` under `key` (replacing a present value only if `replace`); returns the value
     /// that was present.
     fn put(&self, key: &[u8], value: &[u8], replace: bool) -> Result<Option<Vec<u8>>> {
@@ -263,46 +201,6 @@ impl BTree {
             return Ok(removed);
         }
         self.delete_with_merges(key)
-    }
-
-    /// Removes the keys of `sorted` (ascending, without duplicates) that are present and returns how
-    /// many were. The keys that fall in one leaf are removed in one mini-transaction, which then
-    /// merges pages as a single delete would: a run of keys costs one descent and one redo record
-    /// per leaf, not per key.
-    pub fn delete_sorted(&self, sorted: &[Vec<u8>]) -> Result<usize> {
-        let mut removed = 0;
-        let mut next = 0;
-        while next < sorted.len() {
-            let (passed, gone) = self.delete_in_one_leaf(&sorted[next..])?;
-            next += passed.max(1);
-            removed += gone;
-        }
-        Ok(removed)
-    }
-
-    /// Removes the leading keys of `keys` that belong to the leaf of `keys[0]`; returns how many
-    /// keys it passed (0 when `keys[0]` lies beyond that leaf's last key, so is absent) and how many
-    /// records it removed.
-    fn delete_in_one_leaf(&self, keys: &[Vec<u8>]) -> Result<(usize, usize)> {
-        let mut mtr = Mtr::new(&self.pool);
-        let threshold = self.limits.merge_threshold;
-        let max_record = Page::record_footprint(self.limits.max_record);
-        let path = self.latch_path(&mut mtr, &keys[0], |page| {
-            survives_many_deletes(page, threshold + max_record)
-        })?;
-        let leaf = path.last().expect("a path ends at a leaf").handle;
-        let page = Page::new(mtr.page(leaf));
-        let Some(last) = page.slot_count().checked_sub(1) else {
-            return Ok((0, 0));
-        };
-        let last_key = node::leaf_key(page.record(last));
-        let passed = keys.partition_point(|key| key.as_slice() <= last_key);
-        let slots: Vec<usize> = keys[..passed]
-            .iter()
-            .filter_map(|key| node::leaf_search(page, key).ok())
-            .collect();
-        self.remove_from_leaf(mtr, &path, &slots)?;
-        Ok((passed, slots.len()))
     }
 
     /// Removes the records at `slots` (ascending) of the leaf that ends `path`, frees their
@@ -328,94 +226,6 @@ impl BTree {
         }
         mtr.commit();
         Ok(())
-    }
-
-    /// Removes every key in the ranges `from..=to` of `ranges` (ascending, disjoint) and returns
-    /// how many there were. The keys of one leaf go in one mini-transaction, whichever ranges they
-    /// belong to, found in the leaf itself: no read of the ranges beforehand, and one descent and
-    /// one redo record per leaf.
-    pub fn delete_ranges(&self, ranges: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
-        let mut at = ranges.first().map(|(from, _)| (0, from.clone()));
-        let mut removed = 0;
-        while let Some((range, from)) = at {
-            let (gone, next) = self.delete_ranges_in_one_leaf(&ranges[range..], &from)?;
-            removed += gone;
-            at = match next {
-                Some((skipped, from)) if skipped > 0 || from.is_some() => {
-                    let from = from.unwrap_or_else(|| ranges[range + skipped].0.clone());
-                    Some((range + skipped, from))
-                }
-                Some(_) => self.first_key_from(&from, &ranges[range].1, range, ranges)?,
-                None => None,
-            };
-        }
-        Ok(removed)
-    }
-
-    /// Where a range delete goes on when `from` fell between a leaf's last key and the next
-    /// leaf: the first present key of the range, else the next range.
-    fn first_key_from(
-        &self,
-        from: &[u8],
-        to: &[u8],
-        range: usize,
-        ranges: &[(Vec<u8>, Vec<u8>)],
-    ) -> Result<Option<(usize, Vec<u8>)>> {
-        let first = self
-            .range(Bound::Included(from), Bound::Included(to))
-            .next();
-        Ok(match first.transpose()? {
-            Some((key, _)) => Some((range, key)),
-            None => ranges
-                .get(range + 1)
-                .map(|(from, _)| (range + 1, from.clone())),
-        })
-    }
-
-    /// Removes the keys of `ranges` (the first starting at `from` instead) that lie in the leaf of
-    /// `from`; returns how many, and where to go on, if anywhere: the position in `ranges` of the
-    /// range that reaches beyond the leaf, and the key to start from (None: that range's own start;
-    /// `(0, None)`: `from` itself lies past the leaf's last key, in no leaf's records).
-    fn delete_ranges_in_one_leaf(
-        &self,
-        ranges: &[(Vec<u8>, Vec<u8>)],
-        from: &[u8],
-    ) -> Result<RangeDeleted> {
-        let mut mtr = Mtr::new(&self.pool);
-        let threshold = self.limits.merge_threshold;
-        let max_record = Page::record_footprint(self.limits.max_record);
-        let path = self.latch_path(&mut mtr, from, |page| {
-            survives_many_deletes(page, threshold + max_record)
-        })?;
-        let leaf = path.last().expect("a path ends at a leaf").handle;
-        let page = Page::new(mtr.page(leaf));
-        let Some(last) = page.slot_count().checked_sub(1) else {
-            return Ok((0, None));
-        };
-        let last_key = node::leaf_key(page.record(last));
-        let beyond = |key: &[u8]| key > last_key && page.next() != NO_PAGE;
-        let mut slots = Vec::new();
-        let mut next = None;
-        for (i, (range_from, to)) in ranges.iter().enumerate() {
-            let start = if i == 0 { from } else { range_from.as_slice() };
-            if beyond(start) {
-                next = Some((i, None));
-                break;
-            }
-            let first = node::leaf_search(page, start).unwrap_or_else(|slot| slot);
-            slots.extend(
-                (first..=last)
-                    .take_while(|&slot| node::leaf_key(page.record(slot)) <= to.as_slice()),
-            );
-            if beyond(to) {
-                let mut past = last_key.to_vec();
-                past.push(0);
-                next = Some((i, Some(past)));
-                break;
-            }
-        }
-        self.remove_from_leaf(mtr, &path, &slots)?;
-        Ok((slots.len(), next))
     }
 
     fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -888,15 +698,6 @@ impl BTree {
         mtr.edit(leaf).remove(slot);
         self.finish_replace(mtr, Some(old)).map(Some)
     }
-}
-
-/// Whether a page on the path of a delete of many keys from one leaf can take the change without
-/// passing it up, so that its ancestors may be released: never the leaf itself (it may lose all
-/// its records, and its parent must stay latched to merge it); a branch page if it can lose one
-/// separator (a merge below removes at most one) and stay above `keep` bytes with over two
-/// children.
-fn survives_many_deletes(page: Page<'_>, keep: usize) -> bool {
-    page.level() > 0 && page.used_space() >= keep && page.slot_count() > 2
 }
 
 fn ensure_absent(space: &Space, index_id: u64) -> Result<()> {
