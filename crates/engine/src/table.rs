@@ -514,6 +514,53 @@ impl Transaction {
         self.delete(table.id, pk)
     }
 
+    /// Deletes rows this transaction holds locked (each returned by
+    /// [`Transaction::lock_table_row`]), keys ascending, as [`Transaction::delete_row`] one by one
+    /// would, in runs (see `Transaction::write_many_locked`). Returns how many it deleted.
+    pub fn delete_rows(&mut self, table: &TableDef, pks: &[Vec<u8>]) -> Result<usize> {
+        self.lock_table_for_write(table)?;
+        let engine = Arc::clone(&self.engine);
+        let _ddl = engine.ddl.read();
+        let rows: Vec<(Vec<u8>, Option<Vec<u8>>)> =
+            pks.iter().map(|pk| (pk.clone(), None)).collect();
+        let written = self.write_many_locked(table.id, &rows)?;
+        Ok(written.into_iter().filter(|&w| w).count())
+    }
+
+    /// Replaces rows this transaction holds locked (each returned by
+    /// [`Transaction::lock_table_row`]), keys ascending and primary keys unchanged, as
+    /// [`Transaction::update_row`] one by one would: the rows in runs (see
+    /// `Transaction::write_many_locked`), then their new index entries. A table with a unique
+    /// secondary index takes the rows one by one: a row's unique check must see the rows before it
+    /// in place. Returns how many it replaced.
+    pub fn update_rows(
+        &mut self,
+        table: &TableDef,
+        rows: &[(Vec<u8>, Vec<Value>)],
+    ) -> Result<usize> {
+        if table.indexes.iter().any(|index| index.unique) {
+            let mut updated = 0;
+            for (pk, values) in rows {
+                updated += usize::from(self.update_row(table, pk, values)?);
+            }
+            return Ok(updated);
+        }
+        self.lock_table_for_write(table)?;
+        let engine = Arc::clone(&self.engine);
+        let _ddl = engine.ddl.read();
+        let encoded: Vec<(Vec<u8>, Option<Vec<u8>>)> = rows
+            .iter()
+            .map(|(pk, values)| (pk.clone(), Some(encode_row(values))))
+            .collect();
+        let written = self.write_many_locked(table.id, &encoded)?;
+        let mut updated = 0;
+        for ((pk, values), _) in rows.iter().zip(written).filter(|(_, w)| *w) {
+            self.add_index_entries(table, pk, values)?;
+            updated += 1;
+        }
+        Ok(updated)
+    }
+
     /// The row under `pk`, as this transaction sees it.
     pub fn get_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<Option<Vec<Value>>> {
         let row = self.get(table.id, pk)?;

@@ -316,6 +316,96 @@ fn deleting_through_an_index_reads_each_clustered_page_once() {
     );
 }
 
+/// UPDATE and DELETE write locked rows in batches (`update_rows`, `delete_rows`): the rows, their
+/// index entries and their old versions are as one by one — an older snapshot still reads the old
+/// rows, through the index too; a savepoint and a rollback undo the batch; and a row written in a
+/// batch without `lock_row` first is still locked (a row another writer holds makes it wait).
+#[test]
+fn batched_updates_and_deletes_write_as_one_by_one() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    accounts(&engine);
+    engine
+        .create_secondary_index("accounts", "by_balance", vec![2], false)
+        .unwrap();
+    let table = engine.table("accounts").unwrap();
+    let key = |id: i32| primary_key(&table, &[Value::Integer(id)]);
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    for id in 0..1000 {
+        setup.insert_row(&table, &row(id, "o", 1)).unwrap();
+    }
+    setup.commit().unwrap();
+    let index = table.index("by_balance").unwrap();
+    let balance_rows = |txn: &mut steady_engine::engine::Transaction, balance: i64| {
+        let k = encode_key(&[Value::BigInt(balance)]);
+        let found = txn.index_rows(&table, index, Bound::Included(&k), Bound::Included(&k));
+        found.unwrap().len()
+    };
+    let mut old = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(balance_rows(&mut old, 1), 1000);
+
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    let mut updates = Vec::new();
+    for id in (0..1000).filter(|id| id % 3 == 0) {
+        let current = txn.lock_table_row(&table, &key(id)).unwrap().unwrap();
+        updates.push((
+            key(id),
+            vec![current[0].clone(), current[1].clone(), Value::BigInt(2)],
+        ));
+    }
+    assert_eq!(txn.update_rows(&table, &updates).unwrap(), 334);
+    let savepoint = txn.savepoint();
+    let doomed: Vec<Vec<u8>> = (0..1000).filter(|id| id % 3 == 1).map(key).collect();
+    assert_eq!(txn.delete_rows(&table, &doomed).unwrap(), 333);
+    assert_eq!(balance_rows(&mut txn, 1), 333);
+    txn.rollback_to(&savepoint).unwrap();
+    assert_eq!(balance_rows(&mut txn, 1), 666);
+    assert_eq!(balance_rows(&mut txn, 2), 334);
+    assert_eq!(txn.delete_rows(&table, &doomed).unwrap(), 333);
+    txn.commit().unwrap();
+
+    assert_eq!(balance_rows(&mut old, 1), 1000);
+    assert_eq!(old.get_row(&table, &key(1)).unwrap(), Some(row(1, "o", 1)));
+    old.commit().unwrap();
+    let mut now = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(balance_rows(&mut now, 2), 334);
+    assert_eq!(balance_rows(&mut now, 1), 333);
+    assert_eq!(now.get_row(&table, &key(1)).unwrap(), None);
+    now.commit().unwrap();
+    engine.purge().unwrap();
+    assert_eq!(engine.stats().history_length, 0);
+
+    let mut undone = engine.begin(Isolation::ReadCommitted).unwrap();
+    let all: Vec<Vec<u8>> = (0..1000).filter(|id| id % 3 != 1).map(key).collect();
+    assert_eq!(undone.delete_rows(&table, &all).unwrap(), 667);
+    undone.rollback().unwrap();
+    let mut after = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        balance_rows(&mut after, 2) + balance_rows(&mut after, 1),
+        667
+    );
+    after.commit().unwrap();
+
+    let mut holder = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert!(holder
+        .update_row(&table, &key(0), &row(0, "held", 2))
+        .unwrap());
+    let waits_before = engine.locks().stats().lock_waits;
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+            let deleted = txn.delete_rows(&table, &[key(0), key(3)]).unwrap();
+            txn.commit().unwrap();
+            deleted
+        });
+        while engine.locks().stats().lock_waits == waits_before {
+            assert!(!waiter.is_finished(), "a batch must wait for a held row");
+            std::thread::yield_now();
+        }
+        holder.commit().unwrap();
+        assert_eq!(waiter.join().unwrap(), 2);
+    });
+}
+
 /// pgbench creates its tables without primary keys, loads them, then adds the keys: the table is
 /// rebuilt clustered by the new key, with its indexes.
 #[test]

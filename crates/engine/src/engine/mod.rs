@@ -304,7 +304,7 @@ impl Engine {
             wrote: false,
             holds_own_lock: false,
             deleted: false,
-            locked_row: None,
+            locked_rows: Vec::new(),
             ended: false,
         })
     }
@@ -388,11 +388,15 @@ pub struct Transaction {
     holds_own_lock: bool,
     /// Whether it has delete-marked a row (even if a savepoint undid it since).
     deleted: bool,
-    /// The row `lock_row` locked last and its newest version, for the write that follows (see
-    /// [`Transaction::lock_row`]).
-    locked_row: Option<LockedRow>,
+    /// Rows `lock_row` locked, with their newest versions, for the writes that follow (see
+    /// [`Transaction::lock_row`]): at most [`LOCKED_ROWS_KEPT`], at most one per row.
+    locked_rows: Vec<LockedRow>,
     pub(crate) ended: bool,
 }
+
+/// The most rows `lock_row` keeps for the writes that follow (more than an UPDATE or DELETE locks
+/// before it writes a batch).
+const LOCKED_ROWS_KEPT: usize = 128;
 
 /// A row a transaction has locked and the newest version it read under the lock, in the tree it
 /// read it from (a table rewritten since is not this tree any more).

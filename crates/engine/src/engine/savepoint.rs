@@ -35,7 +35,7 @@ impl Transaction {
             "not a savepoint of transaction {}",
             self.id
         );
-        self.locked_row = None;
+        self.locked_rows.clear();
         let trees = self.engine.indexes.read().clone();
         self.restore_rewrites(&trees, savepoint.rewrites)?;
         self.undo_writes_since(&trees, savepoint.undo_length)?;

@@ -97,7 +97,7 @@ impl Transaction {
         if !self.may_insert_without_row_lock(index) {
             return Ok(false);
         }
-        self.locked_row = None;
+        self.locked_rows.clear();
         let engine = Arc::clone(&self.engine);
         self.check_open()?;
         let tree = engine.tree(index)?;
@@ -144,7 +144,7 @@ impl Transaction {
         index: IndexId,
         rows: &[(Vec<u8>, Vec<u8>)],
     ) -> std::result::Result<(), (usize, EngineError)> {
-        self.locked_row = None;
+        self.locked_rows.clear();
         if !self.may_insert_without_row_lock(index) {
             for (at, (pk, row)) in rows.iter().enumerate() {
                 self.insert(index, pk, row).map_err(|e| (at, e))?;
@@ -228,32 +228,136 @@ impl Transaction {
     /// only in the undo tree: purge needs none of them unless the transaction deletes a row it
     /// inserted (then commit reads them back), and rollback reads the undo tree.
     fn append_undo_run(&mut self, index: IndexId, rows: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
-        let first = self.undo_length;
-        self.undo_length += rows.len() as u64;
-        self.undo_runs = true;
-        self.wrote = true;
-        let records: Vec<(Vec<u8>, Vec<u8>)> = (first..)
-            .zip(rows)
-            .map(|(sequence, (pk, _))| {
-                let entry = UndoEntry {
-                    index,
-                    pk: pk.clone(),
-                    action: UndoAction::Inserted,
-                };
-                (undo_key(self.id, sequence), entry.encode())
+        let entries: Vec<UndoEntry> = rows
+            .iter()
+            .map(|(pk, _)| UndoEntry {
+                index,
+                pk: pk.clone(),
+                action: UndoAction::Inserted,
             })
             .collect();
-        let mut at = 0;
-        while at < records.len() {
-            let inserted = self.engine.undo.insert_run_if_absent(&records[at..])?;
-            if inserted == 0 {
-                let (key, value) = &records[at];
-                self.engine.undo.insert(key, value)?;
-                at += 1;
-            }
-            at += inserted;
-        }
+        self.undo_runs = true;
+        self.write_undo_run(&entries)
+    }
+
+    /// Appends `entries` to the undo log as one ascending run of undo records (one
+    /// mini-transaction per leaf of the undo tree).
+    fn write_undo_run(&mut self, entries: &[UndoEntry]) -> Result<()> {
+        let first = self.undo_length;
+        let records: Vec<(Vec<u8>, Vec<u8>)> = (first..)
+            .zip(entries)
+            .map(|(sequence, entry)| (undo_key(self.id, sequence), entry.encode()))
+            .collect();
+        self.undo_length += records.len() as u64;
+        self.wrote = true;
+        insert_run(&self.engine.undo, &records)?;
         Ok(())
+    }
+
+    /// Writes rows this transaction holds locked (`Some(row)` replaces, `None` deletes), keys
+    /// ascending, as [`Transaction::write`] one by one would, but in runs: the current versions
+    /// are those `lock_row` kept (others are locked and read in one walk), then the undo entries
+    /// go in as one run, the
+    /// replaced versions into history and the new versions in place as runs, one
+    /// mini-transaction per leaf of each tree. Per row the order is the one of a single write
+    /// (undo, history, in place), so recovery can still undo any prefix. Returns which rows were
+    /// written (false where this transaction sees no row).
+    pub(crate) fn write_many_locked(
+        &mut self,
+        index: IndexId,
+        rows: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<Vec<bool>> {
+        self.check_open()?;
+        let engine = Arc::clone(&self.engine);
+        let tree = engine.tree(index)?;
+        self.snapshot()?;
+        let currents = self.locked_versions(&tree, index, rows)?;
+        let (mut undo, mut history, mut in_place) = (Vec::new(), Vec::new(), Vec::new());
+        let mut written = Vec::with_capacity(rows.len());
+        for ((pk, row), current) in rows.iter().zip(currents) {
+            let kind = if row.is_some() {
+                WriteKind::Update
+            } else {
+                WriteKind::Delete
+            };
+            if !self.may_write(index, pk, current.as_ref(), kind)? {
+                written.push(false);
+                continue;
+            }
+            if self.isolation == Isolation::Serializable {
+                engine
+                    .ssi
+                    .write(self.id, index, pk)
+                    .map_err(dependency_failure)?;
+            }
+            if let Some((entry, old)) = self.first_write_log(index, pk, current)? {
+                undo.push(entry);
+                history.extend(old.map(|(key, old)| (key, old.encode())));
+            }
+            self.deleted |= row.is_none();
+            let version = match row {
+                Some(row) => Version::encode_live(self.id, row),
+                None => Version {
+                    writer: self.id,
+                    deleted: true,
+                    row: Vec::new(),
+                }
+                .encode(),
+            };
+            in_place.push((pk.clone(), version));
+            written.push(true);
+        }
+        self.write_undo_run(&undo)?;
+        self.writes.extend(undo);
+        history.sort_unstable();
+        let added = insert_run(&engine.history, &history)?;
+        engine
+            .history_length
+            .fetch_add(added as i64, Ordering::Relaxed);
+        replace_run(&tree, &in_place)?;
+        for (pk, _) in &in_place {
+            engine.unbury(index, pk)?;
+        }
+        Ok(written)
+    }
+
+    /// The newest versions of `rows` (keys ascending), locked: those `lock_row` kept, the others
+    /// locked here (waiting for a writer that inserted them without a row lock, as
+    /// `lock_current` does) and read in one walk.
+    fn locked_versions(
+        &mut self,
+        tree: &Arc<BTree>,
+        index: IndexId,
+        rows: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<Vec<Option<Version>>> {
+        let mut versions: Vec<Option<Version>> = Vec::with_capacity(rows.len());
+        let mut unread = Vec::new();
+        for (at, (pk, _)) in rows.iter().enumerate() {
+            let kept = self.take_locked(tree, index, pk);
+            if kept.is_none() {
+                unread.push(at);
+            }
+            versions.push(kept);
+        }
+        if unread.is_empty() {
+            return Ok(versions);
+        }
+        let keys: Vec<Vec<u8>> = unread.iter().map(|&at| rows[at].0.clone()).collect();
+        for pk in &keys {
+            self.lock_exclusive(index, pk)?;
+        }
+        for (&at, record) in unread.iter().zip(tree.get_many(&keys)?) {
+            let current = record.map(Version::from_record).transpose()?;
+            let running = current.as_ref().is_some_and(|v| {
+                v.writer != self.id && self.engine.txns.status(v.writer) == TxnStatus::Active
+            });
+            versions[at] = if running {
+                self.lock_current(index, &rows[at].0)?.1
+            } else {
+                current
+            };
+        }
+        Ok(versions)
     }
 
     /// Takes the lock on this transaction's own id, once.
@@ -322,16 +426,19 @@ impl Transaction {
     /// Locks a row for writing (waiting for its current writer to finish) and returns the version an
     /// update would change, as `SELECT ... FOR UPDATE` does: see `row_to_change`.
     ///
-    /// The version read is kept for a write of the same row that follows at once (UPDATE and
-    /// DELETE lock, re-check, then write): that write then neither locks nor reads the row again.
-    /// Only a present version is kept — with the row lock held, no one else can change it (purge
-    /// and inserts without row locks leave locked or present keys alone), and every write of this
-    /// transaction takes or clears it.
+    /// The version read is kept for a write of the same row that follows (UPDATE and DELETE lock,
+    /// re-check, then write, a batch of rows at a time): that write then neither locks nor reads
+    /// the row again. Only a present version is kept — with the row lock held, no one else can
+    /// change it (purge and inserts without row locks leave locked or present keys alone) — and
+    /// a write of the row takes it; inserts and `rollback_to` drop them all.
     pub fn lock_row(&mut self, index: IndexId, pk: &[u8]) -> Result<Option<Vec<u8>>> {
         let (tree, current) = self.lock_current(index, pk)?;
         let row = self.row_to_change(index, pk, current.as_ref())?;
         if let Some(current) = current {
-            self.locked_row = Some(LockedRow {
+            if self.locked_rows.len() >= LOCKED_ROWS_KEPT {
+                self.locked_rows.clear();
+            }
+            self.locked_rows.push(LockedRow {
                 tree,
                 index,
                 pk: pk.to_vec(),
@@ -339,6 +446,17 @@ impl Transaction {
             });
         }
         Ok(row)
+    }
+
+    /// The version `lock_row` kept for the row, taken out of the kept ones (None if it kept none,
+    /// or read it from another tree than `tree`).
+    fn take_locked(&mut self, tree: &Arc<BTree>, index: IndexId, pk: &[u8]) -> Option<Version> {
+        let at = self
+            .locked_rows
+            .iter()
+            .rposition(|locked| locked.index == index && locked.pk == pk)?;
+        let locked = self.locked_rows.swap_remove(at);
+        Arc::ptr_eq(&locked.tree, tree).then_some(locked.current)
     }
 
     /// Takes the snapshot (before any wait, as PostgreSQL's statement does), locks the row, and
@@ -354,10 +472,8 @@ impl Transaction {
     ) -> Result<(Arc<BTree>, Option<Version>)> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
-        if let Some(locked) = self.locked_row.take() {
-            if locked.index == index && locked.pk == pk && Arc::ptr_eq(&locked.tree, &tree) {
-                return Ok((tree, Some(locked.current)));
-            }
+        if let Some(current) = self.take_locked(&tree, index, pk) {
+            return Ok((tree, Some(current)));
         }
         self.snapshot()?;
         self.lock_exclusive(index, pk)?;
@@ -405,11 +521,27 @@ impl Transaction {
         pk: &[u8],
         current: Option<Version>,
     ) -> Result<()> {
+        match self.first_write_log(index, pk, current)? {
+            Some((entry, old)) => self.log_first_write(entry, old),
+            None => Ok(()),
+        }
+    }
+
+    /// What saving the version a write of the row replaces needs logged, if anything: on the
+    /// row's first write (in this savepoint generation) the undo entry and, if a committed version
+    /// is replaced, that version with its history key. A write in a later generation keeps the own
+    /// version in `rewrites` instead; the row is noted as written in the current generation.
+    fn first_write_log(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<Version>,
+    ) -> Result<Option<FirstWrite>> {
         let generation = self.generation.load(Ordering::Relaxed);
         let inserted_in_a_run = current.as_ref().is_some_and(|v| v.writer == self.id);
         let saved = self.written.insert((index, pk.to_vec()), generation);
         match saved.or(inserted_in_a_run.then_some(0)) {
-            None => self.log_first_write(index, pk, current),
+            None => self.first_write(index, pk, current).map(Some),
             Some(saved_in) if saved_in < generation => {
                 let version = current.ok_or_else(|| {
                     EngineError::Corrupt(format!("a row written by {} is gone", self.id))
@@ -420,45 +552,58 @@ impl Transaction {
                     version,
                     saved_in,
                 });
-                Ok(())
+                Ok(None)
             }
-            Some(_) => Ok(()),
+            Some(_) => Ok(None),
         }
     }
 
-    /// Before the first change of a row: the undo entry, then the replaced version into history.
-    pub(super) fn log_first_write(
-        &mut self,
+    /// The undo entry of a row's first write and the committed version it replaces (with its
+    /// history key), if any.
+    fn first_write(
+        &self,
         index: IndexId,
         pk: &[u8],
         current: Option<Version>,
-    ) -> Result<()> {
-        let engine = Arc::clone(&self.engine);
-        let action = match &current {
-            None => UndoAction::Inserted,
-            Some(version) => UndoAction::Replaced {
-                previous_start: match engine.txns.status(version.writer) {
-                    TxnStatus::Committed(csn) => csn,
-                    TxnStatus::Active | TxnStatus::Aborted => {
-                        return Err(EngineError::Corrupt(format!(
-                            "row locked by transaction {} still names active writer {}",
-                            self.id, version.writer
-                        )))
-                    }
-                },
-            },
+    ) -> Result<FirstWrite> {
+        let Some(version) = current else {
+            let entry = UndoEntry {
+                index,
+                pk: pk.to_vec(),
+                action: UndoAction::Inserted,
+            };
+            return Ok((entry, None));
         };
-        self.append_undo(UndoEntry {
+        let previous_start = match self.engine.txns.status(version.writer) {
+            TxnStatus::Committed(csn) => csn,
+            TxnStatus::Active | TxnStatus::Aborted => {
+                return Err(EngineError::Corrupt(format!(
+                    "row locked by transaction {} still names active writer {}",
+                    self.id, version.writer
+                )))
+            }
+        };
+        let entry = UndoEntry {
             index,
             pk: pk.to_vec(),
-            action: action.clone(),
-        })?;
-        if let (Some(version), UndoAction::Replaced { previous_start }) = (current, action) {
-            let old = OldVersion {
-                version,
-                superseded_by: self.id,
-            };
-            engine.history_insert(&history_key(index, pk, previous_start), &old)?;
+            action: UndoAction::Replaced { previous_start },
+        };
+        let old = OldVersion {
+            version,
+            superseded_by: self.id,
+        };
+        Ok((entry, Some((history_key(index, pk, previous_start), old))))
+    }
+
+    /// Before the first change of a row: the undo entry, then the replaced version into history.
+    fn log_first_write(
+        &mut self,
+        entry: UndoEntry,
+        old: Option<(Vec<u8>, OldVersion)>,
+    ) -> Result<()> {
+        self.append_undo(entry)?;
+        if let Some((key, old)) = old {
+            self.engine.history_insert(&key, &old)?;
         }
         Ok(())
     }
@@ -478,4 +623,40 @@ impl Transaction {
 pub(super) fn written_by(tree: &BTree, pk: &[u8], txn: TxnId) -> Result<bool> {
     let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
     Ok(current.is_some_and(|v| v.writer == txn))
+}
+
+/// The undo entry of a row's first write, and the replaced version with its history key.
+type FirstWrite = (UndoEntry, Option<(Vec<u8>, OldVersion)>);
+
+/// Inserts `records` (ascending keys) into `tree` in runs, a record whose run stops on its own
+/// (replacing a present key); returns how many keys were new.
+fn insert_run(tree: &BTree, records: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
+    let (mut at, mut added) = (0, 0);
+    while at < records.len() {
+        let inserted = tree.insert_run_if_absent(&records[at..])?;
+        added += inserted;
+        at += inserted;
+        if inserted == 0 {
+            let (key, value) = &records[at];
+            added += usize::from(tree.insert(key, value)?.is_none());
+            at += 1;
+        }
+    }
+    Ok(added)
+}
+
+/// Replaces the values of present keys of `records` (ascending) in runs, a record whose run
+/// stops on its own.
+fn replace_run(tree: &BTree, records: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+    let mut at = 0;
+    while at < records.len() {
+        let replaced = tree.replace_run(&records[at..])?;
+        at += replaced;
+        if replaced == 0 {
+            let (key, value) = &records[at];
+            tree.insert(key, value)?;
+            at += 1;
+        }
+    }
+    Ok(())
 }

@@ -26,7 +26,7 @@ use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::constraints::{
-    check_no_children, check_not_null, check_parents, foreign_keys, write_error,
+    check_no_children, check_not_null, check_parents, foreign_keys, referencing, write_error,
 };
 use crate::execution::executor::{as_ref, collect, encode_range, open, ExecCtx, Row};
 use crate::execution::expr::Expr;
@@ -510,25 +510,25 @@ impl Target {
         Ok(None)
     }
 
-    /// Visits the candidate rows in key order, locked, with their newest values (each still
-    /// matching the WHERE clause); `visit` gets the key, the newest values and the row the
-    /// statement's expressions see (with `others`, joined), and returns whether it changed the
-    /// row. Stops after `limit` changes.
+    /// Hands `writer` the candidate rows in key order, locked, with their newest values (each
+    /// still matching the WHERE clause), and has it write them every `writer.batch()` rows taken
+    /// and at the end. Stops after `limit` rows taken. Returns how many it took.
     fn for_each_row(
         &self,
         ctx: &mut ExecCtx,
         limit: Option<usize>,
-        mut visit: impl FnMut(&mut ExecCtx, &[u8], Row, Row) -> Result<bool>,
+        writer: &mut dyn RowWriter,
     ) -> Result<usize> {
         let others = match &self.others {
             Some(plan) => collect(plan, ctx)?,
             None => Vec::new(),
         };
         let (keys, check_snapshot) = self.candidates(&others, ctx)?;
-        let mut changed = 0;
+        let batch = writer.batch(ctx)?;
+        let (mut taken, mut pending) = (0, 0);
         for pk in keys {
             ctx.check_interrupt()?;
-            if limit.is_some_and(|l| changed >= l) {
+            if limit.is_some_and(|l| taken >= l) {
                 break;
             }
             if check_snapshot {
@@ -545,10 +545,44 @@ impl Target {
             let Some(row) = self.matching(&current, &others, ctx)? else {
                 continue;
             };
-            changed += usize::from(visit(ctx, &pk, current, row)?);
+            if writer.take(ctx, pk, current, row)? {
+                taken += 1;
+                pending += 1;
+            }
+            if pending >= batch {
+                writer.flush(ctx)?;
+                pending = 0;
+            }
         }
-        Ok(changed)
+        writer.flush(ctx)?;
+        Ok(taken)
     }
+}
+
+/// How UPDATE and DELETE write the rows [`Target::for_each_row`] hands them: rows taken are
+/// written in batches (the engine writes a batch of locked rows in runs, a mini-transaction per
+/// leaf), so the statement's checks of a row run when it is taken, its write at the next flush.
+trait RowWriter {
+    /// How many rows may wait for a flush: one where a check of a row must see the rows before it
+    /// written (foreign keys between rows of the table, unique secondary indexes).
+    fn batch(&self, ctx: &mut ExecCtx) -> Result<usize>;
+    /// Takes a locked row (its key, newest values, and the row the statement's expressions see);
+    /// returns whether it changes it.
+    fn take(&mut self, ctx: &mut ExecCtx, pk: Vec<u8>, current: Row, row: Row) -> Result<bool>;
+    /// Writes the rows taken since the last flush.
+    fn flush(&mut self, ctx: &mut ExecCtx) -> Result<()>;
+}
+
+/// Rows an UPDATE or DELETE takes before writing them, where no check needs a row written first.
+/// Small on purpose (seed 000): the batch's write reads the pages its rows were read from again,
+/// so they must still be in the pool — a few dozen leaves at most, however small the pool.
+const WRITE_BATCH: usize = 64;
+
+/// Whether rows of `table` may be written in batches: no foreign key from or to the table (a
+/// check of one row could need another row of the statement written).
+fn batches_writes(ctx: &mut ExecCtx, table: &TableDef) -> Result<bool> {
+    let engine = ctx.engine()?.clone();
+    Ok(foreign_keys(table).is_empty() && referencing(&engine, &table.name).is_empty())
 }
 
 #[derive(Debug, Clone)]
@@ -563,28 +597,79 @@ pub struct UpdatePlan {
 impl UpdatePlan {
     pub fn run(&self, ctx: &mut ExecCtx) -> Result<Written> {
         let limit = row_limit(self.limit.as_ref(), ctx)?;
-        let table = self.target.table.clone();
-        let mut written = Vec::new();
-        let mut moved: Vec<Vec<u8>> = Vec::new();
-        let count = self.target.for_each_row(ctx, limit, |ctx, pk, old, row| {
-            if moved.iter().any(|k| k.as_slice() == pk) {
-                return Ok(false);
-            }
-            let new = apply_assignments(&table, &old, &self.assignments, &row, ctx)?;
-            let new_pk = write_update(ctx, &table, pk, &old, new.clone())?;
-            if new_pk != pk {
-                moved.push(new_pk);
-            }
-            if self.returning.is_some() {
-                written.push(new);
-            }
-            Ok(true)
-        })?;
-        let returned = returning_rows(&self.returning, &written, ctx)?;
+        let mut writer = UpdateWriter {
+            plan: self,
+            pending: Vec::new(),
+            moved: Vec::new(),
+            written: Vec::new(),
+        };
+        let count = self.target.for_each_row(ctx, limit, &mut writer)?;
+        let returned = returning_rows(&self.returning, &writer.written, ctx)?;
         Ok(Written {
             count: count as u64,
             returned,
         })
+    }
+}
+
+/// Writes an UPDATE's rows: rows keeping their primary key in batches, a row whose key changes
+/// as a delete and an insert of its own (after the batch before it).
+struct UpdateWriter<'p> {
+    plan: &'p UpdatePlan,
+    pending: Vec<(Vec<u8>, Row)>,
+    /// The new keys of rows whose primary key changed (the scan may meet them again).
+    moved: Vec<Vec<u8>>,
+    /// The new rows, for RETURNING.
+    written: Vec<Row>,
+}
+
+impl RowWriter for UpdateWriter<'_> {
+    fn batch(&self, ctx: &mut ExecCtx) -> Result<usize> {
+        let table = &self.plan.target.table;
+        let unique = table.indexes.iter().any(|index| index.unique);
+        Ok(if !unique && batches_writes(ctx, table)? {
+            WRITE_BATCH
+        } else {
+            1
+        })
+    }
+
+    fn take(&mut self, ctx: &mut ExecCtx, pk: Vec<u8>, old: Row, row: Row) -> Result<bool> {
+        if self.moved.contains(&pk) {
+            return Ok(false);
+        }
+        let table = &self.plan.target.table;
+        let new = apply_assignments(table, &old, &self.plan.assignments, &row, ctx)?;
+        check_parents(ctx, table, &new)?;
+        check_no_children(ctx, table, &old, Some(&new))?;
+        if self.plan.returning.is_some() {
+            self.written.push(new.clone());
+        }
+        if table.primary_key.is_empty() || primary_key(table, &new) == pk {
+            self.pending.push((pk, new));
+            return Ok(true);
+        }
+        self.flush(ctx)?;
+        let txn = ctx.txn()?;
+        txn.delete_row(table, &pk)?;
+        let new_pk = txn
+            .insert_row(table, &new)
+            .map_err(|e| write_error(e, table, &new))?;
+        self.moved.push(new_pk);
+        Ok(true)
+    }
+
+    fn flush(&mut self, ctx: &mut ExecCtx) -> Result<()> {
+        let table = &self.plan.target.table;
+        let rows = std::mem::take(&mut self.pending);
+        if let [(pk, new)] = rows.as_slice() {
+            ctx.txn()?
+                .update_row(table, pk, new)
+                .map_err(|e| write_error(e, table, new))?;
+        } else if !rows.is_empty() {
+            ctx.txn()?.update_rows(table, &rows)?;
+        }
+        Ok(())
     }
 }
 
@@ -598,22 +683,54 @@ pub struct DeletePlan {
 impl DeletePlan {
     pub fn run(&self, ctx: &mut ExecCtx) -> Result<Written> {
         let limit = row_limit(self.limit.as_ref(), ctx)?;
-        let table = self.target.table.clone();
-        let mut deleted = Vec::new();
-        let keep_rows = self.returning.is_some();
-        let count = self.target.for_each_row(ctx, limit, |ctx, pk, old, row| {
-            check_no_children(ctx, &table, &old, None)?;
-            let done = ctx.txn()?.delete_row(&table, pk)?;
-            if done && keep_rows {
-                deleted.push(row);
-            }
-            Ok(done)
-        })?;
-        let returned = returning_rows(&self.returning, &deleted, ctx)?;
+        let mut writer = DeleteWriter {
+            table: &self.target.table,
+            pending: Vec::new(),
+            deleted: Vec::new(),
+            keep_rows: self.returning.is_some(),
+        };
+        let count = self.target.for_each_row(ctx, limit, &mut writer)?;
+        let returned = returning_rows(&self.returning, &writer.deleted, ctx)?;
         Ok(Written {
             count: count as u64,
             returned,
         })
+    }
+}
+
+/// Deletes a DELETE's rows in batches.
+struct DeleteWriter<'p> {
+    table: &'p TableDef,
+    pending: Vec<Vec<u8>>,
+    /// The deleted rows, for RETURNING (when `keep_rows`).
+    deleted: Vec<Row>,
+    keep_rows: bool,
+}
+
+impl RowWriter for DeleteWriter<'_> {
+    fn batch(&self, ctx: &mut ExecCtx) -> Result<usize> {
+        Ok(if batches_writes(ctx, self.table)? {
+            WRITE_BATCH
+        } else {
+            1
+        })
+    }
+
+    fn take(&mut self, ctx: &mut ExecCtx, pk: Vec<u8>, old: Row, row: Row) -> Result<bool> {
+        check_no_children(ctx, self.table, &old, None)?;
+        self.pending.push(pk);
+        if self.keep_rows {
+            self.deleted.push(row);
+        }
+        Ok(true)
+    }
+
+    fn flush(&mut self, ctx: &mut ExecCtx) -> Result<()> {
+        let pks = std::mem::take(&mut self.pending);
+        if !pks.is_empty() {
+            ctx.txn()?.delete_rows(self.table, &pks)?;
+        }
+        Ok(())
     }
 }
 
