@@ -16,6 +16,7 @@ pub mod io;
 pub mod lock;
 pub mod rebuild;
 pub mod sequence;
+mod sorter;
 pub mod ssi;
 pub mod table;
 pub mod txn;

@@ -22,7 +22,8 @@ use steady_storage::space::Space;
 use crate::catalog::{RowDecoder, TableDef};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
-use crate::table::{corrupt_row, entry_key, has_null, index_key, sort_prefix, wanted_columns};
+use crate::sorter::KeySorter;
+use crate::table::{corrupt_row, entry_key, has_null, index_key, wanted_columns};
 use crate::version::{IndexId, Version};
 
 /// A clustered record with its key: `(key, record)`.
@@ -66,7 +67,7 @@ impl Engine {
         }
         self.store.drop_space(built.table.space)?;
         let sorted = sorted_by_new_key(&tree, &new_key, table.id)?;
-        let built = self.build_table(rebuilt, sorted.into_iter().map(Ok))?;
+        let built = self.build_table(rebuilt, sorted.into_pairs().map(Ok))?;
         self.switch_to(&table, built)
     }
 
@@ -128,7 +129,7 @@ impl Engine {
         let mut trees = vec![(table.id, clustered)];
         for index in indexes {
             let id = index.id;
-            let entries = index.sorted().into_iter().map(Ok);
+            let entries = index.sorted().map(Ok);
             let tree = BTree::bulk_build(pool.clone(), space.clone(), id, entries, &mut |_| {})?;
             trees.push((id, tree));
         }
@@ -164,21 +165,17 @@ fn live_records(tree: &BTree) -> impl Iterator<Item = Result<Record>> + '_ {
 }
 
 /// The live records of `tree` keyed by `new_key`, sorted; 23505 if two keys are equal.
-fn sorted_by_new_key(tree: &BTree, new_key: &NewKey, table: IndexId) -> Result<Vec<Record>> {
-    let mut keyed = Vec::new();
+fn sorted_by_new_key(tree: &BTree, new_key: &NewKey, table: IndexId) -> Result<KeySorter> {
+    let mut keyed = KeySorter::default();
     for record in live_records(tree) {
         let (_, record) = record?;
-        let key = new_key.of(&record)?;
-        keyed.push((sort_prefix(&key), key, record));
+        keyed.push(&new_key.of(&record)?, &record, false);
     }
-    keyed.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    if keyed.windows(2).any(|w| w[0].1 == w[1].1) {
+    keyed.sort();
+    if keyed.any_neighbours(|(a, ..), (b, ..)| a == b) {
         return Err(EngineError::UniqueViolation { index: table });
     }
-    Ok(keyed
-        .into_iter()
-        .map(|(_, key, record)| (key, record))
-        .collect())
+    Ok(keyed)
 }
 
 /// The new primary key of a table's records.
@@ -215,7 +212,7 @@ struct SecondaryEntries {
     id: IndexId,
     columns: Vec<usize>,
     decoder: RowDecoder,
-    entries: Vec<(u128, Vec<u8>, Vec<u8>)>,
+    entries: KeySorter,
 }
 
 impl SecondaryEntries {
@@ -224,7 +221,7 @@ impl SecondaryEntries {
             id,
             decoder: table.decoder(Some(wanted_columns(table, &columns))),
             columns,
-            entries: Vec::new(),
+            entries: KeySorter::default(),
         }
     }
 
@@ -234,14 +231,12 @@ impl SecondaryEntries {
             .decode(Version::record_row(record)?)
             .map_err(corrupt_row)?;
         let key = entry_key(&index_key(&values, &self.columns), pk);
-        self.entries.push((sort_prefix(&key), key, pk.to_vec()));
+        self.entries.push(&key, pk, false);
         Ok(())
     }
 
-    fn sorted(mut self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        self.entries
-            .sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        let entries = self.entries.into_iter();
-        entries.map(|(_, key, pk)| (key, pk)).collect()
+    fn sorted(mut self) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+        self.entries.sort();
+        self.entries.into_pairs()
     }
 }

@@ -32,6 +32,7 @@ use crate::codec::{encode_key, encode_row};
 use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
+use crate::sorter::{KeySorter, Sorted};
 use crate::version::{history_prefix, IndexId, OldVersion, UndoAction, UndoEntry, Version};
 use steady_types::Value;
 
@@ -164,7 +165,7 @@ impl Engine {
             self.store.pool().clone(),
             space,
             id,
-            entries.into_iter().map(Ok),
+            entries.into_pairs().map(Ok),
             &mut |_| {},
         )?;
         let mut altered = (*table).clone();
@@ -183,17 +184,18 @@ impl Engine {
         Ok(altered)
     }
 
-    /// The sorted entries of a new index over every live in-place row of `table`.
+    /// The sorted entries `(entry key, primary key)` of a new index over every live in-place row
+    /// of `table`; 23505 if `unique` and two rows without NULLs in `columns` share a key.
     fn index_entries(
         &self,
         table: &TableDef,
         columns: &[usize],
         unique: bool,
         id: IndexId,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    ) -> Result<KeySorter> {
         let clustered = self.tree(table.id)?;
         let decoder = table.decoder(Some(wanted_columns(table, columns)));
-        let mut entries = Vec::new();
+        let mut entries = KeySorter::default();
         for record in clustered.range(Bound::Unbounded, Bound::Unbounded) {
             let (pk, bytes) = record?;
             let version = Version::from_record(bytes)?;
@@ -201,19 +203,18 @@ impl Engine {
                 continue;
             }
             let values = decoder.decode(&version.row).map_err(corrupt_row)?;
-            let sk = index_key(&values, columns);
             let comparable = !has_null(&values, columns);
-            let key = entry_key(&sk, &pk);
-            entries.push(((sort_prefix(&key), key), pk, sk, comparable));
+            let key = entry_key(&index_key(&values, columns), &pk);
+            entries.push(&key, &pk, comparable);
         }
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        if unique && entries.windows(2).any(|w| w[0].3 && w[0].2 == w[1].2) {
+        entries.sort();
+        let same_key = |(a, a_pk, a_comparable): Sorted<'_>, (b, b_pk, _): Sorted<'_>| {
+            a_comparable && a[..a.len() - a_pk.len()] == b[..b.len() - b_pk.len()]
+        };
+        if unique && entries.any_neighbours(same_key) {
             return Err(EngineError::UniqueViolation { index: id });
         }
-        Ok(entries
-            .into_iter()
-            .map(|((_, key), pk, _, _)| (key, pk))
-            .collect())
+        Ok(entries)
     }
 
     /// Drops a secondary index.
@@ -745,37 +746,5 @@ fn entry_end(end: Bound<&[u8]>) -> Bound<Vec<u8>> {
         },
         Bound::Excluded(key) => Bound::Excluded(key.to_vec()),
         Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-/// The first 16 bytes of `bytes` as one integer, padded with zeros: ordering by it first, then by
-/// the bytes, is the bytes' own order (a zero pad sorts like the end of a shorter string), and
-/// sorting index entries then rarely reaches `memcmp`.
-pub(crate) fn sort_prefix(bytes: &[u8]) -> u128 {
-    let mut head = [0u8; 16];
-    let len = bytes.len().min(16);
-    head[..len].copy_from_slice(&bytes[..len]);
-    u128::from_be_bytes(head)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::sort_prefix;
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Ordering by the prefix, then by the bytes, is the bytes' own order, also for strings
-        /// that share long prefixes, end in zeros or are prefixes of one another.
-        #[test]
-        fn prefix_then_bytes_is_the_byte_order(
-            a in prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0..24),
-            shared in 0..24usize,
-            tail in prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0..8),
-        ) {
-            let mut b = a[..shared.min(a.len())].to_vec();
-            b.extend(tail);
-            let by_prefix = (sort_prefix(&a), &a).cmp(&(sort_prefix(&b), &b));
-            prop_assert_eq!(by_prefix, a.cmp(&b));
-        }
     }
 }

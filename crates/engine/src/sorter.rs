@@ -1,0 +1,142 @@
+//! Sorting many keys in memory for index builds and table rebuilds: each key's bytes, and the
+//! payload that goes with it, are appended to one arena, and only a small entry per key — a
+//! 16-byte prefix of the key as an integer, where its bytes lie — is sorted.
+//!
+//! A million index entries then cost two allocations instead of three per entry, about a third
+//! of the memory (fresh memory is zeroed by the kernel on first touch, which dominated builds),
+//! and a sort of 32-byte entries that compares integers and rarely reaches `memcmp`.
+//!
+//! Invariant: sorting by (prefix, key bytes) is sorting by the key bytes ([`sort_prefix`]).
+
+/// Keys with payloads, gathered then sorted by key.
+#[derive(Default)]
+pub(crate) struct KeySorter {
+    arena: Vec<u8>,
+    entries: Vec<Entry>,
+}
+
+/// A sorted entry: `(key, payload, flag)`.
+pub(crate) type Sorted<'a> = (&'a [u8], &'a [u8], bool);
+
+/// One key: its prefix, where its key and payload lie in the arena, and a flag.
+struct Entry {
+    prefix: u128,
+    start: usize,
+    key_len: u32,
+    payload_len: u32,
+    flag: bool,
+}
+
+impl KeySorter {
+    /// Adds `key` with `payload` and a caller's `flag` (kept with the entry).
+    pub fn push(&mut self, key: &[u8], payload: &[u8], flag: bool) {
+        self.entries.push(Entry {
+            prefix: sort_prefix(key),
+            start: self.arena.len(),
+            key_len: key.len() as u32,
+            payload_len: payload.len() as u32,
+            flag,
+        });
+        self.arena.extend_from_slice(key);
+        self.arena.extend_from_slice(payload);
+    }
+
+    /// Sorts the entries by key (equal keys in no particular order).
+    pub fn sort(&mut self) {
+        let arena = &self.arena;
+        self.entries.sort_unstable_by(|a, b| {
+            a.prefix
+                .cmp(&b.prefix)
+                .then_with(|| key_of(arena, a).cmp(key_of(arena, b)))
+        });
+    }
+
+    /// The entries in their order: `(key, payload, flag)`.
+    pub fn iter(&self) -> impl Iterator<Item = Sorted<'_>> + '_ {
+        self.entries.iter().map(|entry| {
+            let key_end = entry.start + entry.key_len as usize;
+            let payload = &self.arena[key_end..key_end + entry.payload_len as usize];
+            (key_of(&self.arena, entry), payload, entry.flag)
+        })
+    }
+
+    /// Whether two neighbouring entries (in their order) are `same`.
+    pub fn any_neighbours(&self, same: impl Fn(Sorted<'_>, Sorted<'_>) -> bool) -> bool {
+        self.iter()
+            .zip(self.iter().skip(1))
+            .any(|(a, b)| same(a, b))
+    }
+
+    /// The entries as owned `(key, payload)` pairs, in their order.
+    pub fn into_pairs(self) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+        let KeySorter { arena, entries } = self;
+        entries.into_iter().map(move |entry| {
+            let key_end = entry.start + entry.key_len as usize;
+            let payload = &arena[key_end..key_end + entry.payload_len as usize];
+            (key_of(&arena, &entry).to_vec(), payload.to_vec())
+        })
+    }
+}
+
+fn key_of<'a>(arena: &'a [u8], entry: &Entry) -> &'a [u8] {
+    &arena[entry.start..entry.start + entry.key_len as usize]
+}
+
+/// The first 16 bytes of `bytes` as one integer, padded with zeros: ordering by it first, then by
+/// the bytes, is the bytes' own order (a zero pad sorts like the end of a shorter string), and
+/// sorting keys then rarely reaches `memcmp`.
+pub(crate) fn sort_prefix(bytes: &[u8]) -> u128 {
+    let mut head = [0u8; 16];
+    let len = bytes.len().min(16);
+    head[..len].copy_from_slice(&bytes[..len]);
+    u128::from_be_bytes(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sort_prefix, KeySorter};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Ordering by the prefix, then by the bytes, is the bytes' own order, also for strings
+        /// that share long prefixes, end in zeros or are prefixes of one another.
+        #[test]
+        fn prefix_then_bytes_is_the_byte_order(
+            a in prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0..24),
+            shared in 0..24usize,
+            tail in prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0..8),
+        ) {
+            let mut b = a[..shared.min(a.len())].to_vec();
+            b.extend(tail);
+            let by_prefix = (sort_prefix(&a), &a).cmp(&(sort_prefix(&b), &b));
+            prop_assert_eq!(by_prefix, a.cmp(&b));
+        }
+
+        /// The sorter gives every key with its own payload and flag, in key order.
+        #[test]
+        fn sorted_entries_are_the_keys_in_order_with_their_payloads(
+            keys in prop::collection::vec(
+                prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0..20),
+                0..200,
+            ),
+        ) {
+            let mut sorter = KeySorter::default();
+            let mut model: Vec<(Vec<u8>, Vec<u8>, bool)> = Vec::new();
+            for (i, key) in keys.iter().enumerate() {
+                let payload = i.to_be_bytes()[..i % 8].to_vec();
+                sorter.push(key, &payload, i % 3 == 0);
+                model.push((key.clone(), payload, i % 3 == 0));
+            }
+            sorter.sort();
+            let mut got: Vec<(Vec<u8>, Vec<u8>, bool)> =
+                sorter.iter().map(|(k, p, f)| (k.to_vec(), p.to_vec(), f)).collect();
+            let keys_in_order: Vec<&Vec<u8>> = got.iter().map(|(k, _, _)| k).collect();
+            prop_assert!(keys_in_order.windows(2).all(|w| w[0] <= w[1]));
+            got.sort();
+            model.sort();
+            prop_assert_eq!(&got, &model);
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = sorter.into_pairs().collect();
+            prop_assert_eq!(pairs.len(), model.len());
+        }
+    }
+}
