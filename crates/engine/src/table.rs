@@ -393,6 +393,17 @@ pub(crate) fn wanted_columns(table: &TableDef, columns: &[usize]) -> Vec<bool> {
     wanted
 }
 
+/// Decodes stored rows of `table` (None stays None).
+fn decode_rows(table: &TableDef, rows: Vec<Option<Vec<u8>>>) -> Result<Vec<Option<Vec<Value>>>> {
+    let decoder = table.decoder(None);
+    rows.into_iter()
+        .map(|row| {
+            row.map(|bytes| decoder.decode(&bytes).map_err(corrupt_row))
+                .transpose()
+        })
+        .collect()
+}
+
 pub(crate) fn corrupt_row(err: crate::codec::CodecError) -> EngineError {
     EngineError::Corrupt(format!("undecodable row: {err:?}"))
 }
@@ -567,6 +578,28 @@ impl Transaction {
         let row = self.get(table.id, pk)?;
         row.map(|bytes| table.decode_row(&bytes, None).map_err(corrupt_row))
             .transpose()
+    }
+
+    /// The rows under `pks` (ascending), as [`Transaction::get_row`] one by one sees them, the
+    /// table read in one walk.
+    pub fn get_rows(
+        &mut self,
+        table: &TableDef,
+        pks: &[Vec<u8>],
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        let rows = self.get_many(table.id, pks)?;
+        decode_rows(table, rows)
+    }
+
+    /// Locks the rows under `pks` (ascending) for writing and returns their newest versions, as
+    /// [`Transaction::lock_table_row`] one by one would, the table read in one walk.
+    pub fn lock_table_rows(
+        &mut self,
+        table: &TableDef,
+        pks: &[Vec<u8>],
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        let rows = self.lock_rows(table.id, pks)?;
+        decode_rows(table, rows)
     }
 
     /// Locks the row under `pk` for writing and returns its newest version (see

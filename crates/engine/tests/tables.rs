@@ -344,13 +344,23 @@ fn batched_updates_and_deletes_write_as_one_by_one() {
     assert_eq!(balance_rows(&mut old, 1), 1000);
 
     let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    let thirds: Vec<Vec<u8>> = (0..1000).filter(|id| id % 3 == 0).map(key).collect();
+    let mut probe = thirds[..3].to_vec();
+    probe.push(key(5000));
+    let seen = txn.get_rows(&table, &probe).unwrap();
+    let expected = [
+        Some(row(0, "o", 1)),
+        Some(row(3, "o", 1)),
+        Some(row(6, "o", 1)),
+        None,
+    ];
+    assert_eq!(seen, expected);
+    let locked = txn.lock_table_rows(&table, &thirds).unwrap();
     let mut updates = Vec::new();
-    for id in (0..1000).filter(|id| id % 3 == 0) {
-        let current = txn.lock_table_row(&table, &key(id)).unwrap().unwrap();
-        updates.push((
-            key(id),
-            vec![current[0].clone(), current[1].clone(), Value::BigInt(2)],
-        ));
+    for (pk, current) in thirds.iter().zip(locked) {
+        let current = current.unwrap();
+        let new = vec![current[0].clone(), current[1].clone(), Value::BigInt(2)];
+        updates.push((pk.clone(), new));
     }
     assert_eq!(txn.update_rows(&table, &updates).unwrap(), 334);
     let savepoint = txn.savepoint();

@@ -69,6 +69,29 @@ impl Engine {
             .transpose()
     }
 
+    /// The newest versions of `pks` (ascending), as `current_version` reads each, the tree read
+    /// in one walk.
+    pub(crate) fn current_versions(
+        &self,
+        tree: &BTree,
+        index: IndexId,
+        pks: &[Vec<u8>],
+    ) -> Result<Vec<Option<Version>>> {
+        let mut versions = Vec::with_capacity(pks.len());
+        for (pk, record) in pks.iter().zip(tree.get_many(pks)?) {
+            versions.push(match record {
+                Some(bytes) => Some(Version::from_record(bytes)?),
+                None if self.graveyard_length.load(Ordering::Acquire) > 0 => self
+                    .graveyard
+                    .get(&graveyard_key(index, pk))?
+                    .map(Version::from_record)
+                    .transpose()?,
+                None => None,
+            });
+        }
+        Ok(versions)
+    }
+
     /// Whether `writer` committed at or before `snapshot`.
     pub(crate) fn committed_by(&self, writer: TxnId, snapshot: Csn) -> bool {
         matches!(self.txns.status(writer), TxnStatus::Committed(csn) if csn <= snapshot)

@@ -271,7 +271,8 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         let tree = engine.tree(index)?;
         self.snapshot()?;
-        let currents = self.locked_versions(&tree, index, rows)?;
+        let keys: Vec<Vec<u8>> = rows.iter().map(|(pk, _)| pk.clone()).collect();
+        let currents = self.locked_versions(&tree, index, &keys)?;
         let (mut undo, mut history, mut in_place) = (Vec::new(), Vec::new(), Vec::new());
         let mut written = Vec::with_capacity(rows.len());
         for ((pk, row), current) in rows.iter().zip(currents) {
@@ -321,18 +322,18 @@ impl Transaction {
         Ok(written)
     }
 
-    /// The newest versions of `rows` (keys ascending), locked: those `lock_row` kept, the others
-    /// locked here (waiting for a writer that inserted them without a row lock, as
+    /// The newest versions of the rows under `pks` (ascending), locked: those `lock_row` kept,
+    /// the others locked here (waiting for a writer that inserted them without a row lock, as
     /// `lock_current` does) and read in one walk.
     fn locked_versions(
         &mut self,
         tree: &Arc<BTree>,
         index: IndexId,
-        rows: &[(Vec<u8>, Option<Vec<u8>>)],
+        pks: &[Vec<u8>],
     ) -> Result<Vec<Option<Version>>> {
-        let mut versions: Vec<Option<Version>> = Vec::with_capacity(rows.len());
+        let mut versions: Vec<Option<Version>> = Vec::with_capacity(pks.len());
         let mut unread = Vec::new();
-        for (at, (pk, _)) in rows.iter().enumerate() {
+        for (at, pk) in pks.iter().enumerate() {
             let kept = self.take_locked(tree, index, pk);
             if kept.is_none() {
                 unread.push(at);
@@ -342,22 +343,54 @@ impl Transaction {
         if unread.is_empty() {
             return Ok(versions);
         }
-        let keys: Vec<Vec<u8>> = unread.iter().map(|&at| rows[at].0.clone()).collect();
+        let keys: Vec<Vec<u8>> = unread.iter().map(|&at| pks[at].clone()).collect();
         for pk in &keys {
             self.lock_exclusive(index, pk)?;
         }
-        for (&at, record) in unread.iter().zip(tree.get_many(&keys)?) {
-            let current = record.map(Version::from_record).transpose()?;
+        let engine = Arc::clone(&self.engine);
+        let currents = engine.current_versions(tree, index, &keys)?;
+        for (&at, current) in unread.iter().zip(currents) {
             let running = current.as_ref().is_some_and(|v| {
-                v.writer != self.id && self.engine.txns.status(v.writer) == TxnStatus::Active
+                v.writer != self.id && engine.txns.status(v.writer) == TxnStatus::Active
             });
             versions[at] = if running {
-                self.lock_current(index, &rows[at].0)?.1
+                self.lock_current(index, &pks[at])?.1
             } else {
                 current
             };
         }
         Ok(versions)
+    }
+
+    /// Locks the rows under `pks` (ascending) and returns the versions updates would change, as
+    /// [`Transaction::lock_row`] one by one would (each version kept for the write that follows),
+    /// the rows read in one walk.
+    pub fn lock_rows(&mut self, index: IndexId, pks: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.check_open()?;
+        let tree = self.engine.tree(index)?;
+        self.snapshot()?;
+        let versions = self.locked_versions(&tree, index, pks)?;
+        let mut rows = Vec::with_capacity(pks.len());
+        for (pk, current) in pks.iter().zip(versions) {
+            rows.push(self.row_to_change(index, pk, current.as_ref())?);
+            if let Some(current) = current {
+                self.keep_locked(&tree, index, pk, current);
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Keeps a locked row's newest version for the write that follows (see `lock_row`).
+    fn keep_locked(&mut self, tree: &Arc<BTree>, index: IndexId, pk: &[u8], current: Version) {
+        if self.locked_rows.len() >= LOCKED_ROWS_KEPT {
+            self.locked_rows.clear();
+        }
+        self.locked_rows.push(LockedRow {
+            tree: Arc::clone(tree),
+            index,
+            pk: pk.to_vec(),
+            current,
+        });
     }
 
     /// Takes the lock on this transaction's own id, once.
@@ -435,15 +468,7 @@ impl Transaction {
         let (tree, current) = self.lock_current(index, pk)?;
         let row = self.row_to_change(index, pk, current.as_ref())?;
         if let Some(current) = current {
-            if self.locked_rows.len() >= LOCKED_ROWS_KEPT {
-                self.locked_rows.clear();
-            }
-            self.locked_rows.push(LockedRow {
-                tree,
-                index,
-                pk: pk.to_vec(),
-                current,
-            });
+            self.keep_locked(&tree, index, pk, current);
         }
         Ok(row)
     }

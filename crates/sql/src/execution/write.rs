@@ -512,7 +512,9 @@ impl Target {
 
     /// Hands `writer` the candidate rows in key order, locked, with their newest values (each
     /// still matching the WHERE clause), and has it write them every `writer.batch()` rows taken
-    /// and at the end. Stops after `limit` rows taken. Returns how many it took.
+    /// and at the end. Candidates are read, locked and re-read a batch at a time (one walk of
+    /// the table each; one by one under a LIMIT, so that no row past it is locked). Stops after
+    /// `limit` rows taken. Returns how many it took.
     fn for_each_row(
         &self,
         ctx: &mut ExecCtx,
@@ -525,29 +527,32 @@ impl Target {
         };
         let (keys, check_snapshot) = self.candidates(&others, ctx)?;
         let batch = writer.batch(ctx)?;
+        let chunk = if limit.is_some() {
+            1
+        } else {
+            batch.min(READ_BATCH)
+        };
         let (mut taken, mut pending) = (0, 0);
-        for pk in keys {
+        for candidates in keys.chunks(chunk) {
             ctx.check_interrupt()?;
             if limit.is_some_and(|l| taken >= l) {
                 break;
             }
-            if check_snapshot {
-                let Some(seen) = ctx.txn()?.get_row(&self.table, &pk)? else {
+            let candidates = if check_snapshot {
+                self.seen_matching(candidates, &others, ctx)?
+            } else {
+                candidates.to_vec()
+            };
+            let currents = ctx.txn()?.lock_table_rows(&self.table, &candidates)?;
+            for (pk, current) in candidates.into_iter().zip(currents) {
+                let Some(current) = current else { continue };
+                let Some(row) = self.matching(&current, &others, ctx)? else {
                     continue;
                 };
-                if self.matching(&seen, &others, ctx)?.is_none() {
-                    continue;
+                if writer.take(ctx, pk, current, row)? {
+                    taken += 1;
+                    pending += 1;
                 }
-            }
-            let Some(current) = ctx.txn()?.lock_table_row(&self.table, &pk)? else {
-                continue;
-            };
-            let Some(row) = self.matching(&current, &others, ctx)? else {
-                continue;
-            };
-            if writer.take(ctx, pk, current, row)? {
-                taken += 1;
-                pending += 1;
             }
             if pending >= batch {
                 writer.flush(ctx)?;
@@ -556,6 +561,26 @@ impl Target {
         }
         writer.flush(ctx)?;
         Ok(taken)
+    }
+
+    /// The index candidates whose row, as the statement's snapshot sees it, matches the WHERE
+    /// clause (an index entry may be stale).
+    fn seen_matching(
+        &self,
+        candidates: &[Vec<u8>],
+        others: &[Row],
+        ctx: &mut ExecCtx,
+    ) -> Result<Vec<Vec<u8>>> {
+        let seen = ctx.txn()?.get_rows(&self.table, candidates)?;
+        let mut matching = Vec::with_capacity(candidates.len());
+        for (pk, row) in candidates.iter().zip(seen) {
+            if let Some(row) = row {
+                if self.matching(&row, others, ctx)?.is_some() {
+                    matching.push(pk.clone());
+                }
+            }
+        }
+        Ok(matching)
     }
 }
 
@@ -577,6 +602,12 @@ trait RowWriter {
 /// Small on purpose (seed 000): the batch's write reads the pages its rows were read from again,
 /// so they must still be in the pool — a few dozen leaves at most, however small the pool.
 const WRITE_BATCH: usize = 64;
+
+/// Candidates an UPDATE or DELETE reads and locks at a time (one walk of the table each). Smaller
+/// than [`WRITE_BATCH`]: the more leaves lie between a row's read and its write, the likelier a
+/// small pool has let one go in between (seed 000; `delete_through_an_index_reads_each_page_at_most_once`
+/// reads 15% more pages at 64 than one at a time, 13% at 16).
+const READ_BATCH: usize = 16;
 
 /// Whether rows of `table` may be written in batches: no foreign key from or to the table (a
 /// check of one row could need another row of the statement written).
