@@ -14,7 +14,10 @@
 //! else from a scan in key order — sort them, and then visit each row once, in primary-key order:
 //! the row must be visible to the statement's snapshot and match the WHERE clause, then it is
 //! locked and the clause re-checked on the newest version (READ COMMITTED's re-check), and only
-//! then changed. So each clustered page is read at most once per statement.
+//! then changed. Rows are read and locked [`READ_BATCH`] at a time and written [`WRITE_BATCH`]
+//! at a time (the engine writes a batch in runs, a mini-transaction per leaf); both batches are
+//! small, so the pages of a batch are still in the pool when it is written, and each clustered
+//! page is read about once per statement.
 
 use std::ops::Bound;
 use std::sync::Arc;
