@@ -416,6 +416,46 @@ fn batched_updates_and_deletes_write_as_one_by_one() {
     });
 }
 
+/// A batch that fails on one of its rows (first-updater-wins under REPEATABLE READ) writes none
+/// of them and notes none as written: after ROLLBACK TO SAVEPOINT, a write of a row before the
+/// failing one still saves the committed version, so a rollback puts it back.
+#[test]
+fn a_batch_failing_midway_leaves_its_earlier_rows_as_they_were() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    accounts(&engine);
+    let table = engine.table("accounts").unwrap();
+    let key = |id: i32| primary_key(&table, &[Value::Integer(id)]);
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    for id in 0..10 {
+        setup.insert_row(&table, &row(id, "o", 1)).unwrap();
+    }
+    setup.commit().unwrap();
+    let mut txn = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(txn.get_row(&table, &key(0)).unwrap(), Some(row(0, "o", 1)));
+    let mut other = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert!(other
+        .update_row(&table, &key(5), &row(5, "other", 2))
+        .unwrap());
+    other.commit().unwrap();
+    let savepoint = txn.savepoint();
+    let all: Vec<Vec<u8>> = (0..10).map(key).collect();
+    let err = txn.delete_rows(&table, &all).unwrap_err();
+    assert_eq!(err.sqlstate(), "40001");
+    txn.rollback_to(&savepoint).unwrap();
+    assert_eq!(txn.get_row(&table, &key(1)).unwrap(), Some(row(1, "o", 1)));
+    assert!(txn.update_row(&table, &key(1), &row(1, "mine", 3)).unwrap());
+    txn.rollback().unwrap();
+    let mut after = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        after.get_row(&table, &key(1)).unwrap(),
+        Some(row(1, "o", 1))
+    );
+    assert_eq!(
+        after.get_row(&table, &key(5)).unwrap(),
+        Some(row(5, "other", 2))
+    );
+}
+
 /// pgbench creates its tables without primary keys, loads them, then adds the keys: the table is
 /// rebuilt clustered by the new key, with its indexes.
 #[test]

@@ -273,16 +273,15 @@ impl Transaction {
         self.snapshot()?;
         let keys: Vec<Vec<u8>> = rows.iter().map(|(pk, _)| pk.clone()).collect();
         let currents = self.locked_versions(&tree, index, &keys)?;
-        let (mut undo, mut history, mut in_place) = (Vec::new(), Vec::new(), Vec::new());
-        let mut written = Vec::with_capacity(rows.len());
-        for ((pk, row), current) in rows.iter().zip(currents) {
+        // Every check first: a failure then leaves no row noted as written without its undo entry.
+        let mut changing = Vec::with_capacity(rows.len());
+        for (at, ((pk, row), current)) in rows.iter().zip(currents).enumerate() {
             let kind = if row.is_some() {
                 WriteKind::Update
             } else {
                 WriteKind::Delete
             };
             if !self.may_write(index, pk, current.as_ref(), kind)? {
-                written.push(false);
                 continue;
             }
             if self.isolation == Isolation::Serializable {
@@ -291,6 +290,12 @@ impl Transaction {
                     .write(self.id, index, pk)
                     .map_err(dependency_failure)?;
             }
+            changing.push((at, pk, row, current));
+        }
+        let mut written: Vec<bool> = vec![false; rows.len()];
+        let (mut undo, mut history, mut in_place) = (Vec::new(), Vec::new(), Vec::new());
+        for (at, pk, row, current) in changing {
+            written[at] = true;
             if let Some((entry, old)) = self.first_write_log(index, pk, current)? {
                 undo.push(entry);
                 history.extend(old.map(|(key, old)| (key, old.encode())));
@@ -306,7 +311,6 @@ impl Transaction {
                 .encode(),
             };
             in_place.push((pk.clone(), version));
-            written.push(true);
         }
         self.write_undo_run(&undo)?;
         self.writes.extend(undo);
