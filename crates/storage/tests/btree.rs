@@ -484,9 +484,7 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
             );
         }
         Op::DeleteSorted(picked) => {
-            let mut sorted: Vec<Vec<u8>> = picked.iter().map(|i| keys[*i].clone()).collect();
-            sorted.sort();
-            sorted.dedup();
+            let sorted = picked_keys(keys, picked, true);
             let removed = tree.delete_sorted(&sorted).map_err(err("delete_sorted"))?;
             let expected = sorted
                 .iter()
@@ -499,9 +497,7 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
             );
         }
         Op::DeleteRanges(picked) => {
-            let mut bounds: Vec<Vec<u8>> = picked.iter().map(|i| keys[*i].clone()).collect();
-            bounds.sort();
-            bounds.dedup();
+            let bounds = picked_keys(keys, picked, true);
             let ranges: Entries = bounds
                 .chunks_exact(2)
                 .map(|pair| (pair[0].clone(), pair[1].clone()))
@@ -519,11 +515,7 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
             value,
             sorted,
         } => {
-            let mut run: Vec<Vec<u8>> = picked.iter().map(|i| keys[*i].clone()).collect();
-            if *sorted {
-                run.sort();
-                run.dedup();
-            }
+            let run = picked_keys(keys, picked, *sorted);
             let entries: Entries = run.into_iter().map(|key| (key, value.bytes())).collect();
             let inserted = tree
                 .insert_run_if_absent(&entries)
@@ -535,11 +527,7 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
             value,
             sorted,
         } => {
-            let mut run: Vec<Vec<u8>> = picked.iter().map(|i| keys[*i].clone()).collect();
-            if *sorted {
-                run.sort();
-                run.dedup();
-            }
+            let run = picked_keys(keys, picked, *sorted);
             let entries: Entries = run.into_iter().map(|key| (key, value.bytes())).collect();
             let replaced = tree.replace_run(&entries).map_err(err("replace_run"))?;
             for (key, value) in &entries[..replaced] {
@@ -548,9 +536,7 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
             }
         }
         Op::GetMany(picked) => {
-            let mut sorted: Vec<Vec<u8>> = picked.iter().map(|i| keys[*i].clone()).collect();
-            sorted.sort();
-            sorted.dedup();
+            let sorted = picked_keys(keys, picked, true);
             let found = tree.get_many(&sorted).map_err(err("get_many"))?;
             let expected: Vec<Option<Vec<u8>>> =
                 sorted.iter().map(|key| model.get(key).cloned()).collect();
@@ -589,6 +575,16 @@ fn apply(tree: &BTree, model: &mut Model, keys: &[Vec<u8>], op: &Op) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The pool keys at `picked`, sorted and deduplicated when `sorted` (else in the order given).
+fn picked_keys(keys: &[Vec<u8>], picked: &[usize], sorted: bool) -> Vec<Vec<u8>> {
+    let mut chosen: Vec<Vec<u8>> = picked.iter().map(|i| keys[*i].clone()).collect();
+    if sorted {
+        chosen.sort();
+        chosen.dedup();
+    }
+    chosen
 }
 
 /// Removes the keys of `ranges` (`from..=to`) from the model; returns how many there were.

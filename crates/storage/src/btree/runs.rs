@@ -10,7 +10,7 @@ use super::cursor::Seek;
 use super::node::{self, StoredValue};
 use super::BTree;
 use crate::buffer_pool::AccessHint;
-use crate::mtr::Mtr;
+use crate::mtr::{Mtr, PageHandle};
 use crate::page::{Page, NO_PAGE};
 use crate::Result;
 
@@ -65,16 +65,7 @@ impl BTree {
             slots.push(slot + slots.len());
             previous = Some(key);
         }
-        if slots.is_empty() {
-            return Ok(0);
-        }
-        let mut edit = mtr.edit(leaf);
-        for ((key, value), &slot) in entries.iter().zip(&slots) {
-            edit.insert(slot, &node::encode_leaf(key, StoredValue::Inline(value)))
-                .expect("room was checked with the leaf latched");
-        }
-        mtr.commit();
-        Ok(slots.len())
+        Ok(commit_run(mtr, leaf, entries, &slots, Placing::Insert))
     }
 
     /// The values of `sorted` keys (ascending), None where a key is absent: one descent per leaf
@@ -137,16 +128,7 @@ impl BTree {
             slots.push(slot);
             previous = Some(key);
         }
-        if slots.is_empty() {
-            return Ok(0);
-        }
-        let mut edit = mtr.edit(leaf);
-        for ((key, value), &slot) in entries.iter().zip(&slots) {
-            edit.replace(slot, &node::encode_leaf(key, StoredValue::Inline(value)))
-                .expect("room was checked with the leaf latched");
-        }
-        mtr.commit();
-        Ok(slots.len())
+        Ok(commit_run(mtr, leaf, entries, &slots, Placing::Replace))
     }
 
     /// Removes the keys of `sorted` (ascending, without duplicates) that are present and returns how
@@ -285,4 +267,36 @@ impl BTree {
 /// children.
 fn survives_many_deletes(page: Page<'_>, keep: usize) -> bool {
     page.level() > 0 && page.used_space() >= keep && page.slot_count() > 2
+}
+
+/// How a run's records go into their leaf.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placing {
+    Insert,
+    Replace,
+}
+
+/// Writes the leading entries of `entries` at `slots` of the latched `leaf` (inserted before, or
+/// replacing, the records there; room checked by the caller) and commits; returns how many.
+fn commit_run(
+    mut mtr: Mtr<'_>,
+    leaf: PageHandle,
+    entries: &[(Vec<u8>, Vec<u8>)],
+    slots: &[usize],
+    placing: Placing,
+) -> usize {
+    if slots.is_empty() {
+        return 0;
+    }
+    let mut edit = mtr.edit(leaf);
+    for ((key, value), &slot) in entries.iter().zip(slots) {
+        let record = node::encode_leaf(key, StoredValue::Inline(value));
+        let written = match placing {
+            Placing::Insert => edit.insert(slot, &record),
+            Placing::Replace => edit.replace(slot, &record),
+        };
+        written.expect("room was checked with the leaf latched");
+    }
+    mtr.commit();
+    slots.len()
 }
