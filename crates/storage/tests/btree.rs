@@ -729,15 +729,22 @@ fn load_value(i: usize, round: usize) -> Vec<u8> {
 /// between them, each run handed to `insert_run_if_absent` until it stops and the entry it
 /// stopped at inserted on its own. Appending costs one call per leaf, not per key; the tree
 /// holds exactly what was loaded and verifies clean.
+/// A new tree in an in-memory store of 4 KiB pages and a 64-frame pool (the store is returned to
+/// be kept alive beside the tree).
+fn small_tree() -> Result<(Store, BTree), String> {
+    let store =
+        Store::open(Arc::new(MemVfs::new()), &store_config(4096, 64)).map_err(err("open"))?;
+    let space = store.create_space().map_err(err("create_space"))?;
+    let tree = BTree::create(store.pool().clone(), space, INDEX).map_err(err("create"))?;
+    Ok((store, tree))
+}
+
 /// Replacing every tenth of 20,000 present keys (as UPDATE and DELETE write locked rows) and
 /// reading them back each take about one call and one descent per leaf, not per key; a key that
 /// is absent ends a replace run.
 #[test]
 fn replacing_and_reading_runs_of_present_keys_go_a_leaf_at_a_time() -> Result<(), String> {
-    let store =
-        Store::open(Arc::new(MemVfs::new()), &store_config(4096, 64)).map_err(err("open"))?;
-    let space = store.create_space().map_err(err("create_space"))?;
-    let tree = BTree::create(store.pool().clone(), space, INDEX).map_err(err("create"))?;
+    let (_store, tree) = small_tree()?;
     let key = |k: u64| k.to_be_bytes().to_vec();
     let mut at = 0;
     let entries: Entries = (0..20_000).map(|k| (key(k), filler(k, 40))).collect();
@@ -787,10 +794,7 @@ fn replacing_and_reading_runs_of_present_keys_go_a_leaf_at_a_time() -> Result<()
 
 #[test]
 fn runs_of_ascending_keys_go_in_one_call_per_leaf() -> Result<(), String> {
-    let store =
-        Store::open(Arc::new(MemVfs::new()), &store_config(4096, 64)).map_err(err("open"))?;
-    let space = store.create_space().map_err(err("create_space"))?;
-    let tree = BTree::create(store.pool().clone(), space, INDEX).map_err(err("create"))?;
+    let (_store, tree) = small_tree()?;
     let mut model = Model::new();
     let load = |keys: Vec<u64>, model: &mut Model| -> Result<usize, String> {
         let entries: Entries = keys
@@ -868,10 +872,7 @@ fn runs_of_ascending_keys_go_in_one_call_per_leaf() -> Result<(), String> {
 /// and deleting one range over everything leaves an empty tree.
 #[test]
 fn range_deletes_match_the_model() -> Result<(), String> {
-    let store =
-        Store::open(Arc::new(MemVfs::new()), &store_config(4096, 64)).map_err(err("open"))?;
-    let space = store.create_space().map_err(err("create_space"))?;
-    let tree = BTree::create(store.pool().clone(), space, INDEX).map_err(err("create"))?;
+    let (_store, tree) = small_tree()?;
     let mut model = Model::new();
     let key = |k: u64| (k * 3).to_be_bytes().to_vec();
     for k in 0..30_000u64 {

@@ -55,26 +55,47 @@ impl Transaction {
         kind: WriteKind,
     ) -> Result<bool> {
         let (tree, current) = self.lock_current(index, pk)?;
-        let engine = Arc::clone(&self.engine);
-        if !self.may_write(index, pk, current.as_ref(), kind)? {
+        if !self.checked_write(index, pk, current.as_ref(), kind)? {
+            return Ok(false);
+        }
+        self.save_version(index, pk, current)?;
+        tree.insert(pk, &self.new_version(row))?;
+        self.engine.unbury(index, pk)?;
+        Ok(true)
+    }
+
+    /// With the row locked: whether the write applies (`may_write`), and under SERIALIZABLE the
+    /// write recorded for the dependency tracker.
+    fn checked_write(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<&Version>,
+        kind: WriteKind,
+    ) -> Result<bool> {
+        if !self.may_write(index, pk, current, kind)? {
             return Ok(false);
         }
         if self.isolation == Isolation::Serializable {
-            engine
-                .ssi
-                .write(self.id, index, pk)
-                .map_err(dependency_failure)?;
+            let ssi = &self.engine.ssi;
+            ssi.write(self.id, index, pk).map_err(dependency_failure)?;
         }
-        self.save_version(index, pk, current)?;
-        self.deleted |= row.is_none();
-        let version = Version {
-            writer: self.id,
-            deleted: row.is_none(),
-            row: row.unwrap_or_default().to_vec(),
-        };
-        tree.insert(pk, &version.encode())?;
-        engine.unbury(index, pk)?;
         Ok(true)
+    }
+
+    /// The version a write puts in place: `row` by this transaction, or its delete mark (noted in
+    /// `deleted`).
+    fn new_version(&mut self, row: Option<&[u8]>) -> Vec<u8> {
+        self.deleted |= row.is_none();
+        match row {
+            Some(row) => Version::encode_live(self.id, row),
+            None => Version {
+                writer: self.id,
+                deleted: true,
+                row: Vec::new(),
+            }
+            .encode(),
+        }
     }
 
     /// The common insert of a new key into a table without secondary indexes, with no row lock:
@@ -281,16 +302,9 @@ impl Transaction {
             } else {
                 WriteKind::Delete
             };
-            if !self.may_write(index, pk, current.as_ref(), kind)? {
-                continue;
+            if self.checked_write(index, pk, current.as_ref(), kind)? {
+                changing.push((at, pk, row, current));
             }
-            if self.isolation == Isolation::Serializable {
-                engine
-                    .ssi
-                    .write(self.id, index, pk)
-                    .map_err(dependency_failure)?;
-            }
-            changing.push((at, pk, row, current));
         }
         let mut written: Vec<bool> = vec![false; rows.len()];
         let (mut undo, mut history, mut in_place) = (Vec::new(), Vec::new(), Vec::new());
@@ -300,16 +314,7 @@ impl Transaction {
                 undo.push(entry);
                 history.extend(old.map(|(key, old)| (key, old.encode())));
             }
-            self.deleted |= row.is_none();
-            let version = match row {
-                Some(row) => Version::encode_live(self.id, row),
-                None => Version {
-                    writer: self.id,
-                    deleted: true,
-                    row: Vec::new(),
-                }
-                .encode(),
-            };
+            let version = self.new_version(row.as_deref());
             in_place.push((pk.clone(), version));
         }
         self.write_undo_run(&undo)?;
