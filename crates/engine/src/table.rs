@@ -24,7 +24,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use parking_lot::RwLockWriteGuard;
-use steady_storage::btree::BTree;
+use steady_storage::btree::{BTree, Partition};
 use steady_storage::mtr::Mtr;
 
 use crate::catalog::{table_key, ColumnDef, IndexDef, RowDecoder, TableDef};
@@ -422,20 +422,29 @@ impl RowScan {
     }
 }
 
+impl RowScan {
+    /// The next row's values, without its clustered key (a query that only reads rows needs no
+    /// copy of the key).
+    pub fn next_values(&mut self) -> Option<Result<Vec<Value>>> {
+        Some(match self.inner.next_entry()? {
+            Ok((_, row)) => self.decoder.decode(row).map_err(corrupt_row),
+            Err(err) => Err(err),
+        })
+    }
+}
+
 impl Iterator for RowScan {
     type Item = Result<(Vec<u8>, Vec<Value>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let (pk, row) = match self.inner.next()? {
-            Ok(entry) => entry,
-            Err(err) => return Some(Err(err)),
-        };
-        Some(
-            self.decoder
-                .decode(&row)
-                .map(|values| (pk, values))
+        Some(match self.inner.next_entry()? {
+            Ok((pk, row)) => self
+                .decoder
+                .decode(row)
+                .map(|values| (pk.to_vec(), values))
                 .map_err(corrupt_row),
-        )
+            Err(err) => Err(err),
+        })
     }
 }
 
@@ -452,6 +461,13 @@ impl Transaction {
             inner,
             decoder: table.decoder(None),
         })
+    }
+
+    /// Clustered keys cutting the table into at most `parts` parts of about equal size, for a scan
+    /// split among threads (see [`steady_storage::btree::Partition`]).
+    pub fn partition_rows(&mut self, table: &TableDef, parts: usize) -> Result<Partition> {
+        self.check_open()?;
+        Ok(self.engine.tree(table.id)?.partition(parts)?)
     }
 
     /// Inserts a row; returns its clustered key. Unique secondary indexes are checked.

@@ -82,6 +82,11 @@ impl Version {
         Ok(Some(record))
     }
 
+    /// The writer of a clustered record and whether it is a delete mark, read in place.
+    pub fn in_record(record: &[u8]) -> Result<(TxnId, bool)> {
+        split_header(record, "row version").map(|(flags, writer, _)| (writer, flags & DELETED != 0))
+    }
+
     /// The row bytes of a clustered record, read in place.
     pub fn record_row(record: &[u8]) -> Result<&[u8]> {
         split_header(record, "row version").map(|(_, _, row)| row)

@@ -75,7 +75,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
-use steady_storage::btree::BTree;
+use steady_storage::btree::{BTree, Entries};
 use steady_storage::io::{OsVfs, Vfs};
 use steady_storage::space::Space;
 use steady_storage::store::{Store, StoreConfig, SYSTEM_SPACE};
@@ -112,8 +112,6 @@ const PURGE_TXN: TxnId = u64::MAX - 1;
 const TXN_LOCKS: IndexId = u64::MAX;
 /// Pause between background purge passes.
 const PURGE_INTERVAL: Duration = Duration::from_millis(10);
-/// Entries read from an index per descent by a scan.
-const SCAN_BATCH: usize = 256;
 
 /// How to open a database.
 #[derive(Debug, Clone)]
@@ -443,8 +441,8 @@ pub struct Scan {
     tree: Arc<BTree>,
     index: IndexId,
     snapshot: Option<Csn>,
-    next_start: Bound<Vec<u8>>,
+    /// Where the next leaf's entries start; None once the range is read.
+    next_start: Option<Bound<Vec<u8>>>,
     end: Bound<Vec<u8>>,
-    batch: VecDeque<(Vec<u8>, Vec<u8>)>,
-    exhausted: bool,
+    leaf: scan::ScanLeaf,
 }

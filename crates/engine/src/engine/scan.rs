@@ -1,62 +1,116 @@
-//! Scans: the rows of a range as a transaction sees them, read in batches per descent and merged
-//! with the graveyard when an old snapshot needs it.
+//! Scans: the rows of a range as a transaction sees them, read a leaf at a time and merged with
+//! the graveyard when an old snapshot needs it.
+//!
+//! A leaf's records are copied out under its latch into one reused buffer; visibility is then
+//! decided on the copies in place, so a row the snapshot sees in place costs no allocation until
+//! the caller asks for owned bytes ([`Scan::next_entry`] lends them).
 
 use super::*;
 
+/// A row of the current leaf the scan's transaction sees.
+enum Seen {
+    /// The in-place record at this entry of the leaf's copy.
+    InPlace(usize),
+    /// An older version, from the history store, of the row at this entry.
+    Older(usize, Vec<u8>),
+}
+
+/// The leaf a scan is on: its records as stored and the rows of them the transaction sees.
+#[derive(Default)]
+pub(super) struct ScanLeaf {
+    records: Entries,
+    seen: Vec<Seen>,
+    /// The next of `seen` to give.
+    position: usize,
+}
+
 impl Scan {
-    /// Reads the next batch of in-place records, holding no latch between batches. With an old
-    /// snapshot, rows whose delete marks went to the graveyard are merged in. The writers' statuses
-    /// are looked up once per batch; only rows whose in-place version the snapshot cannot see go
-    /// to the history store.
-    fn refill(&mut self) -> Result<()> {
-        let start = self.next_start.clone();
-        let end = self.end.as_ref().map(Vec::as_slice);
-        let mut records = Vec::new();
-        let range = self.tree.range(start.as_ref().map(Vec::as_slice), end);
-        for entry in range.take(SCAN_BATCH) {
-            let (pk, bytes) = entry?;
-            records.push((pk, Version::from_record(bytes)?));
+    /// The next row as `(pk, row bytes)`, lent until the next call.
+    pub fn next_entry(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        while self.leaf.position == self.leaf.seen.len() {
+            self.next_start.as_ref()?;
+            if let Err(err) = self.read_next_leaf() {
+                self.next_start = None;
+                self.leaf.seen.clear();
+                return Some(Err(err));
+            }
         }
-        self.exhausted = records.len() < SCAN_BATCH;
-        let batch_end = match (self.exhausted, records.last()) {
-            (false, Some((last, _))) => Bound::Included(last.clone()),
-            _ => self.end.clone(),
+        let leaf = &mut self.leaf;
+        let seen = &leaf.seen[leaf.position];
+        leaf.position += 1;
+        Some(match seen {
+            Seen::InPlace(entry) => {
+                let key = leaf.records.key(*entry);
+                Version::record_row(leaf.records.value(*entry)).map(|row| (key, row))
+            }
+            Seen::Older(entry, row) => Ok((leaf.records.key(*entry), row.as_slice())),
+        })
+    }
+
+    /// Reads the next leaf of the range, holding no latch once it is copied. With an old
+    /// snapshot, rows whose delete marks went to the graveyard are merged in. The writers'
+    /// statuses are looked up once per leaf; only rows whose in-place version the snapshot cannot
+    /// see go to the history store.
+    fn read_next_leaf(&mut self) -> Result<()> {
+        let Some(start) = self.next_start.take() else {
+            return Ok(());
         };
-        if let Some((last, _)) = records.last() {
-            self.next_start = Bound::Excluded(last.clone());
-        }
+        let start = start.as_ref().map(Vec::as_slice);
+        let leaf = &mut self.leaf;
+        leaf.seen.clear();
+        leaf.position = 0;
+        let end = self.end.as_ref().map(Vec::as_slice);
+        let next = self.tree.read_leaf(start, end, &mut leaf.records)?;
+        let leaf_end = match &next {
+            Some(key) => Bound::Excluded(key.as_slice()),
+            None => end,
+        };
         let engine = Arc::clone(&self.engine);
-        let buried = engine.buried_in_range(
-            self.index,
-            start.as_ref().map(Vec::as_slice),
-            batch_end.as_ref().map(Vec::as_slice),
-            self.snapshot,
-        )?;
+        let buried = engine.buried_in_range(self.index, start, leaf_end, self.snapshot)?;
         if !buried.is_empty() {
-            records.extend(buried);
-            records.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            for (pk, version) in &buried {
+                leaf.records.push(pk, &version.encode());
+            }
+            leaf.records.sort_by_key();
         }
+        self.next_start = next.map(Bound::Included);
+        self.note_visible_rows(&engine)
+    }
+
+    /// Fills `seen` with the rows of the leaf's records the transaction sees.
+    fn note_visible_rows(&mut self, engine: &Engine) -> Result<()> {
+        let (reader, snapshot) = (self.reader, self.snapshot);
+        let records = &self.leaf.records;
         let settled = engine.txns.settled_below();
-        let unsettled = records
-            .iter()
-            .map(|(_, v)| v.writer)
-            .filter(|&w| w >= settled);
-        let statuses = engine.txns.statuses(unsettled);
-        for (pk, version) in records {
-            let in_place = self.snapshot.is_none_or(|snapshot| {
-                version.writer == self.reader
-                    || version.writer < settled
-                    || matches!(statuses[&version.writer], TxnStatus::Committed(csn) if csn <= snapshot)
+        let mut unsettled = Vec::new();
+        for entry in 0..records.len() {
+            let (writer, _) = Version::in_record(records.value(entry))?;
+            if writer >= settled && writer != reader {
+                unsettled.push(writer);
+            }
+        }
+        let statuses = if unsettled.is_empty() {
+            HashMap::new()
+        } else {
+            engine.txns.statuses(unsettled)
+        };
+        for entry in 0..records.len() {
+            let (writer, deleted) = Version::in_record(records.value(entry))?;
+            let in_place = snapshot.is_none_or(|snapshot| {
+                writer == reader
+                    || writer < settled
+                    || matches!(statuses[&writer], TxnStatus::Committed(csn) if csn <= snapshot)
             });
-            let seen = if in_place {
-                (!version.deleted).then_some(version.row)
-            } else {
-                let tree = &self.tree;
-                let (index, reader, snapshot) = (self.index, self.reader, self.snapshot);
-                engine.visible(tree, index, &pk, Some(version), reader, snapshot)?
-            };
-            if let Some(row) = seen {
-                self.batch.push_back((pk, row));
+            if in_place {
+                if !deleted {
+                    self.leaf.seen.push(Seen::InPlace(entry));
+                }
+                continue;
+            }
+            let version = Version::from_record(records.value(entry).to_vec())?;
+            let (tree, pk) = (&self.tree, records.key(entry));
+            if let Some(row) = engine.visible(tree, self.index, pk, Some(version), reader, snapshot)? {
+                self.leaf.seen.push(Seen::Older(entry, row));
             }
         }
         Ok(())
@@ -67,17 +121,7 @@ impl Iterator for Scan {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(row) = self.batch.pop_front() {
-                return Some(Ok(row));
-            }
-            if self.exhausted {
-                return None;
-            }
-            if let Err(err) = self.refill() {
-                self.exhausted = true;
-                return Some(Err(err));
-            }
-        }
+        let entry = self.next_entry()?;
+        Some(entry.map(|(pk, row)| (pk.to_vec(), row.to_vec())))
     }
 }

@@ -118,10 +118,9 @@ impl Transaction {
             tree,
             index,
             snapshot,
-            next_start: start.map(<[u8]>::to_vec),
+            next_start: Some(start.map(<[u8]>::to_vec)),
             end: end.map(<[u8]>::to_vec),
-            batch: VecDeque::new(),
-            exhausted: false,
+            leaf: Default::default(),
         })
     }
 

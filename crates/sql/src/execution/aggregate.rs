@@ -170,6 +170,37 @@ impl Accumulator {
         Ok(())
     }
 
+    /// Whether states of `call` over parts of its input can be merged ([`Accumulator::merge`]):
+    /// not with DISTINCT or ORDER BY, nor for string_agg, whose results need every input together
+    /// or in order.
+    pub fn mergeable(call: &AggCall) -> bool {
+        !call.distinct && call.order_by.is_empty() && call.func != AggFunc::StringAgg
+    }
+
+    /// Folds in the state of the same aggregate over another part of the input (a call that is
+    /// [`Accumulator::mergeable`]).
+    pub fn merge(&mut self, other: Accumulator) -> Result<()> {
+        self.count += other.count;
+        self.integer_sum += other.integer_sum;
+        if other.value.is_null() {
+            return Ok(());
+        }
+        self.value = match self.func {
+            AggFunc::Sum | AggFunc::Avg => add_to_sum(&self.value, &other.value)?,
+            AggFunc::Min => pick(&self.value, &other.value, Ordering::Less),
+            AggFunc::Max => pick(&self.value, &other.value, Ordering::Greater),
+            AggFunc::BoolAnd => bool_step(&self.value, &other.value, true),
+            AggFunc::BoolOr => bool_step(&self.value, &other.value, false),
+            AggFunc::Count | AggFunc::CountStar | AggFunc::StringAgg => {
+                return Err(SqlError::new(
+                    "XX000",
+                    format!("{} states cannot be merged", self.func.name()),
+                ))
+            }
+        };
+        Ok(())
+    }
+
     /// The aggregate's value; `order` gives the directions of the call's ORDER BY keys.
     pub fn finish(mut self, call: &AggCall) -> Result<Value> {
         if self.keeps_inputs {

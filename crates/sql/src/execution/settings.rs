@@ -26,6 +26,7 @@ const PARAMETERS: &[(&str, &str, bool)] = &[
     ("lock_timeout", "0", true),
     ("max_connections", "100", false),
     ("max_identifier_length", "63", false),
+    ("max_parallel_workers_per_gather", "2", true),
     ("block_size", "8192", false),
     ("search_path", "\"$user\", public", true),
     ("server_encoding", "UTF8", false),
@@ -138,6 +139,14 @@ impl Settings {
         }
     }
 
+    /// How many threads besides the session's own may work on one scan.
+    pub fn parallel_workers(&self) -> usize {
+        self.values
+            .get("max_parallel_workers_per_gather")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
     /// A timeout setting; `None` when off.
     pub fn timeout(&self, name: &str) -> Option<Duration> {
         let ms: u64 = self.values.get(name)?.parse().ok()?;
@@ -156,6 +165,10 @@ fn normalize(key: &str, value: &str) -> Result<String> {
     let lower = value.trim().to_lowercase();
     Ok(match key {
         _ if TIMEOUTS.contains(&key) => parse_duration(&lower).ok_or_else(invalid)?.to_string(),
+        "max_parallel_workers_per_gather" => match lower.parse::<u16>() {
+            Ok(workers) if workers <= 1024 => workers.to_string(),
+            _ => return Err(invalid()),
+        },
         "client_min_messages" => {
             const LEVELS: &[&str] = &[
                 "debug5", "debug4", "debug3", "debug2", "debug1", "debug", "log", "notice",

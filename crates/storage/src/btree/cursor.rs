@@ -1,6 +1,7 @@
 //! Range scans, forward and backward.
 //!
-//! A scan holds one leaf at a time: it reads every entry of the leaf within its bounds into a buffer,
+//! A scan holds one leaf at a time: it copies every entry of the leaf within its bounds into an
+//! [`Entries`] buffer (keys and values side by side in one allocation, reused from leaf to leaf),
 //! releases the leaf, and finds the next leaf by a fresh descent from the key bound the leaf ended
 //! at (the separator its parent gave it). Scans therefore never latch sideways or hold a page while
 //! the caller works, cannot deadlock with writers, and survive splits and merges between steps.
@@ -8,7 +9,6 @@
 //! the buffer pool. Entries changed while a scan runs may or may not be seen; entries that were in
 //! the range before the scan began and were not touched are seen exactly once, in order.
 
-use std::collections::VecDeque;
 use std::ops::Bound;
 
 use super::{node, BTree};
@@ -64,13 +64,79 @@ pub(crate) struct Leaf<'t> {
     pub bounds: Bounds,
 }
 
+/// Entries copied out of a leaf: every key and value in one byte buffer, so that copying a leaf
+/// costs no allocation per entry once the buffer has grown to a leaf's size.
+#[derive(Debug, Default)]
+pub struct Entries {
+    bytes: Vec<u8>,
+    /// Per entry: where its key starts, where its value starts (the key's end), where it ends.
+    spans: Vec<[u32; 3]>,
+}
+
+impl Entries {
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.spans.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    pub fn key(&self, entry: usize) -> &[u8] {
+        let [key, value, _] = self.spans[entry];
+        &self.bytes[key as usize..value as usize]
+    }
+
+    pub fn value(&self, entry: usize) -> &[u8] {
+        let [_, value, end] = self.spans[entry];
+        &self.bytes[value as usize..end as usize]
+    }
+
+    /// Appends an entry after the others.
+    pub fn push(&mut self, key: &[u8], value: &[u8]) {
+        let start = self.offset();
+        self.bytes.extend_from_slice(key);
+        let value_start = self.offset();
+        self.bytes.extend_from_slice(value);
+        self.spans.push([start, value_start, self.offset()]);
+    }
+
+    /// Puts the entries in key order (equal keys keep their order).
+    pub fn sort_by_key(&mut self) {
+        let bytes = &self.bytes;
+        let key = |[start, end, _]: &[u32; 3]| &bytes[*start as usize..*end as usize];
+        self.spans.sort_by(|a, b| key(a).cmp(key(b)));
+    }
+
+    fn offset(&self) -> u32 {
+        u32::try_from(self.bytes.len()).expect("a leaf's entries fit in 4 GiB")
+    }
+
+    /// Appends the entry of a leaf record, reading an overflowed value from its chain.
+    fn push_record(&mut self, tree: &BTree, record: &[u8]) -> Result<()> {
+        let key = node::leaf_key(record);
+        match node::leaf_value(record) {
+            node::StoredValue::Inline(value) => self.push(key, value),
+            node::StoredValue::Overflow { .. } => self.push(key, &tree.load_value(record)?),
+        }
+        Ok(())
+    }
+}
+
 /// The entries of a key range, in order; each is `Ok((key, value))` or the error that ended the scan.
 pub struct RangeIter<'t> {
     tree: &'t BTree,
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
     reverse: bool,
-    buffer: VecDeque<(Vec<u8>, Vec<u8>)>,
+    buffer: Entries,
+    /// The next entry of `buffer` to give.
+    position: usize,
     done: bool,
 }
 
@@ -93,90 +159,114 @@ impl<'t> RangeIter<'t> {
             lower: start.map(<[u8]>::to_vec),
             upper: end.map(<[u8]>::to_vec),
             reverse,
-            buffer: VecDeque::new(),
+            buffer: Entries::default(),
+            position: 0,
             done: false,
         }
     }
 
-    fn below_lower(&self, key: &[u8]) -> bool {
-        match &self.lower {
-            Bound::Unbounded => false,
-            Bound::Included(low) => key < low.as_slice(),
-            Bound::Excluded(low) => key <= low.as_slice(),
+    /// Buffers the in-range entries of the next leaf in the scan's direction.
+    fn fill(&mut self) -> Result<()> {
+        let (lower, upper) = (self.lower.as_ref(), self.upper.as_ref());
+        let (lower, upper) = (lower.map(Vec::as_slice), upper.map(Vec::as_slice));
+        self.position = 0;
+        if self.reverse {
+            match self.tree.read_leaf_rev(lower, upper, &mut self.buffer)? {
+                Some(next) => self.upper = Bound::Excluded(next),
+                None => self.done = true,
+            }
+        } else {
+            match self.tree.read_leaf(lower, upper, &mut self.buffer)? {
+                Some(next) => self.lower = Bound::Included(next),
+                None => self.done = true,
+            }
         }
+        Ok(())
     }
+}
 
-    fn above_upper(&self, key: &[u8]) -> bool {
-        match &self.upper {
-            Bound::Unbounded => false,
-            Bound::Included(high) => key > high.as_slice(),
-            Bound::Excluded(high) => key >= high.as_slice(),
-        }
+fn below(key: &[u8], lower: Bound<&[u8]>) -> bool {
+    match lower {
+        Bound::Unbounded => false,
+        Bound::Included(low) => key < low,
+        Bound::Excluded(low) => key <= low,
     }
+}
 
-    /// Buffers the in-range entries of the next leaf going up.
-    fn fill_forward(&mut self) -> Result<()> {
-        let seek = match &self.lower {
+fn above(key: &[u8], upper: Bound<&[u8]>) -> bool {
+    match upper {
+        Bound::Unbounded => false,
+        Bound::Included(high) => key > high,
+        Bound::Excluded(high) => key >= high,
+    }
+}
+
+impl BTree {
+    /// Copies into `out` (cleared first) the entries of the leaf holding `start` that lie in
+    /// `start..end`, in ascending order. Returns the key the next leaf's entries start at, or None
+    /// when the range ends in this leaf. The leaf is latched only while it is copied.
+    pub fn read_leaf(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        out: &mut Entries,
+    ) -> Result<Option<Vec<u8>>> {
+        out.clear();
+        let seek = match start {
             Bound::Unbounded => Seek::First,
             Bound::Included(key) | Bound::Excluded(key) => Seek::AtOrAfter(key),
         };
-        let leaf = self.tree.descend_read(seek, AccessHint::Scan, true)?;
+        let leaf = self.descend_read(seek, AccessHint::Scan, true)?;
         let page = Page::new(&leaf.guard);
-        let start = match &self.lower {
+        let first = match start {
             Bound::Unbounded => 0,
             Bound::Included(key) => node::leaf_search(page, key).unwrap_or_else(|slot| slot),
             Bound::Excluded(key) => {
                 node::leaf_search(page, key).map_or_else(|slot| slot, |slot| slot + 1)
             }
         };
-        for slot in start..page.slot_count() {
+        for slot in first..page.slot_count() {
             let record = page.record(slot);
-            let key = node::leaf_key(record);
-            if self.above_upper(key) {
-                self.done = true;
-                return Ok(());
+            if above(node::leaf_key(record), end) {
+                return Ok(None);
             }
-            let value = self.tree.load_value(record)?;
-            self.buffer.push_back((key.to_vec(), value));
+            out.push_record(self, record)?;
         }
-        match leaf.bounds.upper {
-            Some(upper) => self.lower = Bound::Included(upper),
-            None => self.done = true,
-        }
-        Ok(())
+        Ok(leaf.bounds.upper)
     }
 
-    /// Buffers the in-range entries of the next leaf going down.
-    fn fill_backward(&mut self) -> Result<()> {
-        let seek = match &self.upper {
+    /// As [`BTree::read_leaf`] going down: the entries of the leaf holding the keys just below
+    /// `end` that lie in `start..end`, in descending order; returns the key the previous leaf's
+    /// entries end before, or None when the range ends in this leaf.
+    fn read_leaf_rev(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        out: &mut Entries,
+    ) -> Result<Option<Vec<u8>>> {
+        out.clear();
+        let seek = match end {
             Bound::Unbounded => Seek::Last,
             Bound::Included(key) => Seek::AtOrAfter(key),
             Bound::Excluded(key) => Seek::Before(key),
         };
-        let leaf = self.tree.descend_read(seek, AccessHint::Scan, true)?;
+        let leaf = self.descend_read(seek, AccessHint::Scan, true)?;
         let page = Page::new(&leaf.guard);
-        let end = match &self.upper {
+        let last = match end {
             Bound::Unbounded => page.slot_count(),
             Bound::Included(key) => {
                 node::leaf_search(page, key).map_or_else(|slot| slot, |slot| slot + 1)
             }
             Bound::Excluded(key) => node::leaf_search(page, key).unwrap_or_else(|slot| slot),
         };
-        for slot in (0..end).rev() {
+        for slot in (0..last).rev() {
             let record = page.record(slot);
-            let key = node::leaf_key(record);
-            if self.below_lower(key) {
-                self.done = true;
-                return Ok(());
+            if below(node::leaf_key(record), start) {
+                return Ok(None);
             }
-            let value = self.tree.load_value(record)?;
-            self.buffer.push_back((key.to_vec(), value));
+            out.push_record(self, record)?;
         }
-        match leaf.bounds.lower {
-            Some(lower) => self.upper = Bound::Excluded(lower),
-            None => self.done = true,
-        }
-        Ok(())
+        Ok(leaf.bounds.lower)
     }
 }
 
@@ -185,18 +275,16 @@ impl Iterator for RangeIter<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(entry) = self.buffer.pop_front() {
-                return Some(Ok(entry));
+            if self.position < self.buffer.len() {
+                let entry = self.position;
+                self.position += 1;
+                let (key, value) = (self.buffer.key(entry), self.buffer.value(entry));
+                return Some(Ok((key.to_vec(), value.to_vec())));
             }
             if self.done {
                 return None;
             }
-            let filled = if self.reverse {
-                self.fill_backward()
-            } else {
-                self.fill_forward()
-            };
-            if let Err(err) = filled {
+            if let Err(err) = self.fill() {
                 self.done = true;
                 return Some(Err(err));
             }

@@ -37,6 +37,7 @@ mod cursor;
 mod merge;
 mod node;
 mod overflow;
+mod partition;
 mod runs;
 mod verify;
 
@@ -49,7 +50,8 @@ use crate::space::{SegmentId, Space, TreeEntry};
 use crate::{PageNo, Result, StorageError};
 
 pub use bulk::{discard_unfinished_builds, BuildProgress};
-pub use cursor::RangeIter;
+pub use cursor::{Entries, RangeIter};
+pub use partition::Partition;
 pub use verify::{TreeStats, Verified};
 
 use node::{Limits, StoredValue};

@@ -8,6 +8,7 @@
 //! buffer-pool pages its thread hit and read while inside it (inclusive of its inputs).
 
 mod join;
+mod parallel;
 
 use join::{JoinSource, LateralSource};
 
@@ -334,6 +335,9 @@ fn open_node<'p>(
             groups,
             aggregates,
         } => {
+            if let Some(rows) = parallel::aggregate(input, groups, aggregates, ctx)? {
+                return Ok(Box::new(RowsSource::new(rows)));
+            }
             let mut input = open(input, ctx, numbering)?;
             Box::new(RowsSource::new(aggregate(
                 &mut input, groups, aggregates, ctx,
@@ -419,7 +423,7 @@ fn open_node<'p>(
 // ---------------------------------------------------------------------------------------------
 
 enum ScanRows {
-    Stream(RowScan),
+    Stream(Box<RowScan>),
     Fetched(std::vec::IntoIter<(Vec<u8>, Vec<Value>)>),
 }
 
@@ -443,10 +447,10 @@ impl Source for ScanSource<'_> {
         loop {
             ctx.check_interrupt()?;
             let next = match &mut self.rows {
-                ScanRows::Stream(scan) => scan.next().transpose()?,
-                ScanRows::Fetched(rows) => rows.next(),
+                ScanRows::Stream(scan) => scan.next_values().transpose()?,
+                ScanRows::Fetched(rows) => rows.next().map(|(_, row)| row),
             };
-            let Some((_, row)) = next else {
+            let Some(row) = next else {
                 return Ok(None);
             };
             match self.filter {
@@ -538,7 +542,7 @@ fn open_scan<'p>(
         None => scan,
     };
     Ok(ScanSource {
-        rows: ScanRows::Stream(scan),
+        rows: ScanRows::Stream(Box::new(scan)),
         filter,
     })
 }
@@ -802,13 +806,27 @@ fn accumulate(
     Ok(())
 }
 
+/// The aggregate states of each group, by group key.
+type Groups = BTreeMap<RowKey, Vec<Accumulator>>;
+
 fn aggregate(
     input: &mut BoxedSource,
     groups: &[Expr],
     calls: &[AggCall],
     ctx: &mut ExecCtx,
 ) -> Result<Vec<Row>> {
-    let mut table: BTreeMap<RowKey, Vec<Accumulator>> = BTreeMap::new();
+    finish_groups(group_rows(input, groups, calls, ctx)?, calls)
+}
+
+/// Folds the input rows into the states of their groups. Without GROUP BY there is one group,
+/// present even over no rows.
+fn group_rows(
+    input: &mut BoxedSource,
+    groups: &[Expr],
+    calls: &[AggCall],
+    ctx: &mut ExecCtx,
+) -> Result<Groups> {
+    let mut table = Groups::new();
     if groups.is_empty() {
         // One group: no key to build or look up per row.
         let mut accumulators: Vec<Accumulator> = calls.iter().map(Accumulator::new).collect();
@@ -825,6 +843,11 @@ fn aggregate(
             accumulate(calls, accumulators, &row, ctx)?;
         }
     }
+    Ok(table)
+}
+
+/// One output row per group: its key, then its aggregates' values.
+fn finish_groups(table: Groups, calls: &[AggCall]) -> Result<Vec<Row>> {
     let mut rows = Vec::with_capacity(table.len());
     for (RowKey(mut key), accumulators) in table {
         for (call, accumulator) in calls.iter().zip(accumulators) {
