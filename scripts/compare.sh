@@ -19,7 +19,7 @@
 #             random key) at 1 and 16 clients: tps, and that every counted commit is in the table.
 #   bulk      on ROWS rows: INSERT ... SELECT, COPY FROM STDIN, CREATE INDEX, a full-scan aggregate,
 #             UPDATE and DELETE of 10% through an index, ADD COLUMN with a constant default: time
-#             (psql's \timing) and redo (SteadyDB's wal_bytes_written) or WAL (pg_current_wal_lsn)
+#             (psql's \timing) and redo (SteadyDB's wal_current_lsn) or WAL (pg_current_wal_lsn)
 #             bytes per row affected.
 #
 # Defaults: all workloads, 30 s per timed run, scale 10, 100,000 sysbench rows, 1,000,000 bulk
@@ -198,7 +198,7 @@ run_commit() {
 
 redo_bytes() {
   if [ "$1" = steady ]; then
-    sql -c "SELECT value FROM steady_metrics WHERE name = 'wal_bytes_written'"
+    sql -c "SELECT value FROM steady_metrics WHERE name = 'wal_current_lsn'"
   else
     sql -c "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint"
   fi

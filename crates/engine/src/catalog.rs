@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{decode_row, decode_row_columns, encoded_columns, CodecError};
+use crate::codec::{decode_row, decode_row_columns_into, encoded_columns, CodecError};
 use crate::version::IndexId;
 use steady_storage::SpaceId;
 use steady_types::{DataType, Value};
@@ -136,10 +136,16 @@ pub struct RowDecoder {
 impl RowDecoder {
     /// The row's values; columns not wanted read as NULL.
     pub fn decode(&self, bytes: &[u8]) -> Result<Vec<Value>, CodecError> {
-        let wanted = self.wanted.as_deref();
-        let mut values = decode_row_columns(bytes, &self.types, wanted)?;
-        fill_missing(&mut values, bytes, &self.missing, wanted)?;
+        let mut values = Vec::with_capacity(self.types.len());
+        self.decode_into(bytes, &mut values)?;
         Ok(values)
+    }
+
+    /// As [`RowDecoder::decode`], into `values` (cleared first).
+    pub fn decode_into(&self, bytes: &[u8], values: &mut Vec<Value>) -> Result<(), CodecError> {
+        let wanted = self.wanted.as_deref();
+        decode_row_columns_into(bytes, &self.types, wanted, values)?;
+        fill_missing(values, bytes, &self.missing, wanted)
     }
 
     /// Decodes only the columns `wanted` marks from now on.

@@ -118,6 +118,20 @@ pub fn decode_row_columns(
     column_types: &[DataType],
     wanted: Option<&[bool]>,
 ) -> Result<Vec<Value>, CodecError> {
+    let mut row = Vec::with_capacity(column_types.len());
+    decode_row_columns_into(bytes, column_types, wanted, &mut row)?;
+    Ok(row)
+}
+
+/// As [`decode_row_columns`], into `row` (cleared first): a scan that looks at each row and
+/// lets it go decodes every row into the same vector.
+pub fn decode_row_columns_into(
+    bytes: &[u8],
+    column_types: &[DataType],
+    wanted: Option<&[bool]>,
+    row: &mut Vec<Value>,
+) -> Result<(), CodecError> {
+    row.clear();
     let mut reader = Reader { rest: bytes };
     let encoded = reader.varint()?;
     let count = usize::try_from(encoded)
@@ -129,7 +143,6 @@ pub fn decode_row_columns(
         })?;
     let bitmap = reader.take(count.div_ceil(8))?;
     let is_null = |i: usize| i >= count || bitmap[i / 8] & (1 << (i % 8)) != 0;
-    let mut row = Vec::with_capacity(column_types.len());
     for (i, ty) in column_types.iter().enumerate() {
         row.push(if is_null(i) {
             Value::Null
@@ -140,8 +153,7 @@ pub fn decode_row_columns(
             read_row_body(&mut reader, ty)?
         });
     }
-    reader.finish()?;
-    Ok(row)
+    reader.finish()
 }
 
 fn put_row_body(out: &mut Vec<u8>, value: &Value) {

@@ -431,6 +431,14 @@ impl RowScan {
             Err(err) => Err(err),
         })
     }
+
+    /// As [`RowScan::next_values`], into `values` (cleared first); None at the end.
+    pub fn next_values_into(&mut self, values: &mut Vec<Value>) -> Option<Result<()>> {
+        Some(match self.inner.next_entry()? {
+            Ok((_, row)) => self.decoder.decode_into(row, values).map_err(corrupt_row),
+            Err(err) => Err(err),
+        })
+    }
 }
 
 impl Iterator for RowScan {

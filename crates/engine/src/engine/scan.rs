@@ -68,8 +68,17 @@ impl Scan {
         let engine = Arc::clone(&self.engine);
         let buried = engine.buried_in_range(self.index, start, leaf_end, self.snapshot)?;
         if !buried.is_empty() {
-            for (pk, version) in &buried {
-                leaf.records.push(pk, &version.encode());
+            // Purge puts a delete mark in the graveyard before it leaves the tree: one moved
+            // between the two reads is in both, and counts once.
+            let in_leaf = |pk: &[u8], writer: TxnId| {
+                let record = leaf.records.find(pk).map(|at| leaf.records.value(at));
+                record.and_then(|r| Version::in_record(r).ok()) == Some((writer, true))
+            };
+            let moved: Vec<bool> = buried.iter().map(|(pk, v)| in_leaf(pk, v.writer)).collect();
+            for ((pk, version), moved) in buried.iter().zip(moved) {
+                if !moved {
+                    leaf.records.push(pk, &version.encode());
+                }
             }
             leaf.records.sort_by_key();
         }
@@ -109,7 +118,9 @@ impl Scan {
             }
             let version = Version::from_record(records.value(entry).to_vec())?;
             let (tree, pk) = (&self.tree, records.key(entry));
-            if let Some(row) = engine.visible(tree, self.index, pk, Some(version), reader, snapshot)? {
+            if let Some(row) =
+                engine.visible(tree, self.index, pk, Some(version), reader, snapshot)?
+            {
                 self.leaf.seen.push(Seen::Older(entry, row));
             }
         }

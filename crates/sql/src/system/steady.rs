@@ -49,6 +49,7 @@ fn metrics(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
         metric("buffer_pool_evictions", pool.evictions),
         metric("buffer_pool_dirty_pages", pool.dirty_pages as u64),
         metric("wal_bytes_written", wal.bytes_written),
+        metric("wal_current_lsn", wal.current_lsn),
         metric("wal_fsyncs", wal.fsyncs),
         metric("wal_full_page_images", wal.full_page_images),
         metric("wal_checkpoint_age", wal.checkpoint_age),
@@ -59,6 +60,10 @@ fn metrics(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
         metric("history_length", stats.history_length),
         metric("purge_lag", stats.purge_lag as u64),
         metric("graveyard_length", stats.graveyard_length),
+        metric(
+            "parallel_scan_parts",
+            crate::execution::executor::parallel_parts_scanned(),
+        ),
     ])
 }
 

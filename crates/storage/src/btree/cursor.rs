@@ -97,6 +97,20 @@ impl Entries {
         &self.bytes[value as usize..end as usize]
     }
 
+    /// The entry with `key`, for entries in key order (as a leaf gives them).
+    pub fn find(&self, key: &[u8]) -> Option<usize> {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let middle = (low + high) / 2;
+            match self.key(middle).cmp(key) {
+                std::cmp::Ordering::Less => low = middle + 1,
+                std::cmp::Ordering::Greater => high = middle,
+                std::cmp::Ordering::Equal => return Some(middle),
+            }
+        }
+        None
+    }
+
     /// Appends an entry after the others.
     pub fn push(&mut self, key: &[u8], value: &[u8]) {
         let start = self.offset();
@@ -225,9 +239,12 @@ impl BTree {
                 node::leaf_search(page, key).map_or_else(|slot| slot, |slot| slot + 1)
             }
         };
-        for slot in first..page.slot_count() {
+        let count = page.slot_count();
+        // Most leaves of a long range lie wholly inside it: then no key but the last is compared.
+        let all_inside = count > first && !above(node::leaf_key(page.record(count - 1)), end);
+        for slot in first..count {
             let record = page.record(slot);
-            if above(node::leaf_key(record), end) {
+            if !all_inside && above(node::leaf_key(record), end) {
                 return Ok(None);
             }
             out.push_record(self, record)?;

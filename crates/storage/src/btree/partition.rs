@@ -51,9 +51,8 @@ impl BTree {
                 subtrees += child.slot_count();
             }
         } else {
-            separators.extend(
-                (1..page.slot_count()).map(|s| node::branch_key(page.record(s)).to_vec()),
-            );
+            separators
+                .extend((1..page.slot_count()).map(|s| node::branch_key(page.record(s)).to_vec()));
         }
         Ok(Partition {
             keys: even_cuts(separators, parts),
@@ -92,7 +91,10 @@ mod tests {
     fn even_cuts_split_the_subtrees_evenly() {
         // 9 separators, 10 subtrees: halves cut before subtree 5 (separator 5).
         assert_eq!(even_cuts(keys(9), 2), vec![vec![5]]);
-        assert_eq!(even_cuts(keys(9), 5), vec![vec![2], vec![4], vec![6], vec![8]]);
+        assert_eq!(
+            even_cuts(keys(9), 5),
+            vec![vec![2], vec![4], vec![6], vec![8]]
+        );
     }
 
     #[test]

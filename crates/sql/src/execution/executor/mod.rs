@@ -10,6 +10,8 @@
 mod join;
 mod parallel;
 
+pub use parallel::parts_scanned as parallel_parts_scanned;
+
 use join::{JoinSource, LateralSource};
 
 use std::collections::{BTreeMap, HashMap};
@@ -24,7 +26,7 @@ use steady_engine::table::RowScan;
 use steady_types::{DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 
 use crate::error::{Result, SqlError};
-use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall};
+use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall, AggFunc};
 use crate::execution::expr::{Expr, Subquery};
 use crate::execution::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
 use crate::execution::write::Written;
@@ -234,9 +236,21 @@ pub fn collect(plan: &Plan, ctx: &mut ExecCtx) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// What [`Source::for_each_row`] calls on each row.
+type RowVisitor<'f> = dyn FnMut(&Row, &mut ExecCtx) -> Result<()> + 'f;
+
 /// A running plan node.
 pub trait Source {
     fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>>;
+
+    /// Calls `visit` on every remaining row, lending each. A source that can decode each row
+    /// into the storage of the one before (a scan) overrides it to allocate nothing per row.
+    fn for_each_row(&mut self, ctx: &mut ExecCtx, visit: &mut RowVisitor) -> Result<()> {
+        while let Some(row) = self.next(ctx)? {
+            visit(&row, ctx)?;
+        }
+        Ok(())
+    }
 }
 
 type BoxedSource<'p> = Box<dyn Source + 'p>;
@@ -456,6 +470,27 @@ impl Source for ScanSource<'_> {
             match self.filter {
                 Some(filter) if !filter.eval_predicate(&row, ctx)? => continue,
                 _ => return Ok(Some(row)),
+            }
+        }
+    }
+
+    fn for_each_row(&mut self, ctx: &mut ExecCtx, visit: &mut RowVisitor) -> Result<()> {
+        let ScanRows::Stream(scan) = &mut self.rows else {
+            while let Some(row) = self.next(ctx)? {
+                visit(&row, ctx)?;
+            }
+            return Ok(());
+        };
+        let mut row = Vec::new();
+        loop {
+            ctx.check_interrupt()?;
+            match scan.next_values_into(&mut row) {
+                None => return Ok(()),
+                Some(decoded) => decoded?,
+            }
+            match self.filter {
+                Some(filter) if !filter.eval_predicate(&row, ctx)? => continue,
+                _ => visit(&row, ctx)?,
             }
         }
     }
@@ -794,9 +829,21 @@ fn accumulate(
             }
         }
         if !accumulator.keeps_inputs() {
-            if let [arg] = call.args.as_slice() {
-                accumulator.fold(std::slice::from_ref(&arg.eval(row, ctx)?))?;
-                continue;
+            // The common shapes fold without building argument vectors (or cloning a column).
+            match call.args.as_slice() {
+                [] if call.func == AggFunc::CountStar => {
+                    accumulator.fold(&[])?;
+                    continue;
+                }
+                [Expr::Column(at)] => {
+                    accumulator.fold(std::slice::from_ref(&row[*at]))?;
+                    continue;
+                }
+                [arg] => {
+                    accumulator.fold(std::slice::from_ref(&arg.eval(row, ctx)?))?;
+                    continue;
+                }
+                _ => {}
             }
         }
         let args = eval_each(call.args.iter(), row, ctx)?;
@@ -830,18 +877,18 @@ fn group_rows(
     if groups.is_empty() {
         // One group: no key to build or look up per row.
         let mut accumulators: Vec<Accumulator> = calls.iter().map(Accumulator::new).collect();
-        while let Some(row) = input.next(ctx)? {
-            accumulate(calls, &mut accumulators, &row, ctx)?;
-        }
+        input.for_each_row(ctx, &mut |row, ctx| {
+            accumulate(calls, &mut accumulators, row, ctx)
+        })?;
         table.insert(RowKey(Vec::new()), accumulators);
     } else {
-        while let Some(row) = input.next(ctx)? {
-            let key = eval_each(groups.iter(), &row, ctx)?;
+        input.for_each_row(ctx, &mut |row, ctx| {
+            let key = eval_each(groups.iter(), row, ctx)?;
             let accumulators = table
                 .entry(RowKey(key))
                 .or_insert_with(|| calls.iter().map(Accumulator::new).collect());
-            accumulate(calls, accumulators, &row, ctx)?;
-        }
+            accumulate(calls, accumulators, row, ctx)
+        })?;
     }
     Ok(table)
 }

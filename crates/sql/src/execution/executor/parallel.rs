@@ -13,12 +13,13 @@
 //! thread's. `max_parallel_workers_per_gather` bounds the extra threads (0 turns this off).
 
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use steady_engine::table::RowScan;
 
 use super::{
-    as_ref, encode_range, finish_groups, group_rows, BoxedSource, ExecCtx, Groups, Row,
-    ScanRows, ScanSource,
+    as_ref, encode_range, finish_groups, group_rows, BoxedSource, ExecCtx, Groups, Row, ScanRows,
+    ScanSource,
 };
 use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{Accumulator, AggCall};
@@ -28,6 +29,14 @@ use crate::execution::plan::{Access, Plan};
 /// Below this many leaves a table is scanned by one thread: starting threads would cost more than
 /// they save.
 const MIN_PARALLEL_LEAVES: usize = 64;
+
+/// Parts scanned by parallel aggregates since the process started (`steady_metrics`).
+static PARTS_SCANNED: AtomicU64 = AtomicU64::new(0);
+
+/// How many parts parallel aggregates have scanned since the process started.
+pub fn parts_scanned() -> u64 {
+    PARTS_SCANNED.load(Ordering::Relaxed)
+}
 
 /// The aggregate's rows computed by several threads, or None when the plan does not qualify.
 pub(super) fn aggregate(
@@ -45,10 +54,13 @@ pub(super) fn aggregate(
     else {
         return Ok(None);
     };
-    let workers = ctx.info.settings.parallel_workers().min(spare_cores());
+    let workers = ctx
+        .info
+        .settings
+        .parallel_workers()
+        .min(spare_cores().max(1));
     let safe = calls.iter().all(|call| {
-        Accumulator::mergeable(call)
-            && call.args.iter().chain(&call.filter).all(parallel_safe)
+        Accumulator::mergeable(call) && call.args.iter().chain(&call.filter).all(parallel_safe)
     }) && groups.iter().chain(filter).all(parallel_safe);
     if workers == 0 || !safe || ctx.node_stats.is_some() {
         return Ok(None);
@@ -82,6 +94,7 @@ pub(super) fn aggregate(
         });
         lower = cut.map_or(Bound::Unbounded, Bound::Included);
     }
+    PARTS_SCANNED.fetch_add(scans.len() as u64, Ordering::Relaxed);
     let partials = run_parts(scans, filter.as_ref(), groups, calls, ctx);
     let mut merged: Option<Groups> = None;
     for partial in partials {
@@ -146,7 +159,8 @@ fn merge_groups(into: &mut Groups, part: Groups) -> Result<()> {
     Ok(())
 }
 
-/// Cores beyond the one the session runs on.
+/// Cores beyond the one the session runs on (a one-core machine still gets one helper, as
+/// PostgreSQL starts its workers whatever the cores: the answers must not depend on the machine).
 fn spare_cores() -> usize {
     std::thread::available_parallelism().map_or(0, |n| n.get() - 1)
 }
