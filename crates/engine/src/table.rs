@@ -471,11 +471,17 @@ impl Transaction {
         })
     }
 
-    /// Clustered keys cutting the table into at most `parts` parts of about equal size, for a scan
-    /// split among threads (see [`steady_storage::btree::Partition`]).
-    pub fn partition_rows(&mut self, table: &TableDef, parts: usize) -> Result<Partition> {
+    /// Clustered keys cutting the table's rows in `start..end` into at most `parts` parts of about
+    /// equal size, for a scan split among threads (see [`steady_storage::btree::Partition`]).
+    pub fn partition_rows(
+        &mut self,
+        table: &TableDef,
+        parts: usize,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Result<Partition> {
         self.check_open()?;
-        Ok(self.engine.tree(table.id)?.partition(parts)?)
+        Ok(self.engine.tree(table.id)?.partition(parts, start, end)?)
     }
 
     /// Inserts a row; returns its clustered key. Unique secondary indexes are checked.

@@ -5,6 +5,8 @@
 //! keys cut a range into parts that together hold every key exactly once, so a partition needs no
 //! latch after it is read: a split or merge meanwhile only makes the parts less even.
 
+use std::ops::{Bound, Range};
+
 use super::{node, BTree};
 use crate::buffer_pool::AccessHint;
 use crate::page::Page;
@@ -13,18 +15,25 @@ use crate::Result;
 /// Subtrees wanted per part before the root's children are looked into.
 const SUBTREES_PER_PART: usize = 16;
 
-/// Keys that cut a tree into parts of about equal size.
+/// Keys that cut (a range of) a tree into parts of about equal size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partition {
     /// Ascending; part `i` holds the keys from `keys[i - 1]` (inclusive) to `keys[i]` (exclusive).
     pub keys: Vec<Vec<u8>>,
-    /// How many leaves the tree has at least (exactly, for a tree of up to three levels).
+    /// How many leaves the range spans at least (exactly, in a tree of up to three levels).
     pub leaves: usize,
 }
 
 impl BTree {
-    /// Keys cutting the tree into at most `parts` parts of about equal size.
-    pub fn partition(&self, parts: usize) -> Result<Partition> {
+    /// Keys cutting the part of the tree in `start..end` into at most `parts` parts of about
+    /// equal size. Only the branch slots over the range are read, so a short range costs a look
+    /// at the root.
+    pub fn partition(
+        &self,
+        parts: usize,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Result<Partition> {
         let root = self.fetch_checked(self.entry.root, None, AccessHint::Normal)?;
         let page = Page::new(&root);
         let level = page.level();
@@ -34,31 +43,53 @@ impl BTree {
                 leaves: 1,
             });
         }
+        let slots = slots_over(page, start, end);
         let mut separators: Vec<Vec<u8>> = Vec::new();
-        let mut subtrees = page.slot_count();
+        let mut subtrees = slots.len();
         if level >= 2 && subtrees < parts * SUBTREES_PER_PART {
             subtrees = 0;
-            for slot in 0..page.slot_count() {
-                if slot > 0 {
+            for slot in slots.clone() {
+                if slot > slots.start {
                     separators.push(node::branch_key(page.record(slot)).to_vec());
                 }
                 let child_no = node::branch_child(page.record(slot));
                 let child = self.fetch_checked(child_no, Some(level - 1), AccessHint::Normal)?;
                 let child = Page::new(&child);
+                let inner = slots_over(child, start, end);
+                subtrees += inner.len();
                 separators.extend(
-                    (1..child.slot_count()).map(|s| node::branch_key(child.record(s)).to_vec()),
+                    inner
+                        .skip(1)
+                        .map(|s| node::branch_key(child.record(s)).to_vec()),
                 );
-                subtrees += child.slot_count();
             }
         } else {
-            separators
-                .extend((1..page.slot_count()).map(|s| node::branch_key(page.record(s)).to_vec()));
+            separators.extend(
+                slots
+                    .skip(1)
+                    .map(|s| node::branch_key(page.record(s)).to_vec()),
+            );
         }
         Ok(Partition {
             keys: even_cuts(separators, parts),
             leaves: subtrees,
         })
     }
+}
+
+/// The slots of a branch page whose children hold keys in `start..end`: each separator after
+/// the first of them lies inside the range.
+fn slots_over(page: Page<'_>, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Range<usize> {
+    let first = match start {
+        Bound::Unbounded => 0,
+        Bound::Included(key) | Bound::Excluded(key) => node::branch_search(page, key, false),
+    };
+    let last = match end {
+        Bound::Unbounded => page.slot_count() - 1,
+        Bound::Included(key) => node::branch_search(page, key, false),
+        Bound::Excluded(key) => node::branch_search(page, key, true),
+    };
+    first..last.max(first) + 1
 }
 
 /// Of the (ascending) separators of `n + 1` subtrees, the at most `parts - 1` that cut them most

@@ -94,3 +94,56 @@ fn bulk_build_equals_inserting() {
     built.insert(b"\x00\x00\x00\x05x", b"between").unwrap();
     assert!(built.verify().unwrap().problems.is_empty());
 }
+
+/// Cuts of a three-level tree: inside the range asked, ascending, and parts of similar size
+/// that together hold every key of the range once.
+#[test]
+fn partitions_cut_ranges_into_even_parts() {
+    let store = store(4096, 512);
+    let tree = BTree::create(store.pool().clone(), store.create_space().unwrap(), 1).unwrap();
+    let key = |i: u32| format!("k{i:07}").into_bytes();
+    for i in 0..60_000 {
+        tree.insert(&key(i), &[7; 40]).unwrap();
+    }
+    let count = |start: Bound<&[u8]>, end: Bound<&[u8]>| tree.range(start, end).count();
+    let (low, high) = (key(5_000), key(50_000));
+    for (start, end) in [
+        (Bound::Unbounded, Bound::Unbounded),
+        (
+            Bound::Included(low.as_slice()),
+            Bound::Excluded(high.as_slice()),
+        ),
+        (
+            Bound::Excluded(low.as_slice()),
+            Bound::Included(high.as_slice()),
+        ),
+    ] {
+        let partition = tree.partition(3, start, end).unwrap();
+        let total = count(start, end);
+        assert!(
+            partition.leaves * 40 > total / 10,
+            "{} leaves",
+            partition.leaves
+        );
+        assert_eq!(partition.keys.len(), 2);
+        assert!(partition.keys.windows(2).all(|w| w[0] < w[1]));
+        let mut lower = start;
+        let mut sizes = Vec::new();
+        for cut in partition.keys.iter().map(Some).chain([None]) {
+            let upper = cut.map_or(end, |k| Bound::Excluded(k.as_slice()));
+            sizes.push(count(lower, upper));
+            lower = cut.map_or(Bound::Unbounded, |k| Bound::Included(k.as_slice()));
+        }
+        assert_eq!(sizes.iter().sum::<usize>(), total);
+        assert!(sizes.iter().all(|&n| n > total / 5), "{sizes:?} of {total}");
+    }
+    let (a, b) = (key(100), key(120));
+    let short = tree
+        .partition(
+            3,
+            Bound::Included(a.as_slice()),
+            Bound::Included(b.as_slice()),
+        )
+        .unwrap();
+    assert!(short.leaves <= 2 && short.keys.len() <= 1, "{short:?}");
+}

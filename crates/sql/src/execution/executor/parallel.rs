@@ -74,12 +74,8 @@ pub(super) fn aggregate(
         Access::Index(..) => return Ok(None),
     };
     let txn = ctx.txn()?;
-    let partition = txn.partition_rows(table, workers + 1)?;
-    let cuts: Vec<Vec<u8>> = partition
-        .keys
-        .into_iter()
-        .filter(|key| after(key, as_ref(&start)) && before(key, as_ref(&end)))
-        .collect();
+    let partition = txn.partition_rows(table, workers + 1, as_ref(&start), as_ref(&end))?;
+    let cuts = partition.keys;
     if partition.leaves < MIN_PARALLEL_LEAVES || cuts.is_empty() {
         return Ok(None);
     }
@@ -173,22 +169,4 @@ fn parallel_safe(expr: &Expr) -> bool {
             && !matches!(e, Expr::Call(f, _) if f.volatile);
     });
     safe
-}
-
-/// Whether `key` lies strictly after the range start `start` (a cut there leaves a non-empty
-/// first part).
-fn after(key: &[u8], start: Bound<&[u8]>) -> bool {
-    match start {
-        Bound::Unbounded => true,
-        Bound::Included(low) | Bound::Excluded(low) => key > low,
-    }
-}
-
-/// Whether `key` lies before the range end `end`.
-fn before(key: &[u8], end: Bound<&[u8]>) -> bool {
-    match end {
-        Bound::Unbounded => true,
-        Bound::Included(high) => key <= high,
-        Bound::Excluded(high) => key < high,
-    }
 }
