@@ -127,6 +127,12 @@ impl Entries {
         self.spans.sort_by(|a, b| key(a).cmp(key(b)));
     }
 
+    /// Makes room for `entries` more entries of `bytes` bytes in all.
+    fn reserve(&mut self, entries: usize, bytes: usize) {
+        self.spans.reserve(entries);
+        self.bytes.reserve(bytes);
+    }
+
     fn offset(&self) -> u32 {
         u32::try_from(self.bytes.len()).expect("a leaf's entries fit in 4 GiB")
     }
@@ -240,6 +246,7 @@ impl BTree {
             }
         };
         let count = page.slot_count();
+        out.reserve(count - first.min(count), self.pool.page_size());
         // Most leaves of a long range lie wholly inside it: then no key but the last is compared.
         let all_inside = count > first && !above(node::leaf_key(page.record(count - 1)), end);
         for slot in first..count {

@@ -158,7 +158,9 @@ fn merge_groups(into: &mut Groups, part: Groups) -> Result<()> {
 /// Cores beyond the one the session runs on (a one-core machine still gets one helper, as
 /// PostgreSQL starts its workers whatever the cores: the answers must not depend on the machine).
 fn spare_cores() -> usize {
-    std::thread::available_parallelism().map_or(0, |n| n.get() - 1)
+    // Asked once: the answer reads the process's affinity and cgroup files.
+    static SPARE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *SPARE.get_or_init(|| std::thread::available_parallelism().map_or(0, |n| n.get() - 1))
 }
 
 /// Whether a thread without the session's transaction can evaluate `expr` with the same result.
