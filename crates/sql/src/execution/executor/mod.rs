@@ -246,11 +246,20 @@ pub trait Source {
     /// Calls `visit` on every remaining row, lending each. A source that can decode each row
     /// into the storage of the one before (a scan) overrides it to allocate nothing per row.
     fn for_each_row(&mut self, ctx: &mut ExecCtx, visit: &mut RowVisitor) -> Result<()> {
-        while let Some(row) = self.next(ctx)? {
-            visit(&row, ctx)?;
-        }
-        Ok(())
+        visit_each_next(self, ctx, visit)
     }
+}
+
+/// [`Source::for_each_row`] by `next`: each row owned, then lent.
+fn visit_each_next<S: Source + ?Sized>(
+    source: &mut S,
+    ctx: &mut ExecCtx,
+    visit: &mut RowVisitor,
+) -> Result<()> {
+    while let Some(row) = source.next(ctx)? {
+        visit(&row, ctx)?;
+    }
+    Ok(())
 }
 
 type BoxedSource<'p> = Box<dyn Source + 'p>;
@@ -476,10 +485,7 @@ impl Source for ScanSource<'_> {
 
     fn for_each_row(&mut self, ctx: &mut ExecCtx, visit: &mut RowVisitor) -> Result<()> {
         let ScanRows::Stream(scan) = &mut self.rows else {
-            while let Some(row) = self.next(ctx)? {
-                visit(&row, ctx)?;
-            }
-            return Ok(());
+            return visit_each_next(self, ctx, visit);
         };
         let mut row = Vec::new();
         loop {
