@@ -380,10 +380,19 @@ impl Space {
 
     /// Reads a page from the file (no checksum check: the caller verifies).
     pub fn read_page(&self, page_no: PageNo, buf: &mut [u8]) -> Result<()> {
-        let offset = page_no as u64 * self.page_size() as u64;
-        self.file.read_at(buf, offset).map_err(|e| {
-            StorageError::io(format!("reading page {page_no} of space {}", self.id), e)
-        })
+        let (file, offset) = self.page_location(page_no);
+        file.read_at(buf, offset)
+            .map_err(|e| self.read_error(page_no, e))
+    }
+
+    /// The file holding `page_no` and the page's offset in it, for batched reads.
+    pub(crate) fn page_location(&self, page_no: PageNo) -> (&dyn FileIo, u64) {
+        (self.file.as_ref(), page_no as u64 * self.page_size() as u64)
+    }
+
+    /// The error of a failed read of `page_no`.
+    pub(crate) fn read_error(&self, page_no: PageNo, err: std::io::Error) -> StorageError {
+        StorageError::io(format!("reading page {page_no} of space {}", self.id), err)
     }
 
     /// Writes a page to the file; returns false (and writes nothing) for a page past the end, which

@@ -198,14 +198,19 @@ fn each_thread_counts_only_its_own_hits_and_reads() {
         first,
         ThreadIo {
             hits: 20,
-            reads: 10
+            reads: 10,
+            read_ahead: 0
         },
         "a cold pool, then two warm rounds"
     );
     let second = std::thread::scope(|scope| scope.spawn(|| fetch_all(1)).join().unwrap());
     assert_eq!(
         second,
-        ThreadIo { hits: 10, reads: 0 },
+        ThreadIo {
+            hits: 10,
+            reads: 0,
+            read_ahead: 0
+        },
         "the first thread's reads are not ours"
     );
     assert_eq!(
@@ -214,7 +219,14 @@ fn each_thread_counts_only_its_own_hits_and_reads() {
         "other threads' requests are not the main thread's"
     );
     assert_eq!(pool.stats().reads, 10);
-    assert_eq!(fetch_all(1), ThreadIo { hits: 10, reads: 0 });
+    assert_eq!(
+        fetch_all(1),
+        ThreadIo {
+            hits: 10,
+            reads: 0,
+            read_ahead: 0
+        }
+    );
     assert_eq!(
         ThreadIo::default().since(first),
         ThreadIo::default(),

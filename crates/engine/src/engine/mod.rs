@@ -75,7 +75,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
-use steady_storage::btree::{BTree, Entries};
+use steady_storage::btree::{BTree, Entries, LeafWalk};
 use steady_storage::io::{OsVfs, Vfs};
 use steady_storage::space::Space;
 use steady_storage::store::{Store, StoreConfig, SYSTEM_SPACE};

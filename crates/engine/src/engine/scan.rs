@@ -18,6 +18,8 @@ enum Seen {
 /// The leaf a scan is on: its records as stored and the rows of them the transaction sees.
 #[derive(Default)]
 pub(super) struct ScanLeaf {
+    /// Where the scan stands among the tree's leaves.
+    walk: LeafWalk,
     records: Entries,
     seen: Vec<Seen>,
     /// The next of `seen` to give.
@@ -60,7 +62,9 @@ impl Scan {
         leaf.seen.clear();
         leaf.position = 0;
         let end = self.end.as_ref().map(Vec::as_slice);
-        let next = self.tree.read_leaf(start, end, &mut leaf.records)?;
+        let next = self
+            .tree
+            .read_leaf(&mut leaf.walk, start, end, &mut leaf.records)?;
         let leaf_end = match &next {
             Some(key) => Bound::Excluded(key.as_slice()),
             None => end,

@@ -1,20 +1,36 @@
 //! Range scans, forward and backward.
 //!
 //! A scan holds one leaf at a time: it copies every entry of the leaf within its bounds into an
-//! [`Entries`] buffer (keys and values side by side in one allocation, reused from leaf to leaf),
-//! releases the leaf, and finds the next leaf by a fresh descent from the key bound the leaf ended
-//! at (the separator its parent gave it). Scans therefore never latch sideways or hold a page while
-//! the caller works, cannot deadlock with writers, and survive splits and merges between steps.
-//! Leaves are read with [`AccessHint::Scan`] so that a long scan does not push the hot set out of
-//! the buffer pool. Entries changed while a scan runs may or may not be seen; entries that were in
-//! the range before the scan began and were not touched are seen exactly once, in order.
+//! [`Entries`] buffer (keys and values side by side in one allocation, reused from leaf to leaf)
+//! and releases the leaf. Scans therefore never latch sideways or hold a page while the caller
+//! works, cannot deadlock with writers, and survive splits and merges between steps. Entries
+//! changed while a scan runs may or may not be seen; entries that were in the range before the
+//! scan began and were not touched are seen exactly once, in order.
+//!
+//! * **Walking the leaves** ([`LeafWalk`]). A scan remembers the level-1 branch page (the leaves'
+//!   parent) it last came through, that page's LSN and the leaf's slot in it. The next leaf is the
+//!   parent's next (or previous) child when the parent's LSN is unchanged — any split, merge or
+//!   separator change of its children changes the parent and so its LSN — and its key range is
+//!   the separators around it; otherwise, and at the parent's ends, the scan descends from the
+//!   root again to the separator the last leaf ended at.
+//! * **Logical read-ahead** (seed 003). On the parent, the scan reads the page numbers of the
+//!   leaves ahead of it and hands them to the pool's read-ahead ([`BufferPool::read_ahead`]), which
+//!   reads them in page order many at a time while the scan works. A scan that ends in its first
+//!   leaf (a `LIMIT 10`) asks for nothing; the window then doubles per leaf up to
+//!   [`MAX_READ_AHEAD`] leaves (bounded by a sixteenth of the pool), and is asked for in batches,
+//!   when half of it has been used.
+//! * Leaves are read with [`AccessHint::Scan`] so that a long scan does not push the hot set out of
+//!   the buffer pool; read-ahead pages enter the pool the same way.
 
 use std::ops::Bound;
 
 use super::{node, BTree};
-use crate::buffer_pool::{AccessHint, PageReadGuard};
+use crate::buffer_pool::{AccessHint, BufferPool, PageReadGuard};
 use crate::page::Page;
-use crate::Result;
+use crate::{Lsn, PageNo, Result};
+
+/// Most leaves a scan asks to be read ahead of it.
+pub const MAX_READ_AHEAD: usize = 512;
 
 /// Which leaf a descent goes to.
 #[derive(Debug, Clone, Copy)]
@@ -40,7 +56,7 @@ impl Seek<'_> {
 
 /// The key range a leaf covers, from the separators met on the way down: `lower <= key < upper`,
 /// `None` meaning unbounded (the leftmost or rightmost leaf).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Bounds {
     pub lower: Option<Vec<u8>>,
     pub upper: Option<Vec<u8>>,
@@ -62,6 +78,86 @@ impl Bounds {
 pub(crate) struct Leaf<'t> {
     pub guard: PageReadGuard<'t>,
     pub bounds: Bounds,
+}
+
+/// Where a scan stands among the leaves, so that it steps to the next leaf through their parent
+/// and reads ahead (see the module doc). A fresh walk starts with a descent.
+#[derive(Debug, Default)]
+pub struct LeafWalk {
+    at: Option<WalkPosition>,
+    ahead: ReadAheadWindow,
+}
+
+#[derive(Debug)]
+struct WalkPosition {
+    /// The leaves' parent the last leaf was reached through, and its LSN then.
+    parent: PageNo,
+    lsn: Lsn,
+    /// The last leaf's slot in the parent.
+    slot: usize,
+    /// The key range the parent covers.
+    parent_bounds: Bounds,
+}
+
+/// The leaves a walk has asked to be read ahead.
+#[derive(Debug, Default)]
+struct ReadAheadWindow {
+    /// The parent whose children were asked for, and the farthest slot asked for in the walk's
+    /// direction.
+    parent: Option<PageNo>,
+    until: usize,
+    /// Leaves the walk has read.
+    leaves: usize,
+}
+
+impl ReadAheadWindow {
+    /// The children of `parent` to ask for now that the walk reads the leaf at `slot`.
+    fn advance(
+        &mut self,
+        parent: PageNo,
+        page: Page<'_>,
+        slot: usize,
+        reverse: bool,
+        max_depth: usize,
+    ) -> Vec<PageNo> {
+        self.leaves += 1;
+        if self.leaves < 2 || max_depth == 0 {
+            return Vec::new();
+        }
+        let depth = (4usize << self.leaves.min(16)).min(max_depth);
+        if self.parent != Some(parent) {
+            self.parent = Some(parent);
+            self.until = slot;
+        }
+        let slots = if reverse {
+            let target = slot.saturating_sub(depth);
+            if self.until + depth / 2 < slot || target >= self.until.min(slot) {
+                return Vec::new();
+            }
+            let slots = target..self.until.min(slot);
+            self.until = target;
+            slots
+        } else {
+            let target = (slot + depth).min(page.slot_count() - 1);
+            if self.until > slot + depth / 2 || target <= self.until.max(slot) {
+                return Vec::new();
+            }
+            let slots = self.until.max(slot) + 1..target + 1;
+            self.until = target;
+            slots
+        };
+        slots.map(|s| node::branch_child(page.record(s))).collect()
+    }
+}
+
+/// The first page a scan's descent reaches that it steps through: the leaves' parent, or the
+/// root when the tree is one leaf.
+enum Route<'t> {
+    Parent {
+        guard: PageReadGuard<'t>,
+        bounds: Bounds,
+    },
+    RootLeaf(Leaf<'t>),
 }
 
 /// Entries copied out of a leaf: every key and value in one byte buffer, so that copying a leaf
@@ -154,6 +250,7 @@ pub struct RangeIter<'t> {
     lower: Bound<Vec<u8>>,
     upper: Bound<Vec<u8>>,
     reverse: bool,
+    walk: LeafWalk,
     buffer: Entries,
     /// The next entry of `buffer` to give.
     position: usize,
@@ -179,6 +276,7 @@ impl<'t> RangeIter<'t> {
             lower: start.map(<[u8]>::to_vec),
             upper: end.map(<[u8]>::to_vec),
             reverse,
+            walk: LeafWalk::default(),
             buffer: Entries::default(),
             position: 0,
             done: false,
@@ -190,13 +288,14 @@ impl<'t> RangeIter<'t> {
         let (lower, upper) = (self.lower.as_ref(), self.upper.as_ref());
         let (lower, upper) = (lower.map(Vec::as_slice), upper.map(Vec::as_slice));
         self.position = 0;
+        let (walk, buffer) = (&mut self.walk, &mut self.buffer);
         if self.reverse {
-            match self.tree.read_leaf_rev(lower, upper, &mut self.buffer)? {
+            match self.tree.read_leaf_rev(walk, lower, upper, buffer)? {
                 Some(next) => self.upper = Bound::Excluded(next),
                 None => self.done = true,
             }
         } else {
-            match self.tree.read_leaf(lower, upper, &mut self.buffer)? {
+            match self.tree.read_leaf(walk, lower, upper, buffer)? {
                 Some(next) => self.lower = Bound::Included(next),
                 None => self.done = true,
             }
@@ -224,9 +323,11 @@ fn above(key: &[u8], upper: Bound<&[u8]>) -> bool {
 impl BTree {
     /// Copies into `out` (cleared first) the entries of the leaf holding `start` that lie in
     /// `start..end`, in ascending order. Returns the key the next leaf's entries start at, or None
-    /// when the range ends in this leaf. The leaf is latched only while it is copied.
+    /// when the range ends in this leaf. The leaf is latched only while it is copied. A scan
+    /// passes the same `walk` and, as `start`, the key the previous call returned.
     pub fn read_leaf(
         &self,
+        walk: &mut LeafWalk,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         out: &mut Entries,
@@ -236,7 +337,7 @@ impl BTree {
             Bound::Unbounded => Seek::First,
             Bound::Included(key) | Bound::Excluded(key) => Seek::AtOrAfter(key),
         };
-        let leaf = self.descend_read(seek, AccessHint::Scan, true)?;
+        let leaf = self.walk_to_leaf(walk, seek, false)?;
         let page = Page::new(&leaf.guard);
         let first = match start {
             Bound::Unbounded => 0,
@@ -264,6 +365,7 @@ impl BTree {
     /// entries end before, or None when the range ends in this leaf.
     fn read_leaf_rev(
         &self,
+        walk: &mut LeafWalk,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
         out: &mut Entries,
@@ -274,7 +376,7 @@ impl BTree {
             Bound::Included(key) => Seek::AtOrAfter(key),
             Bound::Excluded(key) => Seek::Before(key),
         };
-        let leaf = self.descend_read(seek, AccessHint::Scan, true)?;
+        let leaf = self.walk_to_leaf(walk, seek, true)?;
         let page = Page::new(&leaf.guard);
         let last = match end {
             Bound::Unbounded => page.slot_count(),
@@ -292,6 +394,92 @@ impl BTree {
         }
         Ok(leaf.bounds.lower)
     }
+}
+
+impl BTree {
+    /// The leaf `seek` selects for a scan walking in `reverse` or forward: a step through the
+    /// parent from the walk's position when it still holds, else a descent; asks for the leaves
+    /// ahead to be read (see the module doc).
+    fn walk_to_leaf(&self, walk: &mut LeafWalk, seek: Seek<'_>, reverse: bool) -> Result<Leaf<'_>> {
+        let stepped = walk.at.take().and_then(|at| self.step(at, seek));
+        let (parent, parent_bounds, slot) = match stepped {
+            Some(step) => step,
+            None => match self.descend_to_parent(seek)? {
+                Route::RootLeaf(leaf) => return Ok(leaf),
+                Route::Parent { guard, bounds } => {
+                    let slot = seek.branch_slot(Page::new(&guard));
+                    (guard, bounds, slot)
+                }
+            },
+        };
+        let page = Page::new(&parent);
+        let mut bounds = parent_bounds.clone();
+        bounds.narrow(page, slot);
+        let child = node::branch_child(page.record(slot));
+        let guard = self.fetch_checked(child, Some(0), AccessHint::Scan)?;
+        let max_depth = max_read_ahead(&self.pool);
+        let ahead = walk
+            .ahead
+            .advance(parent.page_no(), page, slot, reverse, max_depth);
+        walk.at = Some(WalkPosition {
+            parent: parent.page_no(),
+            lsn: page.lsn(),
+            slot,
+            parent_bounds,
+        });
+        drop(parent);
+        self.pool.read_ahead(&self.space, ahead);
+        Ok(Leaf { guard, bounds })
+    }
+
+    /// The parent and slot of the leaf `seek` selects, if it is the neighbour of the walk's last
+    /// leaf and the parent has not changed since.
+    fn step(&self, at: WalkPosition, seek: Seek<'_>) -> Option<(PageReadGuard<'_>, Bounds, usize)> {
+        // The page may have been freed (even cut off the file) since: then its LSN differs or
+        // it cannot be read, and the walk descends instead.
+        let guard = self
+            .pool
+            .fetch_read(&self.space, at.parent, AccessHint::Normal)
+            .ok()?;
+        let page = Page::new(&guard);
+        if page.lsn() != at.lsn {
+            return None;
+        }
+        let separator = |slot: usize| node::branch_key(page.record(slot));
+        let slot = match seek {
+            Seek::AtOrAfter(key) => {
+                Some(at.slot + 1).filter(|&next| next < page.slot_count() && separator(next) == key)
+            }
+            Seek::Before(key) => (at.slot > 0 && separator(at.slot) == key).then(|| at.slot - 1),
+            Seek::First | Seek::Last => None,
+        }?;
+        Some((guard, at.parent_bounds, slot))
+    }
+
+    /// Read-couples down to the leaves' parent on the way to the leaf `seek` selects.
+    fn descend_to_parent(&self, seek: Seek<'_>) -> Result<Route<'_>> {
+        let mut guard = self.fetch_checked(self.entry.root, None, AccessHint::Normal)?;
+        let mut bounds = Bounds::default();
+        loop {
+            let page = Page::new(&guard);
+            let level = page.level();
+            match level {
+                0 => return Ok(Route::RootLeaf(Leaf { guard, bounds })),
+                1 => return Ok(Route::Parent { guard, bounds }),
+                _ => {}
+            }
+            let slot = seek.branch_slot(page);
+            bounds.narrow(page, slot);
+            let child = node::branch_child(page.record(slot));
+            guard = self.fetch_checked(child, Some(level - 1), AccessHint::Normal)?;
+        }
+    }
+}
+
+/// The deepest read-ahead window for scans of `pool`: a sixteenth of its frames, at most
+/// [`MAX_READ_AHEAD`].
+fn max_read_ahead(pool: &BufferPool) -> usize {
+    (pool.frame_count() / 16).min(MAX_READ_AHEAD)
 }
 
 impl Iterator for RangeIter<'_> {

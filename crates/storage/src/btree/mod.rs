@@ -50,7 +50,7 @@ use crate::space::{SegmentId, Space, TreeEntry};
 use crate::{PageNo, Result, StorageError};
 
 pub use bulk::{discard_unfinished_builds, BuildProgress};
-pub use cursor::{Entries, RangeIter};
+pub use cursor::{Entries, LeafWalk, RangeIter, MAX_READ_AHEAD};
 pub use partition::Partition;
 pub use verify::{TreeStats, Verified};
 

@@ -32,8 +32,10 @@
 //!   piece of work as the [`ThreadIo::since`] difference of two samples (EXPLAIN ... BUFFERS).
 
 mod flush;
+mod read_ahead;
 
 use flush::run_flusher;
+use read_ahead::ReadAheadWorker;
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
@@ -100,7 +102,10 @@ pub struct PoolStats {
     pub frames: usize,
     pub read_requests: u64,
     pub reads: u64,
+    /// Pages read by read-ahead ([`BufferPool::read_ahead`]), also counted in `reads`.
     pub read_ahead_reads: u64,
+    /// Pages read ahead and evicted (or dropped) before anyone asked for them.
+    pub read_ahead_wasted: u64,
     pub pages_written: u64,
     pub evictions: u64,
     pub dirty_pages: usize,
@@ -112,6 +117,8 @@ pub struct PoolStats {
 pub struct ThreadIo {
     pub hits: u64,
     pub reads: u64,
+    /// Of the hits, those on pages read ahead for it (the first request of a read-ahead page).
+    pub read_ahead: u64,
 }
 
 impl ThreadIo {
@@ -120,12 +127,15 @@ impl ThreadIo {
         ThreadIo {
             hits: self.hits.saturating_sub(earlier.hits),
             reads: self.reads.saturating_sub(earlier.reads),
+            read_ahead: self.read_ahead.saturating_sub(earlier.read_ahead),
         }
     }
 }
 
 thread_local! {
-    static THREAD_IO: Cell<ThreadIo> = const { Cell::new(ThreadIo { hits: 0, reads: 0 }) };
+    static THREAD_IO: Cell<ThreadIo> = const {
+        Cell::new(ThreadIo { hits: 0, reads: 0, read_ahead: 0 })
+    };
 }
 
 /// The page requests the calling thread has made so far, in every pool.
@@ -133,12 +143,13 @@ pub fn thread_io() -> ThreadIo {
     THREAD_IO.with(Cell::get)
 }
 
-fn count_thread_io(hits: u64, reads: u64) {
+fn count_thread_io(hits: u64, reads: u64, read_ahead: u64) {
     THREAD_IO.with(|io| {
         let now = io.get();
         io.set(ThreadIo {
             hits: now.hits + hits,
             reads: now.reads + reads,
+            read_ahead: now.read_ahead + read_ahead,
         });
     });
 }
@@ -148,6 +159,7 @@ struct Counters {
     read_requests: AtomicU64,
     reads: AtomicU64,
     read_ahead_reads: AtomicU64,
+    read_ahead_wasted: AtomicU64,
     pages_written: AtomicU64,
     evictions: AtomicU64,
 }
@@ -173,6 +185,8 @@ struct Frame {
     version: AtomicU64,
     hot: AtomicBool,
     referenced: AtomicBool,
+    /// Loaded by read-ahead and not requested since.
+    read_ahead: AtomicBool,
     meta: Mutex<FrameMeta>,
 }
 
@@ -204,6 +218,8 @@ pub struct BufferPool {
     wal: OnceLock<Arc<Wal>>,
     /// Spaces written since the last checkpoint, to be synced by it.
     unsynced: Mutex<HashMap<SpaceId, Arc<Space>>>,
+    /// The read-ahead thread, started by the first request.
+    read_ahead: OnceLock<ReadAheadWorker>,
 }
 
 #[derive(Default)]
@@ -230,6 +246,7 @@ impl BufferPool {
                 version: AtomicU64::new(0),
                 hot: AtomicBool::new(false),
                 referenced: AtomicBool::new(false),
+                read_ahead: AtomicBool::new(false),
                 meta: Mutex::new(FrameMeta::default()),
             })
             .collect();
@@ -249,6 +266,7 @@ impl BufferPool {
             flusher_state: Mutex::new(FlusherState::default()),
             wal: OnceLock::new(),
             unsynced: Mutex::new(HashMap::new()),
+            read_ahead: OnceLock::new(),
         });
         if config.background_flush {
             let weak = Arc::downgrade(&pool);
@@ -389,27 +407,6 @@ impl BufferPool {
         Ok(())
     }
 
-    /// Reads pages ahead of a scan into the cold region, without pinning them afterwards. Pages already
-    /// cached are skipped. Returns how many were read.
-    pub fn prefetch(&self, space: &Arc<Space>, pages: &[PageNo]) -> Result<usize> {
-        let mut read = 0;
-        for &page_no in pages {
-            if self.lookup(space, page_no).is_some() {
-                continue;
-            }
-            let before = self.counters.reads.load(Ordering::Relaxed);
-            let frame_id = self.pin_page(space, page_no, AccessHint::Scan, Load::Read)?;
-            self.unpin(frame_id);
-            if self.counters.reads.load(Ordering::Relaxed) > before {
-                self.counters
-                    .read_ahead_reads
-                    .fetch_add(1, Ordering::Relaxed);
-                read += 1;
-            }
-        }
-        Ok(read)
-    }
-
     /// The frame holding a current copy of the page, if any (no pin is taken).
     fn lookup(&self, space: &Space, page_no: PageNo) -> Option<FrameId> {
         let key = page_key(space.id(), page_no);
@@ -446,7 +443,9 @@ impl BufferPool {
                         frame.pins.fetch_add(1, Ordering::AcqRel);
                         drop(shard);
                         if self.wait_loaded(frame_id) {
-                            count_thread_io(1, 0);
+                            let read_ahead = frame.read_ahead.load(Ordering::Relaxed)
+                                && frame.read_ahead.swap(false, Ordering::Relaxed);
+                            count_thread_io(1, 0, u64::from(read_ahead));
                             self.note_hit(frame, hint);
                             return Ok(frame_id);
                         }
@@ -496,25 +495,9 @@ impl BufferPool {
         load: Load,
     ) -> Result<Option<FrameId>> {
         let frame_id = self.claim_victim()?;
-        let frame = &self.frames[frame_id];
-        let mut data = frame.data.write();
-        {
-            let mut shard = self.table[shard_of(key)].lock();
-            if let Some(&other) = shard.get(&key) {
-                if self.frames[other].version.load(Ordering::Acquire) == version {
-                    frame.pins.store(0, Ordering::Release);
-                    return Ok(None);
-                }
-            }
-            frame.key.store(key, Ordering::Release);
-            frame.version.store(version, Ordering::Release);
-            *frame.meta.lock() = FrameMeta {
-                space: Some(space.clone()),
-                oldest_lsn: 0,
-                failed: false,
-            };
-            shard.insert(key, frame_id);
-        }
+        let Some(mut data) = self.map_frame(frame_id, space, key, version) else {
+            return Ok(None);
+        };
         let loaded = match load {
             Load::Zero => {
                 data.fill(0);
@@ -522,6 +505,54 @@ impl BufferPool {
             }
             Load::Read => self.read_page(space, page_no, &mut data),
         };
+        self.end_load(frame_id, key, data, loaded, hint, false)?;
+        Ok(Some(frame_id))
+    }
+
+    /// Maps a claimed frame (pinned once, unmapped) to the page `key` and returns the frame's
+    /// write latch, which the loader holds until the page's bytes are in: anyone who finds the
+    /// frame meanwhile pins it and waits on the latch. `None` (and the frame released) if another
+    /// thread mapped the page first.
+    fn map_frame(
+        &self,
+        frame_id: FrameId,
+        space: &Arc<Space>,
+        key: u64,
+        version: u64,
+    ) -> Option<RwLockWriteGuard<'_, AlignedBuf>> {
+        let frame = &self.frames[frame_id];
+        let data = frame.data.write();
+        let mut shard = self.table[shard_of(key)].lock();
+        if let Some(&other) = shard.get(&key) {
+            if self.frames[other].version.load(Ordering::Acquire) == version {
+                frame.pins.store(0, Ordering::Release);
+                return None;
+            }
+        }
+        frame.key.store(key, Ordering::Release);
+        frame.version.store(version, Ordering::Release);
+        *frame.meta.lock() = FrameMeta {
+            space: Some(space.clone()),
+            oldest_lsn: 0,
+            failed: false,
+        };
+        shard.insert(key, frame_id);
+        Some(data)
+    }
+
+    /// Ends the load of a mapped frame, releasing its latch: on failure the page is unmapped, its
+    /// waiters learn it failed, the frame is unpinned and the error returned; on success the
+    /// frame stays pinned for the loader.
+    fn end_load(
+        &self,
+        frame_id: FrameId,
+        key: u64,
+        data: RwLockWriteGuard<'_, AlignedBuf>,
+        loaded: Result<()>,
+        hint: AccessHint,
+        read_ahead: bool,
+    ) -> Result<()> {
+        let frame = &self.frames[frame_id];
         if let Err(err) = loaded {
             self.forget_frame(frame_id, key);
             frame.meta.lock().failed = true;
@@ -533,12 +564,14 @@ impl BufferPool {
         frame
             .referenced
             .store(hint == AccessHint::Normal, Ordering::Relaxed);
-        Ok(Some(frame_id))
+        frame.read_ahead.store(read_ahead, Ordering::Relaxed);
+        drop(data);
+        Ok(())
     }
 
     fn read_page(&self, space: &Space, page_no: PageNo, buf: &mut [u8]) -> Result<()> {
         self.counters.reads.fetch_add(1, Ordering::Relaxed);
-        count_thread_io(0, 1);
+        count_thread_io(0, 1, 0);
         space.read_page(page_no, buf)?;
         page::verify(buf, space.id(), page_no)
     }
@@ -631,6 +664,11 @@ impl BufferPool {
         if meta.space.is_some() && !meta.failed {
             self.counters.evictions.fetch_add(1, Ordering::Relaxed);
         }
+        if frame.read_ahead.swap(false, Ordering::Relaxed) {
+            self.counters
+                .read_ahead_wasted
+                .fetch_add(1, Ordering::Relaxed);
+        }
         *meta = FrameMeta::default();
         frame.key.store(NO_KEY, Ordering::Release);
         if frame.hot.swap(false, Ordering::AcqRel) {
@@ -676,6 +714,7 @@ impl BufferPool {
             read_requests: c.read_requests.load(Ordering::Relaxed),
             reads: c.reads.load(Ordering::Relaxed),
             read_ahead_reads: c.read_ahead_reads.load(Ordering::Relaxed),
+            read_ahead_wasted: c.read_ahead_wasted.load(Ordering::Relaxed),
             pages_written: c.pages_written.load(Ordering::Relaxed),
             evictions: c.evictions.load(Ordering::Relaxed),
             dirty_pages: self.flush_list.lock().len(),
@@ -687,6 +726,9 @@ impl BufferPool {
 impl Drop for BufferPool {
     fn drop(&mut self) {
         self.stop_flusher();
+        if let Some(worker) = self.read_ahead.take() {
+            worker.stop();
+        }
     }
 }
 

@@ -15,6 +15,8 @@
 //! can be switched on without touching callers (the kernel here does not reject misaligned direct I/O,
 //! so the alignment is enforced by the type, not by a test failure).
 
+pub mod batch;
+
 use std::alloc::{self, Layout};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -41,6 +43,11 @@ pub trait FileIo: Send + Sync {
     fn set_len(&self, len: u64) -> io::Result<()>;
     /// Makes every completed write durable.
     fn sync_data(&self) -> io::Result<()>;
+    /// The descriptor to hand to the kernel for batched reads ([`batch`]); `None` for files that
+    /// only this process's code can read.
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// A directory of files.
@@ -226,6 +233,11 @@ impl FileIo for OsFile {
 
     fn sync_data(&self) -> io::Result<()> {
         self.file.sync_data()
+    }
+
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        Some(self.file.as_raw_fd())
     }
 }
 
