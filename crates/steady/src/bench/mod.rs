@@ -7,6 +7,7 @@ mod bloat;
 mod bulk_build;
 mod drop_space;
 mod drop_stall;
+mod fragmented_scan;
 mod group_commit;
 mod long_reader;
 mod scan_resistance;
@@ -40,6 +41,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "bloat",
         "20 rounds of updating every row with purge running: table file size after vs before",
+    ),
+    (
+        "fragmented-scan",
+        "cold scans of a table loaded in random key order vs fio's sequential MB/s on its file",
     ),
     (
         "drop-stall",
@@ -126,6 +131,7 @@ pub fn run(scenario: &str, scale: f64) -> anyhow::Result<Report> {
         "scan-resistance" => scan_resistance::run(scale),
         "drop-space" => drop_space::run(scale),
         "drop-stall" => drop_stall::run(scale),
+        "fragmented-scan" => fragmented_scan::run(scale),
         "group-commit" => group_commit::run(scale),
         "bulk-build" => bulk_build::run(scale),
         "long-reader" => long_reader::run(scale),
