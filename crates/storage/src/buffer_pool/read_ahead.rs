@@ -1,7 +1,8 @@
 //! Read-ahead: a scan names the pages it will want next ([`BufferPool::read_ahead`]) and returns
 //! at once; one thread per pool reads them into cold frames, many at a time through a
 //! [`BatchReader`] (io_uring, or positioned reads where the kernel gives no ring), in page-number
-//! order so that neighbouring pages reach the disk as neighbouring requests.
+//! order, neighbouring pages (up to an extent's worth, [`MAX_RUN_BYTES`]) as one vectored read into
+//! their frames, so that a table laid out in key order is read in large sequential requests.
 //!
 //! * **Loading protocol.** A page being read ahead is mapped in the page table and write-latched by
 //!   the read-ahead thread from before its read is queued until it is verified, exactly as a
@@ -23,6 +24,8 @@ use crate::io::batch::{BatchReader, Completion};
 pub const READ_AHEAD_DEPTH: usize = 32;
 /// Pages that may wait in the queue; later requests are dropped until it drains.
 pub const QUEUE_LIMIT: usize = 4096;
+/// The largest run of neighbouring pages read as one request.
+pub const MAX_RUN_BYTES: usize = 1 << 20;
 
 /// The read-ahead thread and its queue of requests.
 pub(super) struct ReadAheadWorker {
@@ -48,13 +51,47 @@ struct QueueState {
     stop: bool,
 }
 
-/// A page whose read is in flight: its frame, pinned and write-latched until the read ends.
-struct InFlight<'a> {
-    frame_id: FrameId,
-    key: u64,
-    data: RwLockWriteGuard<'a, AlignedBuf>,
+/// Neighbouring pages of one space read as one request: their frames, each pinned and
+/// write-latched until the read ends, and the buffers the read fills.
+struct Run<'a> {
     space: Arc<Space>,
-    page_no: PageNo,
+    first: PageNo,
+    frames: Vec<(FrameId, u64, RwLockWriteGuard<'a, AlignedBuf>)>,
+    iovecs: Vec<libc::iovec>,
+}
+
+impl<'a> Run<'a> {
+    fn new(space: &Arc<Space>, first: PageNo) -> Self {
+        Run {
+            space: Arc::clone(space),
+            first,
+            frames: Vec::new(),
+            iovecs: Vec::new(),
+        }
+    }
+
+    /// Whether `page_no` of `space` extends the run, which holds fewer than `most` pages.
+    fn extended_by(&self, space: &Space, page_no: PageNo, most: usize) -> bool {
+        self.space.id() == space.id()
+            && self.first as usize + self.frames.len() == page_no as usize
+            && self.frames.len() < most
+    }
+
+    fn push(&mut self, frame_id: FrameId, key: u64, mut data: RwLockWriteGuard<'a, AlignedBuf>) {
+        self.iovecs.push(libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: data.len(),
+        });
+        self.frames.push((frame_id, key, data));
+    }
+}
+
+/// The runs whose reads are in flight, by tag.
+#[derive(Default)]
+struct InFlight<'a> {
+    runs: Vec<Option<Run<'a>>>,
+    free_tags: Vec<usize>,
+    completed: Vec<Completion>,
 }
 
 impl ReadAheadWorker {
@@ -139,8 +176,9 @@ impl BufferPool {
         }
     }
 
-    /// Reads the pages of `requests` that are not cached, in (space, page) order, keeping the
-    /// reader's depth of reads in flight; returns when every read has ended.
+    /// Reads the pages of `requests` that are not cached, in (space, page) order, in runs of
+    /// neighbours, keeping the reader's depth of reads in flight; returns when every read has
+    /// ended.
     fn serve_read_ahead(&self, requests: Vec<(Arc<Space>, Vec<PageNo>)>, reader: &mut BatchReader) {
         let mut wanted: Vec<(SpaceId, PageNo, &Arc<Space>)> = requests
             .iter()
@@ -148,9 +186,9 @@ impl BufferPool {
             .collect();
         wanted.sort_unstable_by_key(|&(space, page, _)| (space, page));
         wanted.dedup_by_key(|&mut (space, page, _)| (space, page));
-        let mut in_flight: Vec<Option<InFlight>> = Vec::new();
-        let mut free_tags: Vec<usize> = Vec::new();
-        let mut completed: Vec<Completion> = Vec::new();
+        let most = (MAX_RUN_BYTES / self.page_size).max(1);
+        let mut in_flight = InFlight::default();
+        let mut run: Option<Run> = None;
         for (_, page_no, space) in wanted {
             if space.is_dropped() || self.lookup(space, page_no).is_some() {
                 continue;
@@ -159,78 +197,83 @@ impl BufferPool {
                 break;
             };
             let key = page_key(space.id(), page_no);
-            let Some(mut data) = self.map_frame(frame_id, space, key, space.version()) else {
+            let Some(data) = self.map_frame(frame_id, space, key, space.version()) else {
                 continue;
             };
             self.counters.reads.fetch_add(1, Ordering::Relaxed);
             self.counters
                 .read_ahead_reads
                 .fetch_add(1, Ordering::Relaxed);
-            let buf = data.as_mut_ptr();
-            let page = InFlight {
-                frame_id,
-                key,
-                data,
-                space: Arc::clone(space),
-                page_no,
-            };
-            let tag = match free_tags.pop() {
-                Some(tag) => {
-                    in_flight[tag] = Some(page);
-                    tag
+            if !run
+                .as_ref()
+                .is_some_and(|run| run.extended_by(space, page_no, most))
+            {
+                if let Some(full) = run.take() {
+                    self.start_run(full, reader, &mut in_flight);
                 }
-                None => {
-                    in_flight.push(Some(page));
-                    in_flight.len() - 1
-                }
-            };
-            let (file, offset) = space.page_location(page_no);
-            // SAFETY: the frame's buffer is write-latched (by `data`, kept in `in_flight`) and
-            // pinned until this read's completion is handled below, and the space (which owns
-            // the file) is held by the same entry.
-            unsafe {
-                reader.queue(
-                    file,
-                    buf,
-                    self.page_size,
-                    offset,
-                    tag as u64,
-                    &mut completed,
-                );
             }
-            self.end_reads(&mut completed, &mut in_flight, &mut free_tags);
+            run.get_or_insert_with(|| Run::new(space, page_no))
+                .push(frame_id, key, data);
         }
-        reader.complete(reader.pending(), &mut completed);
-        self.end_reads(&mut completed, &mut in_flight, &mut free_tags);
+        if let Some(last) = run {
+            self.start_run(last, reader, &mut in_flight);
+        }
+        reader.complete(reader.pending(), &mut in_flight.completed);
+        self.end_runs(&mut in_flight);
     }
 
-    /// Verifies completed reads and releases their frames.
-    fn end_reads<'a>(
+    /// Queues the read of a run, then ends the runs whose reads completed meanwhile.
+    fn start_run<'a>(
         &'a self,
-        completed: &mut Vec<Completion>,
-        in_flight: &mut [Option<InFlight<'a>>],
-        free_tags: &mut Vec<usize>,
+        run: Run<'a>,
+        reader: &mut BatchReader,
+        in_flight: &mut InFlight<'a>,
     ) {
-        for (tag, outcome) in completed.drain(..) {
-            let page = in_flight[tag as usize]
+        let tag = match in_flight.free_tags.pop() {
+            Some(tag) => tag,
+            None => {
+                in_flight.runs.push(None);
+                in_flight.runs.len() - 1
+            }
+        };
+        let run = in_flight.runs[tag].insert(run);
+        let (file, offset) = run.space.page_location(run.first);
+        // SAFETY: the frames' buffers are write-latched and pinned, and the iovecs that name them
+        // kept unchanged, by the run, which stays in `in_flight` until its completion is handled
+        // by `end_runs`; the run also holds the space, which owns the file.
+        unsafe {
+            reader.queue(
+                file,
+                &run.iovecs,
+                offset,
+                tag as u64,
+                &mut in_flight.completed,
+            );
+        }
+        self.end_runs(in_flight);
+    }
+
+    /// Verifies the pages of completed runs and releases their frames.
+    fn end_runs(&self, in_flight: &mut InFlight<'_>) {
+        for (tag, outcome) in in_flight.completed.drain(..) {
+            let run = in_flight.runs[tag as usize]
                 .take()
                 .expect("a completion belongs to a read in flight");
-            free_tags.push(tag as usize);
-            let (space, page_no) = (page.space.id(), page.page_no);
-            let loaded = outcome
-                .map_err(|err| page.space.read_error(page_no, err))
-                .and_then(|()| page::verify(&page.data, space, page_no));
-            let ended = self.end_load(
-                page.frame_id,
-                page.key,
-                page.data,
-                loaded,
-                AccessHint::Scan,
-                true,
-            );
-            // A failed page was unmapped: the scan that wants it reads it and reports the error.
-            if ended.is_ok() {
-                self.unpin(page.frame_id);
+            in_flight.free_tags.push(tag as usize);
+            let space = &run.space;
+            let failed = outcome.err().map(|err| err.to_string());
+            for (page_no, (frame_id, key, data)) in (run.first..).zip(run.frames) {
+                let loaded = match &failed {
+                    Some(err) => Err(space.read_error(page_no, std::io::Error::other(err.clone()))),
+                    None => page::verify(&data, space.id(), page_no),
+                };
+                // A failed page is unmapped: the scan that wants it reads it and reports the error.
+                if self
+                    .end_load(frame_id, key, data, loaded, AccessHint::Scan, true)
+                    .is_ok()
+                {
+                    self.unpin(frame_id);
+                }
             }
         }
     }

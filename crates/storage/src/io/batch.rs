@@ -1,9 +1,11 @@
 //! Batches of page reads in flight at once: an `io_uring` ring where the kernel gives one, plain
 //! positioned reads otherwise (chosen when the reader is made and logged once per process).
 //!
-//! A caller queues reads ([`BatchReader::queue`]), each into a buffer it keeps alive and untouched
-//! until that read's completion comes back from [`BatchReader::complete`]; up to the reader's depth
-//! are in the kernel at once. Files without a descriptor (the in-memory file system of tests), and
+//! A caller queues reads ([`BatchReader::queue`]), each of a run of neighbouring pages of one file
+//! into buffers it names in an `iovec` array (one vectored read: a run of pages reaches the disk as
+//! one request), and keeps the array and the buffers alive and untouched until that read's
+//! completion comes back from [`BatchReader::complete`]; up to the reader's depth are in the kernel
+//! at once. Files without a descriptor (the in-memory file system of tests), and
 //! every file under the fallback, are read at once in the calling thread; their completions come
 //! back from the next [`BatchReader::complete`] like the others.
 
@@ -62,18 +64,17 @@ impl BatchReader {
         self.in_flight + self.done.len()
     }
 
-    /// Queues a read of `len` bytes at `offset` of `file` into `buf`; when the ring is full, first
-    /// waits for earlier reads, whose completions go to `completed`.
+    /// Queues one read of the bytes at `offset` of `file` into the buffers of `iovecs`, in order;
+    /// when the ring is full, first waits for earlier reads, whose completions go to `completed`.
     ///
     /// # Safety
-    /// `buf` must be valid for writes of `len` bytes, aligned as the file's mode needs, and left
-    /// alone until [`BatchReader::complete`] (or `queue`) returns this read's completion; `file`
-    /// must stay open until then.
+    /// Each buffer must be valid for writes of its length, aligned as the file's mode needs, and
+    /// left alone — like `iovecs` itself — until [`BatchReader::complete`] (or `queue`) returns
+    /// this read's completion; `file` must stay open until then.
     pub unsafe fn queue(
         &mut self,
         file: &dyn FileIo,
-        buf: *mut u8,
-        len: usize,
+        iovecs: &[libc::iovec],
         offset: u64,
         tag: u64,
         completed: &mut Vec<Completion>,
@@ -81,12 +82,12 @@ impl BatchReader {
         match (self.ring.is_some(), file.raw_fd()) {
             (true, Some(fd)) => {
                 // SAFETY: passed on from the caller.
-                unsafe { self.submit_read(fd, buf, len, offset, tag, completed) }
+                unsafe { self.submit_read(fd, iovecs, offset, tag, completed) }
             }
             _ => {
-                // SAFETY: the caller gives a buffer valid for `len` bytes that nobody else uses.
-                let buf = unsafe { std::slice::from_raw_parts_mut(buf, len) };
-                self.done.push((tag, file.read_at(buf, offset)));
+                // SAFETY: passed on from the caller.
+                let read = unsafe { read_each(file, iovecs, offset) };
+                self.done.push((tag, read));
             }
         }
     }
@@ -102,8 +103,7 @@ impl BatchReader {
     unsafe fn submit_read(
         &mut self,
         fd: RawFd,
-        buf: *mut u8,
-        len: usize,
+        iovecs: &[libc::iovec],
         offset: u64,
         tag: u64,
         completed: &mut Vec<Completion>,
@@ -111,7 +111,9 @@ impl BatchReader {
         while self.in_flight >= self.depth {
             self.reap(1, completed);
         }
-        let entry = opcode::Read::new(types::Fd(fd), buf, len as u32)
+        let len = iovecs.iter().map(|iovec| iovec.iov_len).sum();
+        let count = u32::try_from(iovecs.len()).expect("a read's buffers fit in u32");
+        let entry = opcode::Readv::new(types::Fd(fd), iovecs.as_ptr(), count)
             .offset(offset)
             .build()
             .user_data(encode_tag(tag, len));
@@ -161,6 +163,22 @@ impl Drop for BatchReader {
     }
 }
 
+/// Reads the buffers of `iovecs` one after the other from `offset` of `file`.
+///
+/// # Safety
+/// As for [`BatchReader::queue`]; the buffers are written before this returns.
+unsafe fn read_each(file: &dyn FileIo, iovecs: &[libc::iovec], offset: u64) -> io::Result<()> {
+    let mut at = offset;
+    for iovec in iovecs {
+        // SAFETY: the caller gives buffers valid for their lengths that nobody else uses.
+        let buf =
+            unsafe { std::slice::from_raw_parts_mut(iovec.iov_base.cast::<u8>(), iovec.iov_len) };
+        file.read_at(buf, at)?;
+        at += iovec.iov_len as u64;
+    }
+    Ok(())
+}
+
 fn read_outcome(result: i32, len: usize) -> io::Result<()> {
     if result < 0 {
         return Err(io::Error::from_raw_os_error(-result));
@@ -197,65 +215,76 @@ mod tests {
     use super::*;
     use crate::io::{AlignedBuf, OsVfs, Vfs, IO_ALIGN};
 
-    fn read_back_in_batches(use_ring: bool) {
+    /// Writes 100 pages, each filled with its number, and reads them back in runs of 1 to 4
+    /// pages queued in reverse order; the last run reaches past the end of the file.
+    fn read_back_in_runs(use_ring: bool) {
         let dir = tempfile::tempdir().unwrap();
         let vfs = OsVfs::new(dir.path(), false).unwrap();
         let file = vfs.open("pages", true).unwrap();
-        let pages = 100u64;
+        let pages = 100;
         for page in 0..pages {
             let mut buf = AlignedBuf::zeroed(IO_ALIGN);
             buf.fill(page as u8);
-            file.write_at(&buf, page * IO_ALIGN as u64).unwrap();
+            file.write_at(&buf, (page * IO_ALIGN) as u64).unwrap();
         }
         let mut reader = BatchReader::new(8, use_ring);
         assert_eq!(reader.uses_ring(), use_ring);
-        let mut bufs: Vec<AlignedBuf> = (0..pages).map(|_| AlignedBuf::zeroed(IO_ALIGN)).collect();
+        let mut bufs: Vec<AlignedBuf> = (0..=pages).map(|_| AlignedBuf::zeroed(IO_ALIGN)).collect();
+        let iovecs: Vec<libc::iovec> = bufs
+            .iter_mut()
+            .map(|buf| libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            })
+            .collect();
+        let mut runs = Vec::new();
+        let mut first = 0;
+        while first < pages {
+            let last = (first + 1 + first % 4).min(pages + 1);
+            runs.push(first..last);
+            first = last;
+        }
         let mut completed = Vec::new();
-        for (page, buf) in bufs.iter_mut().enumerate().rev() {
-            let offset = page as u64 * IO_ALIGN as u64;
-            // SAFETY: the buffers outlive the reader's completions, taken below.
+        for (tag, run) in runs.iter().enumerate().rev() {
+            let offset = (run.start * IO_ALIGN) as u64;
+            // SAFETY: the buffers and the iovecs outlive the completions, all taken below.
             unsafe {
                 reader.queue(
                     file.as_ref(),
-                    buf.as_mut_ptr(),
-                    IO_ALIGN,
+                    &iovecs[run.clone()],
                     offset,
-                    page as u64,
+                    tag as u64,
                     &mut completed,
                 )
             };
         }
-        // One read past the end of the file fails alone.
-        let mut past_end = AlignedBuf::zeroed(IO_ALIGN);
-        let offset = pages * IO_ALIGN as u64;
-        unsafe {
-            reader.queue(
-                file.as_ref(),
-                past_end.as_mut_ptr(),
-                IO_ALIGN,
-                offset,
-                pages,
-                &mut completed,
-            )
-        };
         reader.complete(reader.pending(), &mut completed);
         assert_eq!(reader.pending(), 0);
         completed.sort_by_key(|(tag, _)| *tag);
-        assert_eq!(completed.len(), pages as usize + 1);
-        for (tag, outcome) in &completed[..pages as usize] {
+        assert_eq!(completed.len(), runs.len());
+        for ((tag, outcome), run) in completed.iter().zip(&runs) {
+            if run.end > pages {
+                assert!(outcome.is_err(), "the run past the end fails");
+                continue;
+            }
             assert!(outcome.is_ok(), "read {tag}: {outcome:?}");
-            assert!(bufs[*tag as usize].iter().all(|&b| b == *tag as u8));
+            for page in run.clone() {
+                assert!(bufs[page].iter().all(|&b| b == page as u8), "page {page}");
+            }
         }
-        assert!(completed[pages as usize].1.is_err());
+        assert!(
+            runs.last().unwrap().end > pages,
+            "a run reached past the end"
+        );
     }
 
     #[test]
-    fn pages_read_in_batches_on_io_uring_arrive_whole() {
-        read_back_in_batches(true);
+    fn runs_of_pages_read_on_io_uring_arrive_whole() {
+        read_back_in_runs(true);
     }
 
     #[test]
-    fn pages_read_in_batches_without_io_uring_arrive_whole() {
-        read_back_in_batches(false);
+    fn runs_of_pages_read_without_io_uring_arrive_whole() {
+        read_back_in_runs(false);
     }
 }
