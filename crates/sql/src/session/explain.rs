@@ -4,7 +4,7 @@
 //! PostgreSQL).
 
 use sqlparser::ast;
-use steady_engine::io::thread_io;
+use steady_engine::io::{thread_io, ThreadIo};
 use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
@@ -104,10 +104,7 @@ fn explain_write(
         root = format!("{root} (actual rows={rows} loops=1)");
         lines.push(root);
         if options.buffers {
-            lines.push(format!(
-                "  Buffers: shared hit={} read={}",
-                io.hits, io.reads
-            ));
+            lines.push(format!("  {}", buffers_line(io)));
         }
     } else {
         lines.push(root);
@@ -167,12 +164,18 @@ fn render_node(
         lines.push(format!("{detail_indent}{detail}"));
     }
     if let (Some(s), true) = (node_stats, buffers) {
-        lines.push(format!(
-            "{detail_indent}Buffers: shared hit={} read={}",
-            s.io.hits, s.io.reads
-        ));
+        lines.push(format!("{detail_indent}{}", buffers_line(s.io)));
     }
     for child in plan.children() {
         render(child, depth + 1, number, stats, buffers, lines);
     }
+}
+
+/// PostgreSQL's buffers line, with the hits on pages read ahead for the node when there were any.
+fn buffers_line(io: ThreadIo) -> String {
+    let mut line = format!("Buffers: shared hit={} read={}", io.hits, io.reads);
+    if io.read_ahead > 0 {
+        line.push_str(&format!(" read ahead={}", io.read_ahead));
+    }
+    line
 }

@@ -45,6 +45,7 @@ fn metrics(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
         metric("buffer_pool_read_requests", pool.read_requests),
         metric("buffer_pool_reads", pool.reads),
         metric("buffer_pool_read_ahead_reads", pool.read_ahead_reads),
+        metric("buffer_pool_read_ahead_wasted", pool.read_ahead_wasted),
         metric("buffer_pool_pages_written", pool.pages_written),
         metric("buffer_pool_evictions", pool.evictions),
         metric("buffer_pool_dirty_pages", pool.dirty_pages as u64),

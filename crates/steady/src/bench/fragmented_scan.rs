@@ -14,10 +14,11 @@
 //!
 //! For each: the time, the pages read, MB/s (pages read x page size / time), pages read ahead and
 //! read-ahead pages wasted (evicted unused). fio reads each table's file sequentially with 1 MiB
-//! requests at queue depth 32 (`--direct=1 --ioengine=io_uring`) in the same run; the goals are
-//! the issue's: the random-order full scan at ≥ 70% of fio's MB/s, the key-order one at ≥ 85%, the
-//! 5% range at ≥ 50%, the LIMIT 10 scan reading no more than 2 extents ahead, and wasted
-//! read-ahead ≤ 5% of the pages read ahead.
+//! requests (`--direct=1 --ioengine=io_uring`) in the same run, at queue depth 32 as the issue
+//! says and at depth 1 (this machine's virtual disk gives more at depth 1); the goals are judged
+//! against the better of the two: the random-order full scan at ≥ 70% of fio's MB/s, the
+//! key-order one at ≥ 85%, the 5% range at ≥ 50%, the LIMIT 10 scan reading no more than 2
+//! extents ahead, and wasted read-ahead ≤ 5% of the pages read ahead.
 
 use std::path::Path;
 use std::process::Command;
@@ -51,8 +52,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
 
     let random_file = dir.path().join(&files.random);
     report.figure("random-order table file", file_mb(&random_file)?, "MB");
-    let fio_random = fio_mb_per_s(&random_file)?;
-    report.figure("fio sequential read, random-order file", fio_random, "MB/s");
+    let fio_random = fio(&mut report, "random-order file", &random_file)?;
     let full = measure(dir.path(), "SELECT sum(n) FROM random_order")?;
     full.report(&mut report, "full scan, random order", fio_random);
 
@@ -72,8 +72,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
     );
 
     let ordered_file = dir.path().join(&files.ordered);
-    let fio_ordered = fio_mb_per_s(&ordered_file)?;
-    report.figure("fio sequential read, key-order file", fio_ordered, "MB/s");
+    let fio_ordered = fio(&mut report, "key-order file", &ordered_file)?;
     let ordered = measure(dir.path(), "SELECT sum(n) FROM key_order")?;
     ordered.report(&mut report, "full scan, key order", fio_ordered);
 
@@ -264,14 +263,29 @@ fn measure(dir: &Path, statement: &str) -> anyhow::Result<Measured> {
     })
 }
 
-/// What fio reads sequentially from `file`: 1 MiB requests, queue depth 32, direct I/O.
-fn fio_mb_per_s(file: &Path) -> anyhow::Result<f64> {
+/// fio's sequential MB/s on `file` at depths 32 and 1, reported; returns the better.
+fn fio(report: &mut Report, name: &str, file: &Path) -> anyhow::Result<f64> {
+    let mut best: f64 = 0.0;
+    for depth in [32, 1] {
+        let mb_per_s = fio_mb_per_s(file, depth)?;
+        report.figure(
+            &format!("fio sequential read, {name}, depth {depth}"),
+            mb_per_s,
+            "MB/s",
+        );
+        best = best.max(mb_per_s);
+    }
+    Ok(best)
+}
+
+/// What fio reads sequentially from `file`: 1 MiB requests, `depth` in flight, direct I/O.
+fn fio_mb_per_s(file: &Path, depth: usize) -> anyhow::Result<f64> {
     let output = Command::new("fio")
         .args([
             "--name=sequential",
             "--rw=read",
             "--bs=1M",
-            "--iodepth=32",
+            &format!("--iodepth={depth}"),
             "--direct=1",
             "--ioengine=io_uring",
             "--readonly",

@@ -23,9 +23,10 @@
 //!   the buffer pool; read-ahead pages enter the pool the same way.
 
 use std::ops::Bound;
+use std::sync::Arc;
 
 use super::{node, BTree};
-use crate::buffer_pool::{AccessHint, BufferPool, PageReadGuard};
+use crate::buffer_pool::{AccessHint, BufferPool, PageReadGuard, ScanAhead, ScanProgress};
 use crate::page::Page;
 use crate::{Lsn, PageNo, Result};
 
@@ -106,12 +107,14 @@ struct ReadAheadWindow {
     /// direction.
     parent: Option<PageNo>,
     until: usize,
-    /// Leaves the walk has read.
+    /// Leaves the walk has read, shared with the read-ahead thread.
     leaves: usize,
+    progress: Arc<ScanProgress>,
 }
 
 impl ReadAheadWindow {
-    /// The children of `parent` to ask for now that the walk reads the leaf at `slot`.
+    /// The children of `parent` to ask for now that the walk reads the leaf at `slot`, in the
+    /// order the walk will read them, and which of its leaves the first of them will be.
     fn advance(
         &mut self,
         parent: PageNo,
@@ -119,8 +122,30 @@ impl ReadAheadWindow {
         slot: usize,
         reverse: bool,
         max_depth: usize,
-    ) -> Vec<PageNo> {
+    ) -> (Vec<PageNo>, ScanAhead) {
         self.leaves += 1;
+        self.progress.reach(self.leaves as u64);
+        let pages = self.pages_to_ask(parent, page, slot, reverse, max_depth);
+        let distance = match (pages.first(), reverse) {
+            (None, _) => 0,
+            (Some(_), false) => self.until + 1 - pages.len() - slot,
+            (Some(_), true) => slot - (self.until + pages.len() - 1),
+        };
+        let ahead = ScanAhead {
+            progress: Arc::clone(&self.progress),
+            first: (self.leaves + distance) as u64,
+        };
+        (pages, ahead)
+    }
+
+    fn pages_to_ask(
+        &mut self,
+        parent: PageNo,
+        page: Page<'_>,
+        slot: usize,
+        reverse: bool,
+        max_depth: usize,
+    ) -> Vec<PageNo> {
         if self.leaves < 2 || max_depth == 0 {
             return Vec::new();
         }
@@ -129,14 +154,15 @@ impl ReadAheadWindow {
             self.parent = Some(parent);
             self.until = slot;
         }
-        let slots = if reverse {
+        let child = |s: usize| node::branch_child(page.record(s));
+        if reverse {
             let target = slot.saturating_sub(depth);
             if self.until + depth / 2 < slot || target >= self.until.min(slot) {
                 return Vec::new();
             }
             let slots = target..self.until.min(slot);
             self.until = target;
-            slots
+            slots.rev().map(child).collect()
         } else {
             let target = (slot + depth).min(page.slot_count() - 1);
             if self.until > slot + depth / 2 || target <= self.until.max(slot) {
@@ -144,9 +170,8 @@ impl ReadAheadWindow {
             }
             let slots = self.until.max(slot) + 1..target + 1;
             self.until = target;
-            slots
-        };
-        slots.map(|s| node::branch_child(page.record(s))).collect()
+            slots.map(child).collect()
+        }
     }
 }
 
@@ -418,7 +443,7 @@ impl BTree {
         let child = node::branch_child(page.record(slot));
         let guard = self.fetch_checked(child, Some(0), AccessHint::Scan)?;
         let max_depth = max_read_ahead(&self.pool);
-        let ahead = walk
+        let (ahead, scan) = walk
             .ahead
             .advance(parent.page_no(), page, slot, reverse, max_depth);
         walk.at = Some(WalkPosition {
@@ -428,7 +453,7 @@ impl BTree {
             parent_bounds,
         });
         drop(parent);
-        self.pool.read_ahead(&self.space, ahead);
+        self.pool.read_ahead(&self.space, ahead, Some(scan));
         Ok(Leaf { guard, bounds })
     }
 

@@ -36,6 +36,7 @@ mod read_ahead;
 
 use flush::run_flusher;
 use read_ahead::ReadAheadWorker;
+pub use read_ahead::{ScanAhead, ScanProgress};
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
@@ -58,6 +59,11 @@ use crate::{Lsn, PageNo, Result, SpaceId, StorageError};
 pub const SHARDS: usize = 64;
 /// Largest share of the frames the hot region may keep before hot frames are demoted.
 pub const HOT_FRACTION: f64 = 0.625;
+/// Turns of the clock a load makes looking for a victim before it waits for unpins.
+const CLOCK_PASSES: usize = 4;
+/// Turns a read-ahead makes: it takes only clean cold frames, never a hot page, a dirty one or a
+/// page read ahead and not used yet; it stops instead.
+const READ_AHEAD_PASSES: usize = 1;
 /// How long a load waits for a frame to be unpinned before the pool reports itself exhausted.
 pub const PIN_WAIT: Duration = Duration::from_secs(10);
 
@@ -589,7 +595,7 @@ impl BufferPool {
     fn claim_victim(&self) -> Result<FrameId> {
         let deadline = std::time::Instant::now() + PIN_WAIT;
         loop {
-            if let Some(frame_id) = self.try_claim_victim()? {
+            if let Some(frame_id) = self.try_claim_victim(CLOCK_PASSES)? {
                 return Ok(frame_id);
             }
             if std::time::Instant::now() >= deadline {
@@ -601,9 +607,10 @@ impl BufferPool {
         }
     }
 
-    fn try_claim_victim(&self) -> Result<Option<FrameId>> {
+    /// One look for a victim: up to `passes` turns of the clock (see [`BufferPool::try_claim`]).
+    fn try_claim_victim(&self, passes: usize) -> Result<Option<FrameId>> {
         let frames = self.frames.len();
-        for pass in 0..4 {
+        for pass in 0..passes {
             for _ in 0..frames {
                 let frame_id = {
                     let mut hand = self.clock_hand.lock();
@@ -621,9 +628,15 @@ impl BufferPool {
         Ok(None)
     }
 
+    /// Claims the frame if the clock's `pass` may take it: at pass 0 a clean cold frame that is
+    /// not a read-ahead page waiting for its reader (hot frames spend their second chance); at
+    /// pass 1 also those read-ahead pages and hot frames whose chance is spent; from pass 2 on,
+    /// dirty frames are written back.
     fn try_claim(&self, frame_id: FrameId, pass: usize) -> Claim {
         let frame = &self.frames[frame_id];
-        if frame.pins.load(Ordering::Acquire) > 0 {
+        if frame.pins.load(Ordering::Acquire) > 0
+            || (pass == 0 && frame.read_ahead.load(Ordering::Relaxed))
+        {
             return Claim::Skip;
         }
         let key = frame.key.load(Ordering::Acquire);

@@ -9,10 +9,13 @@
 //!   synchronous load holds it: a scan that reaches it first pins it and waits on the latch; a
 //!   failed read unmaps it and the scan then reads (and reports) the page itself.
 //! * **Scan pages.** Read-ahead pages enter the cold region unreferenced (as [`AccessHint::Scan`]
-//!   loads do), so read-ahead never pushes out the hot set; frames are claimed without waiting,
-//!   and a request that finds no free frame is cut short.
+//!   loads do), and take only clean cold frames (one turn of the clock, without waiting): never a
+//!   hot page, a dirty one, or another read-ahead page not used yet; a request that finds no such
+//!   frame is cut short. Ordinary loads pass over unused read-ahead pages on their first turn.
 //! * **Advice only.** Requests beyond [`QUEUE_LIMIT`] pages waiting are dropped; pages already
-//!   cached are skipped; nothing waits for read-ahead but the scans that reach its pages.
+//!   cached are skipped, and so are pages the asking scan has already reached ([`ScanProgress`]:
+//!   when the thread falls behind, say on a busy CPU, it does not read what the scan read itself
+//!   and may have evicted since); nothing waits for read-ahead but the scans that reach its pages.
 //! * **Accounting.** `read_ahead_reads` counts pages read; a page read ahead and evicted before
 //!   any request for it counts in `read_ahead_wasted`; the first request of a read-ahead page
 //!   counts as a read-ahead hit of the requesting thread ([`ThreadIo::read_ahead`]).
@@ -26,6 +29,44 @@ pub const READ_AHEAD_DEPTH: usize = 32;
 pub const QUEUE_LIMIT: usize = 4096;
 /// The largest run of neighbouring pages read as one request.
 pub const MAX_RUN_BYTES: usize = 1 << 20;
+
+/// How far a scan has got, in leaves read, for the read-ahead thread to skip pages it has
+/// reached.
+#[derive(Debug, Default)]
+pub struct ScanProgress(AtomicU64);
+
+impl ScanProgress {
+    /// The scan is reading its `leaf`-th leaf.
+    pub fn reach(&self, leaf: u64) {
+        self.0.store(leaf, Ordering::Relaxed);
+    }
+
+    fn reached(&self, leaf: u64) -> bool {
+        self.0.load(Ordering::Relaxed) >= leaf
+    }
+}
+
+/// Pages a scan asks for, in the order it will read them: the first is its `first`-th leaf.
+pub struct ScanAhead {
+    pub progress: Arc<ScanProgress>,
+    pub first: u64,
+}
+
+/// A queued request.
+struct Request {
+    space: Arc<Space>,
+    pages: Vec<PageNo>,
+    scan: Option<ScanAhead>,
+}
+
+impl Request {
+    /// Whether the asking scan has reached the request's `index`-th page.
+    fn passed(&self, index: usize) -> bool {
+        self.scan
+            .as_ref()
+            .is_some_and(|scan| scan.progress.reached(scan.first + index as u64))
+    }
+}
 
 /// The read-ahead thread and its queue of requests.
 pub(super) struct ReadAheadWorker {
@@ -44,7 +85,7 @@ struct Queue {
 
 #[derive(Default)]
 struct QueueState {
-    requests: Vec<(Arc<Space>, Vec<PageNo>)>,
+    requests: Vec<Request>,
     pages: usize,
     /// The thread is serving requests it took.
     serving: bool,
@@ -106,13 +147,13 @@ impl ReadAheadWorker {
     }
 
     /// Queues a request; false when the queue is full.
-    fn request(&self, space: &Arc<Space>, pages: Vec<PageNo>) -> bool {
+    fn request(&self, request: Request) -> bool {
         let mut state = self.queue.state.lock();
-        if state.stop || state.pages + pages.len() > QUEUE_LIMIT {
+        if state.stop || state.pages + request.pages.len() > QUEUE_LIMIT {
             return false;
         }
-        state.pages += pages.len();
-        state.requests.push((Arc::clone(space), pages));
+        state.pages += request.pages.len();
+        state.requests.push(request);
         self.queue.wake.notify_one();
         true
     }
@@ -158,15 +199,25 @@ fn run_read_ahead(pool: Weak<BufferPool>, queue: &Queue) {
 
 impl BufferPool {
     /// Asks for `pages` of `space` to be read into the pool soon, as scan pages, without waiting
-    /// for them (see the module doc). Pages already cached cost only a look-up.
-    pub fn read_ahead(self: &Arc<Self>, space: &Arc<Space>, pages: Vec<PageNo>) {
+    /// for them (see the module doc); `scan` says which of its leaves the pages are, in order, so
+    /// that pages it reaches first are skipped. Pages already cached cost only a look-up.
+    pub fn read_ahead(
+        self: &Arc<Self>,
+        space: &Arc<Space>,
+        pages: Vec<PageNo>,
+        scan: Option<ScanAhead>,
+    ) {
         if pages.is_empty() {
             return;
         }
         let worker = self.read_ahead.get_or_init(|| {
             ReadAheadWorker::start(Arc::downgrade(self)).expect("the read-ahead thread starts")
         });
-        worker.request(space, pages);
+        worker.request(Request {
+            space: Arc::clone(space),
+            pages,
+            scan,
+        });
     }
 
     /// Waits until every read-ahead asked for so far has ended (for tests and benchmarks).
@@ -179,21 +230,26 @@ impl BufferPool {
     /// Reads the pages of `requests` that are not cached, in (space, page) order, in runs of
     /// neighbours, keeping the reader's depth of reads in flight; returns when every read has
     /// ended.
-    fn serve_read_ahead(&self, requests: Vec<(Arc<Space>, Vec<PageNo>)>, reader: &mut BatchReader) {
-        let mut wanted: Vec<(SpaceId, PageNo, &Arc<Space>)> = requests
+    fn serve_read_ahead(&self, requests: Vec<Request>, reader: &mut BatchReader) {
+        let mut wanted: Vec<(SpaceId, PageNo, &Request, usize)> = requests
             .iter()
-            .flat_map(|(space, pages)| pages.iter().map(move |&page| (space.id(), page, space)))
+            .flat_map(|request| {
+                let space = request.space.id();
+                (request.pages.iter().enumerate()).map(move |(i, &page)| (space, page, request, i))
+            })
             .collect();
-        wanted.sort_unstable_by_key(|&(space, page, _)| (space, page));
-        wanted.dedup_by_key(|&mut (space, page, _)| (space, page));
+        wanted.sort_unstable_by_key(|&(space, page, _, _)| (space, page));
+        wanted.dedup_by_key(|&mut (space, page, _, _)| (space, page));
         let most = (MAX_RUN_BYTES / self.page_size).max(1);
         let mut in_flight = InFlight::default();
         let mut run: Option<Run> = None;
-        for (_, page_no, space) in wanted {
-            if space.is_dropped() || self.lookup(space, page_no).is_some() {
+        for (_, page_no, request, index) in wanted {
+            let space = &request.space;
+            if space.is_dropped() || request.passed(index) || self.lookup(space, page_no).is_some()
+            {
                 continue;
             }
-            let Ok(Some(frame_id)) = self.try_claim_victim() else {
+            let Ok(Some(frame_id)) = self.try_claim_victim(READ_AHEAD_PASSES) else {
                 break;
             };
             let key = page_key(space.id(), page_no);

@@ -291,6 +291,7 @@ pub fn open<'p>(
 fn add_io(stats: &mut NodeStats, io: ThreadIo) {
     stats.io.hits += io.hits;
     stats.io.reads += io.reads;
+    stats.io.read_ahead += io.read_ahead;
 }
 
 struct Instrumented<'p> {
