@@ -269,6 +269,24 @@ fn tree_scans_read_ahead_once_past_their_first_leaf() {
     );
     drop(tree);
     store.close().unwrap();
+
+    // Sorted keys spread over the tree (a multi-range read): every value right, each leaf read
+    // at most once, nothing read ahead in vain.
+    let (store, tree) = cold_tree();
+    let wanted: Vec<Vec<u8>> = (0..KEYS).step_by(7).map(|k| key(k).to_vec()).collect();
+    let values = tree.get_many(&wanted).unwrap();
+    for (k, value) in wanted.iter().zip(&values) {
+        assert_eq!(value.as_deref(), Some(&[k[3]; 80][..]));
+    }
+    store.pool().wait_read_ahead();
+    let stats = store.pool().stats();
+    assert!(
+        stats.reads as usize <= leaves + 10,
+        "{leaves} leaves, {stats:?}"
+    );
+    assert_eq!(stats.read_ahead_wasted, 0, "{stats:?}");
+    drop(tree);
+    store.close().unwrap();
 }
 
 /// At least the entries of a leaf, on average plus a margin, so that taking twice that many

@@ -242,6 +242,10 @@ impl Plan {
                     let key_names: Vec<&str> = key.iter().map(|&c| names[c].as_str()).collect();
                     lines.push(format!("Index Cond: {}", describe_range(range, &key_names)));
                 }
+                if let Access::Index(..) = access {
+                    // Transaction::index_rows: a multi-range read.
+                    lines.push("Row Fetch: in primary-key order, leaves read ahead".into());
+                }
                 if let Some(filter) = filter {
                     lines.push(format!("Filter: {}", filter.named(&names)));
                 }

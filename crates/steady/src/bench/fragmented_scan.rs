@@ -8,16 +8,20 @@
 //! [`COLD_POOL`] pool, so that it starts cold (nothing in the pool, nothing in the OS cache), runs
 //! one statement and closes it:
 //!
-//! * `SELECT sum(n) FROM t` (a full scan), a primary-key range over 5% of the table, and
-//!   `SELECT * FROM t LIMIT 10`;
+//! * `SELECT sum(n) FROM t` (a full scan), a primary-key range over 5% of the table, a range of
+//!   a secondary index on `n` that fetches 2% of the rows (their primary keys are spread over
+//!   the whole table: a multi-range read), and `SELECT * FROM t LIMIT 10`;
 //! * the same full scan of a second table with the same rows loaded in key order.
 //!
 //! For each: the time, the pages read, MB/s (pages read x page size / time), pages read ahead and
 //! read-ahead pages wasted (evicted unused). fio reads each table's file sequentially with 1 MiB
-//! requests (`--direct=1 --ioengine=io_uring`) in the same run, at queue depth 32 as the issue
-//! says and at depth 1 (this machine's virtual disk gives more at depth 1); the goals are judged
-//! against the better of the two: the random-order full scan at ≥ 70% of fio's MB/s, the
-//! key-order one at ≥ 85%, the 5% range at ≥ 50%, the LIMIT 10 scan reading no more than 2
+//! requests (`--direct=1 --ioengine=io_uring`) in the same run, at queue depth 32 — the figure the
+//! goals are judged against, as issue 13 states them — and, for information, at depth 1 (this
+//! machine's virtual disk gives more at depth 1). A table loaded in random key order has its
+//! leaves scattered over the file, so its scans are bound by how many 16 KiB random reads the disk
+//! serves (fio `--rw=randread --bs=16k --iodepth=32` here: about 45,000 a second, 720 MB/s). The
+//! goals: the random-order full scan at ≥ 70% of fio's MB/s, the
+//! key-order one at ≥ 85%, the 5% range and the 2% index range at ≥ 50%, the LIMIT 10 scan reading no more than 2
 //! extents ahead, and wasted read-ahead ≤ 5% of the pages read ahead.
 
 use std::path::Path;
@@ -64,6 +68,12 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
     let range = measure(dir.path(), &range)?;
     range.report(&mut report, "5% key range, random order", fio_random);
 
+    let index_range = measure(
+        dir.path(),
+        "SELECT sum(object_id) FROM random_order WHERE n < 20",
+    )?;
+    index_range.report(&mut report, "2% index range, random order", fio_random);
+
     let limit = measure(dir.path(), "SELECT * FROM random_order LIMIT 10")?;
     report.figure(
         "LIMIT 10: pages read ahead",
@@ -88,12 +98,16 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
         "5% range ≥ 50% of fio's MB/s".into(),
         range.mb_per_s() >= 0.50 * fio_random,
     );
+    report.goal(
+        "2% index range ≥ 50% of fio's MB/s".into(),
+        index_range.mb_per_s() >= 0.50 * fio_random,
+    );
     let extent_pages = EXTENT / files.page_size as u64;
     report.goal(
         "LIMIT 10 reads at most 2 extents ahead".into(),
         limit.io.read_ahead_reads <= 2 * extent_pages,
     );
-    let (ahead, wasted) = [&full, &range, &limit, &ordered]
+    let (ahead, wasted) = [&full, &range, &index_range, &limit, &ordered]
         .iter()
         .fold((0, 0), |(a, w), m| {
             (a + m.io.read_ahead_reads, w + m.io.read_ahead_wasted)
@@ -144,8 +158,13 @@ fn load(dir: &Path, rows: u64) -> anyhow::Result<Files> {
                 ),
             )?;
         }
+        sql(
+            &mut session,
+            &format!("CREATE INDEX {table}_n ON {table} (n)"),
+        )?;
+        sql(&mut session, &format!("ANALYZE {table}"))?;
         eprintln!(
-            "steady bench: loaded {rows} rows into {table} in {:.1} s",
+            "steady bench: loaded and indexed {rows} rows of {table} in {:.1} s",
             started.elapsed().as_secs_f64()
         );
         let created = space_files(dir)?
@@ -263,19 +282,18 @@ fn measure(dir: &Path, statement: &str) -> anyhow::Result<Measured> {
     })
 }
 
-/// fio's sequential MB/s on `file` at depths 32 and 1, reported; returns the better.
+/// fio's sequential MB/s on `file` at depths 32 and 1, reported; returns the figure at depth 32.
 fn fio(report: &mut Report, name: &str, file: &Path) -> anyhow::Result<f64> {
-    let mut best: f64 = 0.0;
-    for depth in [32, 1] {
-        let mb_per_s = fio_mb_per_s(file, depth)?;
+    let mut figures = [32, 1].map(|depth| (depth, 0.0));
+    for (depth, mb_per_s) in &mut figures {
+        *mb_per_s = fio_mb_per_s(file, *depth)?;
         report.figure(
             &format!("fio sequential read, {name}, depth {depth}"),
-            mb_per_s,
+            *mb_per_s,
             "MB/s",
         );
-        best = best.max(mb_per_s);
     }
-    Ok(best)
+    Ok(figures[0].1)
 }
 
 /// What fio reads sequentially from `file`: 1 MiB requests, `depth` in flight, direct I/O.

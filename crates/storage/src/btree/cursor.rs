@@ -19,6 +19,10 @@
 //!   leaf (a `LIMIT 10`) asks for nothing; the window then doubles per leaf up to
 //!   [`MAX_READ_AHEAD`] leaves (bounded by a sixteenth of the pool), and is asked for in batches,
 //!   when half of it has been used.
+//! * **Keyed read-ahead** (multi-range read). A read of many sorted keys ([`BTree::get_many`])
+//!   reads ahead the leaves its coming keys fall in, found on the parent by a branch search per
+//!   key, in the same doubling window: the leaves of a sorted batch of primary keys arrive as one
+//!   batch of reads in page order instead of one synchronous read each.
 //! * Leaves are read with [`AccessHint::Scan`] so that a long scan does not push the hot set out of
 //!   the buffer pool; read-ahead pages enter the pool the same way.
 
@@ -172,6 +176,103 @@ impl ReadAheadWindow {
             self.until = target;
             slots.map(child).collect()
         }
+    }
+}
+
+/// The leaves a read of sorted keys has asked to be read ahead (see the module doc).
+#[derive(Debug, Default)]
+pub(crate) struct KeyedReadAhead {
+    /// Leaves read so far (the current one included), shared with the read-ahead thread.
+    leaves: u64,
+    progress: Arc<ScanProgress>,
+    /// The leaves asked for so far, counted in the order they will be read.
+    asked_leaves: u64,
+    /// Keys before this index have had their leaves asked for (or read).
+    asked_keys: usize,
+    /// The parent and slot of the last leaf asked for.
+    last_asked: Option<(PageNo, usize)>,
+}
+
+impl KeyedReadAhead {
+    /// The leaves to ask for now that the read is at the leaf in `slot` of `parent` (which covers
+    /// keys below `parent_upper`), for the keys `keys[at]` on, where `keys[at]` is the first key
+    /// of the current leaf.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn advance(
+        &mut self,
+        parent: PageNo,
+        page: Page<'_>,
+        slot: usize,
+        parent_upper: Option<&[u8]>,
+        keys: &[Vec<u8>],
+        at: usize,
+        max_depth: usize,
+    ) -> (Vec<PageNo>, ScanAhead) {
+        self.leaves += 1;
+        self.progress.reach(self.leaves);
+        self.asked_leaves = self.asked_leaves.max(self.leaves);
+        self.asked_keys = self.asked_keys.max(at + 1);
+        let ahead = |first: u64| ScanAhead {
+            progress: Arc::clone(&self.progress),
+            first,
+        };
+        let depth = (4u64 << self.leaves.min(16)).min(max_depth as u64);
+        if self.leaves < 2 || self.asked_leaves - self.leaves > depth / 2 {
+            return (Vec::new(), ahead(0));
+        }
+        let first = self.asked_leaves + 1;
+        let mut last_slot = match self.last_asked {
+            Some((asked_parent, asked_slot)) if asked_parent == parent => asked_slot.max(slot),
+            _ => slot,
+        };
+        let mut pages = Vec::new();
+        while let Some(key) = keys.get(self.asked_keys) {
+            if parent_upper.is_some_and(|upper| key.as_slice() >= upper) {
+                break;
+            }
+            let child_slot = node::branch_search(page, key, false);
+            if child_slot > last_slot {
+                if pages.len() as u64 >= depth {
+                    break;
+                }
+                pages.push(node::branch_child(page.record(child_slot)));
+                last_slot = child_slot;
+            }
+            self.asked_keys += 1;
+        }
+        self.asked_leaves += pages.len() as u64;
+        self.last_asked = Some((parent, last_slot));
+        (pages, ahead(first))
+    }
+}
+
+impl BTree {
+    /// The leaf holding `keys[at]`, for a read of the sorted `keys` that asks for the leaves of
+    /// the coming keys ahead.
+    pub(crate) fn leaf_for_keys(
+        &self,
+        ahead: &mut KeyedReadAhead,
+        keys: &[Vec<u8>],
+        at: usize,
+        hint: AccessHint,
+    ) -> Result<Leaf<'_>> {
+        let seek = Seek::AtOrAfter(&keys[at]);
+        let (parent, parent_bounds) = match self.descend_to_parent(seek)? {
+            Route::RootLeaf(leaf) => return Ok(leaf),
+            Route::Parent { guard, bounds } => (guard, bounds),
+        };
+        let page = Page::new(&parent);
+        let slot = seek.branch_slot(page);
+        let mut bounds = parent_bounds.clone();
+        bounds.narrow(page, slot);
+        let child = node::branch_child(page.record(slot));
+        let guard = self.fetch_checked(child, Some(0), hint)?;
+        let upper = parent_bounds.upper.as_deref();
+        let max_depth = max_read_ahead(&self.pool);
+        let (pages, scan) = ahead.advance(parent.page_no(), page, slot, upper, keys, at, max_depth);
+        drop(parent);
+        self.pool.read_ahead(&self.space, pages, Some(scan));
+        Ok(Leaf { guard, bounds })
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::ops::Bound;
 
-use super::cursor::Seek;
+use super::cursor::KeyedReadAhead;
 use super::node::{self, StoredValue};
 use super::BTree;
 use crate::buffer_pool::AccessHint;
@@ -69,11 +69,13 @@ impl BTree {
     }
 
     /// The values of `sorted` keys (ascending), None where a key is absent: one descent per leaf
-    /// the keys fall in, not one per key.
+    /// the keys fall in, not one per key, and the leaves of the coming keys read ahead.
     pub fn get_many(&self, sorted: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         let mut values = Vec::with_capacity(sorted.len());
-        while let Some(first) = sorted.get(values.len()) {
-            let leaf = self.descend_read(Seek::AtOrAfter(first), AccessHint::Normal, true)?;
+        let mut ahead = KeyedReadAhead::default();
+        while values.len() < sorted.len() {
+            let at = values.len();
+            let leaf = self.leaf_for_keys(&mut ahead, sorted, at, AccessHint::Normal)?;
             let page = Page::new(&leaf.guard);
             let upper = leaf.bounds.upper.as_deref();
             let start = values.len();

@@ -147,3 +147,94 @@ fn partitions_cut_ranges_into_even_parts() {
         .unwrap();
     assert!(short.leaves <= 2 && short.keys.len() <= 1, "{short:?}");
 }
+
+/// A tree of `keys` 4-byte keys with 100-byte values.
+fn two_level_tree(keys: u32) -> (Store, BTree) {
+    let store = store(4096, 512);
+    let tree = BTree::create(store.pool().clone(), store.create_space().unwrap(), 1).unwrap();
+    for key in 0..keys {
+        tree.insert(&key.to_be_bytes(), &[7; 100]).unwrap();
+    }
+    (store, tree)
+}
+
+#[test]
+fn keyed_read_ahead_asks_for_the_leaves_of_coming_keys_once_in_order() {
+    let (_store, tree) = two_level_tree(3000);
+    assert_eq!(tree.stats().unwrap().height, 2);
+    let root = tree
+        .pool
+        .fetch_read(&tree.space, tree.entry.root, AccessHint::Normal)
+        .unwrap();
+    let page = Page::new(&root);
+    let child = |slot: usize| node::branch_child(page.record(slot));
+    let leaf_of = |key: &[u8]| node::branch_search(page, key, false);
+    // Every 5th key: several keys fall in each leaf.
+    let keys: Vec<Vec<u8>> = (0..3000u32)
+        .step_by(5)
+        .map(|k| k.to_be_bytes().to_vec())
+        .collect();
+    let mut ahead = cursor::KeyedReadAhead::default();
+    let max_depth = 1000;
+
+    let (pages, _) = ahead.advance(root.page_no(), page, 0, None, &keys, 0, max_depth);
+    assert!(pages.is_empty(), "nothing ahead of the first leaf");
+    // The read is at the leaf of keys[k] (slot 1): the next 16 leaves its keys fall in.
+    let k = keys.iter().position(|key| leaf_of(key) == 1).unwrap();
+    let (pages, scan) = ahead.advance(root.page_no(), page, 1, None, &keys, k, max_depth);
+    assert_eq!(pages, (2..18).map(child).collect::<Vec<_>>());
+    assert_eq!(
+        scan.first, 3,
+        "the first page asked for is the read's third leaf"
+    );
+    // At the next leaf the window is 32 and 15 of the leaves asked for are ahead, under half of
+    // it: the next 32 leaves after those, numbered on.
+    let k = keys.iter().position(|key| leaf_of(key) == 2).unwrap();
+    let (pages, scan) = ahead.advance(root.page_no(), page, 2, None, &keys, k, max_depth);
+    assert_eq!(pages, (18..50).map(child).collect::<Vec<_>>());
+    assert_eq!(scan.first, 19);
+    // At the next, the window is 64 and 46 leaves asked for are ahead: nothing more yet.
+    let k = keys.iter().position(|key| leaf_of(key) == 3).unwrap();
+    let (pages, _) = ahead.advance(root.page_no(), page, 3, None, &keys, k, max_depth);
+    assert!(pages.is_empty());
+    // Further on, the window (now 128) continues after the last leaf asked for, to the last key.
+    let k = keys.iter().position(|key| leaf_of(key) == 30).unwrap();
+    let (pages, scan) = ahead.advance(root.page_no(), page, 30, None, &keys, k, max_depth);
+    let last_slot = leaf_of(keys.last().unwrap());
+    assert!(last_slot < 49 + 128, "{last_slot}");
+    assert_eq!(pages, (50..=last_slot).map(child).collect::<Vec<_>>());
+    assert_eq!(scan.first, 51);
+}
+
+#[test]
+fn keyed_read_ahead_skips_leaves_no_key_falls_in() {
+    let (_store, tree) = two_level_tree(3000);
+    let root = tree
+        .pool
+        .fetch_read(&tree.space, tree.entry.root, AccessHint::Normal)
+        .unwrap();
+    let page = Page::new(&root);
+    let leaf_of = |key: &[u8]| node::branch_search(page, key, false);
+    // One key per third leaf: the leaves between are never asked for.
+    let slots = page.slot_count();
+    let keys: Vec<Vec<u8>> = (0..slots)
+        .step_by(3)
+        .map(|slot| {
+            let first = if slot == 0 {
+                vec![0; 4]
+            } else {
+                node::branch_key(page.record(slot)).to_vec()
+            };
+            assert_eq!(leaf_of(&first), slot);
+            first
+        })
+        .collect();
+    let mut ahead = cursor::KeyedReadAhead::default();
+    ahead.advance(root.page_no(), page, 0, None, &keys, 0, 1000);
+    let (pages, _) = ahead.advance(root.page_no(), page, 3, None, &keys, 1, 1000);
+    let expected: Vec<PageNo> = (2..keys.len())
+        .map(|i| node::branch_child(page.record(3 * i)))
+        .take(16)
+        .collect();
+    assert_eq!(pages, expected);
+}
