@@ -409,6 +409,12 @@ impl Space {
         Ok(true)
     }
 
+    /// The space's size in pages, read-locked: pages below it may be written while the guard is
+    /// held (a shrink waits for it), as [`Space::write_page`] does for one page.
+    pub(crate) fn size_for_writing(&self) -> parking_lot::RwLockReadGuard<'_, u32> {
+        self.size.read()
+    }
+
     /// Makes all written pages durable.
     pub fn sync(&self) -> Result<()> {
         self.file

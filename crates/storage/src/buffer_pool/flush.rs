@@ -1,8 +1,33 @@
 //! Writing pages back: the flush list (dirty frames by the LSN of their oldest unwritten change),
 //! write-back under the WAL rule (the log first, up to the page's LSN), fuzzy checkpoints, and the
 //! background flusher that keeps dirty pages under their share and starts checkpoints.
+//!
+//! Eviction writes one page; the flusher and checkpoints write batches ([`BufferPool::write_batch`]):
+//! the pages are copied, the log is made durable once up to the newest copy's LSN, and the copies
+//! go out in page order, neighbours as one vectored write, many in flight at once on io_uring
+//! (positioned writes where the kernel gives no ring). A batch holds many frames' write-back
+//! locks at once, so it never waits for a lock or a latch while it holds them: a frame whose
+//! write-back lock or page latch is taken is left to the one-page path after the batch.
 
 use super::*;
+use crate::io::batch::{BatchIo, Completion, Direction};
+
+/// Writes a batch keeps in flight.
+const WRITE_DEPTH: usize = 32;
+/// The largest run of neighbouring pages written as one request.
+const MAX_WRITE_RUN_BYTES: usize = 1 << 20;
+
+/// A dirty page copied for writing (see [`BufferPool::copy_for_write`]).
+struct Copied {
+    frame_id: FrameId,
+    space: Arc<Space>,
+    page_no: PageNo,
+    /// The page's LSN: the log must be durable up to it before the copy is written.
+    page_lsn: Lsn,
+    /// The frame's flush-list entry.
+    oldest_lsn: Lsn,
+    copy: AlignedBuf,
+}
 
 impl BufferPool {
     /// Stops the background flusher (dirty pages stay in memory; call `flush_all` first to keep them).
@@ -39,54 +64,229 @@ impl BufferPool {
     }
 
     pub(super) fn write_pinned(&self, frame_id: FrameId) -> Result<()> {
+        let Some(mut page) = self.copy_for_write(frame_id, true).flatten() else {
+            return Ok(());
+        };
+        let written = self
+            .make_durable(page.page_lsn)
+            .and_then(|_| page.space.write_page(page.page_no, &page.copy));
+        self.finish_write(&mut page, written)
+    }
+
+    /// Copies a pinned frame's page for writing, with its checksum, if it is dirty; the frame is
+    /// clean from then on. The caller holds the frame's write-back lock until
+    /// [`BufferPool::finish_write`]. Some(None) for a clean frame, and for a page of a dropped or
+    /// truncated space (which is never written; its flush-list entry goes at once); None when
+    /// `wait` is false and the page is latched for writing.
+    fn copy_for_write(&self, frame_id: FrameId, wait: bool) -> Option<Option<Copied>> {
         let frame = &self.frames[frame_id];
         let mut copy = AlignedBuf::zeroed(self.page_size);
         // The frame is clean from here on, but its flush-list entry stays until the copy is written:
         // a checkpoint that begins meanwhile must wait for this write (on the frame's write-back
         // lock), not pass a page whose changes are not yet in its file.
         let (space, oldest_lsn) = {
-            let data = frame.data.read();
+            let data = match wait {
+                true => frame.data.read(),
+                false => frame.data.try_read()?,
+            };
             let mut meta = frame.meta.lock();
             let oldest_lsn = meta.oldest_lsn;
             if oldest_lsn == 0 {
-                return Ok(());
+                return Some(None);
             }
             meta.oldest_lsn = 0;
             copy.copy_from_slice(&data);
             (meta.space.clone(), oldest_lsn)
         };
-        let done = || self.flush_list.lock().remove(&(oldest_lsn, frame_id));
         let current = |s: &Arc<Space>| s.version() == frame.version.load(Ordering::Acquire);
         let Some(space) = space.filter(current) else {
-            done();
-            return Ok(());
+            self.flush_list.lock().remove(&(oldest_lsn, frame_id));
+            return Some(None);
         };
-        let (page_no, page_lsn) = (
-            page::Page::new(&copy).page_no(),
-            page::Page::new(&copy).lsn(),
-        );
+        let page = page::Page::new(&copy);
+        let (page_no, page_lsn) = (page.page_no(), page.lsn());
         page::stamp_checksum(&mut copy);
-        let written = self
-            .make_durable(page_lsn)
-            .and_then(|_| space.write_page(page_no, &copy));
+        Some(Some(Copied {
+            frame_id,
+            space,
+            page_no,
+            page_lsn,
+            oldest_lsn,
+            copy,
+        }))
+    }
+
+    /// Ends the write of a copy: written, the frame leaves the flush list; failed, it is dirty
+    /// again as of its old LSN and the error is returned.
+    fn finish_write(&self, page: &mut Copied, written: Result<bool>) -> Result<()> {
+        let frame_id = page.frame_id;
+        let done = || self.flush_list.lock().remove(&(page.oldest_lsn, frame_id));
         match written {
             Ok(written) => {
                 if written {
                     self.counters.pages_written.fetch_add(1, Ordering::Relaxed);
+                    let space = Arc::clone(&page.space);
                     self.unsynced.lock().entry(space.id()).or_insert(space);
                 }
                 done();
                 Ok(())
             }
             Err(err) => {
-                let mut meta = frame.meta.lock();
+                let mut meta = self.frames[frame_id].meta.lock();
                 if meta.oldest_lsn != 0 {
                     self.flush_list.lock().remove(&(meta.oldest_lsn, frame_id));
                 }
-                meta.oldest_lsn = oldest_lsn;
+                meta.oldest_lsn = page.oldest_lsn;
                 Err(err)
             }
         }
+    }
+
+    /// Writes the dirty pages of `frame_ids` (see the module doc); returns the first error, after
+    /// every write has ended.
+    fn write_batch(&self, frame_ids: &[FrameId]) -> Result<()> {
+        let mut locked = Vec::new();
+        let mut busy = Vec::new();
+        for &frame_id in frame_ids {
+            if !self.pin_mapped(frame_id) {
+                continue;
+            }
+            match self.frames[frame_id].write_back.try_lock() {
+                Some(lock) => locked.push((frame_id, lock)),
+                None => {
+                    self.unpin(frame_id);
+                    busy.push(frame_id);
+                }
+            }
+        }
+        let mut pages = Vec::new();
+        let mut unlatched = Vec::new();
+        for &(frame_id, _) in &locked {
+            match self.copy_for_write(frame_id, false) {
+                Some(copied) => pages.extend(copied),
+                None => unlatched.push(frame_id),
+            }
+        }
+        let result = self.write_copies(&mut pages);
+        for (frame_id, lock) in locked {
+            drop(lock);
+            self.unpin(frame_id);
+        }
+        busy.extend(unlatched);
+        let mut result = result;
+        for frame_id in busy {
+            let written = self.write_back(frame_id);
+            result = result.and(written);
+        }
+        result
+    }
+
+    /// Pins a frame if it still holds a page (as [`BufferPool::write_back`] does).
+    fn pin_mapped(&self, frame_id: FrameId) -> bool {
+        let frame = &self.frames[frame_id];
+        let key = frame.key.load(Ordering::Acquire);
+        if key == NO_KEY {
+            return false;
+        }
+        let shard = self.table[shard_of(key)].lock();
+        if shard.get(&key) != Some(&frame_id) {
+            return false;
+        }
+        frame.pins.fetch_add(1, Ordering::AcqRel);
+        true
+    }
+
+    /// Writes copies under the WAL rule, in page order and runs of neighbours, and finishes each.
+    fn write_copies(&self, pages: &mut [Copied]) -> Result<()> {
+        let newest = pages.iter().map(|p| p.page_lsn).max().unwrap_or(0);
+        if let Err(err) = self.make_durable(newest) {
+            for page in pages.iter_mut() {
+                let _ = self.finish_write(
+                    page,
+                    Err(StorageError::io(
+                        "writing pages back",
+                        std::io::Error::other(err.to_string()),
+                    )),
+                );
+            }
+            return Err(err);
+        }
+        pages.sort_unstable_by_key(|p| (p.space.id(), p.page_no));
+        let runs = write_runs(pages, (MAX_WRITE_RUN_BYTES / self.page_size).max(1));
+        let mut batch = BatchIo::new(WRITE_DEPTH, true);
+        let mut completed: Vec<Completion> = Vec::new();
+        // Per run: how many of its pages lie in the file (the rest, freed and cut off, are not
+        // written, as write_page skips them), and how its write ended.
+        let mut in_file = vec![0; runs.len()];
+        let mut outcomes: Vec<Option<std::io::Result<()>>> =
+            (0..runs.len()).map(|_| None).collect();
+        {
+            let sizes: HashMap<SpaceId, parking_lot::RwLockReadGuard<'_, u32>> = pages
+                .iter()
+                .map(|p| (p.space.id(), &p.space))
+                .collect::<HashMap<_, _>>()
+                .into_iter()
+                .map(|(id, space)| (id, space.size_for_writing()))
+                .collect();
+            let iovecs: Vec<Vec<libc::iovec>> = runs
+                .iter()
+                .map(|run| {
+                    pages[run.clone()]
+                        .iter()
+                        .map(|p| libc::iovec {
+                            iov_base: p.copy.as_ptr() as *mut libc::c_void,
+                            iov_len: p.copy.len(),
+                        })
+                        .collect()
+                })
+                .collect();
+            for (tag, run) in runs.iter().enumerate() {
+                let first = &pages[run.start];
+                let size = *sizes[&first.space.id()];
+                in_file[tag] = pages[run.clone()]
+                    .iter()
+                    .take_while(|p| p.page_no < size)
+                    .count();
+                if in_file[tag] == 0 {
+                    outcomes[tag] = Some(Ok(()));
+                    continue;
+                }
+                let iovecs = &iovecs[tag][..in_file[tag]];
+                let (file, offset) = first.space.page_location(first.page_no);
+                // SAFETY: the copies (and the iovecs naming them) are neither moved nor changed
+                // until every completion is taken below; the spaces, which own the files, are
+                // held by the copies.
+                unsafe {
+                    batch.queue(
+                        Direction::Write,
+                        file,
+                        iovecs,
+                        offset,
+                        tag as u64,
+                        &mut completed,
+                    );
+                }
+            }
+            batch.complete(batch.pending(), &mut completed);
+            for (tag, outcome) in completed.drain(..) {
+                outcomes[tag as usize] = Some(outcome);
+            }
+        }
+        let mut result = Ok(());
+        for ((run, outcome), in_file) in runs.into_iter().zip(outcomes).zip(in_file) {
+            let outcome = outcome.expect("every run's write ended");
+            for (i, page) in pages[run].iter_mut().enumerate() {
+                let written = match &outcome {
+                    Ok(()) => Ok(i < in_file),
+                    Err(err) => Err(StorageError::io(
+                        format!("writing page {} of space {}", page.page_no, page.space.id()),
+                        std::io::Error::new(err.kind(), err.to_string()),
+                    )),
+                };
+                result = result.and(self.finish_write(page, written));
+            }
+        }
+        result
     }
 
     /// Marks a write-latched frame dirty as of `lsn` (keeping an earlier oldest LSN).
@@ -114,9 +314,7 @@ impl BufferPool {
             .take(limit)
             .map(|&(_, f)| f)
             .collect();
-        for &frame_id in &batch {
-            self.write_back(frame_id)?;
-        }
+        self.write_batch(&batch)?;
         Ok(batch.len())
     }
 
@@ -143,9 +341,7 @@ impl BufferPool {
             if batch.is_empty() {
                 break;
             }
-            for frame_id in batch {
-                self.write_back(frame_id)?;
-            }
+            self.write_batch(&batch)?;
         }
         self.sync_written()?;
         wal.write_checkpoint(redo)?;
@@ -207,4 +403,23 @@ pub(super) fn run_flusher(pool: Weak<BufferPool>) {
             }
         }
     }
+}
+
+/// Splits copies sorted by (space, page) into runs of neighbouring pages of one space, each at
+/// most `most` pages long.
+fn write_runs(pages: &[Copied], most: usize) -> Vec<std::ops::Range<usize>> {
+    let mut runs: Vec<std::ops::Range<usize>> = Vec::new();
+    for (i, page) in pages.iter().enumerate() {
+        match runs.last_mut() {
+            Some(run)
+                if run.len() < most
+                    && pages[run.end - 1].space.id() == page.space.id()
+                    && pages[run.end - 1].page_no + 1 == page.page_no =>
+            {
+                run.end = i + 1;
+            }
+            _ => runs.push(i..i + 1),
+        }
+    }
+    runs
 }

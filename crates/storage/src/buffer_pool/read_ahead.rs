@@ -1,6 +1,6 @@
 //! Read-ahead: a scan names the pages it will want next ([`BufferPool::read_ahead`]) and returns
 //! at once; one thread per pool reads them into cold frames, many at a time through a
-//! [`BatchReader`] (io_uring, or positioned reads where the kernel gives no ring), in page-number
+//! [`BatchIo`] (io_uring, or positioned reads where the kernel gives no ring), in page-number
 //! order, neighbouring pages (up to an extent's worth, [`MAX_RUN_BYTES`]) as one vectored read into
 //! their frames, so that a table laid out in key order is read in large sequential requests.
 //!
@@ -21,7 +21,7 @@
 //!   counts as a read-ahead hit of the requesting thread ([`ThreadIo::read_ahead`]).
 
 use super::*;
-use crate::io::batch::{BatchReader, Completion};
+use crate::io::batch::{BatchIo, Completion, Direction};
 
 /// Reads the read-ahead thread keeps in flight.
 pub const READ_AHEAD_DEPTH: usize = 32;
@@ -176,7 +176,7 @@ impl ReadAheadWorker {
 }
 
 fn run_read_ahead(pool: Weak<BufferPool>, queue: &Queue) {
-    let mut reader = BatchReader::new(READ_AHEAD_DEPTH, true);
+    let mut reader = BatchIo::new(READ_AHEAD_DEPTH, true);
     loop {
         let requests = {
             let mut state = queue.state.lock();
@@ -200,14 +200,15 @@ fn run_read_ahead(pool: Weak<BufferPool>, queue: &Queue) {
 impl BufferPool {
     /// Asks for `pages` of `space` to be read into the pool soon, as scan pages, without waiting
     /// for them (see the module doc); `scan` says which of its leaves the pages are, in order, so
-    /// that pages it reaches first are skipped. Pages already cached cost only a look-up.
+    /// that pages it reaches first are skipped. Pages already cached cost only a look-up here, and
+    /// a request of cached pages only never wakes the read-ahead thread.
     pub fn read_ahead(
         self: &Arc<Self>,
         space: &Arc<Space>,
         pages: Vec<PageNo>,
         scan: Option<ScanAhead>,
     ) {
-        if pages.is_empty() {
+        if pages.iter().all(|&page| self.lookup(space, page).is_some()) {
             return;
         }
         let worker = self.read_ahead.get_or_init(|| {
@@ -230,7 +231,7 @@ impl BufferPool {
     /// Reads the pages of `requests` that are not cached, in (space, page) order, in runs of
     /// neighbours, keeping the reader's depth of reads in flight; returns when every read has
     /// ended.
-    fn serve_read_ahead(&self, requests: Vec<Request>, reader: &mut BatchReader) {
+    fn serve_read_ahead(&self, requests: Vec<Request>, reader: &mut BatchIo) {
         let mut wanted: Vec<(SpaceId, PageNo, &Request, usize)> = requests
             .iter()
             .flat_map(|request| {
@@ -279,12 +280,7 @@ impl BufferPool {
     }
 
     /// Queues the read of a run, then ends the runs whose reads completed meanwhile.
-    fn start_run<'a>(
-        &'a self,
-        run: Run<'a>,
-        reader: &mut BatchReader,
-        in_flight: &mut InFlight<'a>,
-    ) {
+    fn start_run<'a>(&'a self, run: Run<'a>, reader: &mut BatchIo, in_flight: &mut InFlight<'a>) {
         let tag = match in_flight.free_tags.pop() {
             Some(tag) => tag,
             None => {
@@ -299,6 +295,7 @@ impl BufferPool {
         // by `end_runs`; the run also holds the space, which owns the file.
         unsafe {
             reader.queue(
+                Direction::Read,
                 file,
                 &run.iovecs,
                 offset,

@@ -1,13 +1,13 @@
-//! Batches of page reads in flight at once: an `io_uring` ring where the kernel gives one, plain
-//! positioned reads otherwise (chosen when the reader is made and logged once per process).
+//! Batches of page reads and writes in flight at once: an `io_uring` ring where the kernel gives
+//! one, plain positioned I/O otherwise (chosen when the batch is made and logged once per process).
 //!
-//! A caller queues reads ([`BatchReader::queue`]), each of a run of neighbouring pages of one file
-//! into buffers it names in an `iovec` array (one vectored read: a run of pages reaches the disk as
-//! one request), and keeps the array and the buffers alive and untouched until that read's
-//! completion comes back from [`BatchReader::complete`]; up to the reader's depth are in the kernel
-//! at once. Files without a descriptor (the in-memory file system of tests), and
-//! every file under the fallback, are read at once in the calling thread; their completions come
-//! back from the next [`BatchReader::complete`] like the others.
+//! A caller queues reads or writes ([`BatchIo::queue`]), each of a run of neighbouring pages of
+//! one file from or into buffers it names in an `iovec` array (one vectored request: a run of pages
+//! reaches the disk as one request), and keeps the array and the buffers alive and untouched until
+//! that request's completion comes back from [`BatchIo::complete`]; up to the batch's depth are
+//! in the kernel at once. Files without a descriptor (the in-memory file system of tests), and
+//! every file under the fallback, are read or written at once in the calling thread; their
+//! completions come back from the next [`BatchIo::complete`] like the others.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -17,36 +17,43 @@ use io_uring::{opcode, types, IoUring};
 
 use super::FileIo;
 
-/// A read's completion: the tag it was queued with and how it ended.
+/// A request's completion: the tag it was queued with and how it ended.
 pub type Completion = (u64, io::Result<()>);
 
-/// Reads in flight on an io_uring ring, or read at once.
-pub struct BatchReader {
+/// Which way a request moves the bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Read,
+    Write,
+}
+
+/// Requests in flight on an io_uring ring, or done at once.
+pub struct BatchIo {
     ring: Option<IoUring>,
     depth: usize,
     /// Reads handed to the ring and not yet reaped.
     in_flight: usize,
-    /// Completions of reads done at once, not yet returned.
+    /// Completions of requests done at once, not yet returned.
     done: Vec<Completion>,
 }
 
-impl BatchReader {
-    /// A reader keeping up to `depth` reads in flight: on io_uring unless `use_ring` is false or
+impl BatchIo {
+    /// A batch keeping up to `depth` requests in flight: on io_uring unless `use_ring` is false or
     /// the kernel refuses a ring.
     pub fn new(depth: usize, use_ring: bool) -> Self {
         let depth = depth.clamp(1, 4096);
         let ring = match use_ring.then(|| IoUring::new(depth.next_power_of_two() as u32)) {
             Some(Ok(ring)) => {
-                log_choice(&format!("io_uring ({depth} reads in flight)"));
+                log_choice(&format!("io_uring ({depth} requests in flight)"));
                 Some(ring)
             }
             Some(Err(err)) => {
-                log_choice(&format!("positioned reads (io_uring unavailable: {err})"));
+                log_choice(&format!("positioned I/O (io_uring unavailable: {err})"));
                 None
             }
             None => None,
         };
-        BatchReader {
+        BatchIo {
             ring,
             depth,
             in_flight: 0,
@@ -54,25 +61,27 @@ impl BatchReader {
         }
     }
 
-    /// Whether reads go through io_uring.
+    /// Whether requests go through io_uring.
     pub fn uses_ring(&self) -> bool {
         self.ring.is_some()
     }
 
-    /// Reads queued whose completions have not been returned yet.
+    /// Requests queued whose completions have not been returned yet.
     pub fn pending(&self) -> usize {
         self.in_flight + self.done.len()
     }
 
-    /// Queues one read of the bytes at `offset` of `file` into the buffers of `iovecs`, in order;
-    /// when the ring is full, first waits for earlier reads, whose completions go to `completed`.
+    /// Queues one request moving the bytes at `offset` of `file` from or into the buffers of
+    /// `iovecs`, in order; when the ring is full, first waits for earlier requests, whose
+    /// completions go to `completed`.
     ///
     /// # Safety
-    /// Each buffer must be valid for writes of its length, aligned as the file's mode needs, and
-    /// left alone — like `iovecs` itself — until [`BatchReader::complete`] (or `queue`) returns
-    /// this read's completion; `file` must stay open until then.
+    /// Each buffer must be valid for its length (for writes into it, for a read), aligned as the
+    /// file's mode needs, and left alone — like `iovecs` itself — until [`BatchIo::complete`] (or
+    /// `queue`) returns this request's completion; `file` must stay open until then.
     pub unsafe fn queue(
         &mut self,
+        direction: Direction,
         file: &dyn FileIo,
         iovecs: &[libc::iovec],
         offset: u64,
@@ -82,17 +91,17 @@ impl BatchReader {
         match (self.ring.is_some(), file.raw_fd()) {
             (true, Some(fd)) => {
                 // SAFETY: passed on from the caller.
-                unsafe { self.submit_read(fd, iovecs, offset, tag, completed) }
+                unsafe { self.submit(direction, fd, iovecs, offset, tag, completed) }
             }
             _ => {
                 // SAFETY: passed on from the caller.
-                let read = unsafe { read_each(file, iovecs, offset) };
-                self.done.push((tag, read));
+                let done = unsafe { move_each(direction, file, iovecs, offset) };
+                self.done.push((tag, done));
             }
         }
     }
 
-    /// Moves completions into `completed`: at least `wait_for` of the pending reads (all of them
+    /// Moves completions into `completed`: at least `wait_for` of the pending requests (all of them
     /// when fewer are pending), and any others already finished.
     pub fn complete(&mut self, wait_for: usize, completed: &mut Vec<Completion>) {
         let from_done = self.done.len();
@@ -100,8 +109,9 @@ impl BatchReader {
         self.reap(wait_for.saturating_sub(from_done), completed);
     }
 
-    unsafe fn submit_read(
+    unsafe fn submit(
         &mut self,
+        direction: Direction,
         fd: RawFd,
         iovecs: &[libc::iovec],
         offset: u64,
@@ -112,15 +122,21 @@ impl BatchReader {
             self.reap(1, completed);
         }
         let len = iovecs.iter().map(|iovec| iovec.iov_len).sum();
-        let count = u32::try_from(iovecs.len()).expect("a read's buffers fit in u32");
-        let entry = opcode::Readv::new(types::Fd(fd), iovecs.as_ptr(), count)
-            .offset(offset)
-            .build()
-            .user_data(encode_tag(tag, len));
+        let count = u32::try_from(iovecs.len()).expect("a request's buffers fit in u32");
+        let fd = types::Fd(fd);
+        let entry = match direction {
+            Direction::Read => opcode::Readv::new(fd, iovecs.as_ptr(), count)
+                .offset(offset)
+                .build(),
+            Direction::Write => opcode::Writev::new(fd, iovecs.as_ptr(), count)
+                .offset(offset)
+                .build(),
+        }
+        .user_data(encode_tag(tag, len));
         let ring = self.ring.as_mut().expect("only called with a ring");
-        // SAFETY: the buffer and the descriptor outlive the read (the caller's promise), and the
-        // ring has room: it holds at least `depth` entries and fewer are in flight.
-        unsafe { ring.submission().push(&entry) }.expect("the ring has room for `depth` reads");
+        // SAFETY: the buffers and the descriptor outlive the request (the caller's promise), and
+        // the ring has room: it holds at least `depth` entries and fewer are in flight.
+        unsafe { ring.submission().push(&entry) }.expect("the ring has room for `depth` requests");
         // A refused submit (EBUSY, EAGAIN) leaves the entry queued; the next wait submits it.
         let _ = ring.submit();
         self.in_flight += 1;
@@ -137,7 +153,7 @@ impl BatchReader {
         loop {
             for entry in ring.completion() {
                 let (tag, len) = decode_tag(entry.user_data());
-                completed.push((tag, read_outcome(entry.result(), len)));
+                completed.push((tag, outcome(entry.result(), len)));
                 reaped += 1;
                 self.in_flight -= 1;
             }
@@ -145,17 +161,17 @@ impl BatchReader {
                 return;
             }
             if let Err(err) = ring.submit_and_wait(1) {
-                // Reads in flight own their buffers: the reader cannot give up on them.
+                // Requests in flight own their buffers: the batch cannot give up on them.
                 assert!(
                     err.kind() == io::ErrorKind::Interrupted,
-                    "io_uring wait failed with reads in flight: {err}"
+                    "io_uring wait failed with requests in flight: {err}"
                 );
             }
         }
     }
 }
 
-impl Drop for BatchReader {
+impl Drop for BatchIo {
     /// Waits for every read in flight: their buffers must not be reused under the kernel.
     fn drop(&mut self) {
         let mut completed = Vec::new();
@@ -163,40 +179,48 @@ impl Drop for BatchReader {
     }
 }
 
-/// Reads the buffers of `iovecs` one after the other from `offset` of `file`.
+/// Reads or writes the buffers of `iovecs` one after the other from `offset` of `file`.
 ///
 /// # Safety
-/// As for [`BatchReader::queue`]; the buffers are written before this returns.
-unsafe fn read_each(file: &dyn FileIo, iovecs: &[libc::iovec], offset: u64) -> io::Result<()> {
+/// As for [`BatchIo::queue`]; the buffers are done with when this returns.
+unsafe fn move_each(
+    direction: Direction,
+    file: &dyn FileIo,
+    iovecs: &[libc::iovec],
+    offset: u64,
+) -> io::Result<()> {
     let mut at = offset;
     for iovec in iovecs {
         // SAFETY: the caller gives buffers valid for their lengths that nobody else uses.
         let buf =
             unsafe { std::slice::from_raw_parts_mut(iovec.iov_base.cast::<u8>(), iovec.iov_len) };
-        file.read_at(buf, at)?;
+        match direction {
+            Direction::Read => file.read_at(buf, at)?,
+            Direction::Write => file.write_at(buf, at)?,
+        }
         at += iovec.iov_len as u64;
     }
     Ok(())
 }
 
-fn read_outcome(result: i32, len: usize) -> io::Result<()> {
+fn outcome(result: i32, len: usize) -> io::Result<()> {
     if result < 0 {
         return Err(io::Error::from_raw_os_error(-result));
     }
     if result as usize != len {
         return Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
-            format!("short read: {result} of {len} bytes"),
+            format!("short transfer: {result} of {len} bytes"),
         ));
     }
     Ok(())
 }
 
-/// A read's tag and length share the ring's 64-bit user data: 40 bits of tag, 24 of length.
+/// A request's tag and length share the ring's 64-bit user data: 40 bits of tag, 24 of length.
 fn encode_tag(tag: u64, len: usize) -> u64 {
     assert!(
         tag < 1 << 40 && len < 1 << 24,
-        "a batched read's tag or length is too large"
+        "a batched request's tag or length is too large"
     );
     (tag << 24) | len as u64
 }
@@ -207,7 +231,7 @@ fn decode_tag(data: u64) -> (u64, usize) {
 
 fn log_choice(what: &str) {
     static LOGGED: Once = Once::new();
-    LOGGED.call_once(|| eprintln!("steady: batched page reads use {what}"));
+    LOGGED.call_once(|| eprintln!("steady: batched page I/O uses {what}"));
 }
 
 #[cfg(test)]
@@ -227,7 +251,7 @@ mod tests {
             buf.fill(page as u8);
             file.write_at(&buf, (page * IO_ALIGN) as u64).unwrap();
         }
-        let mut reader = BatchReader::new(8, use_ring);
+        let mut reader = BatchIo::new(8, use_ring);
         assert_eq!(reader.uses_ring(), use_ring);
         let mut bufs: Vec<AlignedBuf> = (0..=pages).map(|_| AlignedBuf::zeroed(IO_ALIGN)).collect();
         let iovecs: Vec<libc::iovec> = bufs
@@ -250,6 +274,7 @@ mod tests {
             // SAFETY: the buffers and the iovecs outlive the completions, all taken below.
             unsafe {
                 reader.queue(
+                    Direction::Read,
                     file.as_ref(),
                     &iovecs[run.clone()],
                     offset,
