@@ -8,7 +8,7 @@
 # Environment: STEADY_BIN, the binary to serve with (default the checkout's release build,
 # target/release/steady or under CARGO_TARGET_DIR, built when missing); BUFFER_POOL, a size such
 # as 256MB given to SteadyDB as buffer_pool_size and to PostgreSQL as shared_buffers (unset: each
-# system's default).
+# system's default); STEADY_DIRECT_IO=1 serves SteadyDB with direct_io = true.
 
 PG_BIN=/usr/lib/postgresql/15/bin
 
@@ -83,7 +83,9 @@ start_steady() {
   local bin dir="$WORK/steady"
   bin="$(steady_binary)"
   mkdir -p "$dir"
-  if [ -n "${BUFFER_POOL:-}" ]; then echo "buffer_pool_size = \"$BUFFER_POOL\"" >"$dir/steady.toml"; fi
+  : >"$dir/steady.toml"
+  if [ -n "${BUFFER_POOL:-}" ]; then echo "buffer_pool_size = \"$BUFFER_POOL\"" >>"$dir/steady.toml"; fi
+  if [ "${STEADY_DIRECT_IO:-0}" = 1 ]; then echo "direct_io = true" >>"$dir/steady.toml"; fi
   STEADY_PORT="$(free_port)"
   "$bin" serve --data "$dir" --listen "127.0.0.1:$STEADY_PORT" >"$WORK/steady.log" 2>&1 &
   STEADY_PID=$!
