@@ -144,16 +144,36 @@ pub fn decode_row_columns_into(
     let bitmap = reader.take(count.div_ceil(8))?;
     let is_null = |i: usize| i >= count || bitmap[i / 8] & (1 << (i % 8)) != 0;
     for (i, ty) in column_types.iter().enumerate() {
-        row.push(if is_null(i) {
-            Value::Null
+        if is_null(i) {
+            row.push(Value::Null);
         } else if wanted.is_some_and(|wanted| !wanted.get(i).copied().unwrap_or(true)) {
             skip_row_body(&mut reader, ty)?;
-            Value::Null
+            row.push(Value::Null);
         } else {
-            read_row_body(&mut reader, ty)?
-        });
+            push_row_body(&mut reader, ty, row)?;
+        }
     }
     reader.finish()
+}
+
+/// Decodes one value onto `row`. The common fixed-width types are built in place in the vector:
+/// returned through `read_row_body`'s `Result`, a value was stored to the stack in parts and
+/// loaded back whole, a store-forwarding stall that cost a third of a warm scan's time.
+#[inline]
+fn push_row_body(
+    reader: &mut Reader<'_>,
+    ty: &DataType,
+    row: &mut Vec<Value>,
+) -> Result<(), CodecError> {
+    match ty {
+        DataType::Integer => row.push(Value::Integer(i32::from_le_bytes(reader.array()?))),
+        DataType::BigInt => row.push(Value::BigInt(i64::from_le_bytes(reader.array()?))),
+        DataType::Double => row.push(Value::Double(f64::from_bits(u64::from_le_bytes(
+            reader.array()?,
+        )))),
+        _ => row.push(read_row_body(reader, ty)?),
+    }
+    Ok(())
 }
 
 fn put_row_body(out: &mut Vec<u8>, value: &Value) {
