@@ -153,7 +153,7 @@ impl ReadAheadWindow {
         if self.leaves < 2 || max_depth == 0 {
             return Vec::new();
         }
-        let depth = (4usize << self.leaves.min(16)).min(max_depth);
+        let depth = window_depth(self.leaves as u64, max_depth) as usize;
         if self.parent != Some(parent) {
             self.parent = Some(parent);
             self.until = slot;
@@ -216,7 +216,7 @@ impl KeyedReadAhead {
             progress: Arc::clone(&self.progress),
             first,
         };
-        let depth = (4u64 << self.leaves.min(16)).min(max_depth as u64);
+        let depth = window_depth(self.leaves, max_depth);
         if self.leaves < 2 || self.asked_leaves - self.leaves > depth / 2 {
             return (Vec::new(), ahead(0));
         }
@@ -600,6 +600,12 @@ impl BTree {
             guard = self.fetch_checked(child, Some(level - 1), AccessHint::Normal)?;
         }
     }
+}
+
+/// How many leaves a walk that has read `leaves` asks to have ahead of it: 16 at its second leaf,
+/// doubling per leaf up to `max_depth`.
+fn window_depth(leaves: u64, max_depth: usize) -> u64 {
+    (4u64 << leaves.min(16)).min(max_depth as u64)
 }
 
 /// The deepest read-ahead window for scans of `pool`: a sixteenth of its frames, at most
