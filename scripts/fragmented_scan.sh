@@ -5,7 +5,8 @@
 # 2GB pool, then, each after a restart with a 64MB pool (cold: nothing in the pool, and direct
 # I/O keeps the OS cache out), a full scan, a 5% key range, a 2% range of a secondary index and a
 # LIMIT 10 scan, each timed by psql, with the pages the server read (steady_metrics) and fio's
-# sequential MB/s on the table's file (1 MiB requests, depth 32 and 1) in the same run.
+# sequential MB/s on the table's file (1 MiB requests, depth 32 and 1) in the same run; then the
+# full scan of the same rows loaded in key order, beside fio on that table's file.
 #
 #   scripts/fragmented_scan.sh            (ROWS=4000000 by default; ROWS=1000000 for a quick run)
 set -euo pipefail
@@ -18,30 +19,42 @@ export STEADY_DIRECT_IO=1
 
 metric() { sql -c "SELECT value FROM steady_metrics WHERE name = '$1'"; }
 
+# load TABLE USER_ID: creates and fills TABLE (user_id given by the expression USER_ID of g),
+# indexes n, and prints the table's space file.
+load() {
+  local table=$1 user_id=$2 before loaded
+  before="$(ls "$WORK"/steady/space_*.sdb)"
+  sql -c "CREATE TABLE $table (user_id bigint, object_id bigint, payload char(200), n int,
+          PRIMARY KEY (user_id, object_id))"
+  loaded=$(date +%s.%N)
+  for ((first = 0; first < ROWS; first += CHUNK)); do
+    last=$((first + CHUNK < ROWS ? first + CHUNK - 1 : ROWS - 1))
+    sql -c "INSERT INTO $table SELECT $user_id, g, repeat('p', 200), g % 1000
+            FROM generate_series($first, $last) g"
+  done
+  sql -c "CREATE INDEX ${table}_n ON $table (n)"
+  sql -c "ANALYZE $table"
+  python3 -c "import sys; print(f\"loaded and indexed $ROWS rows of $table in {$(date +%s.%N) - $loaded:.1f} s\", file=sys.stderr)"
+  comm -13 <(echo "$before") <(ls "$WORK"/steady/space_*.sdb)
+}
+
 BUFFER_POOL=2GB start_steady
-sql -c "CREATE TABLE random_order (user_id bigint, object_id bigint, payload char(200), n int,
-        PRIMARY KEY (user_id, object_id))"
-loaded=$(date +%s.%N)
-for ((first = 0; first < ROWS; first += CHUNK)); do
-  last=$((first + CHUNK < ROWS ? first + CHUNK - 1 : ROWS - 1))
-  sql -c "INSERT INTO random_order SELECT (random() * 999999)::bigint, g, repeat('p', 200), g % 1000
-          FROM generate_series($first, $last) g"
-done
-sql -c "CREATE INDEX random_order_n ON random_order (n)"
-sql -c "ANALYZE random_order"
-python3 -c "import sys; print(f\"loaded and indexed $ROWS rows in {$(date +%s.%N) - $loaded:.1f} s\", file=sys.stderr)"
+random_file="$(load random_order '(random() * 999999)::bigint')"
+ordered_file="$(load key_order 'g / 4')"
 stop_steady
 
-file="$(ls -S "$WORK"/steady/space_*.sdb | head -1)"
 fio_mb() {
-  fio --name=sequential --rw=read --bs=1M --iodepth="$1" --direct=1 --ioengine=io_uring --readonly \
-    --time_based --runtime=3 --output-format=json --filename="$file" |
+  fio --name=sequential --rw=read --bs=1M --iodepth="$2" --direct=1 --ioengine=io_uring --readonly \
+    --time_based --runtime=3 --output-format=json --filename="$1" |
     python3 -c 'import json, sys; print(round(json.load(sys.stdin)["jobs"][0]["read"]["bw_bytes"] / 1e6))'
 }
-fio32="$(fio_mb 32)"
-fio1="$(fio_mb 1)"
-printf '%-28s %10s %10s %10s %10s\n' "table file" "$(($(stat -c %s "$file") / 1000000)) MB" "" "" ""
-printf '%-28s %10s MB/s at depth 32, %s MB/s at depth 1\n' "fio sequential read" "$fio32" "$fio1"
+# fio_line NAME FILE: prints fio's figures for FILE and sets fio32.
+fio_line() {
+  fio32="$(fio_mb "$2" 32)"
+  printf '%-28s %6s MB, fio sequential read %s MB/s at depth 32, %s MB/s at depth 1\n' \
+    "$1" "$(($(stat -c %s "$2") / 1000000))" "$fio32" "$(fio_mb "$2" 1)"
+}
+fio_line "random-order table" "$random_file"
 printf '%-28s %10s %10s %10s %10s %10s\n' query seconds pages "MB/s" "% of fio32" "read ahead"
 
 page_size=16384
@@ -63,3 +76,5 @@ measure "full scan" "SELECT sum(n) FROM random_order"
 measure "5% key range" "SELECT sum(n) FROM random_order WHERE user_id >= 500000 AND user_id < 550000"
 measure "2% index range" "SELECT sum(object_id) FROM random_order WHERE n < 20"
 measure "LIMIT 10" "SELECT * FROM random_order LIMIT 10"
+fio_line "key-order table" "$ordered_file"
+measure "full scan, key order" "SELECT sum(n) FROM key_order"
