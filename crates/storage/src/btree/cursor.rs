@@ -263,15 +263,28 @@ impl BTree {
         };
         let page = Page::new(&parent);
         let slot = seek.branch_slot(page);
-        let mut bounds = parent_bounds.clone();
-        bounds.narrow(page, slot);
-        let child = node::branch_child(page.record(slot));
-        let guard = self.fetch_checked(child, Some(0), hint)?;
+        let leaf = self.child_leaf(page, &parent_bounds, slot, hint)?;
         let upper = parent_bounds.upper.as_deref();
         let max_depth = max_read_ahead(&self.pool);
         let (pages, scan) = ahead.advance(parent.page_no(), page, slot, upper, keys, at, max_depth);
         drop(parent);
         self.pool.read_ahead(&self.space, pages, Some(scan));
+        Ok(leaf)
+    }
+
+    /// The leaf in `slot` of a latched parent covering `parent_bounds`, read-latched with its key
+    /// range.
+    fn child_leaf(
+        &self,
+        parent: Page<'_>,
+        parent_bounds: &Bounds,
+        slot: usize,
+        hint: AccessHint,
+    ) -> Result<Leaf<'_>> {
+        let mut bounds = parent_bounds.clone();
+        bounds.narrow(parent, slot);
+        let child = node::branch_child(parent.record(slot));
+        let guard = self.fetch_checked(child, Some(0), hint)?;
         Ok(Leaf { guard, bounds })
     }
 }
@@ -539,10 +552,7 @@ impl BTree {
             },
         };
         let page = Page::new(&parent);
-        let mut bounds = parent_bounds.clone();
-        bounds.narrow(page, slot);
-        let child = node::branch_child(page.record(slot));
-        let guard = self.fetch_checked(child, Some(0), AccessHint::Scan)?;
+        let leaf = self.child_leaf(page, &parent_bounds, slot, AccessHint::Scan)?;
         let max_depth = max_read_ahead(&self.pool);
         let (ahead, scan) = walk
             .ahead
@@ -555,7 +565,7 @@ impl BTree {
         });
         drop(parent);
         self.pool.read_ahead(&self.space, ahead, Some(scan));
-        Ok(Leaf { guard, bounds })
+        Ok(leaf)
     }
 
     /// The parent and slot of the leaf `seek` selects, if it is the neighbour of the walk's last

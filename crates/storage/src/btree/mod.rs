@@ -165,8 +165,8 @@ impl BTree {
 
     /// The value stored under `key`.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let leaf = self.descend_read(cursor::Seek::AtOrAfter(key), AccessHint::Normal, false)?;
-        let page = Page::new(&leaf.guard);
+        let leaf = self.descend_read(cursor::Seek::AtOrAfter(key))?;
+        let page = Page::new(&leaf);
         match node::leaf_search(page, key) {
             Ok(slot) => Ok(Some(self.load_value(page.record(slot))?)),
             Err(_) => Ok(None),
@@ -320,32 +320,18 @@ impl BTree {
         Ok(guard)
     }
 
-    /// Read-couples down to the leaf `seek` selects, returning it with its key bounds.
-    fn descend_read(
-        &self,
-        seek: cursor::Seek<'_>,
-        leaf_hint: AccessHint,
-        track_bounds: bool,
-    ) -> Result<cursor::Leaf<'_>> {
+    /// Read-couples down to the leaf `seek` selects (point reads; scans walk the leaves with
+    /// [`cursor::LeafWalk`]).
+    fn descend_read(&self, seek: cursor::Seek<'_>) -> Result<PageReadGuard<'_>> {
         let mut guard = self.fetch_checked(self.entry.root, None, AccessHint::Normal)?;
-        let mut bounds = cursor::Bounds::default();
         loop {
             let page = Page::new(&guard);
             let level = page.level();
             if level == 0 {
-                return Ok(cursor::Leaf { guard, bounds });
+                return Ok(guard);
             }
-            let slot = seek.branch_slot(page);
-            if track_bounds {
-                bounds.narrow(page, slot);
-            }
-            let child = node::branch_child(page.record(slot));
-            let hint = if level == 1 {
-                leaf_hint
-            } else {
-                AccessHint::Normal
-            };
-            guard = self.fetch_checked(child, Some(level - 1), hint)?;
+            let child = node::branch_child(page.record(seek.branch_slot(page)));
+            guard = self.fetch_checked(child, Some(level - 1), AccessHint::Normal)?;
         }
     }
 

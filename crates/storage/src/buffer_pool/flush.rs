@@ -160,11 +160,10 @@ impl BufferPool {
             }
         }
         let mut pages = Vec::new();
-        let mut unlatched = Vec::new();
         for &(frame_id, _) in &locked {
             match self.copy_for_write(frame_id, false) {
                 Some(copied) => pages.extend(copied),
-                None => unlatched.push(frame_id),
+                None => busy.push(frame_id),
             }
         }
         let result = self.write_copies(&mut pages);
@@ -172,7 +171,6 @@ impl BufferPool {
             drop(lock);
             self.unpin(frame_id);
         }
-        busy.extend(unlatched);
         let mut result = result;
         for frame_id in busy {
             let written = self.write_back(frame_id);
