@@ -8,6 +8,7 @@
 //! kind 2  byte ranges:     body = count u32, then count x (offset u32 | length u32 | bytes)
 //! kind 3  zeroed page:     body as kind 2; the page is all zeros before the ranges are applied
 //! kind 4  page operations: body = length u32, then the operations (see `page::PageOps`)
+//! kind 5  rebuilt page:    body as kind 4; the page is all zeros before the operations replay
 //! ```
 //!
 //! Redo is physical: a change is applied to a page only if the page's LSN is below the record's end
@@ -15,7 +16,12 @@
 //! page after the fuzzy-checkpoint horizon ([`crate::wal::Wal::fpi_horizon`]) is always a full image;
 //! the first change of a freshly allocated page is "zeroed, then its non-zero bytes" (kind 3), which
 //! is as self-contained as an image but only as large as what the page holds. Either way a page torn
-//! by a crash mid-write is rebuilt without being read. The checksum and LSN fields (bytes 0..12) are
+//! by a crash mid-write is rebuilt without being read.
+//!
+//! A B+tree page is logged in those two cases as kind 5 instead, the operations that build it from
+//! zeros (`PageOps::image_of`: format, links, then its records, each after the prefix it shares
+//! with the one before): as self-contained as an image, at a few bytes a record where the records
+//! are sorted keys. A fresh page changed only by operations is logged as those operations. The checksum and LSN fields (bytes 0..12) are
 //! never part of a range: the LSN is set from the record, the checksum when the page is written.
 //!
 //! Most changes are kind 4: the B+tree changes pages through [`PageMut`]'s operations (insert this
@@ -31,6 +37,7 @@ const KIND_FULL: u8 = 1;
 const KIND_RANGES: u8 = 2;
 const KIND_ZEROED: u8 = 3;
 const KIND_OPS: u8 = 4;
+const KIND_REBUILT: u8 = 5;
 /// Bytes 0..12 (checksum and LSN) are not logged.
 const LOGGED_FROM: usize = 12;
 /// Unchanged bytes are skipped this many at a time (one memcmp) while diffing a page.
@@ -56,6 +63,19 @@ pub enum ChangeBody {
     Zeroed(Vec<(u32, Vec<u8>)>),
     /// Page operations, replayed in order.
     Ops(Vec<u8>),
+    /// The page is zeroed, then the operations are replayed.
+    Rebuilt(Vec<u8>),
+}
+
+impl ChangeBody {
+    /// Whether the change makes the page whole without reading it (an image, or a page rebuilt
+    /// from zeros): recovery then never reads a page a crash may have torn.
+    pub fn is_self_contained(&self) -> bool {
+        matches!(
+            self,
+            ChangeBody::Full(_) | ChangeBody::Zeroed(_) | ChangeBody::Rebuilt(_)
+        )
+    }
 }
 
 fn encode_header(out: &mut Vec<u8>, kind: u8, space: SpaceId, page: PageNo) {
@@ -73,6 +93,13 @@ pub fn encode_full(out: &mut Vec<u8>, space: SpaceId, page_no: PageNo, page: &[u
 /// Appends the operations a logged [`PageMut`] made on a page (see [`PageOps`]).
 pub fn encode_ops(out: &mut Vec<u8>, space: SpaceId, page_no: PageNo, ops: &[u8]) {
     encode_header(out, KIND_OPS, space, page_no);
+    out.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+    out.extend_from_slice(ops);
+}
+
+/// Appends a page as the operations that build it from a zeroed page.
+pub fn encode_rebuilt(out: &mut Vec<u8>, space: SpaceId, page_no: PageNo, ops: &[u8]) {
+    encode_header(out, KIND_REBUILT, space, page_no);
     out.extend_from_slice(&(ops.len() as u32).to_le_bytes());
     out.extend_from_slice(ops);
 }
@@ -168,9 +195,14 @@ pub fn decode(payload: &[u8], page_size: usize) -> Result<Vec<PageChange>, Stora
         let page = read_u32(payload, take(&mut at, 4)?.start);
         let body = match kind {
             KIND_FULL => ChangeBody::Full(payload[take(&mut at, page_size)?].to_vec()),
-            KIND_OPS => {
+            KIND_OPS | KIND_REBUILT => {
                 let len = read_u32(payload, take(&mut at, 4)?.start) as usize;
-                ChangeBody::Ops(payload[take(&mut at, len)?].to_vec())
+                let ops = payload[take(&mut at, len)?].to_vec();
+                if kind == KIND_OPS {
+                    ChangeBody::Ops(ops)
+                } else {
+                    ChangeBody::Rebuilt(ops)
+                }
             }
             KIND_RANGES | KIND_ZEROED => {
                 let count = read_u32(payload, take(&mut at, 4)?.start);
@@ -207,6 +239,10 @@ pub fn apply(change: &ChangeBody, page: &mut [u8], end_lsn: Lsn) -> Result<(), B
             apply_ranges(ranges, page);
         }
         ChangeBody::Ops(ops) => PageOps::replay(ops, page)?,
+        ChangeBody::Rebuilt(ops) => {
+            page.fill(0);
+            PageOps::replay(ops, page)?;
+        }
     }
     PageMut::new(page).set_lsn(end_lsn);
     Ok(())

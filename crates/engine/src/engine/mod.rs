@@ -186,6 +186,8 @@ pub struct Engine {
     /// older than their commit is released, so a long-lived snapshot does not make every pass
     /// re-walk its backlog.
     pinned: Mutex<VecDeque<PurgeItem>>,
+    /// The length of `pinned`, readable while a pass holds the list.
+    pinned_count: AtomicUsize,
     /// Transactions a running purge pass has taken out of the queue.
     purge_in_flight: AtomicUsize,
     /// The horizon up to which committed transactions have been forgotten.
@@ -319,11 +321,12 @@ impl Engine {
     }
 
     /// Committed transactions not yet fully purged: queued, pinned, or in the running pass. The
-    /// locks are taken one at a time (a pass holds the pinned list for its whole length).
+    /// pinned list is counted by `pinned_count`, never locked here: a pass holds it for its whole
+    /// length, and a query of `steady_metrics` must not wait for a pass.
     fn purge_lag(&self) -> usize {
         let queued = self.purge_queue.lock().len();
         let in_flight = self.purge_in_flight.load(Ordering::Acquire);
-        queued + in_flight + self.pinned.lock().len()
+        queued + in_flight + self.pinned_count.load(Ordering::Acquire)
     }
 
     /// Counters of the engine.

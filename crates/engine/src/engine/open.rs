@@ -50,6 +50,7 @@ impl Engine {
             lock_timeout: config.lock_timeout,
             purge_queue: Mutex::new(VecDeque::new()),
             pinned: Mutex::new(VecDeque::new()),
+            pinned_count: AtomicUsize::new(0),
             purge_in_flight: AtomicUsize::new(0),
             forgotten_below: AtomicU64::new(0),
             purge_running: Mutex::new(()),

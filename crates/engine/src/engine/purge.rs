@@ -22,6 +22,7 @@ impl Engine {
         };
         let mut pinned = self.pinned.lock();
         let mut items = take_due(&mut pinned, horizon, released);
+        self.pinned_count.store(pinned.len(), Ordering::Release);
         items.extend(new_items);
         self.purge_in_flight.store(items.len(), Ordering::Release);
         let mut removed = self.purge_versions(&mut items, horizon)?;
@@ -31,6 +32,7 @@ impl Engine {
         removed += self.purge_delete_marks(&done)?;
         self.delete_undo(done.iter().map(|item| item.txn))?;
         pinned.extend(kept);
+        self.pinned_count.store(pinned.len(), Ordering::Release);
         self.purge_in_flight.store(0, Ordering::Release);
         drop(pinned);
         if self.forgotten_below.fetch_max(horizon, Ordering::AcqRel) < horizon {
@@ -315,7 +317,7 @@ pub(super) fn run_purge(engine: Weak<Engine>) {
             return;
         }
         let queued = !engine.purge_queue.lock().is_empty();
-        if queued || !engine.pinned.lock().is_empty() {
+        if queued || engine.pinned_count.load(Ordering::Acquire) > 0 {
             if let Err(err) = engine.purge() {
                 eprintln!("steady: purge failed: {err}");
             }

@@ -1,7 +1,8 @@
 //! Bulk build: a tree made from sorted entries, bottom up, without a single split.
 //!
 //! Leaves are filled left to right to [`FILL`] of a page and written once each, as fresh pages (so
-//! each is logged once, as a full image, by the mini-transaction that writes it); then each branch
+//! each is logged once, by the mini-transaction that writes it, as the operations that rebuild it
+//! from zeros: its records, each after the prefix it shares with the one before); then each branch
 //! level is built the same way from the separators of the level below, until a level has one page:
 //! the root. The log grows by about the size of the tree and no checkpoint is forced (seed 001).
 //!
@@ -207,7 +208,7 @@ impl<'t> LevelBuilder<'t> {
 
     fn write(&self, mtr: &mut Mtr<'_>) -> Result<()> {
         let handle = mtr.create(&self.tree.space, self.page_no)?;
-        mtr.page_mut(handle).copy_from_slice(&self.image);
+        mtr.edit(handle).copy_image(&self.image);
         Ok(())
     }
 

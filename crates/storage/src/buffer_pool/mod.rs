@@ -391,13 +391,10 @@ impl BufferPool {
         change: &redo::PageChange,
         end_lsn: Lsn,
     ) -> Result<()> {
-        let mut guard = match change.body {
-            redo::ChangeBody::Full(_) | redo::ChangeBody::Zeroed(_) => {
-                self.create_page(space, change.page)?
-            }
-            redo::ChangeBody::Ranges(_) | redo::ChangeBody::Ops(_) => {
-                self.fetch_write(space, change.page)?
-            }
+        let mut guard = if change.body.is_self_contained() {
+            self.create_page(space, change.page)?
+        } else {
+            self.fetch_write(space, change.page)?
         };
         if page::Page::new(&guard).lsn() < end_lsn {
             redo::apply(&change.body, guard.page_mut(), end_lsn).map_err(|_| {
@@ -852,7 +849,7 @@ impl PageWriteGuard<'_> {
     pub fn edit(&mut self) -> PageMut<'_> {
         self.modified = true;
         let data = self.data.as_mut().expect("latched until drop");
-        if matches!(self.changes, Changes::Clean) && !self.fresh {
+        if matches!(self.changes, Changes::Clean) {
             self.changes = Changes::Ops(PageOps::default());
         }
         match &mut self.changes {
@@ -866,7 +863,12 @@ impl PageWriteGuard<'_> {
     pub(crate) fn encode_redo(&self, out: &mut Vec<u8>, horizon: Lsn) -> bool {
         let page: &[u8] = self;
         if self.fresh {
-            redo::encode_zeroed(out, self.space_id, self.page_no, page);
+            match &self.changes {
+                Changes::Ops(ops) if !ops.raw && ops.bytes.len() < page.len() / 2 => {
+                    redo::encode_rebuilt(out, self.space_id, self.page_no, &ops.bytes)
+                }
+                _ => redo::encode_zeroed(out, self.space_id, self.page_no, page),
+            }
             return false;
         }
         let unchanged_since = match &self.changes {
@@ -874,7 +876,7 @@ impl PageWriteGuard<'_> {
             _ => page::Page::new(page).lsn(),
         };
         if unchanged_since < horizon {
-            redo::encode_full(out, self.space_id, self.page_no, page);
+            self.encode_image(out);
             return true;
         }
         match &self.changes {
@@ -885,11 +887,28 @@ impl PageWriteGuard<'_> {
                 redo::encode_diff(out, self.space_id, self.page_no, before, page)
             }
             Changes::Clean | Changes::Whole | Changes::Ops(_) => {
-                redo::encode_full(out, self.space_id, self.page_no, page);
+                self.encode_image(out);
                 return true;
             }
         }
         false
+    }
+
+    /// Appends a self-contained image of the page: a B+tree page changed only through operations
+    /// as the operations that rebuild it (`PageOps::image_of`), any other page whole.
+    fn encode_image(&self, out: &mut Vec<u8>) {
+        let page: &[u8] = self;
+        let by_ops = matches!(&self.changes, Changes::Ops(ops) if !ops.raw);
+        let slotted = matches!(
+            page::Page::new(page).page_type(),
+            page::PageType::Leaf | page::PageType::Branch
+        );
+        if by_ops && slotted {
+            let ops = page::PageOps::image_of(page);
+            redo::encode_rebuilt(out, self.space_id, self.page_no, &ops.bytes);
+        } else {
+            redo::encode_full(out, self.space_id, self.page_no, page);
+        }
     }
 
     /// Logs a freshly created page now (into `out`) and marks it dirty, so the mini-transaction can
