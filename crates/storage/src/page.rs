@@ -307,13 +307,16 @@ pub struct PageMut<'a> {
 ///     | 8 truncate | slot u16                           (removes records slot..)
 ///     | 9 insert next     | shared u8 | suffix len u8 | suffix bytes
 ///     | 10 insert prefixed | slot u16 | shared u8 | suffix len u16 | suffix bytes
+///     | 11 replace delta   | slot u16 | prefix u16 | suffix u16 | middle len u16 | middle bytes
 /// ```
 ///
 /// Ops 9 and 10 are inserts whose record begins with `shared` bytes of the record left of it on
 /// the page (at `slot - 1`), which only the rest follows: sorted records share long prefixes (an
 /// index entry's key, the transaction id of an undo key), so a run of inserts or a page image
 /// costs a few bytes a record. Op 9 inserts right after the record the previous insert op of the
-/// same list put in (a run of appends), so it names no slot.
+/// same list put in (a run of appends), so it names no slot. Op 11 replaces a record with one that
+/// keeps `prefix` bytes of its start and `suffix` bytes of its end, logging only the middle: a row
+/// version that changes one column and its writer costs those bytes, not the row.
 ///
 /// Replaying the operations, in order, on the page as it was before them gives the page as it is:
 /// every operation is a function of the page's bytes and its arguments. `raw` is set when a caller
@@ -338,6 +341,9 @@ const OP_CLEAR: u8 = 7;
 const OP_TRUNCATE: u8 = 8;
 const OP_INSERT_NEXT: u8 = 9;
 const OP_INSERT_PREFIXED: u8 = 10;
+const OP_REPLACE_DELTA: u8 = 11;
+/// Bytes kept from a replaced record below which op 11 is not worth its longer header.
+const MIN_KEPT: usize = 8;
 /// A shared prefix shorter than this is not worth an op 9 or 10.
 const MIN_SHARED: usize = 3;
 
@@ -379,6 +385,22 @@ impl PageOps {
             self.bytes.extend_from_slice(suffix);
         }
         self.last_insert = Some(slot);
+    }
+
+    /// Logs the replacement at `slot` by `record` of a record that shared `kept` (prefix, suffix)
+    /// bytes with it (see [`kept_ends`]): as the bytes between them when that is worth it (op
+    /// 11), else whole (op 3).
+    fn replace(&mut self, slot: usize, record: &[u8], (prefix, suffix): (usize, usize)) {
+        if prefix + suffix < MIN_KEPT {
+            self.with_bytes(OP_REPLACE, slot, record);
+            return;
+        }
+        let middle = &record[prefix..record.len() - suffix];
+        self.op(OP_REPLACE_DELTA, slot);
+        for n in [prefix, suffix, middle.len()] {
+            self.bytes.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        self.bytes.extend_from_slice(middle);
     }
 
     /// The operations that rebuild `page`, a slotted page whose meaning lies in its header fields
@@ -439,6 +461,24 @@ impl PageOps {
         }
         Ok(())
     }
+}
+
+/// The bytes a replacement `record` keeps of `old`: a shared prefix, and a shared suffix in
+/// what is left of the shorter one.
+fn kept_ends(old: &[u8], record: &[u8]) -> (usize, usize) {
+    let prefix = shared_prefix(old, record);
+    let room = old.len().min(record.len()) - prefix;
+    let suffix = shared_suffix(&old[old.len() - room..], &record[record.len() - room..]);
+    (prefix, suffix)
+}
+
+/// How many trailing bytes `a` and `b` share.
+fn shared_suffix(a: &[u8], b: &[u8]) -> usize {
+    a.iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// How many leading bytes `a` and `b` share.
@@ -511,6 +551,24 @@ fn replay_one(
             record.extend_from_slice(suffix);
             insert_record(page, at, &record).ok()?;
             Some(Some(at))
+        }
+        OP_REPLACE_DELTA => {
+            let at = take_u16(ops)?;
+            let (prefix, suffix, len) = (take_u16(ops)?, take_u16(ops)?, take_u16(ops)?);
+            let middle = take(ops, len)?;
+            if at >= count {
+                return None;
+            }
+            let old = Page::new(page).record(at);
+            let tail = old.len().checked_sub(suffix)?;
+            if prefix > tail {
+                return None;
+            }
+            let mut record = old[..prefix].to_vec();
+            record.extend_from_slice(middle);
+            record.extend_from_slice(&old[tail..]);
+            replace_record(page, at, &record).ok()?;
+            Some(None)
         }
         _ => replay_other(op, ops, page, count).map(|()| None),
     }
@@ -669,8 +727,12 @@ impl<'a> PageMut<'a> {
 
     /// Replaces record `index` with `record`; on `PageFull` the page is unchanged.
     pub fn replace(&mut self, index: usize, record: &[u8]) -> Result<(), PageFull> {
+        let Some(ops) = self.ops.as_deref_mut() else {
+            return replace_record(self.buf, index, record);
+        };
+        let kept = kept_ends(Page::new(self.buf).record(index), record);
         replace_record(self.buf, index, record)?;
-        self.log(|ops| ops.with_bytes(OP_REPLACE, index, record));
+        ops.replace(index, record, kept);
         Ok(())
     }
 
@@ -903,6 +965,7 @@ mod tests {
             Append(u32, usize),
             Remove(usize),
             Replace(usize, u32),
+            Touch(usize, u8),
             Compact,
             Next(u32),
         }
@@ -911,6 +974,7 @@ mod tests {
             (0u32..5000, 0usize..300).prop_map(|(n, t)| Op::Append(n, t)),
             any::<usize>().prop_map(Op::Remove),
             (any::<usize>(), 0u32..5000).prop_map(|(at, n)| Op::Replace(at, n)),
+            (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Op::Touch(at, b)),
             Just(Op::Compact),
             any::<u32>().prop_map(Op::Next),
         ];
@@ -931,6 +995,15 @@ mod tests {
                     Op::Remove(at) if count > 0 => page.remove(at % count),
                     Op::Replace(at, n) if count > 0 => {
                         let _ = page.replace(at % count, &sorted_record(n, 3));
+                    }
+                    Op::Touch(at, byte) if count > 0 => {
+                        let mut record = page.view().record(at % count).to_vec();
+                        if !record.is_empty() {
+                            let middle = record.len() / 2;
+                            record[middle] = byte;
+                            record.insert(middle, byte);
+                        }
+                        let _ = page.replace(at % count, &record);
                     }
                     Op::Compact => page.compact(),
                     Op::Next(next) => page.set_next(next),
@@ -1013,5 +1086,28 @@ mod tests {
         ] {
             assert_eq!(shared_prefix(a, b), n, "{a:?} {b:?}");
         }
+    }
+
+    /// A replacement that changes a few bytes of a long record logs about those bytes.
+    #[test]
+    fn a_replacement_logs_only_what_changed() {
+        let mut buf = empty_page(4096);
+        let mut ops = PageOps::default();
+        let mut page = PageMut::logged(&mut buf, &mut ops);
+        let row = vec![7u8; 200];
+        page.insert(0, &row).unwrap();
+        let mut changed = row.clone();
+        changed[100] = 8;
+        let before = ops.bytes.len();
+        let mut page = PageMut::logged(&mut buf, &mut ops);
+        page.replace(0, &changed).unwrap();
+        assert!(
+            ops.bytes.len() - before < 16,
+            "{} bytes",
+            ops.bytes.len() - before
+        );
+        let mut replayed = empty_page(4096);
+        PageOps::replay(&ops.bytes, &mut replayed).unwrap();
+        assert_eq!(Page::new(&replayed).record(0), &changed[..]);
     }
 }
