@@ -18,24 +18,42 @@ pub(crate) struct KeySorter {
 /// A sorted entry: `(key, payload, flag)`.
 pub(crate) type Sorted<'a> = (&'a [u8], &'a [u8], bool);
 
-/// One key: its prefix, where its key and payload lie in the arena, and a flag.
+/// One key: its prefix, where its key and payload lie in the arena, and a flag — 32 bytes (a
+/// `u128` field would align the entry to 16 and make it 48).
 struct Entry {
-    prefix: u128,
+    prefix: [u64; 2],
     start: usize,
     key_len: u32,
-    payload_len: u32,
-    flag: bool,
+    /// The payload's length, and the flag in the top bit.
+    payload_and_flag: u32,
+}
+
+const FLAG: u32 = 1 << 31;
+const _: () = assert!(std::mem::size_of::<Entry>() == 32);
+
+impl Entry {
+    fn payload_len(&self) -> usize {
+        (self.payload_and_flag & !FLAG) as usize
+    }
+
+    fn flag(&self) -> bool {
+        self.payload_and_flag & FLAG != 0
+    }
 }
 
 impl KeySorter {
     /// Adds `key` with `payload` and a caller's `flag` (kept with the entry).
     pub fn push(&mut self, key: &[u8], payload: &[u8], flag: bool) {
+        assert!(
+            payload.len() < FLAG as usize,
+            "a sorted payload fits 31 bits"
+        );
+        let prefix = sort_prefix(key);
         self.entries.push(Entry {
-            prefix: sort_prefix(key),
+            prefix: [(prefix >> 64) as u64, prefix as u64],
             start: self.arena.len(),
             key_len: key.len() as u32,
-            payload_len: payload.len() as u32,
-            flag,
+            payload_and_flag: payload.len() as u32 | if flag { FLAG } else { 0 },
         });
         self.arena.extend_from_slice(key);
         self.arena.extend_from_slice(payload);
@@ -55,8 +73,8 @@ impl KeySorter {
     pub fn iter(&self) -> impl Iterator<Item = Sorted<'_>> + '_ {
         self.entries.iter().map(|entry| {
             let key_end = entry.start + entry.key_len as usize;
-            let payload = &self.arena[key_end..key_end + entry.payload_len as usize];
-            (key_of(&self.arena, entry), payload, entry.flag)
+            let payload = &self.arena[key_end..key_end + entry.payload_len()];
+            (key_of(&self.arena, entry), payload, entry.flag())
         })
     }
 
@@ -72,7 +90,7 @@ impl KeySorter {
         let KeySorter { arena, entries } = self;
         entries.into_iter().map(move |entry| {
             let key_end = entry.start + entry.key_len as usize;
-            let payload = &arena[key_end..key_end + entry.payload_len as usize];
+            let payload = &arena[key_end..key_end + entry.payload_len()];
             (key_of(&arena, &entry).to_vec(), payload.to_vec())
         })
     }

@@ -165,7 +165,7 @@ impl Engine {
             self.store.pool().clone(),
             space,
             id,
-            entries.into_pairs().map(Ok),
+            entries.iter().map(|(key, pk, _)| Ok((key, pk))),
             &mut |_| {},
         )?;
         let mut altered = (*table).clone();

@@ -33,11 +33,11 @@ pub struct BuildProgress {
 impl BTree {
     /// Builds tree `index_id` in `space` from `entries`, which must come in strictly ascending key
     /// order. `progress` is told after every page written.
-    pub fn bulk_build(
+    pub fn bulk_build<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         pool: Arc<BufferPool>,
         space: Arc<Space>,
         index_id: u64,
-        entries: impl IntoIterator<Item = Result<(Vec<u8>, Vec<u8>)>>,
+        entries: impl IntoIterator<Item = Result<(K, V)>>,
         progress: &mut dyn FnMut(BuildProgress),
     ) -> Result<BTree> {
         ensure_absent(&space, index_id)?;
@@ -69,25 +69,31 @@ impl BTree {
     }
 
     /// Writes the leaves, then the branch levels; returns the root.
-    fn build_levels(
+    fn build_levels<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         &self,
-        entries: impl IntoIterator<Item = Result<(Vec<u8>, Vec<u8>)>>,
+        entries: impl IntoIterator<Item = Result<(K, V)>>,
         progress: &mut dyn FnMut(BuildProgress),
     ) -> Result<PageNo> {
         let mut stats = BuildProgress::default();
         let mut leaves = LevelBuilder::new(self, 0, self.entry.leaf_segment)?;
         for entry in entries {
             let (key, value) = entry?;
-            self.check_sizes(&key, &value)?;
-            if stats.entries > 0 && key.as_slice() <= leaves.last_key.as_slice() {
+            let (key, value) = (key.as_ref(), value.as_ref());
+            self.check_sizes(key, value)?;
+            if stats.entries > 0 && key <= leaves.last_key.as_slice() {
                 return Err(StorageError::Config(format!(
                     "bulk build input is not in strictly ascending key order at {key:?}"
                 )));
             }
-            let mut mtr = Mtr::new(&self.pool);
-            let record = self.make_record(&mut mtr, &key, &value)?;
-            mtr.commit();
-            leaves.push(&key, record, None, &mut stats, progress)?;
+            let record = if self.limits.is_inline(key.len(), value.len()) {
+                node::encode_leaf(key, node::StoredValue::Inline(value))
+            } else {
+                let mut mtr = Mtr::new(&self.pool);
+                let record = self.make_record(&mut mtr, key, value)?;
+                mtr.commit();
+                record
+            };
+            leaves.push(key, record, None, &mut stats, progress)?;
             stats.entries += 1;
         }
         let mut level_pages = leaves.finish(&mut stats, progress)?;
@@ -181,7 +187,8 @@ impl<'t> LevelBuilder<'t> {
         PageMut::new(&mut self.image)
             .insert(slot, &record)
             .expect("a record fits an empty page");
-        self.last_key = key.to_vec();
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
         Ok(())
     }
 
