@@ -127,7 +127,7 @@ impl Engine {
             return Err(err);
         }
         let mut trees = vec![(table.id, clustered)];
-        for index in indexes {
+        for mut index in indexes {
             let id = index.id;
             let entries = index.sorted().map(Ok);
             let tree = BTree::bulk_build(pool.clone(), space.clone(), id, entries, &mut |_| {})?;
@@ -235,8 +235,8 @@ impl SecondaryEntries {
         Ok(())
     }
 
-    fn sorted(mut self) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+    fn sorted(&mut self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.entries.sort();
-        self.entries.into_pairs()
+        self.entries.iter().map(|(key, pk, _)| (key, pk))
     }
 }

@@ -178,6 +178,9 @@ impl Store {
         } else {
             pool.attach_wal(Arc::new(Wal::create(vfs.as_ref(), config.log_capacity)?));
         }
+        if let (true, Some(wal)) = (config.background_flush, pool.wal()) {
+            wal.start_writer()?;
+        }
         for space in spaces.values() {
             space.load_allocation()?;
             btree::discard_unfinished_builds(&pool, space)?;
