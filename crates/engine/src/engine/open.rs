@@ -1,6 +1,10 @@
 //! Opening a database: the system trees and user indexes found in the store, the catalog and
 //! counters read back, and recovery — every transaction without a commit marker in the undo tree
-//! is rolled back, then history and undo are emptied (no snapshot survives a restart).
+//! is rolled back; committed transactions purge had not finished (a crash, or a shutdown with
+//! purge behind) go back into the purge queue, so their delete marks, stale index entries, old
+//! versions and undo entries are removed as any others; with none, history and undo are emptied
+//! at once (no snapshot survives a restart). The graveyard is always emptied: its marks are out
+//! of their tables already and no snapshot can need them.
 
 use super::savepoint::undo_write;
 use super::*;
@@ -26,9 +30,14 @@ impl Engine {
         let first_txn = read_counter(&meta, META_NEXT_TXN)?.unwrap_or(1);
         let history = open_or_create(&store, &system, HISTORY_INDEX)?;
         let undo = open_or_create(&store, &system, UNDO_INDEX)?;
-        roll_back_unfinished(&undo, &history, &indexes)?;
-        let history = recreate(&store, &system, history)?;
-        let undo = recreate(&store, &system, undo)?;
+        let leftover = roll_back_unfinished(&undo, &history, &indexes)?;
+        let (history, undo, history_length) = if leftover.committed.is_empty() {
+            let history = recreate(&store, &system, history)?;
+            (history, recreate(&store, &system, undo)?, 0)
+        } else {
+            let length = history.range(Bound::Unbounded, Bound::Unbounded).count();
+            (history, undo, length as i64)
+        };
         let graveyard = open_or_create(&store, &system, GRAVEYARD_INDEX)?;
         let graveyard = recreate(&store, &system, graveyard)?;
         meta.insert(META_NEXT_TXN, &(first_txn + TXN_BLOCK).to_le_bytes())?;
@@ -57,12 +66,13 @@ impl Engine {
             purge_thread: Mutex::new(None),
             stop_purge: AtomicBool::new(false),
             max_snapshot_age: config.max_snapshot_age,
-            history_length: AtomicI64::new(0),
+            history_length: AtomicI64::new(history_length),
             catalog: RwLock::new(catalog),
             ddl: RwLock::new(()),
             id_allocation: Mutex::new(()),
             row_ids: Mutex::new((0, 0)),
         });
+        engine.requeue(leftover)?;
         if config.background_purge {
             engine.start_purge()?;
         }
@@ -85,12 +95,45 @@ impl Engine {
     }
 }
 
+/// What recovery found in the undo tree: the transactions it rolled back, and the committed
+/// ones with their writes (purge had not finished them).
+pub(super) struct Leftover {
+    rolled_back: Vec<TxnId>,
+    committed: Vec<(TxnId, Vec<UndoEntry>)>,
+}
+
+impl Engine {
+    /// Puts committed transactions found in the undo tree back into the purge queue (every
+    /// snapshot that could see their old versions ended with the restart, so a pass finishes
+    /// them), and removes the undo entries of the transactions recovery rolled back.
+    fn requeue(&self, leftover: Leftover) -> Result<()> {
+        if leftover.committed.is_empty() {
+            return Ok(());
+        }
+        self.delete_undo(leftover.rolled_back)?;
+        let mut queue = self.purge_queue.lock();
+        for (txn, writes) in leftover.committed {
+            let deleted = writes
+                .iter()
+                .any(|w| matches!(w.action, UndoAction::Replaced { .. }));
+            queue.push_back(PurgeItem {
+                txn,
+                csn: 0,
+                writes: writes.into_iter().map(|w| (w, false)).collect(),
+                deleted,
+                buried: false,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Rolls back every transaction in the undo tree that has no commit marker.
 pub(super) fn roll_back_unfinished(
     undo: &BTree,
     history: &BTree,
     trees: &HashMap<IndexId, Arc<BTree>>,
-) -> Result<()> {
+) -> Result<Leftover> {
     let mut by_txn: HashMap<TxnId, (Vec<UndoEntry>, bool)> = HashMap::new();
     for entry in undo.range(Bound::Unbounded, Bound::Unbounded) {
         let (key, value) = entry?;
@@ -102,14 +145,21 @@ pub(super) fn roll_back_unfinished(
             slot.0.push(UndoEntry::decode(&value)?);
         }
     }
+    let mut leftover = Leftover {
+        rolled_back: Vec::new(),
+        committed: Vec::new(),
+    };
     for (txn, (writes, committed)) in by_txn {
-        if !committed {
-            for entry in writes.iter().rev() {
-                undo_write(history, trees, txn, entry)?;
-            }
+        if committed {
+            leftover.committed.push((txn, writes));
+            continue;
         }
+        for entry in writes.iter().rev() {
+            undo_write(history, trees, txn, entry)?;
+        }
+        leftover.rolled_back.push(txn);
     }
-    Ok(())
+    Ok(leftover)
 }
 
 pub(super) fn open_or_create(store: &Store, space: &Arc<Space>, index: IndexId) -> Result<BTree> {
