@@ -41,7 +41,23 @@ impl Entry {
     }
 }
 
+/// The most a sorter reserves ahead, in bytes of entries and of arena each: reserving is address
+/// space only (pages are touched as entries arrive), but not without bound.
+const MAX_RESERVE: usize = 1 << 30;
+
 impl KeySorter {
+    /// A sorter with room reserved for up to `entries` keys and `arena` bytes of keys and
+    /// payloads (each capped at [`MAX_RESERVE`] bytes). Growing by doubling copies every entry
+    /// into fresh memory at each step, memory the kernel must zero first; reserving an upper
+    /// bound costs only the address space, since untouched pages are never faulted in.
+    pub fn with_capacity(entries: usize, arena: usize) -> Self {
+        let entry_size = std::mem::size_of::<Entry>();
+        KeySorter {
+            arena: Vec::with_capacity(arena.min(MAX_RESERVE)),
+            entries: Vec::with_capacity(entries.min(MAX_RESERVE / entry_size)),
+        }
+    }
+
     /// Adds `key` with `payload` and a caller's `flag` (kept with the entry).
     pub fn push(&mut self, key: &[u8], payload: &[u8], flag: bool) {
         assert!(

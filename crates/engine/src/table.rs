@@ -37,6 +37,18 @@ use crate::version::{history_prefix, IndexId, OldVersion, UndoAction, UndoEntry,
 use steady_types::Value;
 
 impl Engine {
+    /// A sorter with room for the index entries of the table in `clustered`: at most as many as
+    /// its leaves can hold records (the smallest takes [`MIN_RECORD_BYTES`]), with an arena the
+    /// size of its leaves (entries are a row's key columns and primary key, usually smaller than
+    /// the row; past that the arena grows).
+    pub(crate) fn sorter_for(&self, clustered: &BTree) -> Result<KeySorter> {
+        let leaf_bytes = clustered.stats()?.leaf_pages * self.store.pool().page_size();
+        Ok(KeySorter::with_capacity(
+            leaf_bytes / MIN_RECORD_BYTES,
+            leaf_bytes,
+        ))
+    }
+
     /// The table called `name`.
     pub fn table(&self, name: &str) -> Option<Arc<TableDef>> {
         self.catalog
@@ -195,7 +207,7 @@ impl Engine {
     ) -> Result<KeySorter> {
         let clustered = self.tree(table.id)?;
         let decoder = table.decoder(Some(wanted_columns(table, columns)));
-        let mut entries = KeySorter::default();
+        let mut entries = self.sorter_for(&clustered)?;
         for record in clustered.range(Bound::Unbounded, Bound::Unbounded) {
             let (pk, bytes) = record?;
             let version = Version::from_record(bytes)?;
@@ -371,6 +383,10 @@ pub fn index_key(values: &[Value], columns: &[usize]) -> Vec<u8> {
 pub fn primary_key(table: &TableDef, values: &[Value]) -> Vec<u8> {
     index_key(values, &table.primary_key)
 }
+
+/// The fewest bytes a clustered leaf record takes: slot, length, key length, a one-byte key,
+/// kind, and a version header.
+const MIN_RECORD_BYTES: usize = 2 + 2 + 2 + 1 + 1 + 9;
 
 pub(crate) fn entry_key(sk: &[u8], pk: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(sk.len() + pk.len());
