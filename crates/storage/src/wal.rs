@@ -254,6 +254,12 @@ impl Wal {
         self.append_with(|_| payload.to_vec(), |_| {})
     }
 
+    /// The full-page-image horizon now (see [`Wal::append_with`]): a record may be built with it
+    /// before the log's lock is taken, then used if the horizon is still the same under the lock.
+    pub fn fpi_horizon(&self) -> Lsn {
+        self.horizon.load(Ordering::Acquire)
+    }
+
     /// Appends the record `build` makes, given the current full-page-image horizon: a page whose
     /// LSN is below it must be logged as a full image. Building under the log's lock guarantees that
     /// no record after a checkpoint's redo point was built with an older horizon.
