@@ -262,7 +262,9 @@ impl Wal {
 
     /// Appends the record `build` makes, given the current full-page-image horizon: a page whose
     /// LSN is below it must be logged as a full image. Building under the log's lock guarantees that
-    /// no record after a checkpoint's redo point was built with an older horizon.
+    /// no record after a checkpoint's redo point was built with an older horizon (a caller may
+    /// encode beforehand with [`Wal::fpi_horizon`] and let `build` return that encoding when the
+    /// horizon it is given is the same).
     ///
     /// `appended` gets the record's start LSN while the lock is still held: a mini-transaction puts
     /// its pages on the flush list there, so a checkpoint whose redo point lies after the record
