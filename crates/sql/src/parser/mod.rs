@@ -11,6 +11,8 @@ use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{Result, SqlError};
 
+pub mod template;
+
 /// A parsed statement.
 #[derive(Debug, Clone)]
 pub enum Statement {

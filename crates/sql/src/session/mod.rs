@@ -1,5 +1,7 @@
-//! Sessions: one client's connection state — its transaction block, savepoints, settings and
-//! prepared statements — and the dispatch of each statement to the binder and executor.
+//! Sessions: one client's connection state — its transaction block, savepoints, settings,
+//! prepared statements and the plans of its statement templates (`templates`: a simple-query
+//! statement seen before with other literals runs its kept plan) — and the dispatch of each
+//! statement to the binder and executor.
 //!
 //! Transactions follow PostgreSQL: outside a block every statement commits on its own; inside
 //! `BEGIN ... COMMIT` the engine transaction starts at the first statement that reads or writes
@@ -12,6 +14,7 @@ mod block;
 pub mod ddl;
 pub mod dml;
 pub mod explain;
+mod templates;
 
 use block::{apply_modes, convert_isolation};
 
@@ -74,6 +77,7 @@ impl Database {
             },
             block: None,
             prepared: HashMap::new(),
+            templates: templates::Templates::default(),
         }
     }
 }
@@ -218,6 +222,8 @@ pub struct Session {
     info: SessionInfo,
     block: Option<Block>,
     prepared: HashMap<String, Prepared>,
+    /// Kept plans of simple-query statement templates.
+    templates: templates::Templates,
 }
 
 /// The transaction status a client sees (ReadyForQuery).
@@ -251,6 +257,9 @@ impl Session {
 
     /// Runs every statement of `sql` in order, stopping at the first error (which ends the list).
     pub fn execute(&mut self, sql: &str) -> Vec<Result<QueryResult>> {
+        if let Some(result) = self.execute_template(sql) {
+            return vec![result];
+        }
         let statements = match parse(sql) {
             Ok(statements) => statements,
             Err(err) => {
@@ -293,12 +302,22 @@ impl Session {
     ) -> Result<QueryResult> {
         match prepared.planned() {
             Some(statement) => self.guarded(&prepared.statement, |session| {
-                session.in_transaction(|session, txn| {
-                    session.run_prepared_plan(prepared, statement, txn, params)
-                })
+                session.execute_planned(prepared, statement, params)
             }),
             None => self.run_with_types(&prepared.statement, params, prepared.params.clone()),
         }
+    }
+
+    /// Runs a prepared query or write (`statement`) by its kept plan; the caller guards the block.
+    fn execute_planned(
+        &mut self,
+        prepared: &Prepared,
+        statement: &ast::Statement,
+        params: &[Value],
+    ) -> Result<QueryResult> {
+        self.in_transaction(|session, txn| {
+            session.run_prepared_plan(prepared, statement, txn, params)
+        })
     }
 
     fn run_prepared_plan(
@@ -415,6 +434,7 @@ impl Session {
             S::Deallocate { name, .. } => self.deallocate(&crate::types::normalize_ident(name)),
             S::Discard { .. } => {
                 self.prepared.clear();
+                self.templates.clear();
                 Ok(QueryResult::command("DISCARD ALL"))
             }
             statement if crate::session::ddl::is_ddl(statement) => {
