@@ -260,7 +260,7 @@ impl Session {
         if let Some(result) = self.execute_template(sql) {
             return vec![result];
         }
-        let statements = match parse(sql) {
+        let statements = match self.templates.parse(sql) {
             Ok(statements) => statements,
             Err(err) => {
                 self.fail_block();

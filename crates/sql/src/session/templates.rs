@@ -14,6 +14,10 @@
 //! - A template that does not parse or bind as one query or write is remembered as refused and
 //!   its statements take the ordinary path, which reports their errors as always.
 //! - At most [`MAX_TEMPLATES`] entries; the map is emptied when full (cheap, rarely reached).
+//!
+//! Short texts without a template (`BEGIN`, `END`, `SET ...`) keep their parsed statements by
+//! exact text (parsing is a function of the text alone), at most [`MAX_TEMPLATES`] of at most
+//! [`MAX_SHORT_TEXT`] bytes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,10 +33,14 @@ use crate::types::parse_number;
 /// The most templates a session keeps plans for.
 const MAX_TEMPLATES: usize = 256;
 
-/// A session's template plans.
+/// The longest text whose parsed statements are kept by exact text.
+const MAX_SHORT_TEXT: usize = 64;
+
+/// A session's template plans, and the parsed statements of short texts.
 #[derive(Default)]
 pub(super) struct Templates {
     entries: HashMap<String, Entry>,
+    short: HashMap<Box<str>, Vec<Statement>>,
 }
 
 struct Entry {
@@ -50,6 +58,23 @@ struct Param {
 impl Templates {
     pub(super) fn clear(&mut self) {
         self.entries.clear();
+        self.short.clear();
+    }
+
+    /// The statements of `sql`, parsed now unless it is a short text parsed before.
+    pub(super) fn parse(&mut self, sql: &str) -> Result<Vec<Statement>> {
+        if sql.len() > MAX_SHORT_TEXT {
+            return parse(sql);
+        }
+        if let Some(statements) = self.short.get(sql) {
+            return Ok(statements.clone());
+        }
+        let statements = parse(sql)?;
+        if self.short.len() >= MAX_TEMPLATES {
+            self.short.clear();
+        }
+        self.short.insert(sql.into(), statements.clone());
+        Ok(statements)
     }
 }
 
