@@ -329,3 +329,41 @@ fn a_scan_of_a_table_larger_than_the_pool_reads_ahead_and_explain_shows_it() {
     assert!(shown <= read_ahead, "{shown} of {read_ahead}: {analyzed}");
     assert_eq!(single_int(&mut session, "SELECT count(*) FROM big"), 8000);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// A primary-key range drops the conjuncts it answers exactly from its filter: whatever the
+    /// operators and the literals' types (NULL, bigint and numeric against int and smallint
+    /// columns included), it finds the rows a full scan with the same predicate finds.
+    #[test]
+    fn a_primary_key_range_finds_what_a_full_scan_finds(
+        parts in proptest::collection::vec((0usize..3, 0usize..5, 0usize..8), 1..4)
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path());
+        let mut session = db.session("s");
+        run(&mut session, "CREATE TABLE k (a int, b smallint, c bigint, v int, PRIMARY KEY (a, b, c))");
+        run(
+            &mut session,
+            "INSERT INTO k SELECT g % 7 - 3, g % 5, g, g FROM generate_series(1, 300) g",
+        );
+        let columns = ["a", "b", "c"];
+        let ops = ["=", "<", ">", "<=", ">="];
+        let values = ["0", "2", "-1", "150", "NULL", "2.5", "3000000000", "'1'"];
+        let predicate = |wrap: bool| {
+            parts
+                .iter()
+                .map(|&(c, o, v)| {
+                    let column = if wrap { format!("({} + 0)", columns[c]) } else { columns[c].to_owned() };
+                    format!("{column} {} {}", ops[o], values[v])
+                })
+                .collect::<Vec<_>>()
+                .join(" AND ")
+        };
+        let query = |p: String| format!("SELECT count(*), coalesce(sum(v), 0) FROM k WHERE {p}");
+        let by_key = run(&mut session, &query(predicate(false))).rows;
+        let full = run(&mut session, &query(predicate(true))).rows;
+        proptest::prop_assert_eq!(by_key, full, "{}", predicate(false));
+    }
+}

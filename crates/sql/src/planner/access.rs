@@ -6,9 +6,14 @@
 //! equalities followed by bounds on the next column. A primary-key range is always taken (it reads
 //! less than a full scan, in the same order); a secondary index only when the statistics say it
 //! selects few enough rows that reading them one by one beats reading the table in order.
-//! The whole predicate stays on the scan as its filter, so a range only has to be a superset.
+//! The predicate stays on the scan as its filter, so a range only has to be a superset — except
+//! the conjuncts a primary-key range answers exactly, which the filter drops: `=`, `>=` and `<=`
+//! on an integer key column against a literal or parameter of the column's own type (encoding the
+//! value is then the identity, and a clustered row's key is its primary key; a secondary index
+//! entry may be stale, so its conditions stay). A strict bound (`>`, `<`) is read inclusively and
+//! stays.
 
-use steady_engine::catalog::TableDef;
+use steady_engine::catalog::{IndexDef, TableDef};
 use steady_types::{DataType, Value};
 
 use crate::execution::expr::Expr;
@@ -31,11 +36,11 @@ pub fn filter(plan: Plan, predicate: Expr, stats: &Statistics) -> Plan {
             filter: None,
             columns,
         } => {
-            let access = choose(&table, &predicate, stats);
+            let (access, exact) = choose(&table, &predicate, stats);
             Plan::Scan {
                 table,
                 access,
-                filter: Some(predicate),
+                filter: residual(predicate, &exact),
                 columns,
             }
         }
@@ -46,11 +51,46 @@ pub fn filter(plan: Plan, predicate: Expr, stats: &Statistics) -> Plan {
     }
 }
 
-/// One `column op value` conjunct.
+/// One `column op value` conjunct, and its position among the predicate's conjuncts.
 struct Bound<'a> {
     column: usize,
     op: CmpOp,
     value: &'a Expr,
+    part: usize,
+}
+
+impl Bound<'_> {
+    /// Whether a key range holding this bound as an equality or an inclusive bound matches
+    /// exactly the rows the conjunct does (see the module doc).
+    fn is_exact(&self, table: &TableDef) -> bool {
+        let column_type = table.columns[self.column].data_type;
+        let value_type = match self.value {
+            Expr::Literal(v) => v.data_type(),
+            Expr::Param { ty, .. } => *ty,
+            _ => None,
+        };
+        matches!(self.op, CmpOp::Eq | CmpOp::GtEq | CmpOp::LtEq)
+            && value_type == Some(column_type)
+            && matches!(
+                column_type,
+                DataType::SmallInt | DataType::Integer | DataType::BigInt
+            )
+    }
+}
+
+/// The predicate without the conjuncts at positions `exact`; `None` if nothing is left.
+fn residual(predicate: Expr, exact: &[usize]) -> Option<Expr> {
+    if exact.is_empty() {
+        return Some(predicate);
+    }
+    let mut parts = Vec::new();
+    conjuncts(&predicate, &mut parts);
+    parts
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !exact.contains(i))
+        .map(|(_, part)| part.clone())
+        .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
 }
 
 fn conjuncts<'a>(predicate: &'a Expr, out: &mut Vec<&'a Expr>) {
@@ -68,17 +108,20 @@ fn bounds(predicate: &Expr) -> Vec<Bound<'_>> {
     conjuncts(predicate, &mut parts);
     parts
         .into_iter()
-        .filter_map(|part| match part {
+        .enumerate()
+        .filter_map(|(part, expr)| match expr {
             Expr::Compare(op, a, b) => match (a.as_ref(), b.as_ref()) {
                 (Expr::Column(c), v) if !v.uses_columns() && *op != CmpOp::NotEq => Some(Bound {
                     column: *c,
                     op: *op,
                     value: v,
+                    part,
                 }),
                 (v, Expr::Column(c)) if !v.uses_columns() && *op != CmpOp::NotEq => Some(Bound {
                     column: *c,
                     op: op.flipped(),
                     value: v,
+                    part,
                 }),
                 _ => None,
             },
@@ -87,13 +130,21 @@ fn bounds(predicate: &Expr) -> Vec<Bound<'_>> {
         .collect()
 }
 
+/// A key range an index can read.
+struct Found {
+    range: KeyRange,
+    selectivity: f64,
+    /// The positions of the conjuncts the range answers exactly.
+    exact: Vec<usize>,
+}
+
 /// The range an index with `columns` can read, and its estimated selectivity.
 fn key_range(
     table: &TableDef,
     columns: &[usize],
     bounds: &[Bound<'_>],
     stats: &Statistics,
-) -> Option<(KeyRange, f64)> {
+) -> Option<Found> {
     let types: Vec<DataType> = columns
         .iter()
         .map(|&c| table.columns[c].data_type)
@@ -103,11 +154,18 @@ fn key_range(
         ..KeyRange::default()
     };
     let mut selectivity = 1.0;
+    let mut exact = Vec::new();
+    let mut note_exact = |bound: Option<&Bound<'_>>| {
+        if let Some(b) = bound.filter(|b| b.is_exact(table)) {
+            exact.push(b.part);
+        }
+    };
     for &column in columns {
         if let Some(eq) = bounds
             .iter()
             .find(|b| b.column == column && b.op == CmpOp::Eq)
         {
+            note_exact(Some(eq));
             range.equal.push(eq.value.clone());
             selectivity *= stats.equality(table.id, column);
             continue;
@@ -118,6 +176,8 @@ fn key_range(
         let upper = bounds
             .iter()
             .find(|b| b.column == column && matches!(b.op, CmpOp::Lt | CmpOp::LtEq));
+        note_exact(lower);
+        note_exact(upper);
         range.lower = lower.map(|b| b.value.clone());
         range.upper = upper.map(|b| b.value.clone());
         if lower.is_some() || upper.is_some() {
@@ -130,40 +190,45 @@ fn key_range(
         }
         break;
     }
-    (!range.is_empty_range()).then_some((range, selectivity))
+    (!range.is_empty_range()).then_some(Found {
+        range,
+        selectivity,
+        exact,
+    })
 }
 
-fn choose(table: &TableDef, predicate: &Expr, stats: &Statistics) -> Access {
+/// The access path for `predicate`, and the positions of the conjuncts it answers exactly.
+fn choose(table: &TableDef, predicate: &Expr, stats: &Statistics) -> (Access, Vec<usize>) {
     let bounds = bounds(predicate);
     if bounds.is_empty() {
-        return Access::Full;
+        return (Access::Full, Vec::new());
     }
     let primary = (!table.primary_key.is_empty())
         .then(|| key_range(table, &table.primary_key, &bounds, stats))
         .flatten();
-    let full_key = primary
-        .as_ref()
-        .is_some_and(|(r, _)| r.equal.len() == table.primary_key.len());
-    if full_key {
-        return Access::Primary(primary.map(|(r, _)| r).unwrap_or_default());
-    }
+    let by_primary = |found: Found| (Access::Primary(found.range), found.exact);
+    let primary = match primary {
+        Some(found) if found.range.equal.len() == table.primary_key.len() => {
+            return by_primary(found)
+        }
+        other => other,
+    };
     let best_index = table
         .indexes
         .iter()
-        .filter_map(|index| {
-            key_range(table, &index.columns, &bounds, stats).map(|(r, s)| (index, r, s))
-        })
-        .min_by(|a, b| a.2.total_cmp(&b.2));
+        .filter_map(|index| key_range(table, &index.columns, &bounds, stats).map(|f| (index, f)))
+        .min_by(|a, b| a.1.selectivity.total_cmp(&b.1.selectivity));
+    let by_index =
+        |index: &IndexDef, found: Found| (Access::Index(index.clone(), found.range), vec![]);
     match (primary, best_index) {
-        (Some((_, sp)), Some((index, range, si)))
-            if si <= INDEX_SELECTIVITY_LIMIT && si * RANDOM_READ_COST < sp =>
+        (Some(p), Some((index, i)))
+            if i.selectivity <= INDEX_SELECTIVITY_LIMIT
+                && i.selectivity * RANDOM_READ_COST < p.selectivity =>
         {
-            Access::Index(index.clone(), range)
+            by_index(index, i)
         }
-        (Some((range, _)), _) => Access::Primary(range),
-        (None, Some((index, range, si))) if si <= INDEX_SELECTIVITY_LIMIT => {
-            Access::Index(index.clone(), range)
-        }
-        _ => Access::Full,
+        (Some(p), _) => by_primary(p),
+        (None, Some((index, i))) if i.selectivity <= INDEX_SELECTIVITY_LIMIT => by_index(index, i),
+        _ => (Access::Full, Vec::new()),
     }
 }
