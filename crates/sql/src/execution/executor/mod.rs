@@ -352,6 +352,7 @@ fn open_node<'p>(
         }),
         Plan::Project { input, exprs } => Box::new(ProjectSource {
             input: open(input, ctx, numbering)?,
+            movable: movable_columns(exprs),
             exprs,
         }),
         Plan::Aggregate {
@@ -703,15 +704,47 @@ impl Source for FilterSource<'_> {
 struct ProjectSource<'p> {
     input: BoxedSource<'p>,
     exprs: &'p [Expr],
+    /// Per expression: whether it is a bare column no later expression reads, so its value can
+    /// be moved out of the input row rather than cloned.
+    movable: Vec<bool>,
 }
 
 impl Source for ProjectSource<'_> {
     fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
-        let Some(row) = self.input.next(ctx)? else {
+        let Some(mut row) = self.input.next(ctx)? else {
             return Ok(None);
         };
-        eval_each(self.exprs.iter(), &row, ctx).map(Some)
+        let mut values = Vec::with_capacity(self.exprs.len());
+        for (expr, &movable) in self.exprs.iter().zip(&self.movable) {
+            values.push(match expr {
+                Expr::Column(i) if movable && *i < row.len() => {
+                    std::mem::replace(&mut row[*i], Value::Null)
+                }
+                _ => expr.eval(&row, ctx)?,
+            });
+        }
+        Ok(Some(values))
     }
+}
+
+/// For each projected expression, whether it is a bare column that no later expression reads
+/// (a subquery may read the whole row as its outer row).
+fn movable_columns(exprs: &[Expr]) -> Vec<bool> {
+    let reads = |expr: &Expr, column: usize| {
+        let mut found = false;
+        expr.visit(&mut |e| {
+            found |= matches!(e, Expr::Column(c) if *c == column) || matches!(e, Expr::Subquery(_))
+        });
+        found
+    };
+    exprs
+        .iter()
+        .enumerate()
+        .map(|(k, expr)| match expr {
+            Expr::Column(column) => !exprs[k + 1..].iter().any(|later| reads(later, *column)),
+            _ => false,
+        })
+        .collect()
 }
 
 struct LimitSource<'p> {
