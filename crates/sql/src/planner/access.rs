@@ -8,10 +8,10 @@
 //! selects few enough rows that reading them one by one beats reading the table in order.
 //! The predicate stays on the scan as its filter, so a range only has to be a superset — except
 //! the conjuncts a primary-key range answers exactly, which the filter drops: `=`, `>=` and `<=`
-//! on an integer key column against a literal or parameter of the column's own type (encoding the
-//! value is then the identity, and a clustered row's key is its primary key; a secondary index
-//! entry may be stale, so its conditions stay). A strict bound (`>`, `<`) is read inclusively and
-//! stays.
+//! on an integer key column against an integer literal or parameter (`encode_range` then places
+//! the value exactly, one beyond the column type's range included, and a clustered row's key is
+//! its primary key; a secondary index entry may be stale, so its conditions stay). A strict
+//! bound (`>`, `<`) is read inclusively and stays.
 
 use steady_engine::catalog::{IndexDef, TableDef};
 use steady_types::{DataType, Value};
@@ -63,18 +63,20 @@ impl Bound<'_> {
     /// Whether a key range holding this bound as an equality or an inclusive bound matches
     /// exactly the rows the conjunct does (see the module doc).
     fn is_exact(&self, table: &TableDef) -> bool {
-        let column_type = table.columns[self.column].data_type;
+        let integer = |t: Option<DataType>| {
+            matches!(
+                t,
+                Some(DataType::SmallInt | DataType::Integer | DataType::BigInt)
+            )
+        };
         let value_type = match self.value {
             Expr::Literal(v) => v.data_type(),
             Expr::Param { ty, .. } => *ty,
             _ => None,
         };
         matches!(self.op, CmpOp::Eq | CmpOp::GtEq | CmpOp::LtEq)
-            && value_type == Some(column_type)
-            && matches!(
-                column_type,
-                DataType::SmallInt | DataType::Integer | DataType::BigInt
-            )
+            && integer(value_type)
+            && integer(Some(table.columns[self.column].data_type))
     }
 }
 

@@ -507,7 +507,32 @@ impl Source for ScanSource<'_> {
 /// The start and end of a key range.
 pub type KeyBounds = (Bound<Vec<u8>>, Bound<Vec<u8>>);
 
-/// Encoded key bounds of a range; `None` when an equality value is NULL (no row can match).
+/// Where a range's value falls for a key column's type.
+enum Fit {
+    /// The value in the column's type.
+    Exact(Value),
+    /// An integer beyond the column type's largest or smallest value.
+    Above,
+    Below,
+    /// Not convertible: the range reads as if this bound were absent (a superset).
+    Unknown,
+}
+
+fn fit(value: Value, ty: &DataType) -> Fit {
+    let integer =
+        |v: &Value| matches!(v, Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_));
+    let wide = integer(&value).then(|| crate::types::ops::as_i64(&value));
+    match (value.cast_to(ty), wide) {
+        (Ok(v), _) => Fit::Exact(v),
+        (Err(_), Some(n)) if n > 0 => Fit::Above,
+        (Err(_), Some(_)) => Fit::Below,
+        (Err(_), None) => Fit::Unknown,
+    }
+}
+
+/// Encoded key bounds of a range; `None` when no row can match (a NULL value, or an integer
+/// equality or bound beyond the key column's type). For an integer value against an integer key
+/// column the bounds are exact, which lets the planner drop such conjuncts from the filter.
 pub fn encode_range(range: &KeyRange, ctx: &mut ExecCtx) -> Result<Option<KeyBounds>> {
     let mut prefix = Vec::new();
     for (expr, ty) in range.equal.iter().zip(&range.types) {
@@ -515,13 +540,18 @@ pub fn encode_range(range: &KeyRange, ctx: &mut ExecCtx) -> Result<Option<KeyBou
         if value.is_null() {
             return Ok(None);
         }
-        match value.cast_to(ty) {
-            Ok(v) => prefix.push(v),
-            Err(_) => return Ok(Some((Bound::Unbounded, Bound::Unbounded))),
+        match fit(value, ty) {
+            Fit::Exact(v) => prefix.push(v),
+            Fit::Above | Fit::Below => return Ok(None),
+            Fit::Unknown => return Ok(Some((Bound::Unbounded, Bound::Unbounded))),
         }
     }
     let next_type = range.types.get(prefix.len());
-    let bound_key = |expr: Option<&Expr>, ctx: &mut ExecCtx| -> Result<Option<Option<Vec<u8>>>> {
+    // `Some(None)`: no bound on this side; `None`: nothing can match.
+    let bound_key = |expr: Option<&Expr>,
+                     upper: bool,
+                     ctx: &mut ExecCtx|
+     -> Result<Option<Option<Vec<u8>>>> {
         let (Some(expr), Some(ty)) = (expr, next_type) else {
             return Ok(Some(None));
         };
@@ -529,16 +559,18 @@ pub fn encode_range(range: &KeyRange, ctx: &mut ExecCtx) -> Result<Option<KeyBou
         if value.is_null() {
             return Ok(None);
         }
-        let Ok(value) = value.cast_to(ty) else {
-            return Ok(Some(None));
+        let value = match (fit(value, ty), upper) {
+            (Fit::Exact(v), _) => v,
+            (Fit::Above, false) | (Fit::Below, true) => return Ok(None),
+            (Fit::Above, true) | (Fit::Below, false) | (Fit::Unknown, _) => return Ok(Some(None)),
         };
         let mut key = prefix.clone();
         key.push(value);
         Ok(Some(Some(encode_key(&key))))
     };
     let (Some(lower), Some(upper)) = (
-        bound_key(range.lower.as_ref(), ctx)?,
-        bound_key(range.upper.as_ref(), ctx)?,
+        bound_key(range.lower.as_ref(), false, ctx)?,
+        bound_key(range.upper.as_ref(), true, ctx)?,
     ) else {
         return Ok(None);
     };
