@@ -304,7 +304,7 @@ impl Engine {
             wrote: false,
             holds_own_lock: false,
             deleted: false,
-            locked_rows: Vec::new(),
+            locked_rows: HashMap::default(),
             ended: false,
         })
     }
@@ -390,8 +390,8 @@ pub struct Transaction {
     /// Whether it has delete-marked a row (even if a savepoint undid it since).
     deleted: bool,
     /// Rows `lock_row` locked, with their newest versions, for the writes that follow (see
-    /// [`Transaction::lock_row`]): at most [`LOCKED_ROWS_KEPT`], at most one per row.
-    locked_rows: Vec<LockedRow>,
+    /// [`Transaction::lock_row`]), by primary key: at most [`LOCKED_ROWS_KEPT`], one per key.
+    locked_rows: HashMap<Vec<u8>, LockedRow, ahash::RandomState>,
     pub(crate) ended: bool,
 }
 
@@ -404,7 +404,6 @@ const LOCKED_ROWS_KEPT: usize = 128;
 struct LockedRow {
     tree: Arc<BTree>,
     index: IndexId,
-    pk: Vec<u8>,
     current: Version,
 }
 

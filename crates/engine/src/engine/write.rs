@@ -394,12 +394,14 @@ impl Transaction {
         if self.locked_rows.len() >= LOCKED_ROWS_KEPT {
             self.locked_rows.clear();
         }
-        self.locked_rows.push(LockedRow {
-            tree: Arc::clone(tree),
-            index,
-            pk: pk.to_vec(),
-            current,
-        });
+        self.locked_rows.insert(
+            pk.to_vec(),
+            LockedRow {
+                tree: Arc::clone(tree),
+                index,
+                current,
+            },
+        );
     }
 
     /// Takes the lock on this transaction's own id, once.
@@ -485,11 +487,10 @@ impl Transaction {
     /// The version `lock_row` kept for the row, taken out of the kept ones (None if it kept none,
     /// or read it from another tree than `tree`).
     fn take_locked(&mut self, tree: &Arc<BTree>, index: IndexId, pk: &[u8]) -> Option<Version> {
-        let at = self
-            .locked_rows
-            .iter()
-            .rposition(|locked| locked.index == index && locked.pk == pk)?;
-        let locked = self.locked_rows.swap_remove(at);
+        if self.locked_rows.get(pk)?.index != index {
+            return None;
+        }
+        let locked = self.locked_rows.remove(pk)?;
         Arc::ptr_eq(&locked.tree, tree).then_some(locked.current)
     }
 
