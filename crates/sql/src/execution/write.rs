@@ -31,7 +31,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::constraints::{
     check_no_children, check_not_null, check_parents, foreign_keys, referencing, write_error,
 };
-use crate::execution::executor::{as_ref, collect, encode_range, open, ExecCtx, Row};
+use crate::execution::executor::{as_ref, collect, encode_range, open, single_key, ExecCtx, Row};
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Access, Column, Plan};
 use crate::types::ops;
@@ -468,6 +468,11 @@ impl Target {
                 .txn()?
                 .index_candidates(index, as_ref(&start), as_ref(&end))?;
             return Ok((keys, true));
+        }
+        if let Access::Primary(range) = &self.access {
+            if let Some(key) = single_key(range, ctx)? {
+                return Ok((key.into_iter().collect(), true));
+            }
         }
         let (start, end) = match &self.access {
             Access::Primary(range) => match encode_range(range, ctx)? {

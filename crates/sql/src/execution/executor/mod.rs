@@ -587,6 +587,20 @@ pub fn encode_range(range: &KeyRange, ctx: &mut ExecCtx) -> Result<Option<KeyBou
     Ok(Some((start, end)))
 }
 
+/// The one primary key a range of equalities on every key column reads (`Some(None)`: no row
+/// can match); `None` when the range is not a single key. A single key is read with a point
+/// lookup rather than a scan, which would copy its whole leaf.
+pub fn single_key(range: &KeyRange, ctx: &mut ExecCtx) -> Result<Option<Option<Vec<u8>>>> {
+    if range.equal.is_empty() || range.equal.len() != range.types.len() {
+        return Ok(None);
+    }
+    Ok(match encode_range(range, ctx)? {
+        Some((Bound::Included(key), _)) => Some(Some(key)),
+        Some(_) => None,
+        None => Some(None),
+    })
+}
+
 fn open_scan<'p>(
     table: &'p Arc<steady_engine::catalog::TableDef>,
     access: &'p Access,
@@ -594,6 +608,19 @@ fn open_scan<'p>(
     columns: Option<&[bool]>,
     ctx: &mut ExecCtx,
 ) -> Result<ScanSource<'p>> {
+    if let Access::Primary(range) = access {
+        if let Some(key) = single_key(range, ctx)? {
+            let rows = match key {
+                Some(pk) => {
+                    let row = ctx.txn()?.get_row(table, &pk)?;
+                    row.map(|row| (pk, row)).into_iter().collect()
+                }
+                None => Vec::new(),
+            };
+            let rows = ScanRows::Fetched(rows.into_iter());
+            return Ok(ScanSource { rows, filter });
+        }
+    }
     let (start, end) = match access {
         Access::Full => (Bound::Unbounded, Bound::Unbounded),
         Access::Primary(range) => match encode_range(range, ctx)? {
