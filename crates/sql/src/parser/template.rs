@@ -51,17 +51,19 @@ pub fn template(sql: &str) -> Option<Template> {
 }
 
 /// A significant token before the current position, as far as the context rules need it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Prev {
     Start,
-    /// An unquoted word, lowercased.
-    Word(String),
+    /// An unquoted word: whether it is VALUES.
+    Word {
+        values: bool,
+    },
     /// A quoted identifier.
     Quoted,
-    /// A run of operator characters, and where it starts in the output.
+    /// A run of operator characters: where it starts and ends in the text.
     Op {
-        text: String,
-        at: usize,
+        start: usize,
+        end: usize,
     },
     /// A number or string literal (kept or replaced).
     Literal,
@@ -72,13 +74,15 @@ struct Scan<'a> {
     sql: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    /// The template so far: the text up to `copied`, its literals replaced.
     out: String,
+    copied: usize,
     literals: Vec<Literal>,
     /// The last significant token and the one before it.
     prev: Prev,
     before_prev: Prev,
-    /// The statement's first word.
-    kind: Option<String>,
+    /// The statement's first word, lowercased.
+    kind: Option<&'static str>,
     /// Per open parenthesis: whether it opens a row of INSERT's VALUES.
     parens: Vec<bool>,
     /// Whether the last token closed a VALUES row (a `,` and `(` may open the next).
@@ -90,7 +94,26 @@ fn is_ident_byte(b: u8) -> bool {
 }
 
 fn is_op_byte(b: u8) -> bool {
-    b"+-*/<>=~!@#%^&|`?:".contains(&b)
+    matches!(
+        b,
+        b'+' | b'-'
+            | b'*'
+            | b'/'
+            | b'<'
+            | b'>'
+            | b'='
+            | b'~'
+            | b'!'
+            | b'@'
+            | b'#'
+            | b'%'
+            | b'^'
+            | b'&'
+            | b'|'
+            | b'`'
+            | b'?'
+            | b':'
+    )
 }
 
 impl<'a> Scan<'a> {
@@ -100,6 +123,7 @@ impl<'a> Scan<'a> {
             bytes: sql.as_bytes(),
             pos: 0,
             out: String::with_capacity(sql.len() + 8),
+            copied: 0,
             literals: Vec::new(),
             prev: Prev::Start,
             before_prev: Prev::Start,
@@ -113,7 +137,7 @@ impl<'a> Scan<'a> {
     fn run(&mut self) -> Option<()> {
         while let Some(&b) = self.bytes.get(self.pos) {
             match b {
-                b' ' | b'\t' | b'\n' | b'\r' => self.copy(self.pos + 1),
+                b' ' | b'\t' | b'\n' | b'\r' => self.pos = self.skip_blank(self.pos),
                 b'\'' => self.string()?,
                 b'"' => self.quoted_identifier()?,
                 b'0'..=b'9' => self.number()?,
@@ -128,13 +152,31 @@ impl<'a> Scan<'a> {
                 _ => return None,
             }
         }
-        self.kind.as_ref().map(|_| ())
+        self.finish(self.sql.len())
     }
 
-    /// Copies the text up to `end` to the output.
-    fn copy(&mut self, end: usize) {
-        self.out.push_str(&self.sql[self.pos..end]);
+    /// Copies the rest of the statement, up to `end`, to the template.
+    fn finish(&mut self, end: usize) -> Option<()> {
+        self.kind?;
+        self.out.push_str(&self.sql[self.copied..end]);
+        Some(())
+    }
+
+    /// Moves past a token that stays in the template, ending at `end`.
+    fn keep(&mut self, end: usize, prev: Prev) {
         self.pos = end;
+        self.after_row = false;
+        self.token(prev);
+    }
+
+    /// Replaces the text from `start` to `end` by the next parameter, for `literal`.
+    fn replace(&mut self, start: usize, end: usize, literal: Literal) {
+        use std::fmt::Write;
+        self.out.push_str(&self.sql[self.copied..start]);
+        self.literals.push(literal);
+        let _ = write!(self.out, "${}", self.literals.len());
+        self.copied = end;
+        self.keep(end, Prev::Literal);
     }
 
     fn token(&mut self, prev: Prev) {
@@ -147,7 +189,7 @@ impl<'a> Scan<'a> {
         if !rest.trim().is_empty() {
             return None;
         }
-        self.kind.as_ref().map(|_| ())
+        self.finish(self.pos)
     }
 
     fn word(&mut self) -> Option<()> {
@@ -155,45 +197,38 @@ impl<'a> Scan<'a> {
         if self.bytes.get(end) == Some(&b'\'') || self.bytes.get(end) == Some(&b'&') {
             return None; // E'...', B'...', X'...', N'...', U&'...'
         }
-        let word = self.sql[self.pos..end].to_ascii_lowercase();
+        let word = &self.sql[self.pos..end];
         if self.kind.is_none() {
-            if !matches!(word.as_str(), "select" | "insert" | "update" | "delete") {
-                return None;
-            }
-            self.kind = Some(word.clone());
+            let kind = ["select", "insert", "update", "delete"]
+                .into_iter()
+                .find(|k| word.eq_ignore_ascii_case(k))?;
+            self.kind = Some(kind);
         }
-        self.copy(end);
-        self.after_row = false;
-        self.token(Prev::Word(word));
+        let values = word.eq_ignore_ascii_case("values");
+        self.keep(end, Prev::Word { values });
         Some(())
     }
 
     fn quoted_identifier(&mut self) -> Option<()> {
         let end = self.quoted_end(b'"')?;
-        self.copy(end);
-        self.after_row = false;
-        self.token(Prev::Quoted);
+        self.keep(end, Prev::Quoted);
         Some(())
     }
 
     fn operator(&mut self) -> Option<()> {
-        let end = self.scan_while(self.pos, is_op_byte);
-        let text = &self.sql[self.pos..end];
+        let (start, end) = (self.pos, self.scan_while(self.pos, is_op_byte));
+        let text = &self.sql[start..end];
         if text.contains("--") || text.contains("/*") {
             return None;
         }
-        let text = text.to_owned();
-        let at = self.out.len();
-        self.copy(end);
-        self.after_row = false;
-        self.token(Prev::Op { text, at });
+        self.keep(end, Prev::Op { start, end });
         Some(())
     }
 
     fn punct(&mut self, b: u8) {
         let opens_row = b == b'('
-            && self.kind.as_deref() == Some("insert")
-            && (self.prev == Prev::Word("values".into())
+            && self.kind == Some("insert")
+            && (self.prev == Prev::Word { values: true }
                 || (self.prev == Prev::Punct(b',') && self.after_row));
         let closes_row = b == b')' && self.parens.last() == Some(&true);
         match b {
@@ -203,9 +238,9 @@ impl<'a> Scan<'a> {
             }
             _ => {}
         }
-        self.after_row = closes_row || (b == b',' && self.after_row);
-        self.copy(self.pos + 1);
-        self.token(Prev::Punct(b));
+        let after_row = closes_row || (b == b',' && self.after_row);
+        self.keep(self.pos + 1, Prev::Punct(b));
+        self.after_row = after_row;
     }
 
     /// Whether the innermost open parenthesis is a VALUES row and the token before is its `(`
@@ -228,14 +263,10 @@ impl<'a> Scan<'a> {
         let replace = !self.followed_by_cast_or_subscript(end)
             && (self.prev_op() == Some("=") || self.in_row_after(&self.prev));
         if replace {
-            self.pos = end;
-            self.literals.push(Literal::Text(body.replace("''", "'")));
-            self.push_param();
+            self.replace(start, end, Literal::Text(body.replace("''", "'")));
         } else {
-            self.copy(end);
+            self.keep(end, Prev::Literal);
         }
-        self.after_row = false;
-        self.token(Prev::Literal);
         Some(())
     }
 
@@ -265,43 +296,32 @@ impl<'a> Scan<'a> {
         }
         let digits = &self.sql[start..end];
         match self.number_context(end) {
-            Some(sign_at) => {
-                let text = match sign_at {
-                    Some(at) => {
-                        self.out.truncate(at);
-                        format!("-{digits}")
-                    }
-                    None => digits.to_owned(),
-                };
-                self.pos = end;
-                self.literals.push(Literal::Number(text));
-                self.push_param();
-            }
-            None => self.copy(end),
+            Some(Some(sign)) => self.replace(sign, end, Literal::Number(format!("-{digits}"))),
+            Some(None) => self.replace(start, end, Literal::Number(digits.to_owned())),
+            None => self.keep(end, Prev::Literal),
         }
-        self.after_row = false;
-        self.token(Prev::Literal);
         Some(())
     }
 
     /// Whether the number ending at `end` is replaced: `Some(None)` as it is, `Some(Some(at))`
-    /// with the unary minus that starts at output offset `at`, `None` if it stays in the text.
+    /// with the unary minus at text offset `at`, `None` if it stays in the text.
     fn number_context(&self, end: usize) -> Option<Option<usize>> {
         if self.followed_by_cast_or_subscript(end) {
             return None;
         }
-        let Prev::Op { text, at } = &self.prev else {
+        let Prev::Op { start, end: op_end } = self.prev else {
             return self.in_row_after(&self.prev).then_some(None);
         };
+        let text = &self.sql[start..op_end];
         let (operator, sign_at) = match text.strip_suffix('-') {
-            Some(rest) if !rest.is_empty() => (Some(rest), Some(at + rest.len())),
-            Some(_) => match &self.before_prev {
-                Prev::Op { text, .. } => (Some(text.as_str()), Some(*at)),
-                Prev::Punct(b'(' | b',') => (None, Some(*at)),
+            Some(rest) if !rest.is_empty() => (Some(rest), Some(op_end - 1)),
+            Some(_) => match self.before_prev {
+                Prev::Op { start: s, end: e } => (Some(&self.sql[s..e]), Some(start)),
+                Prev::Punct(b'(' | b',') => (None, Some(start)),
                 Prev::Punct(b')') | Prev::Literal | Prev::Quoted => (Some("-"), None),
                 _ => return None,
             },
-            None => (Some(text.as_str()), None),
+            None => (Some(text), None),
         };
         let context = match operator {
             Some(op) => matches!(op, "=" | "+" | "-" | "*" | "/"),
@@ -328,15 +348,10 @@ impl<'a> Scan<'a> {
 
     /// The operator right before the current token, if the token before is one.
     fn prev_op(&self) -> Option<&str> {
-        match &self.prev {
-            Prev::Op { text, .. } => Some(text),
+        match self.prev {
+            Prev::Op { start, end } => Some(&self.sql[start..end]),
             _ => None,
         }
-    }
-
-    fn push_param(&mut self) {
-        use std::fmt::Write;
-        let _ = write!(self.out, "${}", self.literals.len());
     }
 
     fn scan_while(&self, from: usize, keep: impl Fn(u8) -> bool) -> usize {
