@@ -25,6 +25,12 @@
 //!   every byte written before it.
 //! * A failed write of the log fails every later flush: the bytes it took out of the buffer are
 //!   gone, and a sync after them must not acknowledge commits whose log has a hole before it.
+//! * Records are written in whole 4 KiB blocks from aligned buffers, through a second handle
+//!   opened with `O_DIRECT` where the file system allows it: the block the log's end falls in is
+//!   rewritten with its earlier bytes (kept in memory) and zeros after the end, so a commit's
+//!   `fdatasync` has no page-cache writeback to do (fio on this machine, 8 KiB writes each
+//!   synced: 123 µs buffered, 93 µs direct). Reads (recovery) and checkpoint slots go through
+//!   the page cache.
 //! * The file is preallocated once and overwritten in place (an overwrite's fdatasync is cheaper than
 //!   an append's here: ~100 µs against ~260 µs, measured). Invariant: `checkpoint_lsn <= flushed_lsn
 //!   <= current_lsn` and `current_lsn - checkpoint_lsn <= capacity`; [`Wal::reserve`] refuses to
@@ -35,7 +41,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::io::{FileIo, Vfs};
+use crate::io::{AlignedBuf, FileIo, Vfs};
 use crate::page::{read_u32, read_u64, write_u32, write_u64};
 use crate::{Lsn, Result, StorageError};
 
@@ -43,6 +49,8 @@ use crate::{Lsn, Result, StorageError};
 pub const LOG_FILE: &str = "redo.log";
 /// Size of the header block holding the checkpoint slots.
 pub const HEADER_BLOCK: u64 = 4096;
+/// The unit of the log's record writes: the record area is written in whole, aligned blocks.
+const LOG_BLOCK: u64 = crate::io::IO_ALIGN as u64;
 /// Bytes of a record header.
 pub const RECORD_HEADER: usize = 16;
 /// Appended bytes past which the appender writes the buffer out (without syncing), so that a long
@@ -100,7 +108,12 @@ struct WriterSignal {
 
 /// The redo log of one data directory.
 pub struct Wal {
+    /// For reads, checkpoint slots and preallocation.
     file: Arc<dyn FileIo>,
+    /// For record writes, in whole blocks (`O_DIRECT` where the file system allows it).
+    blocks: Arc<dyn FileIo>,
+    /// The bytes of the block the log's end falls in, before the end: the head of the next write.
+    tail: Mutex<Vec<u8>>,
     capacity: u64,
     buffer: Mutex<Buffer>,
     current: AtomicU64,
@@ -139,7 +152,8 @@ impl Wal {
         file.set_len(HEADER_BLOCK + capacity)
             .and_then(|_| preallocate(file.as_ref(), capacity))
             .map_err(|e| StorageError::io("preallocating the redo log", e))?;
-        let wal = Self::with_state(file, capacity, FIRST_LSN, FIRST_LSN, 0);
+        let blocks = open_blocks(vfs, &file, capacity)?;
+        let wal = Self::with_state(file, blocks, capacity, FIRST_LSN, FIRST_LSN, 0)?;
         wal.write_checkpoint(FIRST_LSN)?;
         vfs.sync_dir()
             .map_err(|e| StorageError::io("syncing the data directory", e))?;
@@ -165,19 +179,26 @@ impl Wal {
         let end = records.last().map_or(checkpoint, |(lsn, payload)| {
             lsn + (RECORD_HEADER + payload.len()) as u64
         });
-        let wal = Self::with_state(file, capacity, end, checkpoint, counter);
+        let blocks = open_blocks(vfs, &file, capacity)?;
+        let wal = Self::with_state(file, blocks, capacity, end, checkpoint, counter)?;
         Ok(OpenedLog { wal, records })
     }
 
     fn with_state(
         file: Arc<dyn FileIo>,
+        blocks: Arc<dyn FileIo>,
         capacity: u64,
         end: Lsn,
         checkpoint: Lsn,
         counter: u64,
-    ) -> Wal {
-        Wal {
+    ) -> Result<Wal> {
+        let mut tail = vec![0; (end % LOG_BLOCK) as usize];
+        read_circular(file.as_ref(), capacity, end - tail.len() as u64, &mut tail)
+            .map_err(|e| StorageError::io("reading the redo log", e))?;
+        Ok(Wal {
             file,
+            blocks,
+            tail: Mutex::new(tail),
             capacity,
             buffer: Mutex::new(Buffer {
                 start: end,
@@ -197,7 +218,7 @@ impl Wal {
             full_page_images: AtomicU64::new(0),
             writer: Arc::default(),
             write_failed: AtomicBool::new(false),
-        }
+        })
     }
 
     /// Starts the log writer thread, which writes the buffer out (without syncing) when appenders
@@ -335,7 +356,7 @@ impl Wal {
             buffer.start = start + bytes.len() as u64;
             (start, bytes)
         };
-        if let Err(err) = self.write_circular(start, &bytes) {
+        if let Err(err) = self.write_blocks(start, &bytes) {
             self.write_failed.store(true, Ordering::Release);
             return Err(err);
         }
@@ -384,7 +405,7 @@ impl Wal {
     fn write_and_sync(&self) -> Result<()> {
         std::thread::yield_now();
         let end = self.write_buffer()?;
-        self.file
+        self.blocks
             .sync_data()
             .map_err(|e| StorageError::io("syncing the redo log", e))?;
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
@@ -397,17 +418,33 @@ impl Wal {
         self.flush(self.current_lsn())
     }
 
-    fn write_circular(&self, lsn: Lsn, bytes: &[u8]) -> Result<()> {
+    /// Writes the log from `lsn` on (`bytes`) as whole [`LOG_BLOCK`]s: the first begins with the
+    /// bytes of its block written before (`tail`), the last ends in zeros, which the next write
+    /// overwrites (recovery stops at them: no record has LSN 0). Called by one thread at a time.
+    fn write_blocks(&self, lsn: Lsn, bytes: &[u8]) -> Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let mut tail = self.tail.lock();
+        let head = tail.len();
+        debug_assert_eq!(head as u64, lsn % LOG_BLOCK);
+        let end = head + bytes.len();
+        let mut blocks = AlignedBuf::zeroed(end.div_ceil(LOG_BLOCK as usize) * LOG_BLOCK as usize);
+        blocks[..head].copy_from_slice(&tail);
+        blocks[head..end].copy_from_slice(bytes);
+        let first = lsn - head as u64;
         let mut done = 0;
-        while done < bytes.len() {
-            let position = (lsn + done as u64) % self.capacity;
-            let room = (self.capacity - position) as usize;
-            let chunk = room.min(bytes.len() - done);
-            self.file
-                .write_at(&bytes[done..done + chunk], HEADER_BLOCK + position)
+        while done < blocks.len() {
+            let position = (first + done as u64) % self.capacity;
+            let chunk = ((self.capacity - position) as usize).min(blocks.len() - done);
+            self.blocks
+                .write_at(&blocks[done..done + chunk], HEADER_BLOCK + position)
                 .map_err(|e| StorageError::io("writing the redo log", e))?;
             done += chunk;
         }
+        let last = end - end % LOG_BLOCK as usize;
+        tail.clear();
+        tail.extend_from_slice(&blocks[last..end]);
         Ok(())
     }
 
@@ -519,6 +556,16 @@ fn read_checkpoint(file: &dyn FileIo) -> Result<(Lsn, u64)> {
         }
     }
     best.ok_or_else(|| StorageError::Format("the redo log has no valid checkpoint".into()))
+}
+
+/// The handle for the log's record writes: `O_DIRECT` where possible, if the record area is whole
+/// blocks (a log made by [`Wal::create`] always is).
+fn open_blocks(vfs: &dyn Vfs, file: &Arc<dyn FileIo>, capacity: u64) -> Result<Arc<dyn FileIo>> {
+    if !capacity.is_multiple_of(LOG_BLOCK) {
+        return Ok(Arc::clone(file));
+    }
+    vfs.open_log_writes(LOG_FILE)
+        .map_err(|e| StorageError::io("opening the redo log", e))
 }
 
 fn read_circular(

@@ -54,11 +54,17 @@ pub trait FileIo: Send + Sync {
 pub trait Vfs: Send + Sync {
     /// Opens `name`, creating it empty if `create` is set and it does not exist.
     fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn FileIo>>;
-    /// Opens the redo log: like [`Vfs::open`], but always through the page cache. Log writes are
-    /// appends of any length at any offset, which `O_DIRECT` refuses; the log has its own
-    /// `fdatasync` at every commit, so the cache never holds acknowledged log bytes alone.
+    /// Opens the redo log: like [`Vfs::open`], but always through the page cache, for its reads
+    /// (recovery) and its small writes (checkpoint slots) at any offset and length.
     fn open_log(&self, name: &str, create: bool) -> io::Result<Arc<dyn FileIo>> {
         self.open(name, create)
+    }
+    /// A second handle on the existing log `name` for its record writes, which are whole
+    /// [`IO_ALIGN`] blocks from [`AlignedBuf`]s at aligned offsets: with `O_DIRECT` where the file
+    /// system allows it (a commit's sync then writes only its blocks, not the page cache's), else
+    /// as [`Vfs::open_log`].
+    fn open_log_writes(&self, name: &str) -> io::Result<Arc<dyn FileIo>> {
+        self.open_log(name, false)
     }
     /// Removes `name` (the directory entry; open handles stay usable).
     fn remove(&self, name: &str) -> io::Result<()>;
@@ -178,6 +184,15 @@ impl Vfs for OsVfs {
 
     fn open_log(&self, name: &str, create: bool) -> io::Result<Arc<dyn FileIo>> {
         self.open_file(name, create, false)
+    }
+
+    fn open_log_writes(&self, name: &str) -> io::Result<Arc<dyn FileIo>> {
+        match self.open_file(name, false, true) {
+            Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {
+                self.open_file(name, false, false)
+            }
+            opened => opened,
+        }
     }
 
     fn remove(&self, name: &str) -> io::Result<()> {
