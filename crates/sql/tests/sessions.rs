@@ -406,3 +406,69 @@ fn sums_of_integers_are_exact_and_null_without_inputs() {
     );
     assert_eq!(cell(&mut session, "SELECT sum(i + 0.5) FROM s"), "1.0");
 }
+
+/// An INSERT of a key the transaction itself wrote before fails with 23505 and leaves that row
+/// as the transaction had it: the run of inserts it started must not leave an undo entry that
+/// removes the row when the transaction (or a savepoint) rolls back.
+#[test]
+fn a_failed_insert_of_a_key_the_transaction_wrote_loses_no_row() {
+    let (_dir, db) = open();
+    let mut s = db.session("s");
+    let reset = |s: &mut Session| {
+        ok(s, "DROP TABLE IF EXISTS t");
+        ok(s, "CREATE TABLE t (id int PRIMARY KEY, v int)");
+        ok(s, "INSERT INTO t VALUES (1, 10), (2, 20)");
+    };
+    let rows = |s: &mut Session| {
+        let result = ok(s, "SELECT id, v FROM t ORDER BY id");
+        result
+            .rows
+            .iter()
+            .map(|r| format!("{}={}", r[0], r[1]))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // Rolled back: the committed row is back as it was.
+    reset(&mut s);
+    ok(&mut s, "BEGIN");
+    ok(&mut s, "UPDATE t SET v = 11 WHERE id = 1");
+    assert_eq!(
+        run(&mut s, "INSERT INTO t VALUES (1, 99)")
+            .unwrap_err()
+            .code,
+        "23505"
+    );
+    ok(&mut s, "ROLLBACK");
+    assert_eq!(rows(&mut s), "1=10 2=20");
+    // Back to a savepoint, then committed: the update before the savepoint stays.
+    reset(&mut s);
+    ok(&mut s, "BEGIN");
+    ok(&mut s, "UPDATE t SET v = 11 WHERE id = 1");
+    ok(&mut s, "SAVEPOINT a");
+    assert_eq!(
+        run(&mut s, "INSERT INTO t VALUES (1, 99)")
+            .unwrap_err()
+            .code,
+        "23505"
+    );
+    ok(&mut s, "ROLLBACK TO SAVEPOINT a");
+    ok(&mut s, "COMMIT");
+    assert_eq!(rows(&mut s), "1=11 2=20");
+    // Inserted by this transaction, then again after a savepoint: back to it keeps the first.
+    reset(&mut s);
+    ok(&mut s, "BEGIN");
+    ok(&mut s, "INSERT INTO t VALUES (5, 50)");
+    ok(&mut s, "SAVEPOINT a");
+    assert_eq!(run(&mut s, "INSERT INTO t VALUES (4, 40), (5, 99)").unwrap_err().code, "23505");
+    ok(&mut s, "ROLLBACK TO SAVEPOINT a");
+    ok(&mut s, "COMMIT");
+    assert_eq!(rows(&mut s), "1=10 2=20 5=50");
+    // A row the transaction deleted can be inserted again, and rolled back.
+    reset(&mut s);
+    ok(&mut s, "BEGIN");
+    ok(&mut s, "DELETE FROM t WHERE id = 1");
+    ok(&mut s, "INSERT INTO t VALUES (1, 12), (3, 30)");
+    assert_eq!(rows(&mut s), "1=12 2=20 3=30");
+    ok(&mut s, "ROLLBACK");
+    assert_eq!(rows(&mut s), "1=10 2=20");
+}

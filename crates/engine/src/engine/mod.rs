@@ -66,7 +66,7 @@ mod write;
 
 use open::read_counter;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -303,6 +303,7 @@ impl Engine {
             replaced: HashMap::new(),
             wrote: false,
             holds_own_lock: false,
+            locked_writes: HashSet::new(),
             deleted: false,
             locked_rows: HashMap::default(),
             ended: false,
@@ -387,6 +388,12 @@ pub struct Transaction {
     wrote: bool,
     /// Whether it holds the lock on its own id (it inserted rows without row locks).
     holds_own_lock: bool,
+    /// The trees this transaction wrote by the locking path (`write_locked`, a batch of locked
+    /// rows): inserts into them take that path too, so a run of inserts without row locks only
+    /// ever meets rows of other transactions or rows this one inserted in runs — the undo entry
+    /// a run writes for each row before it knows the key is present then removes, at a rollback
+    /// (recovery's included), nothing this transaction must keep.
+    locked_writes: HashSet<IndexId>,
     /// Whether it has delete-marked a row (even if a savepoint undid it since).
     deleted: bool,
     /// Rows `lock_row` locked, with their newest versions, for the writes that follow (see

@@ -58,6 +58,7 @@ impl Transaction {
         if !self.checked_write(index, pk, current.as_ref(), kind)? {
             return Ok(false);
         }
+        self.locked_writes.insert(index);
         self.save_version(index, pk, current)?;
         tree.insert(pk, &self.new_version(row))?;
         self.engine.unbury(index, pk)?;
@@ -149,6 +150,7 @@ impl Transaction {
             .table_by_id(index)
             .is_some_and(|t| t.indexes.is_empty());
         unindexed
+            && !self.locked_writes.contains(&index)
             && self.isolation != Isolation::Serializable
             && self.engine.graveyard_length.load(Ordering::Acquire) == 0
     }
@@ -186,6 +188,7 @@ impl Transaction {
         let tree = engine.tree(index).map_err(at_start)?;
         self.snapshot().map_err(at_start)?;
         self.hold_own_lock().map_err(at_start)?;
+        let first_undo = self.undo_length;
         self.append_undo_run(index, rows).map_err(at_start)?;
         let versions: Vec<(Vec<u8>, Vec<u8>)> = rows
             .iter()
@@ -201,7 +204,8 @@ impl Transaction {
             self.note_inserted(index, run.iter().map(|(pk, _)| pk), generation);
             at += inserted;
             if inserted == 0 {
-                self.insert_one_of_many(&tree, index, &rows[at], &versions[at].1, generation)
+                let undo = first_undo + at as u64;
+                self.insert_one_of_many(&tree, index, &rows[at], &versions[at].1, undo, generation)
                     .map_err(|e| (at, e))?;
                 at += 1;
             }
@@ -209,20 +213,25 @@ impl Transaction {
         Ok(())
     }
 
-    /// One row of [`Transaction::insert_many`] that did not go in a run (its undo entry is
-    /// written): on its own without a row lock if its key is absent, else by the locking path.
+    /// One row of [`Transaction::insert_many`] that did not go in a run (its undo entry, number
+    /// `undo` of this transaction, is written): on its own without a row lock if its key is
+    /// absent, else by the locking path — after removing that undo entry, which says the row was
+    /// not there: a rollback would remove whatever version is in place (this transaction's own
+    /// update of the row, say) instead of putting back what the locking path replaces.
     fn insert_one_of_many(
         &mut self,
         tree: &BTree,
         index: IndexId,
         (pk, row): &(Vec<u8>, Vec<u8>),
         version: &[u8],
+        undo: u64,
         generation: u64,
     ) -> Result<()> {
         if tree.insert_if_absent(pk, version)? {
             self.note_inserted(index, [pk], generation);
             return Ok(());
         }
+        self.engine.undo.delete(&undo_key(self.id, undo))?;
         self.write_locked(index, pk, Some(row), WriteKind::Insert)
             .map(drop)
     }
@@ -306,6 +315,7 @@ impl Transaction {
                 changing.push((at, pk, row, current));
             }
         }
+        self.locked_writes.insert(index);
         let mut written: Vec<bool> = vec![false; rows.len()];
         let (mut undo, mut history, mut in_place) = (Vec::new(), Vec::new(), Vec::new());
         for (at, pk, row, current) in changing {
