@@ -459,7 +459,12 @@ fn a_failed_insert_of_a_key_the_transaction_wrote_loses_no_row() {
     ok(&mut s, "BEGIN");
     ok(&mut s, "INSERT INTO t VALUES (5, 50)");
     ok(&mut s, "SAVEPOINT a");
-    assert_eq!(run(&mut s, "INSERT INTO t VALUES (4, 40), (5, 99)").unwrap_err().code, "23505");
+    assert_eq!(
+        run(&mut s, "INSERT INTO t VALUES (4, 40), (5, 99)")
+            .unwrap_err()
+            .code,
+        "23505"
+    );
     ok(&mut s, "ROLLBACK TO SAVEPOINT a");
     ok(&mut s, "COMMIT");
     assert_eq!(rows(&mut s), "1=10 2=20 5=50");
