@@ -121,9 +121,6 @@ impl Session {
     fn prepare_template(&self, text: &str, params: &[Param]) -> Option<Prepared> {
         let mut statements = parse(text).ok()?;
         let statement = statements.pop().filter(|_| statements.is_empty())?;
-        if !matches!(&statement, Statement::Sql(_)) {
-            return None;
-        }
         let declared = params.iter().map(|p| p.declared).collect();
         let (types, columns) = self.describe(&statement, declared).ok()?;
         let prepared = Prepared::new(statement, types, columns);
