@@ -234,6 +234,12 @@ impl Value {
         self.convert(ty, true)
     }
 
+    /// A date or timestamp as microseconds since 2000-01-01 on the one axis comparisons use
+    /// (a date is its midnight; infinities at the ends); None for any other value.
+    pub fn instant(&self) -> Option<i128> {
+        crate::compare::instant(self)
+    }
+
     /// SQL comparison: `None` when either side is NULL or the types are not comparable.
     pub fn compare(&self, other: &Value) -> Option<Ordering> {
         match (self, other) {

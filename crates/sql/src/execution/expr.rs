@@ -256,6 +256,24 @@ impl Expr {
         }
     }
 
+    /// The expression with every input column `i` read as `f(i)` instead. Only for expressions
+    /// without subqueries (a subquery reads the row through outer references this does not
+    /// renumber).
+    pub fn map_columns(self, f: &dyn Fn(usize) -> usize) -> Expr {
+        match self {
+            Expr::Column(i) => Expr::Column(f(i)),
+            other => match other.map_children(&mut |e| Ok(e.map_columns(f))) {
+                Ok(mapped) => mapped,
+                Err(_) => unreachable!("renumbering columns cannot fail"),
+            },
+        }
+    }
+
+    /// A copy with every input column moved `by` places to the right.
+    pub fn shifted(&self, by: usize) -> Expr {
+        self.clone().map_columns(&|i| i + by)
+    }
+
     /// Rebuilds the expression with `f` applied to each direct child.
     pub fn map_children(self, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Expr> {
         fn t(e: Expr, f: &mut dyn FnMut(Expr) -> Result<Expr>) -> Result<Box<Expr>> {

@@ -69,6 +69,14 @@ pub struct SortKey {
     pub nulls_first: bool,
 }
 
+/// One equality of a hash join's condition: `left` reads the left row, `right` the right row
+/// (its own columns, numbered from 0).
+#[derive(Debug, Clone)]
+pub struct JoinKey {
+    pub left: Expr,
+    pub right: Expr,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JoinKind {
     Inner,
@@ -129,12 +137,16 @@ pub enum Plan {
     Distinct {
         input: Box<Plan>,
     },
-    /// Nested loop join over the materialised right side; `on` sees the left row followed by the
-    /// right row. Right and full joins also emit the right rows no left row matched.
+    /// Join over the materialised right side: a hash join on `keys` when there are any (a pair
+    /// matches when every key's two values are equal, as `=` says), otherwise a nested loop;
+    /// `on`, the rest of the condition, sees the left row followed by the right row. Right and
+    /// full joins also emit the right rows no left row matched. Built by
+    /// [`crate::planner::join::join`], which pushes what it can of the condition below it.
     Join {
         left: Box<Plan>,
         right: Box<Plan>,
         kind: JoinKind,
+        keys: Vec<JoinKey>,
         on: Option<Expr>,
         left_width: usize,
         right_width: usize,
@@ -201,12 +213,20 @@ impl Plan {
             Plan::Sort { .. } => "Sort".into(),
             Plan::Limit { .. } => "Limit".into(),
             Plan::Distinct { .. } => "Unique".into(),
-            Plan::Join { kind, .. } => match kind {
-                JoinKind::Inner => "Nested Loop".into(),
-                JoinKind::Left => "Nested Loop Left Join".into(),
-                JoinKind::Right => "Nested Loop Right Join".into(),
-                JoinKind::Full => "Nested Loop Full Join".into(),
-            },
+            Plan::Join { kind, keys, .. } => {
+                let method = if keys.is_empty() {
+                    "Nested Loop"
+                } else {
+                    "Hash"
+                };
+                match (kind, keys.is_empty()) {
+                    (JoinKind::Inner, true) => method.into(),
+                    (JoinKind::Inner, false) => "Hash Join".into(),
+                    (JoinKind::Left, _) => format!("{method} Left Join"),
+                    (JoinKind::Right, _) => format!("{method} Right Join"),
+                    (JoinKind::Full, _) => format!("{method} Full Join"),
+                }
+            }
             Plan::Lateral { .. } => "Nested Loop (lateral)".into(),
             Plan::SetOp { op, all, .. } => {
                 let name = match op {
@@ -252,7 +272,23 @@ impl Plan {
                 lines
             }
             Plan::Filter { predicate, .. } => vec![format!("Filter: {predicate}")],
-            Plan::Join { on: Some(on), .. } => vec![format!("Join Filter: {on}")],
+            Plan::Join {
+                keys,
+                on,
+                left_width,
+                ..
+            } => {
+                let mut lines = Vec::new();
+                if !keys.is_empty() {
+                    let parts: Vec<String> = keys
+                        .iter()
+                        .map(|k| format!("{} = {}", k.left, k.right.shifted(*left_width)))
+                        .collect();
+                    lines.push(format!("Hash Cond: ({})", parts.join(" AND ")));
+                }
+                lines.extend(on.iter().map(|on| format!("Join Filter: {on}")));
+                lines
+            }
             Plan::Sort { keys, .. } => {
                 let keys: Vec<String> = keys
                     .iter()

@@ -450,6 +450,7 @@ impl Target {
                 left: Box::new(scan),
                 right: Box::new(others.clone()),
                 kind: crate::execution::plan::JoinKind::Inner,
+                keys: Vec::new(),
                 on: self.filter.clone(),
                 left_width: self.table.columns.len(),
                 right_width: 0,

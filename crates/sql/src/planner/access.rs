@@ -26,16 +26,18 @@ const INDEX_SELECTIVITY_LIMIT: f64 = 0.2;
 /// How much more a row read through a secondary index costs than one read in key order.
 const RANDOM_READ_COST: f64 = 4.0;
 
-/// Puts `predicate` on top of `plan`: into a bare table scan (choosing its access path), or as a
-/// filter node.
+/// Puts `predicate` on top of `plan`: into a table scan (choosing its access path if it has none
+/// yet), into a join or through a projection of plain expressions (see `join`), or as a filter
+/// node.
 pub fn filter(plan: Plan, predicate: Expr, stats: &Statistics) -> Plan {
     match plan {
         Plan::Scan {
             table,
             access: Access::Full,
-            filter: None,
+            filter,
             columns,
         } => {
+            let predicate = both(filter, predicate);
             let (access, exact) = choose(&table, &predicate, stats);
             Plan::Scan {
                 table,
@@ -44,9 +46,72 @@ pub fn filter(plan: Plan, predicate: Expr, stats: &Statistics) -> Plan {
                 columns,
             }
         }
+        Plan::Scan {
+            table,
+            access,
+            filter,
+            columns,
+        } => Plan::Scan {
+            table,
+            access,
+            filter: Some(both(filter, predicate)),
+            columns,
+        },
+        Plan::Filter {
+            input,
+            predicate: first,
+        } => filter(*input, both(Some(first), predicate), stats),
+        join @ Plan::Join { .. } => super::join::filter_join(join, predicate, stats),
+        Plan::Project { input, exprs } if substitutable(&predicate, &exprs) => {
+            let predicate = substitute(predicate, &exprs);
+            Plan::Project {
+                input: Box::new(filter(*input, predicate, stats)),
+                exprs,
+            }
+        }
         other => Plan::Filter {
             input: Box::new(other),
             predicate,
+        },
+    }
+}
+
+/// `first AND then` (just `then` without a first).
+fn both(first: Option<Expr>, then: Expr) -> Expr {
+    match first {
+        Some(first) => Expr::And(Box::new(first), Box::new(then)),
+        None => then,
+    }
+}
+
+/// Whether `predicate` over a projection's output can be evaluated below it instead, reading the
+/// projected expressions: neither holds a subquery, an aggregate or a volatile function.
+fn substitutable(predicate: &Expr, exprs: &[Expr]) -> bool {
+    let movable = |e: &Expr| {
+        let mut movable = true;
+        e.visit(&mut |x| match x {
+            Expr::Subquery(_) | Expr::AggRef(_) => movable = false,
+            Expr::Call(function, _) if function.volatile => movable = false,
+            _ => {}
+        });
+        movable
+    };
+    let mut reads = Vec::new();
+    predicate.visit(&mut |e| {
+        if let Expr::Column(i) = e {
+            reads.push(*i);
+        }
+    });
+    movable(predicate) && reads.iter().all(|&i| exprs.get(i).is_some_and(movable))
+}
+
+/// `predicate` with each column replaced by the projected expression it reads.
+fn substitute(predicate: Expr, exprs: &[Expr]) -> Expr {
+    match predicate {
+        Expr::Column(i) => exprs[i].clone(),
+        other => match other.map_children(&mut |e| Ok(substitute(e, exprs))) {
+            Ok(substituted) => substituted,
+            Err(_) => unreachable!("substituting columns cannot fail"),
         },
     }
 }
@@ -95,7 +160,7 @@ fn residual(predicate: Expr, exact: &[usize]) -> Option<Expr> {
         .reduce(|a, b| Expr::And(Box::new(a), Box::new(b)))
 }
 
-fn conjuncts<'a>(predicate: &'a Expr, out: &mut Vec<&'a Expr>) {
+pub(crate) fn conjuncts<'a>(predicate: &'a Expr, out: &mut Vec<&'a Expr>) {
     match predicate {
         Expr::And(a, b) => {
             conjuncts(a, out);

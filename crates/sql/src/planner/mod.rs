@@ -1,11 +1,13 @@
 //! The planner: [`bind`] resolves names and types of a parsed statement into an
 //! `execution::plan::Plan` ([`bind_write`] for INSERT, UPDATE and DELETE, [`bind_expr`] for expressions, [`binding`] for catalog syntax such as
-//! `::regclass` and `ANY(array)`); [`access`] picks index paths from predicates and [`stats`]
-//! keeps ANALYZE's statistics that estimates come from.
+//! `::regclass` and `ANY(array)`); [`access`] picks index paths from predicates, [`join`] places
+//! join conditions and WHERE conjuncts over joins and picks hash keys, and [`stats`] keeps
+//! ANALYZE's statistics that estimates come from.
 
 pub mod access;
 pub mod bind;
 pub(crate) mod bind_expr;
 pub mod bind_write;
 pub mod binding;
+pub mod join;
 pub mod stats;

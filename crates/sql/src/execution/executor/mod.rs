@@ -390,6 +390,7 @@ fn open_node<'p>(
             left,
             right,
             kind,
+            keys,
             on,
             left_width,
             right_width,
@@ -400,19 +401,9 @@ fn open_node<'p>(
             while let Some(row) = right.next(ctx)? {
                 inner.push(row);
             }
-            Box::new(JoinSource {
-                left,
-                matched_inner: vec![false; inner.len()],
-                inner,
-                kind: *kind,
-                on: on.as_ref(),
-                right_width: *right_width,
-                left_width: *left_width,
-                current: None,
-                position: 0,
-                matched: false,
-                unmatched: None,
-            })
+            let condition = (*kind, keys.as_slice(), on.as_ref());
+            let widths = (*left_width, *right_width);
+            Box::new(JoinSource::new(left, inner, condition, widths, ctx)?)
         }
         Plan::Lateral {
             left,

@@ -16,7 +16,7 @@ impl Binder<'_> {
                 None => (plan, scope),
                 Some((left, left_scope)) => {
                     check_aliases(&left_scope, &scope)?;
-                    cross_join(left, left_scope, plan, scope)
+                    cross_join(left, left_scope, plan, scope, self.stats)
                 }
             });
         }
@@ -67,14 +67,8 @@ impl Binder<'_> {
             }
             _ => None,
         };
-        let plan = Plan::Join {
-            left: Box::new(left),
-            right: Box::new(right),
-            kind,
-            on,
-            left_width: left_scope.columns.len(),
-            right_width,
-        };
+        let widths = (left_scope.columns.len(), right_width);
+        let plan = crate::planner::join::join(left, right, kind, on, widths, self.stats);
         match using {
             Some(names) => merge_using(plan, &names, kind, &left_scope, &right_scope),
             None => Ok((plan, scope)),
@@ -260,19 +254,12 @@ pub(super) fn cross_join(
     left_scope: Scope,
     right: Plan,
     right_scope: Scope,
+    stats: &Statistics,
 ) -> (Plan, Scope) {
-    let right_width = right_scope.columns.len();
-    let left_width = left_scope.columns.len();
+    let widths = (left_scope.columns.len(), right_scope.columns.len());
     let mut scope = left_scope;
     scope.columns.extend(right_scope.columns);
-    let plan = Plan::Join {
-        left: Box::new(left),
-        right: Box::new(right),
-        kind: JoinKind::Inner,
-        on: None,
-        left_width,
-        right_width,
-    };
+    let plan = crate::planner::join::join(left, right, JoinKind::Inner, None, widths, stats);
     (plan, scope)
 }
 

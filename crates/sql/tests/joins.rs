@@ -1,0 +1,234 @@
+//! Joins: a hash join returns exactly what a nested loop testing every pair returns, for every
+//! join kind, key types mixed across integer, numeric, float and text, NULL keys and extra
+//! conditions (property test: the same query with each key written `(a = b) IS TRUE`, which is
+//! no hash key); and conditions written in WHERE reach the joins they belong to (EXPLAIN).
+
+mod common;
+
+use proptest::prelude::*;
+use steady_engine::engine::EngineConfig;
+use steady_sql::{Database, QueryResult, Session};
+
+fn open(dir: &std::path::Path) -> std::sync::Arc<Database> {
+    let config = EngineConfig {
+        background_purge: false,
+        ..common::config(512)
+    };
+    common::open_database(dir, &config)
+}
+
+fn run(session: &mut Session, sql: &str) -> QueryResult {
+    let mut results = session.execute(sql);
+    let last = results.pop().expect("one result");
+    last.unwrap_or_else(|err| panic!("{sql}: {err}"))
+}
+
+/// The rows of a query, each as text, sorted (join order is not part of the answer).
+fn sorted_rows(session: &mut Session, sql: &str) -> Vec<String> {
+    let mut rows: Vec<String> = run(session, sql)
+        .rows
+        .iter()
+        .map(|row| format!("{row:?}"))
+        .collect();
+    rows.sort();
+    rows
+}
+
+fn plan_text(session: &mut Session, sql: &str) -> String {
+    let rows = run(session, &format!("EXPLAIN {sql}")).rows;
+    let lines: Vec<String> = rows.iter().map(|r| r[0].to_string()).collect();
+    lines.join("\n")
+}
+
+const COLUMNS: &str =
+    "(id integer PRIMARY KEY, i integer, b bigint, n numeric, d double precision, s text)";
+
+/// One row's values: small domains, so that keys meet, with NULLs; numerics and floats hold
+/// integral and fractional values, so integers, numerics and floats compare equal across types.
+fn row() -> impl Strategy<Value = String> {
+    let int = prop_oneof![
+        Just("NULL".to_owned()),
+        (0..4i32).prop_map(|v| v.to_string())
+    ];
+    let numeric = prop_oneof![
+        Just("NULL"),
+        Just("1"),
+        Just("1.0"),
+        Just("1.50"),
+        Just("1.5"),
+        Just("2"),
+        Just("0.1")
+    ];
+    let float = prop_oneof![
+        Just("NULL"),
+        Just("1"),
+        Just("1.5"),
+        Just("2"),
+        Just("0.1"),
+        Just("'NaN'"),
+        Just("0"),
+        Just("'-0'")
+    ];
+    let text = prop_oneof![Just("NULL"), Just("'a'"), Just("'b'"), Just("'1'")];
+    (int.clone(), int, numeric, float, text)
+        .prop_map(|(i, b, n, d, s)| format!("{i}, {b}, {n}, {d}, {s}"))
+}
+
+fn table_rows() -> impl Strategy<Value = Vec<String>> {
+    proptest::collection::vec(row(), 0..10)
+}
+
+/// Key pairs of comparable columns (left table's column, right table's column).
+const KEYS: &[(&str, &str)] = &[
+    ("i", "i"),
+    ("i", "b"),
+    ("b", "n"),
+    ("n", "n"),
+    ("n", "d"),
+    ("i", "d"),
+    ("d", "d"),
+    ("s", "s"),
+];
+
+const KINDS: &[&str] = &["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"];
+
+/// Extra conditions: on the ON clause or on WHERE, reading one side, both or none.
+const EXTRAS: &[&str] = &[
+    "",
+    " AND x.id < y.id",
+    " AND y.i IS NOT NULL",
+    " AND x.b > 0",
+    " AND x.s IS DISTINCT FROM y.s",
+];
+const WHERES: &[&str] = &[
+    "",
+    " WHERE x.i > 0",
+    " WHERE y.i IS NULL",
+    " WHERE x.id <> y.id",
+];
+
+fn load(session: &mut Session, name: &str, rows: &[String]) {
+    run(session, &format!("CREATE TABLE {name} {COLUMNS}"));
+    for (id, values) in rows.iter().enumerate() {
+        run(
+            session,
+            &format!("INSERT INTO {name} VALUES ({id}, {values})"),
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_hash_join_returns_what_testing_every_pair_returns(
+        left in table_rows(),
+        right in table_rows(),
+        third in table_rows(),
+        queries in proptest::collection::vec(
+            (0..KEYS.len(), 0..KEYS.len(), 0..KINDS.len(), 0..EXTRAS.len(), 0..WHERES.len(), any::<bool>()),
+            6,
+        ),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path());
+        let mut session = db.session("steady");
+        load(&mut session, "x", &left);
+        load(&mut session, "y", &right);
+        load(&mut session, "z", &third);
+        for (key, second, kind, extra, filter, two_keys) in queries {
+            let (l, r) = KEYS[key];
+            let (l2, r2) = KEYS[second];
+            let keys = |as_key: bool| {
+                let eq = |a: &str, b: &str| match as_key {
+                    true => format!("{a} = {b}"),
+                    false => format!("({a} = {b}) IS TRUE"),
+                };
+                let first = eq(&format!("x.{l}"), &format!("y.{r}"));
+                match two_keys {
+                    true => format!("{first} AND {}", eq(&format!("x.{l2}"), &format!("y.{r2}"))),
+                    false => first,
+                }
+            };
+            let (extra, filter) = (EXTRAS[extra], WHERES[filter]);
+            let written = |as_key: bool| {
+                format!(
+                    "SELECT x.id, y.id, z.id FROM x {} y ON {}{extra} JOIN z ON z.i = y.i{filter}",
+                    KINDS[kind],
+                    keys(as_key)
+                )
+            };
+            let comma = |as_key: bool| {
+                format!("SELECT x.id, y.id FROM x, y WHERE {}{extra}", keys(as_key))
+            };
+            for (hashed, tested) in [(written(true), written(false)), (comma(true), comma(false))] {
+                prop_assert!(plan_text(&mut session, &hashed).contains("Hash"), "{hashed}");
+                prop_assert!(plan_text(&mut session, &tested).contains("Nested Loop"));
+                prop_assert_eq!(
+                    sorted_rows(&mut session, &hashed),
+                    sorted_rows(&mut session, &tested),
+                    "{}", hashed
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn conditions_written_in_where_join_comma_separated_tables_instead_of_filtering_their_product() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut session = db.session("steady");
+    for name in ["a", "b", "c", "d"] {
+        run(
+            &mut session,
+            &format!("CREATE TABLE {name} (x integer PRIMARY KEY, y integer)"),
+        );
+        run(
+            &mut session,
+            &format!("INSERT INTO {name} SELECT g, g % 7 FROM generate_series(1, 300) g"),
+        );
+    }
+    let query = "SELECT count(*) FROM a, b, c, d \
+                 WHERE a.x = b.x AND b.x = c.x AND c.x = d.x AND d.y = 3 AND a.x > 10";
+    let plan = plan_text(&mut session, query);
+    assert!(!plan.contains("Nested Loop"), "{plan}");
+    assert_eq!(plan.matches("Hash Join").count(), 3, "{plan}");
+    assert!(plan.contains("Filter: (y = 3)"), "{plan}");
+    assert!(plan.contains("Index Cond: (x >= 10)"), "{plan}");
+    let rows = run(&mut session, query).rows;
+    // x in 11..=300 with x % 7 = 3: 17, 24, ..., 297.
+    assert_eq!(rows[0][0].to_string(), "41");
+}
+
+#[test]
+fn a_where_condition_on_the_null_extended_side_of_an_outer_join_stays_above_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut session = db.session("steady");
+    run(&mut session, "CREATE TABLE p (id integer PRIMARY KEY)");
+    run(
+        &mut session,
+        "CREATE TABLE q (id integer PRIMARY KEY, p integer)",
+    );
+    run(&mut session, "INSERT INTO p VALUES (1), (2), (3)");
+    run(
+        &mut session,
+        "INSERT INTO q VALUES (10, 1), (11, 1), (12, 2)",
+    );
+    let query = "SELECT p.id FROM p LEFT JOIN q ON q.p = p.id WHERE q.id IS NULL";
+    assert_eq!(sorted_rows(&mut session, query), vec!["[Integer(3)]"]);
+    let plan = plan_text(&mut session, query);
+    assert!(plan.starts_with("Filter"), "{plan}");
+    assert!(plan.contains("Hash Left Join"), "{plan}");
+    // In ON, the same condition only decides which q rows match: every p row stays.
+    let on = "SELECT p.id, q.id FROM p LEFT JOIN q ON q.p = p.id AND q.id IS NULL";
+    assert_eq!(
+        sorted_rows(&mut session, on),
+        vec![
+            "[Integer(1), Null]",
+            "[Integer(2), Null]",
+            "[Integer(3), Null]"
+        ]
+    );
+}
