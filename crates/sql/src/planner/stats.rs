@@ -66,6 +66,20 @@ impl Statistics {
         self.tables.read().get(&table).map(|t| t.rows)
     }
 
+    /// The estimated distinct non-NULL values of a column: those of the sample, or the table's
+    /// non-NULL rows when nearly every sampled value differs (PostgreSQL's rule for a column it
+    /// takes as unique).
+    pub fn distinct(&self, table: IndexId, column: usize) -> Option<f64> {
+        let tables = self.tables.read();
+        let stats = tables.get(&table)?;
+        let c = stats.columns.get(column)?;
+        let unique = c.distinct as f64 >= 0.9 * c.sample.len() as f64;
+        Some(match unique {
+            true => stats.rows as f64 * (1.0 - c.null_fraction),
+            false => c.distinct as f64,
+        })
+    }
+
     /// The fraction of rows with `column = value`.
     pub fn equality(&self, table: IndexId, column: usize) -> f64 {
         let tables = self.tables.read();
