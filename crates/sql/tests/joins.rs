@@ -228,6 +228,25 @@ proptest! {
     }
 }
 
+/// The plan has `joins` joins, each a hash join or an index lookup per row: no product of
+/// two inputs filtered afterwards.
+fn assert_joined_on_conditions(plan: &str, joins: usize) {
+    let node = |line: &str| line.trim_start_matches([' ', '-', '>']).to_owned();
+    let nodes: Vec<String> = plan.lines().map(node).collect();
+    let hashed = nodes.iter().filter(|n| n.starts_with("Hash Join")).count();
+    let lookups = nodes
+        .iter()
+        .filter(|n| *n == "Nested Loop (lateral)")
+        .count();
+    assert_eq!(hashed + lookups, joins, "{plan}");
+    assert!(!nodes.iter().any(|n| n == "Nested Loop"), "{plan}");
+    assert_eq!(
+        plan.matches("Index Cond: (x = outer1.#0)").count(),
+        lookups,
+        "{plan}"
+    );
+}
+
 #[test]
 fn conditions_written_in_where_join_comma_separated_tables_instead_of_filtering_their_product() {
     let dir = tempfile::tempdir().unwrap();
@@ -246,14 +265,13 @@ fn conditions_written_in_where_join_comma_separated_tables_instead_of_filtering_
     let query = "SELECT count(*) FROM a, b, c, d \
                  WHERE a.x = b.x AND b.x = c.x AND c.x = d.x AND d.y = 3 AND a.x > 10";
     let plan = plan_text(&mut session, query);
-    assert!(!plan.contains("Nested Loop"), "{plan}");
-    assert_eq!(plan.matches("Hash Join").count(), 3, "{plan}");
+    assert_joined_on_conditions(&plan, 3);
     assert!(plan.contains("Filter: (y = 3)"), "{plan}");
     assert!(plan.contains("Index Cond: (x >= 10)"), "{plan}");
     let written_order = "SELECT count(*) FROM a, c, d, b \
                  WHERE a.x = b.x AND b.x = c.x AND c.x = d.x AND d.y = 3 AND a.x > 10";
     let plan = plan_text(&mut session, written_order);
-    assert!(!plan.contains("Nested Loop"), "{plan}");
+    assert_joined_on_conditions(&plan, 3);
     let rows = run(&mut session, written_order).rows;
     assert_eq!(rows[0][0].to_string(), "41");
     let rows = run(&mut session, query).rows;
@@ -289,6 +307,114 @@ fn a_where_condition_on_the_null_extended_side_of_an_outer_join_stays_above_it()
             "[Integer(1), Null]",
             "[Integer(2), Null]",
             "[Integer(3), Null]"
+        ]
+    );
+}
+
+/// Join columns of the small table `x` against the indexed columns of `big`.
+const LOOKUP_KEYS: &[(&str, &str)] = &[
+    ("i", "i"),
+    ("b", "i"),
+    ("n", "i"),
+    ("d", "i"),
+    ("i", "n"),
+    ("d", "n"),
+    ("n", "n"),
+    ("s", "s"),
+    ("id", "id"),
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn an_index_lookup_per_row_returns_what_testing_every_pair_returns(
+        small in table_rows(),
+        distinct in 100..300i32,
+        queries in proptest::collection::vec((0..LOOKUP_KEYS.len(), 0..3usize, any::<bool>()), 8),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path());
+        let mut session = db.session("steady");
+        load(&mut session, "x", &small);
+        run(&mut session, "CREATE TABLE big (id integer PRIMARY KEY, i integer, n numeric, s text)");
+        run(&mut session, &format!(
+            "INSERT INTO big SELECT g, CASE WHEN g % 13 = 0 THEN NULL ELSE g % {distinct} END, \
+             (g % {distinct}) / 2.0, (g % {distinct})::text FROM generate_series(0, 2999) g"
+        ));
+        for column in ["i", "n", "s"] {
+            run(&mut session, &format!("CREATE INDEX big_{column} ON big ({column})"));
+        }
+        run(&mut session, "ANALYZE");
+        for (key, shape, residual) in queries {
+            let (small_column, big_column) = LOOKUP_KEYS[key];
+            let residual = if residual { " AND big.id % 3 <> x.id % 3" } else { "" };
+            let query = |as_key: bool| {
+                let eq = format!("x.{small_column} = big.{big_column}");
+                let condition = match as_key {
+                    true => eq,
+                    false => format!("({eq}) IS TRUE"),
+                };
+                match shape {
+                    0 => format!("SELECT x.id, big.id FROM x JOIN big ON {condition}{residual}"),
+                    1 => format!("SELECT x.id, big.id FROM big JOIN x ON {condition}{residual}"),
+                    _ => format!("SELECT x.id, big.id FROM x LEFT JOIN big ON {condition}{residual}"),
+                }
+            };
+            let looked_up = query(true);
+            let plan = plan_text(&mut session, &looked_up);
+            prop_assert!(plan.contains("(lateral)"), "{looked_up}\n{plan}");
+            prop_assert_eq!(
+                sorted_rows(&mut session, &looked_up),
+                sorted_rows(&mut session, &query(false)),
+                "{}", looked_up
+            );
+        }
+    }
+}
+
+#[test]
+fn an_index_lookup_inside_a_correlated_subquery_still_reads_the_enclosing_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut session = db.session("steady");
+    run(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, n integer)",
+    );
+    run(
+        &mut session,
+        "CREATE TABLE x (id integer PRIMARY KEY, i integer)",
+    );
+    run(
+        &mut session,
+        "CREATE TABLE big (id integer PRIMARY KEY, i integer, n integer)",
+    );
+    run(&mut session, "CREATE INDEX big_i ON big (i)");
+    run(&mut session, "INSERT INTO t VALUES (1, 1), (2, 2), (3, 7)");
+    run(&mut session, "INSERT INTO x VALUES (1, 10), (2, 20)");
+    run(
+        &mut session,
+        "INSERT INTO big SELECT g, g % 500, g % 3 FROM generate_series(1, 5000) g",
+    );
+    run(&mut session, "ANALYZE");
+    let query = |condition: &str| {
+        format!(
+            "SELECT t.id, (SELECT count(*) FROM x JOIN big ON {condition} WHERE big.n = t.n) FROM t"
+        )
+    };
+    let inner = "SELECT count(*) FROM x JOIN big ON big.i = x.i WHERE big.n = 1";
+    assert!(plan_text(&mut session, inner).contains("(lateral)"));
+    assert_eq!(
+        sorted_rows(&mut session, &query("big.i = x.i")),
+        sorted_rows(&mut session, &query("(big.i = x.i) IS TRUE")),
+    );
+    assert_eq!(
+        sorted_rows(&mut session, &query("big.i = x.i")),
+        vec![
+            "[Integer(1), BigInt(7)]",
+            "[Integer(2), BigInt(7)]",
+            "[Integer(3), BigInt(0)]"
         ]
     );
 }

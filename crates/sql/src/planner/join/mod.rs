@@ -25,8 +25,10 @@ use crate::planner::access::{self, conjuncts};
 use crate::planner::stats::Statistics;
 use crate::types::ops::CmpOp;
 
+mod lookup;
 mod order;
 
+pub use lookup::index_joins;
 pub use order::{estimate_rows, reorder};
 
 /// Which side of a join a conjunct reads.

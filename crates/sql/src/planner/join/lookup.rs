@@ -1,0 +1,243 @@
+//! Index nested loops: a join whose one side is a table read whole, with an index on a column of
+//! a hash key, and whose other side is small, looks each small-side row's partners up in the
+//! index instead of reading and hashing the whole table.
+//!
+//! The lookup side becomes a scan run once per row of the other side (a [`Plan::Lateral`]): its
+//! WHERE holds every key equality with the other side's value as an outer reference, so the
+//! access path choice of `access::filter` picks the index (an outer reference is never taken as
+//! answering a conjunct exactly, so every equality is still checked on the row). The rest of the
+//! join's condition stays on the join. Chosen when the estimated lookups — one per small-side
+//! row, each reading its matches at [`RANDOM_READ_COST`] — cost less than reading the table in
+//! order; for an inner join either side may be the looked-up one (a projection then restores
+//! the column order), for a LEFT join only the right.
+
+use super::{and_all, estimate_rows};
+use crate::execution::expr::Expr;
+use crate::execution::plan::{Access, JoinKey, JoinKind, Plan};
+use crate::planner::access;
+use crate::planner::stats::Statistics;
+use crate::types::ops::CmpOp;
+
+/// How much more a row read through an index lookup costs than one read in key order.
+const RANDOM_READ_COST: f64 = 4.0;
+
+/// `plan` with each join that gains by it turned into an index nested loop (see the module doc).
+pub fn index_joins(plan: Plan, stats: &Statistics) -> Plan {
+    match plan {
+        Plan::Join {
+            left,
+            right,
+            kind,
+            keys,
+            on,
+            left_width,
+            right_width,
+        } => {
+            let left = index_joins(*left, stats);
+            let right = index_joins(*right, stats);
+            let join = Plan::Join {
+                left: Box::new(left),
+                right: Box::new(right),
+                kind,
+                keys,
+                on,
+                left_width,
+                right_width,
+            };
+            lookup_join(join, stats)
+        }
+        Plan::Filter { input, predicate } => Plan::Filter {
+            input: Box::new(index_joins(*input, stats)),
+            predicate,
+        },
+        Plan::Project { input, exprs } => Plan::Project {
+            input: Box::new(index_joins(*input, stats)),
+            exprs,
+        },
+        other => other,
+    }
+}
+
+/// The join as an index nested loop if that is estimated cheaper, else unchanged.
+fn lookup_join(join: Plan, stats: &Statistics) -> Plan {
+    let Plan::Join {
+        left,
+        right,
+        kind,
+        keys,
+        on,
+        left_width,
+        right_width,
+    } = join
+    else {
+        return join;
+    };
+    let (left_rows, right_rows) = (estimate_rows(&left, stats), estimate_rows(&right, stats));
+    let right_lookup = matches!(kind, JoinKind::Inner | JoinKind::Left)
+        && gains(&right, left_rows, &keys, |k| &k.right, stats);
+    if right_lookup {
+        if let Some(lookup) = lookup_scan(&right, &keys, |k| (&k.right, &k.left), stats) {
+            return Plan::Lateral {
+                left,
+                right: Box::new(lookup),
+                kind,
+                on,
+                right_width,
+            };
+        }
+    }
+    let left_lookup =
+        kind == JoinKind::Inner && gains(&left, right_rows, &keys, |k| &k.left, stats);
+    if left_lookup {
+        if let Some(lookup) = lookup_scan(&left, &keys, |k| (&k.left, &k.right), stats) {
+            return swapped_lookup(*right, lookup, on, (left_width, right_width));
+        }
+    }
+    Plan::Join {
+        left,
+        right,
+        kind,
+        keys,
+        on,
+        left_width,
+        right_width,
+    }
+}
+
+/// `Lateral(small, lookup)` with the columns put back in the written order (the looked-up
+/// table's first) and the join's condition renumbered for the swapped row.
+fn swapped_lookup(small: Plan, lookup: Plan, on: Option<Expr>, widths: (usize, usize)) -> Plan {
+    let (lookup_width, small_width) = widths;
+    let swap = |i: usize| match i < lookup_width {
+        true => small_width + i,
+        false => i - lookup_width,
+    };
+    let lateral = Plan::Lateral {
+        left: Box::new(small),
+        right: Box::new(lookup),
+        kind: JoinKind::Inner,
+        on: on.map(|on| on.map_columns(&swap)),
+        right_width: lookup_width,
+    };
+    Plan::Project {
+        input: Box::new(lateral),
+        exprs: (0..lookup_width + small_width)
+            .map(|i| Expr::Column(swap(i)))
+            .collect(),
+    }
+}
+
+/// Whether looking up `rows` rows' partners in the table `side` reads (whole, through one of
+/// its keys `column_of`) is estimated cheaper than reading it in order.
+fn gains(
+    side: &Plan,
+    rows: f64,
+    keys: &[JoinKey],
+    column_of: impl Fn(&JoinKey) -> &Expr,
+    stats: &Statistics,
+) -> bool {
+    let Plan::Scan {
+        table,
+        access: Access::Full,
+        ..
+    } = side
+    else {
+        return false;
+    };
+    let table_rows = stats.rows(table.id).map_or(1000.0, |r| r as f64);
+    let matches = keys
+        .iter()
+        .filter_map(|k| match column_of(k) {
+            Expr::Column(c) => Some(table_rows * stats.equality(table.id, *c)),
+            _ => None,
+        })
+        .fold(f64::INFINITY, f64::min);
+    matches.is_finite() && rows * (1.0 + matches) * RANDOM_READ_COST < table_rows
+}
+
+/// The scan of `side` (a table read whole) run per row of the other side: its filter with the
+/// key equalities added, each `column = outer value` (`parts` gives a key's column expression
+/// on this side and its value expression on the other), its access path chosen again. None if
+/// an expression holds a subquery, or no index serves.
+fn lookup_scan(
+    side: &Plan,
+    keys: &[JoinKey],
+    parts: impl Fn(&JoinKey) -> (&Expr, &Expr),
+    stats: &Statistics,
+) -> Option<Plan> {
+    let Plan::Scan {
+        table,
+        access: Access::Full,
+        filter,
+        columns,
+    } = side
+    else {
+        return None;
+    };
+    let equalities = keys.iter().map(|k| {
+        let (column, value) = parts(k);
+        Some(Expr::Compare(
+            CmpOp::Eq,
+            Box::new(column.clone()),
+            Box::new(as_outer(value)?),
+        ))
+    });
+    let equalities: Vec<Expr> = equalities.collect::<Option<_>>()?;
+    let filter = match filter {
+        Some(filter) => Some(one_level_down(filter)?),
+        None => None,
+    };
+    let predicate = and_all(filter.into_iter().chain(equalities))?;
+    let scan = Plan::Scan {
+        table: table.clone(),
+        access: Access::Full,
+        filter: None,
+        columns: columns.clone(),
+    };
+    let lookup = access::filter(scan, predicate, stats);
+    match &lookup {
+        Plan::Scan {
+            access: Access::Full,
+            ..
+        } => None,
+        _ => Some(lookup),
+    }
+}
+
+/// `expr` over the other side's row, read from inside the lookup scan: its columns as outer
+/// references of depth 1, its outer references one level deeper. None if it holds a subquery.
+fn as_outer(expr: &Expr) -> Option<Expr> {
+    renumbered(expr.clone(), &|e| match e {
+        Expr::Column(index) => Expr::Outer { depth: 1, index },
+        other => other,
+    })
+}
+
+/// `expr` moved into a scan run per row of another input: its outer references one level
+/// deeper. None if it holds a subquery.
+fn one_level_down(expr: &Expr) -> Option<Expr> {
+    renumbered(expr.clone(), &|e| e)
+}
+
+/// `expr` with `column` applied to its columns and its outer references one level deeper;
+/// None if it holds a subquery (whose plan reads the row through references this cannot
+/// renumber).
+fn renumbered(expr: Expr, column: &dyn Fn(Expr) -> Expr) -> Option<Expr> {
+    let mut plain = true;
+    expr.visit(&mut |e| plain &= !matches!(e, Expr::Subquery(_) | Expr::AggRef(_)));
+    plain.then(|| deeper(expr, column))
+}
+
+fn deeper(expr: Expr, column: &dyn Fn(Expr) -> Expr) -> Expr {
+    match expr {
+        Expr::Outer { depth, index } => Expr::Outer {
+            depth: depth + 1,
+            index,
+        },
+        e @ Expr::Column(_) => column(e),
+        other => match other.map_children(&mut |e| Ok(deeper(e, column))) {
+            Ok(mapped) => mapped,
+            Err(_) => unreachable!("renumbering references cannot fail"),
+        },
+    }
+}
