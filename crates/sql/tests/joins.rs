@@ -418,3 +418,48 @@ fn an_index_lookup_inside_a_correlated_subquery_still_reads_the_enclosing_row() 
         ]
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Grouping finds groups by hash: values `=` calls equal (1, 1.0 and 1.00; -0 and 0; NaN and
+    /// NaN) and NULLs fall into one group, counted here against a model keyed by the value.
+    #[test]
+    fn grouping_puts_equal_values_in_one_group(
+        values in proptest::collection::vec(
+            prop_oneof![Just("NULL"), Just("1"), Just("1.0"), Just("1.00"), Just("2.5"), Just("2.50"),
+                        Just("'NaN'"), Just("0"), Just("'-0'"), Just("-3")],
+            0..40,
+        ),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path());
+        let mut session = db.session("steady");
+        run(&mut session, "CREATE TABLE g (id integer PRIMARY KEY, n numeric, d double precision)");
+        for (id, v) in values.iter().enumerate() {
+            let numeric = if v.contains("NaN") || v.contains('-') && v.contains('\'') { "NULL" } else { v };
+            run(&mut session, &format!("INSERT INTO g VALUES ({id}, {numeric}, {v})"));
+        }
+        let mut model: std::collections::BTreeMap<String, i64> = Default::default();
+        for v in &values {
+            let key = match v.trim_matches('\'').parse::<f64>() {
+                Ok(x) if x == 0.0 => "0".to_owned(),
+                Ok(x) => format!("{x}"),
+                Err(_) => "NULL".to_owned(),
+            };
+            *model.entry(key).or_default() += 1;
+        }
+        let mut counts: Vec<i64> = model.values().copied().collect();
+        counts.sort();
+        let mut found: Vec<i64> = run(&mut session, "SELECT count(*) FROM g GROUP BY d")
+            .rows
+            .iter()
+            .map(|r| r[0].to_string().parse().unwrap())
+            .collect();
+        found.sort();
+        prop_assert_eq!(&found, &counts);
+        let distinct = run(&mut session, "SELECT count(*) FROM (SELECT DISTINCT n FROM g) s").rows;
+        let numeric_groups = run(&mut session, "SELECT n FROM g GROUP BY n").rows.len();
+        prop_assert_eq!(distinct[0][0].to_string(), numeric_groups.to_string());
+    }
+}

@@ -2,139 +2,67 @@
 //! join condition evaluated on the joined row — and LATERAL, which reruns its right side per left
 //! row.
 //!
-//! A join with hash keys ([`JoinKey`]) puts the inner rows into buckets by a hash of their key
-//! values and tests a left row only against its bucket. The hash is taken of each value's
-//! canonical form ([`canonical`]), equal whenever `=` says two values are equal: every integer,
-//! integral numeric and integral float as one 64-bit integer, other numerics normalised, other
-//! floats by their bits, dates and timestamps as one instant. The only equalities across those
-//! forms that it misses are between a float and an exact number beyond a float's precision
-//! (`=` compares them as floats), so a left value of one of those classes meeting inner values of
-//! the other in one key is tested against every inner row instead. A NULL key matches nothing.
+//! A join with hash keys ([`JoinKey`]) orders the inner rows by the hash of their key values
+//! ([`RowHasher`]) and tests a left row only against the run of inner rows with its key's hash,
+//! comparing the key values as `=` does before the rest of the condition. A NULL key matches
+//! nothing.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
 
-use rust_decimal::prelude::ToPrimitive;
-
+use super::hashing::RowHasher;
 use super::*;
 use crate::execution::plan::JoinKey;
 
-/// The inner rows of a hash join by the hash of their key values.
+/// The inner rows of a hash join grouped by the hash of their key values.
 struct Buckets {
-    hasher: ahash::RandomState,
-    rows: HashMap<u64, Vec<usize>>,
-    /// Per key: which number classes ([`NumberClass`]) the inner values have, as bits.
-    classes: Vec<u8>,
-}
-
-/// The classes of numbers between which `=` compares as floats: a hash of canonical forms can
-/// miss an equality only across them.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum NumberClass {
-    Exact = 1,
-    Float = 2,
-}
-
-impl NumberClass {
-    fn of(value: &Value) -> Option<NumberClass> {
-        match value {
-            Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_) | Value::Numeric(_) => {
-                Some(NumberClass::Exact)
-            }
-            Value::Real(_) | Value::Double(_) => Some(NumberClass::Float),
-            _ => None,
-        }
-    }
-}
-
-/// A value's form for hashing: equal forms for values `=` calls equal (see the module doc).
-#[derive(Hash)]
-enum Canonical<'v> {
-    Boolean(bool),
-    Integer(i64),
-    Decimal(u128, u32, bool),
-    Float(u64),
-    Instant(i128),
-    Text(&'v str),
-    Bytes(&'v [u8]),
-}
-
-fn canonical(value: &Value) -> Option<Canonical<'_>> {
-    Some(match value {
-        Value::Null => return None,
-        Value::Boolean(b) => Canonical::Boolean(*b),
-        Value::SmallInt(i) => Canonical::Integer(i64::from(*i)),
-        Value::Integer(i) => Canonical::Integer(i64::from(*i)),
-        Value::BigInt(i) => Canonical::Integer(*i),
-        Value::Real(x) => float(f64::from(*x)),
-        Value::Double(x) => float(*x),
-        Value::Numeric(d) => match d.is_integer().then(|| d.to_i64()).flatten() {
-            Some(i) => Canonical::Integer(i),
-            None => {
-                let d = d.normalize();
-                Canonical::Decimal(d.mantissa().unsigned_abs(), d.scale(), d.is_sign_negative())
-            }
-        },
-        Value::Text(s) => Canonical::Text(s),
-        Value::Bytea(b) => Canonical::Bytes(b),
-        Value::Date(_) | Value::Timestamp(_) => Canonical::Instant(value.instant()?),
-    })
-}
-
-fn float(x: f64) -> Canonical<'static> {
-    if x.is_nan() {
-        Canonical::Float(f64::NAN.to_bits())
-    } else if x.fract() == 0.0 && x.abs() < 9.0e18 {
-        Canonical::Integer(x as i64)
-    } else {
-        Canonical::Float(x.to_bits())
-    }
+    hasher: RowHasher,
+    /// Inner row numbers, those of one hash together.
+    order: Vec<usize>,
+    /// Per hash, its run in `order`.
+    runs: HashMap<u64, (usize, usize), ahash::RandomState>,
 }
 
 impl Buckets {
     /// Buckets for `inner`, keyed by `keys` evaluated on each row.
     fn new(inner: &[Row], keys: &[JoinKey], ctx: &mut ExecCtx) -> Result<Buckets> {
-        let mut buckets = Buckets {
-            hasher: ahash::RandomState::new(),
-            rows: HashMap::new(),
-            classes: vec![0; keys.len()],
-        };
+        let hasher = RowHasher::new();
+        let mut hashed = Vec::with_capacity(inner.len());
+        let mut values = Vec::with_capacity(keys.len());
         for (at, row) in inner.iter().enumerate() {
             ctx.check_interrupt()?;
-            let values = keys
-                .iter()
-                .map(|k| k.right.eval(row, ctx))
-                .collect::<Result<Vec<Value>>>()?;
-            for (classes, value) in buckets.classes.iter_mut().zip(&values) {
-                *classes |= NumberClass::of(value).map_or(0, |c| c as u8);
+            values.clear();
+            for key in keys {
+                values.push(key.right.eval(row, ctx)?);
             }
-            if let Some(hash) = buckets.hash(&values) {
-                buckets.rows.entry(hash).or_default().push(at);
+            if let Some(hash) = hasher.hash_key(&values) {
+                hashed.push((hash, at));
             }
         }
-        Ok(buckets)
-    }
-
-    /// The hash of a row's key values; None if one is NULL (the row matches nothing).
-    fn hash(&self, values: &[Value]) -> Option<u64> {
-        let mut hasher = self.hasher.build_hasher();
-        for value in values {
-            canonical(value)?.hash(&mut hasher);
+        hashed.sort_unstable();
+        let mut runs = HashMap::with_capacity_and_hasher(hashed.len(), Default::default());
+        for (position, &(hash, _)) in hashed.iter().enumerate() {
+            runs.entry(hash)
+                .and_modify(|run: &mut (usize, usize)| run.1 = position + 1)
+                .or_insert((position, position + 1));
         }
-        Some(hasher.finish())
+        let order = hashed.into_iter().map(|(_, at)| at).collect();
+        Ok(Buckets {
+            hasher,
+            order,
+            runs,
+        })
     }
 
-    /// The inner rows that may match a left row with these key values.
+    /// The positions in `order` of the inner rows that may match a left row with these key
+    /// values.
     fn candidates(&self, values: &[Value]) -> Candidates {
-        let crosses = values.iter().zip(&self.classes).any(|(value, &classes)| {
-            NumberClass::of(value).is_some_and(|c| classes & !(c as u8) != 0)
-        });
-        if crosses {
-            return Candidates::All;
-        }
-        match self.hash(values) {
-            Some(hash) if self.rows.contains_key(&hash) => Candidates::Bucket(hash),
-            _ => Candidates::None,
+        let run = self
+            .hasher
+            .hash_key(values)
+            .and_then(|hash| self.runs.get(&hash));
+        match run {
+            Some(&(start, end)) => Candidates::Run(start, end),
+            None => Candidates::Run(0, 0),
         }
     }
 }
@@ -142,9 +70,10 @@ impl Buckets {
 /// Which inner rows the current left row is tested against.
 #[derive(Clone, Copy)]
 enum Candidates {
+    /// Every inner row (a nested loop).
     All,
-    Bucket(u64),
-    None,
+    /// The rows at these positions of the buckets' order.
+    Run(usize, usize),
 }
 
 pub(super) struct JoinSource<'p> {
@@ -192,7 +121,7 @@ impl<'p> JoinSource<'p> {
             left_width,
             current: None,
             current_keys: Vec::new(),
-            candidates: Candidates::None,
+            candidates: Candidates::All,
             position: 0,
             matched: false,
             unmatched: None,
@@ -237,13 +166,13 @@ impl<'p> JoinSource<'p> {
 
     /// The next inner row the current left row is to be tested against.
     fn next_candidate(&mut self) -> Option<usize> {
-        let at = match self.candidates {
-            Candidates::All => (self.position < self.inner.len()).then_some(self.position),
-            Candidates::Bucket(hash) => {
-                let bucket = self.buckets.as_ref()?.rows.get(&hash)?;
-                bucket.get(self.position).copied()
+        let at = match (self.candidates, &self.buckets) {
+            (Candidates::All, _) => (self.position < self.inner.len()).then_some(self.position),
+            (Candidates::Run(start, end), Some(buckets)) => {
+                let position = start + self.position;
+                (position < end).then(|| buckets.order[position])
             }
-            Candidates::None => None,
+            (Candidates::Run(..), None) => None,
         };
         self.position += 1;
         at

@@ -7,6 +7,7 @@
 //! same transaction. With instrumentation on (EXPLAIN ANALYZE) each node counts its rows and the
 //! buffer-pool pages its thread hit and read while inside it (inclusive of its inputs).
 
+mod hashing;
 mod join;
 mod parallel;
 
@@ -972,15 +973,57 @@ fn group_rows(
         })?;
         table.insert(RowKey(Vec::new()), accumulators);
     } else {
+        let mut found = HashedGroups::default();
         input.for_each_row(ctx, &mut |row, ctx| {
             let key = eval_each(groups.iter(), row, ctx)?;
-            let accumulators = table
-                .entry(RowKey(key))
-                .or_insert_with(|| calls.iter().map(Accumulator::new).collect());
+            let accumulators = found.entry(key, || calls.iter().map(Accumulator::new).collect());
             accumulate(calls, accumulators, row, ctx)
         })?;
+        table.extend(found.groups.into_iter().map(|(key, a)| (RowKey(key), a)));
     }
     Ok(table)
+}
+
+/// The groups of a grouped aggregation as they are found: looked up by the hash of their key
+/// ([`hashing::RowHasher`]: NULLs group together, as [`compare_rows`] has them), confirmed by
+/// comparing keys. Sorted into [`Groups`] once at the end, instead of a sorted map searched per
+/// row.
+struct HashedGroups {
+    hasher: hashing::RowHasher,
+    /// Per hash, the last group found with it.
+    last: HashMap<u64, usize, ahash::RandomState>,
+    /// Per group, the group found before it with the same hash.
+    earlier: Vec<Option<usize>>,
+    groups: Vec<(Row, Vec<Accumulator>)>,
+}
+
+impl Default for HashedGroups {
+    fn default() -> Self {
+        HashedGroups {
+            hasher: hashing::RowHasher::new(),
+            last: HashMap::default(),
+            earlier: Vec::new(),
+            groups: Vec::new(),
+        }
+    }
+}
+
+impl HashedGroups {
+    /// The accumulators of `key`'s group, made by `new` if it is new.
+    fn entry(&mut self, key: Row, new: impl FnOnce() -> Vec<Accumulator>) -> &mut Vec<Accumulator> {
+        let hash = self.hasher.hash(&key);
+        let mut candidate = self.last.get(&hash).copied();
+        while let Some(at) = candidate {
+            if compare_rows(&self.groups[at].0, &key).is_eq() {
+                return &mut self.groups[at].1;
+            }
+            candidate = self.earlier[at];
+        }
+        let at = self.groups.len();
+        self.earlier.push(self.last.insert(hash, at));
+        self.groups.push((key, new()));
+        &mut self.groups[at].1
+    }
 }
 
 /// One output row per group: its key, then its aggregates' values.
