@@ -50,10 +50,12 @@ fn canonical(value: &Value) -> Canonical<'_> {
 }
 
 fn number(x: f64) -> Canonical<'static> {
-    let x = match x {
-        x if x.is_nan() => f64::NAN,
-        x if x == 0.0 => 0.0,
-        x => x,
+    let x = if x.is_nan() {
+        f64::NAN
+    } else if x == 0.0 {
+        0.0
+    } else {
+        x
     };
     Canonical::Number(x.to_bits())
 }
