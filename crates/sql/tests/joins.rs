@@ -443,8 +443,7 @@ proptest! {
         let mut model: std::collections::BTreeMap<String, i64> = Default::default();
         for v in &values {
             let key = match v.trim_matches('\'').parse::<f64>() {
-                Ok(x) if x == 0.0 => "0".to_owned(),
-                Ok(x) => format!("{x}"),
+                Ok(x) => format!("{}", x + 0.0),
                 Err(_) => "NULL".to_owned(),
             };
             *model.entry(key).or_default() += 1;
