@@ -160,6 +160,25 @@ pub enum Plan {
         on: Option<Expr>,
         right_width: usize,
     },
+    /// A WITH query computed once per statement (its rows kept under `id`, shared by every
+    /// reference): one that is MATERIALIZED, calls a volatile function, or is recursive.
+    Materialized {
+        id: usize,
+        input: Box<Plan>,
+    },
+    /// `WITH RECURSIVE`'s `anchor UNION [ALL] recursive`: the anchor's rows, then the recursive
+    /// term run again and again over the rows the previous round added (its [`Plan::WorkTable`]
+    /// `id`) until a round adds none; without ALL, rows already produced are not added again.
+    RecursiveUnion {
+        id: usize,
+        anchor: Box<Plan>,
+        recursive: Box<Plan>,
+        all: bool,
+    },
+    /// The rows the previous round of the recursive union `id` added.
+    WorkTable {
+        id: usize,
+    },
     /// `UNION [ALL]`, `INTERSECT`, `EXCEPT` of inputs of one width.
     SetOp {
         left: Box<Plan>,
@@ -228,6 +247,9 @@ impl Plan {
                 }
             }
             Plan::Lateral { .. } => "Nested Loop (lateral)".into(),
+            Plan::Materialized { id, .. } => format!("CTE Scan (computed once, #{id})"),
+            Plan::RecursiveUnion { .. } => "Recursive Union".into(),
+            Plan::WorkTable { .. } => "WorkTable Scan".into(),
             Plan::SetOp { op, all, .. } => {
                 let name = match op {
                     SetOpKind::Union => "Append",
@@ -307,9 +329,15 @@ impl Plan {
     /// The node's inputs.
     pub fn children(&self) -> Vec<&Plan> {
         match self {
-            Plan::Scan { .. } | Plan::Values { .. } | Plan::System(_) | Plan::Series { .. } => {
-                vec![]
-            }
+            Plan::Scan { .. }
+            | Plan::Values { .. }
+            | Plan::System(_)
+            | Plan::Series { .. }
+            | Plan::WorkTable { .. } => vec![],
+            Plan::Materialized { input, .. } => vec![input],
+            Plan::RecursiveUnion {
+                anchor, recursive, ..
+            } => vec![anchor, recursive],
             Plan::Filter { input, .. }
             | Plan::Project { input, .. }
             | Plan::Aggregate { input, .. }
@@ -398,7 +426,15 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
             let needed = mark_columns(&mut read, exprs).then_some(read);
             prune_scan_columns(input, needed);
         }
-        Plan::Distinct { input } => prune_scan_columns(input, None),
+        Plan::Distinct { input } | Plan::Materialized { input, .. } => {
+            prune_scan_columns(input, None)
+        }
+        Plan::RecursiveUnion {
+            anchor, recursive, ..
+        } => {
+            prune_scan_columns(anchor, None);
+            prune_scan_columns(recursive, None);
+        }
         Plan::Join { left, right, .. }
         | Plan::Lateral { left, right, .. }
         | Plan::SetOp { left, right, .. } => {
@@ -408,6 +444,7 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
         Plan::Values { .. }
         | Plan::System(_)
         | Plan::Series { .. }
+        | Plan::WorkTable { .. }
         | Plan::Insert(_)
         | Plan::Update(_)
         | Plan::Delete(_) => {}

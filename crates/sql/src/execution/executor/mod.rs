@@ -60,6 +60,8 @@ pub struct ExecCtx<'a> {
     info: &'a SessionInfo,
     outer: Vec<Row>,
     subquery_results: HashMap<usize, Vec<Row>>,
+    /// Per recursive union running: the rows its previous round added.
+    work_tables: HashMap<usize, Vec<Row>>,
     statement_time: i64,
     /// Per node (pre-order number) when instrumented.
     pub node_stats: Option<Vec<NodeStats>>,
@@ -86,6 +88,7 @@ impl<'a> ExecCtx<'a> {
             info,
             outer: Vec::new(),
             subquery_results: HashMap::new(),
+            work_tables: HashMap::new(),
             statement_time: now_micros(),
             node_stats: None,
             interrupt_countdown: std::cell::Cell::new(0),
@@ -344,6 +347,28 @@ fn open_node<'p>(
             Box::new(ctx.written(written))
         }
         Plan::System(table) => Box::new(RowsSource::new((table.rows)(ctx)?)),
+        Plan::Materialized { id, input } => {
+            let rows = match ctx.subquery_results.get(id) {
+                Some(rows) => rows.clone(),
+                None => {
+                    let rows = collect(input, ctx)?;
+                    ctx.subquery_results.insert(*id, rows.clone());
+                    rows
+                }
+            };
+            Box::new(RowsSource::new(rows))
+        }
+        Plan::RecursiveUnion {
+            id,
+            anchor,
+            recursive,
+            all,
+        } => Box::new(RecursiveUnionSource::new(
+            *id, anchor, recursive, *all, ctx,
+        )?),
+        Plan::WorkTable { id } => Box::new(RowsSource::new(
+            ctx.work_tables.get(id).cloned().unwrap_or_default(),
+        )),
         Plan::Series { start, stop, step } => {
             Box::new(SeriesSource::new(start, stop, step.as_ref(), ctx)?)
         }
@@ -1046,6 +1071,71 @@ fn sort(input: &mut BoxedSource, keys: &[SortKey], ctx: &mut ExecCtx) -> Result<
     }
     keyed.sort_by(|a, b| compare_by_keys(&a.0, &b.0, keys));
     Ok(keyed.into_iter().map(|(_, row)| row).collect())
+}
+
+/// `WITH RECURSIVE`'s union (see [`Plan::RecursiveUnion`]), round by round: the rows of one
+/// round are given out before the next round runs over them.
+struct RecursiveUnionSource<'p> {
+    id: usize,
+    recursive: &'p Plan,
+    all: bool,
+    /// Without ALL: every row given out so far.
+    seen: BTreeMap<RowKey, ()>,
+    /// This round's rows not yet given out.
+    pending: std::collections::VecDeque<Row>,
+    /// This round's rows given out: the next round's work table.
+    given: Vec<Row>,
+}
+
+impl<'p> RecursiveUnionSource<'p> {
+    fn new(
+        id: usize,
+        anchor: &Plan,
+        recursive: &'p Plan,
+        all: bool,
+        ctx: &mut ExecCtx,
+    ) -> Result<Self> {
+        let mut source = RecursiveUnionSource {
+            id,
+            recursive,
+            all,
+            seen: BTreeMap::new(),
+            pending: Default::default(),
+            given: Vec::new(),
+        };
+        let rows = collect(anchor, ctx)?;
+        source.add(rows);
+        Ok(source)
+    }
+
+    /// Queues a round's rows: all of them, or without ALL those not given out before.
+    fn add(&mut self, rows: Vec<Row>) {
+        for row in rows {
+            if self.all || self.seen.insert(RowKey(row.clone()), ()).is_none() {
+                self.pending.push_back(row);
+            }
+        }
+    }
+}
+
+impl Source for RecursiveUnionSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        loop {
+            if let Some(row) = self.pending.pop_front() {
+                self.given.push(row.clone());
+                return Ok(Some(row));
+            }
+            if self.given.is_empty() {
+                return Ok(None);
+            }
+            ctx.check_interrupt()?;
+            ctx.work_tables
+                .insert(self.id, std::mem::take(&mut self.given));
+            let round = collect(self.recursive, ctx);
+            ctx.work_tables.remove(&self.id);
+            self.add(round?);
+        }
+    }
 }
 
 fn drain(source: &mut BoxedSource, ctx: &mut ExecCtx) -> Result<Vec<Row>> {

@@ -97,6 +97,11 @@ impl Binder<'_> {
                     }
                     return self.bind_table_function(&table, &args.args, alias.as_ref());
                 }
+                if schema.is_none() {
+                    if let Some(cte) = self.cte_source(&table, alias.as_ref())? {
+                        return Ok(cte);
+                    }
+                }
                 let alias_name = alias
                     .as_ref()
                     .map_or(table.clone(), |a| normalize_ident(&a.name));

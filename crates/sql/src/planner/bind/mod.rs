@@ -7,6 +7,7 @@
 //! by [`crate::planner::access`].
 
 mod from;
+mod with;
 
 use std::sync::Arc;
 
@@ -108,6 +109,12 @@ pub struct Binder<'a> {
     /// Aggregates met while binding a grouped query's expressions.
     aggregates: Option<Vec<AggCall>>,
     next_subquery: usize,
+    /// WITH queries in scope, innermost last.
+    ctes: Vec<with::CteDef>,
+    /// The recursive term of a WITH RECURSIVE query being bound.
+    working: Option<with::Working>,
+    /// Whether a volatile function was bound (since the binding of a WITH query began).
+    pub(crate) volatile_seen: bool,
 }
 
 impl<'a> Binder<'a> {
@@ -124,6 +131,9 @@ impl<'a> Binder<'a> {
             correlated: Vec::new(),
             aggregates: None,
             next_subquery: 0,
+            ctes: Vec::new(),
+            working: None,
+            volatile_seen: false,
         }
     }
 
@@ -133,9 +143,14 @@ impl<'a> Binder<'a> {
 
     /// Binds a query at a new level (nested in the current one, if any).
     pub fn bind_query(&mut self, query: &ast::Query) -> Result<BoundQuery> {
-        if query.with.is_some() {
-            return Err(SqlError::unsupported("WITH"));
+        match &query.with {
+            Some(with) => self.bind_with(with, query),
+            None => self.bind_query_body(query),
         }
+    }
+
+    /// Binds a query's body, ORDER BY and LIMIT (its WITH queries already in scope).
+    fn bind_query_body(&mut self, query: &ast::Query) -> Result<BoundQuery> {
         let order_by = match &query.order_by {
             Some(ob) => match &ob.kind {
                 ast::OrderByKind::Expressions(items) => items.as_slice(),

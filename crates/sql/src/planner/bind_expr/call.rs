@@ -72,6 +72,7 @@ impl Binder<'_> {
             _ => (function.returns)(&types),
         };
         let expr = Expr::Call(function, bound);
+        self.volatile_seen |= function.volatile;
         Ok((if function.volatile { expr } else { fold(expr)? }, ty))
     }
 

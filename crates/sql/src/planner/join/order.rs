@@ -416,9 +416,10 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
         }
         Plan::Values { rows, .. } => rows.len() as f64,
         Plan::Filter { input, .. } => estimate_rows(input, stats) * UNKNOWN_SELECTIVITY,
-        Plan::Project { input, .. } | Plan::Sort { input, .. } | Plan::Distinct { input } => {
-            estimate_rows(input, stats)
-        }
+        Plan::Project { input, .. }
+        | Plan::Sort { input, .. }
+        | Plan::Distinct { input }
+        | Plan::Materialized { input, .. } => estimate_rows(input, stats),
         Plan::Limit { input, limit, .. } => match limit {
             Some(Expr::Literal(v)) => v.to_string().parse().unwrap_or(UNKNOWN_ROWS),
             _ => estimate_rows(input, stats),
@@ -444,7 +445,10 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
         }
         Plan::Lateral { left, .. } => estimate_rows(left, stats),
         Plan::SetOp { left, right, .. } => estimate_rows(left, stats) + estimate_rows(right, stats),
-        Plan::System(_) | Plan::Series { .. } => UNKNOWN_ROWS,
+        Plan::System(_)
+        | Plan::Series { .. }
+        | Plan::RecursiveUnion { .. }
+        | Plan::WorkTable { .. } => UNKNOWN_ROWS,
         Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => UNKNOWN_ROWS,
     }
 }
