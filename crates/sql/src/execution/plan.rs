@@ -264,8 +264,13 @@ impl Plan {
         }
     }
 
-    /// The node's detail lines in EXPLAIN (conditions, keys).
+    /// The node's detail lines in EXPLAIN (conditions, keys), columns named as
+    /// [`Plan::output_names`] names its input's.
     pub fn details(&self) -> Vec<String> {
+        let input_names = || match self.children().first() {
+            Some(input) => input.output_names(),
+            None => Vec::new(),
+        };
         match self {
             Plan::Scan {
                 table,
@@ -293,36 +298,113 @@ impl Plan {
                 }
                 lines
             }
-            Plan::Filter { predicate, .. } => vec![format!("Filter: {predicate}")],
+            Plan::Filter { predicate, .. } => {
+                vec![format!("Filter: {}", predicate.named(&input_names()))]
+            }
             Plan::Join {
+                left,
+                right,
                 keys,
                 on,
-                left_width,
                 ..
             } => {
+                let (left, right) = (left.output_names(), right.output_names());
                 let mut lines = Vec::new();
                 if !keys.is_empty() {
                     let parts: Vec<String> = keys
                         .iter()
-                        .map(|k| format!("{} = {}", k.left, k.right.shifted(*left_width)))
+                        .map(|k| format!("{} = {}", k.left.named(&left), k.right.named(&right)))
                         .collect();
                     lines.push(format!("Hash Cond: ({})", parts.join(" AND ")));
                 }
-                lines.extend(on.iter().map(|on| format!("Join Filter: {on}")));
+                let both: Vec<String> = left.into_iter().chain(right).collect();
+                lines.extend(
+                    on.iter()
+                        .map(|on| format!("Join Filter: {}", on.named(&both))),
+                );
                 lines
             }
+            Plan::Lateral {
+                left,
+                right,
+                on: Some(on),
+                ..
+            } => {
+                let both: Vec<String> = left
+                    .output_names()
+                    .into_iter()
+                    .chain(right.output_names())
+                    .collect();
+                vec![format!("Join Filter: {}", on.named(&both))]
+            }
             Plan::Sort { keys, .. } => {
+                let names = input_names();
                 let keys: Vec<String> = keys
                     .iter()
-                    .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
+                    .map(|k| {
+                        let desc = if k.descending { " DESC" } else { "" };
+                        format!("{}{desc}", k.expr.named(&names))
+                    })
                     .collect();
                 vec![format!("Sort Key: {}", keys.join(", "))]
             }
             Plan::Aggregate { groups, .. } if !groups.is_empty() => {
-                let keys: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+                let names = input_names();
+                let keys: Vec<String> =
+                    groups.iter().map(|g| g.named(&names).to_string()).collect();
                 vec![format!("Group Key: {}", keys.join(", "))]
             }
             _ => Vec::new(),
+        }
+    }
+
+    /// Names for the columns of the node's output, for EXPLAIN: `table.column` from scans, the
+    /// expressions a projection or aggregation computes, `#i` where nothing better is known.
+    pub fn output_names(&self) -> Vec<String> {
+        match self {
+            Plan::Scan { table, .. } => table
+                .columns
+                .iter()
+                .map(|c| format!("{}.{}", table.name, c.name))
+                .collect(),
+            Plan::System(table) => table
+                .columns
+                .iter()
+                .map(|(name, _)| format!("{}.{name}", table.name))
+                .collect(),
+            Plan::Series { .. } => vec!["generate_series".into()],
+            Plan::Values { width, .. } => (1..=*width).map(|i| format!("column{i}")).collect(),
+            Plan::Filter { input, .. }
+            | Plan::Sort { input, .. }
+            | Plan::Limit { input, .. }
+            | Plan::Distinct { input }
+            | Plan::Materialized { input, .. } => input.output_names(),
+            Plan::SetOp { left: input, .. } | Plan::RecursiveUnion { anchor: input, .. } => {
+                input.output_names()
+            }
+            Plan::Project { input, exprs } => {
+                let names = input.output_names();
+                exprs.iter().map(|e| e.named(&names).to_string()).collect()
+            }
+            Plan::Aggregate {
+                input,
+                groups,
+                aggregates,
+            } => {
+                let names = input.output_names();
+                let groups = groups.iter().map(|g| g.named(&names).to_string());
+                groups
+                    .chain((0..aggregates.len()).map(|i| format!("agg{i}")))
+                    .collect()
+            }
+            Plan::Join { left, right, .. } | Plan::Lateral { left, right, .. } => left
+                .output_names()
+                .into_iter()
+                .chain(right.output_names())
+                .collect(),
+            Plan::WorkTable { .. } | Plan::Insert(_) | Plan::Update(_) | Plan::Delete(_) => {
+                Vec::new()
+            }
         }
     }
 
