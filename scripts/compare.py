@@ -69,6 +69,7 @@ def title(workload, meta):
         "commit": f"one-statement UPDATE by random key, {seconds}",
         "bulk": f"{meta['bulk_rows']} rows",
         "memory": "at the end of the pgbench runs",
+        "joins": "2 to 10 tables of 100 to 100,000 rows, after ANALYZE, best of 3",
     }
     return f"{workload} ({details[workload]})" if workload in details else workload
 

@@ -6,7 +6,7 @@
 # for PostgreSQL and their ratio, >1 meaning SteadyDB is better — or, with --json, one JSON object
 # (scripts/compare.py formats both).
 #
-#   scripts/compare.sh [--only pgbench,sysbench,commit,bulk] [--seconds N] [--scale N]
+#   scripts/compare.sh [--only pgbench,sysbench,commit,bulk,joins] [--seconds N] [--scale N]
 #                      [--table-size N] [--rows N] [--buffer-pool SIZE] [--json]
 #
 # Workloads:
@@ -21,6 +21,10 @@
 #             UPDATE and DELETE of 10% through an index, ADD COLUMN with a constant default: time
 #             (psql's \timing) and redo (SteadyDB's wal_current_lsn) or WAL (pg_current_wal_lsn)
 #             bytes per row affected.
+#   joins     joins of 2 to 10 tables of 100 to 100,000 rows (a star around a fact table, a chain
+#             of ten tables, self-joins of the fact table, an outer anti-join), each written with
+#             commas and conditions in WHERE and with JOIN ... ON in a poor order, after ANALYZE:
+#             the best of 3 times (psql's \timing) and whether both systems return the same rows.
 #
 # Defaults: all workloads, 30 s per timed run, scale 10, 100,000 sysbench rows, 1,000,000 bulk
 # rows, a 512MB buffer pool. STEADY_BIN names the binary (default target/release/steady, built
@@ -30,8 +34,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: $0 [--only pgbench,sysbench,commit,bulk] [--seconds N] [--scale N] [--table-size N] [--rows N] [--buffer-pool SIZE] [--json]"
-ONLY=pgbench,sysbench,commit,bulk
+usage="usage: $0 [--only pgbench,sysbench,commit,bulk,joins] [--seconds N] [--scale N] [--table-size N] [--rows N] [--buffer-pool SIZE] [--json]"
+ONLY=pgbench,sysbench,commit,bulk,joins
 SECONDS_PER_RUN=30
 SCALE=10
 TABLE_SIZE=100000
@@ -53,7 +57,7 @@ while [ $# -gt 0 ]; do
 done
 for workload in ${ONLY//,/ }; do
   case "$workload" in
-    pgbench | sysbench | commit | bulk) ;;
+    pgbench | sysbench | commit | bulk | joins) ;;
     *) echo "unknown workload $workload; $usage" >&2; exit 2 ;;
   esac
 done
@@ -262,6 +266,74 @@ run_bulk() {
   done
 }
 
+# --- joins ---------------------------------------------------------------------------------------
+
+JOIN_SETUP="
+CREATE TABLE jf (id integer PRIMARY KEY, d1 integer, d2 integer, d3 integer, amount integer);
+CREATE TABLE jd1 (id integer PRIMARY KEY, name text, grp integer);
+CREATE TABLE jd2 (id integer PRIMARY KEY, name text, grp integer);
+CREATE TABLE jd3 (id integer PRIMARY KEY, name text, grp integer);
+INSERT INTO jf SELECT g, g % 100 + 1, g % 1000 + 1, g % 10000 + 1, g % 97 FROM generate_series(1, 100000) g;
+INSERT INTO jd1 SELECT g, 'a' || g, g % 10 FROM generate_series(1, 100) g;
+INSERT INTO jd2 SELECT g, 'b' || g, g % 10 FROM generate_series(1, 1000) g;
+INSERT INTO jd3 SELECT g, 'c' || g, g % 10 FROM generate_series(1, 12000) g;
+CREATE INDEX jf_d1 ON jf (d1);
+$(for i in $(seq 1 10); do
+  printf 'CREATE TABLE jc%d (id integer PRIMARY KEY, next integer);\n' "$i"
+  printf 'INSERT INTO jc%d SELECT g, (g * 7) %% 1000 + 1 FROM generate_series(1, 1000) g;\n' "$i"
+done)
+ANALYZE;"
+
+chain_from() { local i; for i in $(seq 1 10); do printf '%sjc%d' "$([ "$i" = 1 ] || echo ', ')" "$i"; done; }
+chain_where() { local i; for i in $(seq 1 9); do printf 'jc%d.next = jc%d.id AND ' "$i" $((i + 1)); done; }
+chain_on() { local i; printf 'jc10'; for i in $(seq 9 -1 1); do printf ' JOIN jc%d ON jc%d.next = jc%d.id' "$i" "$i" $((i + 1)); done; }
+
+JOIN_QUERIES=(
+  "2 tables, commas|SELECT count(*), sum(f.amount) FROM jf f, jd1 d WHERE f.d1 = d.id AND d.grp = 3"
+  "2 tables, JOIN ON|SELECT count(*), sum(f.amount) FROM jd1 d JOIN jf f ON f.d1 = d.id WHERE d.grp = 3"
+  "2 tables, one row by key|SELECT f.amount, d.name FROM jf f JOIN jd1 d ON d.id = f.d1 WHERE f.id = 777"
+  "2 tables, one dimension row by name|SELECT count(*), sum(f.amount) FROM jf f, jd1 d WHERE f.d1 = d.id AND d.name = 'a7'"
+  "2 tables, grouped|SELECT d.grp, sum(f.amount) FROM jf f JOIN jd1 d ON f.d1 = d.id GROUP BY d.grp ORDER BY d.grp"
+  "4 tables star, commas|SELECT count(*), sum(f.amount) FROM jd3 c, jd2 b, jf f, jd1 a WHERE f.d1 = a.id AND f.d2 = b.id AND f.d3 = c.id AND a.grp = 1 AND b.grp = 2"
+  "4 tables star, JOIN ON|SELECT count(*), sum(f.amount) FROM jd3 c JOIN jd2 b ON b.grp = 2 JOIN jf f ON f.d2 = b.id AND f.d3 = c.id JOIN jd1 a ON f.d1 = a.id AND a.grp = 1"
+  "3 tables of 100000, commas|SELECT count(*), sum(c.amount) FROM jf a, jf b, jf c WHERE a.id = b.id AND b.id = c.id AND a.d1 = 5"
+  "10 tables chain, commas|SELECT count(*) FROM $(chain_from) WHERE $(chain_where)jc1.id <= 100"
+  "10 tables chain, JOIN ON|SELECT count(*) FROM $(chain_on) WHERE jc1.id <= 100"
+  "outer anti-join|SELECT count(*) FROM jd3 c LEFT JOIN jf f ON f.d3 = c.id WHERE f.id IS NULL"
+)
+
+# best_ms QUERY: the best of 3 runs of QUERY on the current server, in ms.
+best_ms() {
+  local i
+  for i in 1 2 3; do
+    "$PG_BIN/psql" -X -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres -v ON_ERROR_STOP=1 \
+      -c '\timing on' -c "$1" | grep -Eo '^Time: [0-9.]+ ms' | cut -d' ' -f2
+  done | sort -n | head -1
+}
+
+run_joins() {
+  local system entry name query answers
+  for system in "${SYSTEMS[@]}"; do
+    use_server "$system"
+    progress "joins: loading the tables on $system"
+    sql -c "$JOIN_SETUP" >/dev/null
+  done
+  for entry in "${JOIN_QUERIES[@]}"; do
+    name="${entry%%|*}" query="${entry#*|}" answers=()
+    for system in "${SYSTEMS[@]}"; do
+      use_server "$system"
+      progress "joins: $name on $system"
+      record joins "$name (ms)" lower "$system" "$(best_ms "$query")"
+      answers+=("$(sql -c "$query" | md5sum)")
+    done
+    record_check joins "$name: same rows as PostgreSQL" steady test "${answers[0]}" = "${answers[1]}"
+  done
+  for system in "${SYSTEMS[@]}"; do
+    use_server "$system"
+    sql -c "DROP TABLE jf, jd1, jd2, jd3, $(chain_from)"
+  done
+}
+
 # --- main ------------------------------------------------------------------------------------------
 
 progress "starting SteadyDB and PostgreSQL 15 (buffer pool $BUFFER_POOL each)"
@@ -283,6 +355,7 @@ if wants pgbench; then run_pgbench; fi
 if wants sysbench; then run_sysbench; fi
 if wants commit; then run_commit; fi
 if wants bulk; then run_bulk; fi
+if wants joins; then run_joins; fi
 
 printf 'meta\tchecks_passed\t%s\n' "$([ $CHECKS_FAILED = 0 ] && echo true || echo false)" >>"$WORK/meta.tsv"
 python3 scripts/compare.py --format "$FORMAT" "$WORK/meta.tsv" "$RESULTS"

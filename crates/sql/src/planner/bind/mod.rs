@@ -460,7 +460,7 @@ impl Binder<'_> {
             plan = crate::planner::access::filter(plan, predicate, self.stats);
         }
         plan = crate::planner::join::reorder(plan, self.stats);
-        plan = crate::planner::join::index_joins(plan, self.stats);
+        plan = crate::planner::join::join_methods(plan, self.stats);
         let group_exprs = match &select.group_by {
             ast::GroupByExpr::Expressions(exprs, _) => exprs.as_slice(),
             ast::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),

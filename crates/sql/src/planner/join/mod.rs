@@ -25,10 +25,10 @@ use crate::planner::access::{self, conjuncts};
 use crate::planner::stats::Statistics;
 use crate::types::ops::CmpOp;
 
-mod lookup;
+mod method;
 mod order;
 
-pub use lookup::index_joins;
+pub use method::join_methods;
 pub use order::{estimate_rows, reorder};
 
 /// Which side of a join a conjunct reads.

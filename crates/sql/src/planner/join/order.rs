@@ -443,7 +443,9 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
                 (true, false) => l * r,
             }
         }
-        Plan::Lateral { left, .. } => estimate_rows(left, stats),
+        Plan::Lateral { left, right, .. } => {
+            (estimate_rows(left, stats) * estimate_rows(right, stats)).max(1.0)
+        }
         Plan::SetOp { left, right, .. } => estimate_rows(left, stats) + estimate_rows(right, stats),
         Plan::System(_)
         | Plan::Series { .. }

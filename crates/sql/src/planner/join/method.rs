@@ -1,3 +1,6 @@
+//! How each join finds its pairs, chosen once the order is set: an index nested loop, or a hash
+//! join hashing its smaller side.
+//!
 //! Index nested loops: a join whose one side is a table read whole, with an index on a column of
 //! a hash key, and whose other side is small, looks each small-side row's partners up in the
 //! index instead of reading and hashing the whole table.
@@ -22,7 +25,7 @@ use crate::types::ops::CmpOp;
 const RANDOM_READ_COST: f64 = 4.0;
 
 /// `plan` with each join that gains by it turned into an index nested loop (see the module doc).
-pub fn index_joins(plan: Plan, stats: &Statistics) -> Plan {
+pub fn join_methods(plan: Plan, stats: &Statistics) -> Plan {
     match plan {
         Plan::Join {
             left,
@@ -33,8 +36,8 @@ pub fn index_joins(plan: Plan, stats: &Statistics) -> Plan {
             left_width,
             right_width,
         } => {
-            let left = index_joins(*left, stats);
-            let right = index_joins(*right, stats);
+            let left = join_methods(*left, stats);
+            let right = join_methods(*right, stats);
             let join = Plan::Join {
                 left: Box::new(left),
                 right: Box::new(right),
@@ -47,11 +50,11 @@ pub fn index_joins(plan: Plan, stats: &Statistics) -> Plan {
             lookup_join(join, stats)
         }
         Plan::Filter { input, predicate } => Plan::Filter {
-            input: Box::new(index_joins(*input, stats)),
+            input: Box::new(join_methods(*input, stats)),
             predicate,
         },
         Plan::Project { input, exprs } => Plan::Project {
-            input: Box::new(index_joins(*input, stats)),
+            input: Box::new(join_methods(*input, stats)),
             exprs,
         },
         other => other,
@@ -93,6 +96,9 @@ fn lookup_join(join: Plan, stats: &Statistics) -> Plan {
             return swapped_lookup(*right, lookup, on, (left_width, right_width));
         }
     }
+    if matches!(kind, JoinKind::Left | JoinKind::Right) && right_rows > 2.0 * left_rows {
+        return turned_around(*left, *right, kind, keys, on, (left_width, right_width));
+    }
     Plan::Join {
         left,
         right,
@@ -101,6 +107,48 @@ fn lookup_join(join: Plan, stats: &Statistics) -> Plan {
         on,
         left_width,
         right_width,
+    }
+}
+
+/// The outer join `left kind right` as `right (the other kind) left`, so that the old left side
+/// is the hashed one, with a projection restoring the column order.
+fn turned_around(
+    left: Plan,
+    right: Plan,
+    kind: JoinKind,
+    keys: Vec<JoinKey>,
+    on: Option<Expr>,
+    (left_width, right_width): (usize, usize),
+) -> Plan {
+    let swap = |i: usize| match i < left_width {
+        true => right_width + i,
+        false => i - left_width,
+    };
+    let kind = match kind {
+        JoinKind::Left => JoinKind::Right,
+        _ => JoinKind::Left,
+    };
+    let keys = keys
+        .into_iter()
+        .map(|k| JoinKey {
+            left: k.right,
+            right: k.left,
+        })
+        .collect();
+    let join = Plan::Join {
+        left: Box::new(right),
+        right: Box::new(left),
+        kind,
+        keys,
+        on: on.map(|on| on.map_columns(&swap)),
+        left_width: right_width,
+        right_width: left_width,
+    };
+    Plan::Project {
+        input: Box::new(join),
+        exprs: (0..left_width + right_width)
+            .map(|i| Expr::Column(swap(i)))
+            .collect(),
     }
 }
 
