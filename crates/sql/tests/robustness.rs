@@ -115,7 +115,90 @@ const TOKENS: &[&str] = &[
     "ALL",
     "UNION",
     "FETCH",
+    "WITH",
+    "RECURSIVE",
+    "MATERIALIZED",
+    "x AS (SELECT a FROM t)",
+    "RIGHT",
+    "FULL",
+    "CROSS",
+    "INNER",
+    "LATERAL",
+    "t.a = u.a",
 ];
+
+/// FROM items of generated queries: tables, WITH queries, a subquery, a table function.
+const FROM_ITEMS: &[&str] = &[
+    "t",
+    "u",
+    "x",
+    "r",
+    "(SELECT a, b FROM t WHERE a > 0)",
+    "generate_series(1, 3)",
+];
+/// Conditions over the items `q0`, `q1`, ... of generated queries (`{l}`, `{r}`: two of them).
+const CONDITIONS: &[&str] = &[
+    "{l}.a = {r}.a",
+    "{l}.b = {r}.b",
+    "{l}.a = {r}.a + 1",
+    "{l}.a < 2",
+    "{r}.a IS NULL",
+    "({l}.a = {r}.a) IS TRUE",
+    "EXISTS (SELECT 1 FROM u WHERE u.a = {l}.a)",
+    "{l}.a IN (SELECT a FROM x)",
+];
+const JOINS: &[&str] = &[
+    ", ",
+    " JOIN ",
+    " LEFT JOIN ",
+    " RIGHT JOIN ",
+    " FULL JOIN ",
+    " CROSS JOIN ",
+];
+
+/// A query over up to five FROM items joined in random ways, under WITH queries (one
+/// recursive), its conditions in ON and WHERE.
+fn generated_query() -> impl Strategy<Value = String> {
+    let item = (0..FROM_ITEMS.len(), 0..JOINS.len(), 0..CONDITIONS.len());
+    (
+        prop::collection::vec(item, 1..6),
+        prop::collection::vec((0..CONDITIONS.len(), 0..5usize, 0..5usize), 0..4),
+        any::<bool>(),
+    )
+        .prop_map(|(items, filters, materialized)| {
+            let condition = |at: usize, l: usize, r: usize| {
+                CONDITIONS[at]
+                    .replace("{l}", &format!("q{l}"))
+                    .replace("{r}", &format!("q{r}"))
+            };
+            let mut from = String::new();
+            for (i, &(item, join, on)) in items.iter().enumerate() {
+                let source = format!("{} q{i}", FROM_ITEMS[item]);
+                if i == 0 {
+                    from = source;
+                    continue;
+                }
+                from.push_str(JOINS[join]);
+                from.push_str(&source);
+                if !matches!(JOINS[join], ", " | " CROSS JOIN ") {
+                    from.push_str(&format!(" ON {}", condition(on, i - 1, i)));
+                }
+            }
+            let filter: Vec<String> = filters
+                .iter()
+                .map(|&(at, l, r)| condition(at, l % items.len(), r % items.len()))
+                .collect();
+            let filter = match filter.is_empty() {
+                true => String::new(),
+                false => format!(" WHERE {}", filter.join(" AND ")),
+            };
+            let hint = if materialized { "MATERIALIZED " } else { "" };
+            format!(
+                "WITH RECURSIVE r(a, b) AS (SELECT 1, 'r' UNION ALL SELECT a + 1, b FROM r WHERE a < 4), \
+                 x AS {hint}(SELECT a, b FROM t) SELECT count(*) FROM {from}{filter}"
+            )
+        })
+}
 
 fn open() -> (tempfile::TempDir, Arc<Database>) {
     let dir = tempfile::tempdir().unwrap();
@@ -165,6 +248,23 @@ proptest! {
         let mut fresh = db.session("check");
         let tables = fresh.execute("SELECT count(*) FROM steady_tables").pop().unwrap();
         prop_assert!(tables.is_ok());
+    }
+
+    #[test]
+    fn generated_joins_and_with_queries_never_panic(queries in prop::collection::vec(generated_query(), 1..12)) {
+        let (_dir, db) = open();
+        let mut session = db.session("fuzz");
+        setup(&mut session);
+        let _ = session.execute("SET statement_timeout = 5000");
+        for sql in &queries {
+            let _ = session.execute(sql);
+            let _ = session.execute(&format!("EXPLAIN {sql}"));
+        }
+        let _ = session.execute("ANALYZE");
+        for sql in &queries {
+            let _ = session.execute(sql);
+        }
+        prop_assert_eq!(count(&mut session, "SELECT count(*) FROM t"), 2);
     }
 
     #[test]
