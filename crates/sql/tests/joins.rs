@@ -166,7 +166,19 @@ proptest! {
             let comma = |as_key: bool| {
                 format!("SELECT x.id, y.id FROM x, y WHERE {}{extra}", keys(as_key))
             };
-            for (hashed, tested) in [(written(true), written(false)), (comma(true), comma(false))] {
+            let two = |as_key: bool| {
+                format!(
+                    "SELECT x.id, y.id FROM x {} y ON {}{extra}{filter}",
+                    KINDS[kind],
+                    keys(as_key)
+                )
+            };
+            let shapes = [
+                (written(true), written(false)),
+                (comma(true), comma(false)),
+                (two(true), two(false)),
+            ];
+            for (hashed, tested) in shapes {
                 prop_assert!(plan_text(&mut session, &hashed).contains("Hash"), "{hashed}");
                 prop_assert!(plan_text(&mut session, &tested).contains("Nested Loop"));
                 prop_assert_eq!(
@@ -292,28 +304,79 @@ fn a_where_condition_on_the_null_extended_side_of_an_outer_join_stays_above_it()
     run(&mut session, "CREATE TABLE p (id integer PRIMARY KEY)");
     run(
         &mut session,
-        "CREATE TABLE q (id integer PRIMARY KEY, p integer)",
+        "CREATE TABLE q (id integer PRIMARY KEY, p integer, note text)",
     );
     run(&mut session, "INSERT INTO p VALUES (1), (2), (3)");
     run(
         &mut session,
-        "INSERT INTO q VALUES (10, 1), (11, 1), (12, 2)",
+        "INSERT INTO q VALUES (10, 1, 'x'), (11, 1, NULL), (12, 2, 'y')",
     );
-    let query = "SELECT p.id FROM p LEFT JOIN q ON q.p = p.id WHERE q.id IS NULL";
-    assert_eq!(sorted_rows(&mut session, query), vec!["[Integer(3)]"]);
+    let query = "SELECT p.id, q.id FROM p LEFT JOIN q ON q.p = p.id WHERE q.note IS NULL";
+    assert_eq!(
+        sorted_rows(&mut session, query),
+        vec!["[Integer(1), Integer(11)]", "[Integer(3), Null]"]
+    );
     let plan = plan_text(&mut session, query);
     assert!(plan.starts_with("Filter"), "{plan}");
     assert!(plan.contains("Hash Left Join"), "{plan}");
     // In ON, the same condition only decides which q rows match: every p row stays.
-    let on = "SELECT p.id, q.id FROM p LEFT JOIN q ON q.p = p.id AND q.id IS NULL";
+    let on = "SELECT p.id, q.id FROM p LEFT JOIN q ON q.p = p.id AND q.note IS NULL";
     assert_eq!(
         sorted_rows(&mut session, on),
         vec![
-            "[Integer(1), Null]",
+            "[Integer(1), Integer(11)]",
             "[Integer(2), Null]",
             "[Integer(3), Null]"
         ]
     );
+}
+
+#[test]
+fn a_left_join_keeping_only_unmatched_rows_is_an_anti_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut session = db.session("steady");
+    run(
+        &mut session,
+        "CREATE TABLE p (id integer PRIMARY KEY, v integer)",
+    );
+    run(
+        &mut session,
+        "CREATE TABLE q (id integer PRIMARY KEY, p integer, note text)",
+    );
+    run(
+        &mut session,
+        "INSERT INTO p VALUES (1, NULL), (2, 5), (3, 6), (4, NULL)",
+    );
+    run(
+        &mut session,
+        "INSERT INTO q VALUES (10, 1, NULL), (11, 1, 'x'), (12, 2, 'y'), (13, NULL, 'z')",
+    );
+    // q.id is NOT NULL (its key), q.p the join's key: each is NULL only where nothing matched.
+    for test in ["q.id IS NULL", "q.p IS NULL"] {
+        let query = format!("SELECT p.id, q.note FROM p LEFT JOIN q ON q.p = p.id WHERE {test}");
+        assert_eq!(
+            sorted_rows(&mut session, &query),
+            vec!["[Integer(3), Null]", "[Integer(4), Null]"],
+            "{query}"
+        );
+        let plan = plan_text(&mut session, &query);
+        assert!(plan.contains("Anti Join"), "{plan}");
+        assert!(!plan.contains("Filter: (q."), "{plan}");
+    }
+    // With q larger than p after ANALYZE, the anti join hashes p and reads q once.
+    run(
+        &mut session,
+        "INSERT INTO q SELECT g, g % 3 + 1, NULL FROM generate_series(100, 400) g",
+    );
+    run(&mut session, "ANALYZE");
+    let query =
+        "SELECT p.id FROM p LEFT JOIN q ON q.p = p.id AND q.note IS NULL WHERE q.id IS NULL";
+    assert!(plan_text(&mut session, query).contains("Right Anti Join"));
+    assert_eq!(sorted_rows(&mut session, query), vec!["[Integer(4)]"]);
+    let not_anti =
+        "SELECT p.id FROM p LEFT JOIN q ON q.p = p.id AND q.note IS NULL WHERE q.note IS NULL";
+    assert!(!plan_text(&mut session, not_anti).contains("Anti"));
 }
 
 /// Join columns of the small table `x` against the indexed columns of `big`.

@@ -83,6 +83,12 @@ pub enum JoinKind {
     Left,
     Right,
     Full,
+    /// The left rows no right row matches, NULL-extended (`LEFT JOIN ... WHERE r.c IS NULL`
+    /// with `r.c` never NULL in a match).
+    Anti,
+    /// The right rows no left row matches, NULL-extended on the left (an anti join turned
+    /// around to hash its smaller side).
+    RightAnti,
 }
 
 /// A plan node.
@@ -244,6 +250,8 @@ impl Plan {
                     (JoinKind::Left, _) => format!("{method} Left Join"),
                     (JoinKind::Right, _) => format!("{method} Right Join"),
                     (JoinKind::Full, _) => format!("{method} Full Join"),
+                    (JoinKind::Anti, _) => format!("{method} Anti Join"),
+                    (JoinKind::RightAnti, _) => format!("{method} Right Anti Join"),
                 }
             }
             Plan::Lateral { .. } => "Nested Loop (lateral)".into(),

@@ -1,5 +1,5 @@
-//! Joins over a materialised inner (right) side — inner, left, right and full, the rest of the
-//! join condition evaluated on the joined row — and LATERAL, which reruns its right side per left
+//! Joins over a materialised inner (right) side — inner, left, right, full, anti (left rows
+//! without a match) and right anti, the rest of the join condition evaluated on the joined row — and LATERAL, which reruns its right side per left
 //! row.
 //!
 //! A join with hash keys ([`JoinKey`]) orders the inner rows by the hash of their key values
@@ -222,16 +222,28 @@ impl Source for JoinSource<'_> {
                 return Ok(self.next_unmatched());
             }
             if self.current.is_none() && !self.advance(ctx)? {
-                if matches!(self.kind, JoinKind::Right | JoinKind::Full) {
+                if matches!(
+                    self.kind,
+                    JoinKind::Right | JoinKind::Full | JoinKind::RightAnti
+                ) {
                     return Ok(self.next_unmatched());
                 }
                 return Ok(None);
             }
             if let Some(row) = self.next_match(ctx)? {
-                return Ok(Some(row));
+                match self.kind {
+                    // One match is enough to drop this left row.
+                    JoinKind::Anti => self.current = None,
+                    // Matches are only marked, for the unmatched rows at the end.
+                    JoinKind::RightAnti => {}
+                    _ => return Ok(Some(row)),
+                }
+                continue;
             }
             let mut left = self.current.take().unwrap_or_default();
-            if matches!(self.kind, JoinKind::Left | JoinKind::Full) && !self.matched {
+            let keeps_unmatched =
+                matches!(self.kind, JoinKind::Left | JoinKind::Full | JoinKind::Anti);
+            if keeps_unmatched && !self.matched {
                 left.truncate(self.left_width);
                 left.extend(std::iter::repeat_n(Value::Null, self.right_width));
                 return Ok(Some(left));

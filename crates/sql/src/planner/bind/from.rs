@@ -332,7 +332,7 @@ pub(super) fn merge_using(
             .ok_or_else(|| using_missing(name, "right"))?
             + offset;
         let merged = match kind {
-            JoinKind::Right => Expr::Column(r),
+            JoinKind::Right | JoinKind::RightAnti => Expr::Column(r),
             JoinKind::Full => Expr::Case {
                 operand: None,
                 whens: vec![(
@@ -341,7 +341,7 @@ pub(super) fn merge_using(
                 )],
                 otherwise: Some(Box::new(Expr::Column(r))),
             },
-            JoinKind::Inner | JoinKind::Left => Expr::Column(l),
+            JoinKind::Inner | JoinKind::Left | JoinKind::Anti => Expr::Column(l),
         };
         exprs.push(merged);
         columns.push(ScopeColumn {

@@ -96,7 +96,8 @@ fn lookup_join(join: Plan, stats: &Statistics) -> Plan {
             return swapped_lookup(*right, lookup, on, (left_width, right_width));
         }
     }
-    if matches!(kind, JoinKind::Left | JoinKind::Right) && right_rows > 2.0 * left_rows {
+    let outer = matches!(kind, JoinKind::Left | JoinKind::Right | JoinKind::Anti);
+    if outer && right_rows > 2.0 * left_rows {
         return turned_around(*left, *right, kind, keys, on, (left_width, right_width));
     }
     Plan::Join {
@@ -126,6 +127,7 @@ fn turned_around(
     };
     let kind = match kind {
         JoinKind::Left => JoinKind::Right,
+        JoinKind::Anti => JoinKind::RightAnti,
         _ => JoinKind::Left,
     };
     let keys = keys

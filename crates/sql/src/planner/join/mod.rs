@@ -72,7 +72,7 @@ pub fn join(
     for part in on.iter().flat_map(owned_conjuncts) {
         match (side(&part, left_width), kind) {
             (Side::Left, JoinKind::Inner | JoinKind::Right) => to_left.push(part),
-            (Side::Right, JoinKind::Inner | JoinKind::Left) => {
+            (Side::Right, JoinKind::Inner | JoinKind::Left | JoinKind::Anti) => {
                 to_right.push(part.map_columns(&|i| i - left_width))
             }
             _ => kept.push(part),
@@ -118,7 +118,7 @@ pub fn filter_join(plan: Plan, predicate: Expr, stats: &Statistics) -> Plan {
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for part in owned_conjuncts(&predicate) {
         match (side(&part, left_width), kind) {
-            (Side::Left, JoinKind::Inner | JoinKind::Left) => to_left.push(part),
+            (Side::Left, JoinKind::Inner | JoinKind::Left | JoinKind::Anti) => to_left.push(part),
             (Side::Right, JoinKind::Inner | JoinKind::Right) => {
                 to_right.push(part.map_columns(&|i| i - left_width))
             }
@@ -132,6 +132,10 @@ pub fn filter_join(plan: Plan, predicate: Expr, stats: &Statistics) -> Plan {
         .chain(on.iter().flat_map(owned_conjuncts))
         .chain(to_on)
         .collect();
+    let kind = match kind {
+        JoinKind::Left => anti_join(&mut above, &condition, &right, left_width),
+        other => other,
+    };
     derive_constants(&condition, kind, left_width, (&mut to_left, &mut to_right));
     let joined = join(
         push(*left, to_left, stats),
@@ -179,7 +183,7 @@ fn derive_constants(
     if pairs.is_empty() {
         return;
     }
-    let into_right = matches!(kind, JoinKind::Inner | JoinKind::Left);
+    let into_right = matches!(kind, JoinKind::Inner | JoinKind::Left | JoinKind::Anti);
     let into_left = matches!(kind, JoinKind::Inner | JoinKind::Right);
     let derived_right: Vec<Expr> = match into_right {
         true => derived(to_left, pairs.iter().copied()),
@@ -232,6 +236,49 @@ fn column_equals_constant(part: &Expr) -> Option<(usize, &Expr)> {
     match (&**a, &**b) {
         (Expr::Column(c), value) | (value, Expr::Column(c)) if constant(value) => Some((*c, value)),
         _ => None,
+    }
+}
+
+/// `Anti` if a conjunct above a LEFT join is `c IS NULL` for a right-side column `c` that is
+/// never NULL in a matched row — one an equality of the condition compares with the left side,
+/// or a NOT NULL column of the right table — so the conjunct keeps exactly the left rows
+/// nothing matched (PostgreSQL's reduction to an anti join); that conjunct is then dropped.
+fn anti_join(
+    above: &mut Vec<Expr>,
+    condition: &[Expr],
+    right: &Plan,
+    left_width: usize,
+) -> JoinKind {
+    let compared = |c: usize| {
+        condition.iter().any(|part| match part {
+            Expr::Compare(CmpOp::Eq, a, b) => {
+                let (a, b) = (&**a, &**b);
+                (matches!(a, Expr::Column(i) if *i == c) && side(b, left_width) == Side::Left)
+                    || (matches!(b, Expr::Column(i) if *i == c)
+                        && side(a, left_width) == Side::Left)
+            }
+            _ => false,
+        })
+    };
+    let not_null = |c: usize| match right {
+        Plan::Scan { table, .. } => table
+            .columns
+            .get(c - left_width)
+            .is_some_and(|column| !column.nullable),
+        _ => false,
+    };
+    let test = above.iter().position(|part| match part {
+        Expr::IsNull(e) => {
+            matches!(**e, Expr::Column(c) if c >= left_width && (compared(c) || not_null(c)))
+        }
+        _ => false,
+    });
+    match test {
+        Some(at) => {
+            above.remove(at);
+            JoinKind::Anti
+        }
+        None => JoinKind::Left,
     }
 }
 

@@ -434,9 +434,15 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
             right,
             keys,
             on,
+            kind,
             ..
         } => {
             let (l, r) = (estimate_rows(left, stats), estimate_rows(right, stats));
+            match kind {
+                JoinKind::Anti => return l * UNKNOWN_SELECTIVITY,
+                JoinKind::RightAnti => return r * UNKNOWN_SELECTIVITY,
+                _ => {}
+            }
             match (keys.is_empty(), on.is_some()) {
                 (false, _) => l.max(r),
                 (true, true) => l * r * UNKNOWN_SELECTIVITY,
