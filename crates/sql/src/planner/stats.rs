@@ -80,13 +80,19 @@ impl Statistics {
         })
     }
 
-    /// The fraction of rows with `column = value`.
+    /// The fraction of rows with `column = value`: the non-NULL fraction over the estimated
+    /// distinct values ([`Statistics::distinct`]).
     pub fn equality(&self, table: IndexId, column: usize) -> f64 {
-        let tables = self.tables.read();
-        match tables.get(&table).and_then(|t| t.columns.get(column)) {
-            Some(c) if c.distinct > 0 => (1.0 - c.null_fraction) / c.distinct as f64,
-            Some(_) => 0.0,
-            None => DEFAULT_EQUALITY,
+        let null_fraction = {
+            let tables = self.tables.read();
+            match tables.get(&table).and_then(|t| t.columns.get(column)) {
+                Some(c) => c.null_fraction,
+                None => return DEFAULT_EQUALITY,
+            }
+        };
+        match self.distinct(table, column) {
+            Some(distinct) if distinct >= 1.0 => (1.0 - null_fraction) / distinct,
+            _ => 0.0,
         }
     }
 

@@ -394,24 +394,24 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
             ..
         } => {
             let rows = stats.rows(table.id).map_or(UNKNOWN_ROWS, |r| r as f64);
-            let range = match access {
-                Access::Full => 1.0,
+            let (range, equal_columns): (f64, &[usize]) = match access {
+                Access::Full => (1.0, &[]),
                 Access::Primary(range) | Access::Index(_, range) => {
                     let key = match access {
                         Access::Index(index, _) => &index.columns,
                         _ => &table.primary_key,
                     };
-                    let equal: f64 = key[..range.equal.len().min(key.len())]
-                        .iter()
-                        .map(|&c| stats.equality(table.id, c))
-                        .product();
+                    let equal = &key[..range.equal.len().min(key.len())];
+                    let selectivity: f64 =
+                        equal.iter().map(|&c| stats.equality(table.id, c)).product();
                     let bounded = range.lower.is_some() || range.upper.is_some();
-                    equal * if bounded { UNKNOWN_SELECTIVITY } else { 1.0 }
+                    let bounds = if bounded { UNKNOWN_SELECTIVITY } else { 1.0 };
+                    (selectivity * bounds, equal)
                 }
             };
-            let filtered = filter
-                .as_ref()
-                .map_or(1.0, |f| filter_selectivity(f, table.id, stats));
+            let filtered = filter.as_ref().map_or(1.0, |f| {
+                filter_selectivity(f, table.id, equal_columns, stats)
+            });
             (rows * range * filtered).max(1.0)
         }
         Plan::Values { rows, .. } => rows.len() as f64,
@@ -462,10 +462,12 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
 }
 
 /// The fraction of a table's rows `filter` keeps: each `column = value` conjunct by the
-/// column's statistics, any other conjunct by [`UNKNOWN_SELECTIVITY`].
+/// column's statistics (none for the `ranged` columns, whose equalities the scan's key range
+/// already counts), any other conjunct by [`UNKNOWN_SELECTIVITY`].
 fn filter_selectivity(
     filter: &Expr,
     table: steady_engine::version::IndexId,
+    ranged: &[usize],
     stats: &Statistics,
 ) -> f64 {
     let mut parts = Vec::new();
@@ -473,6 +475,7 @@ fn filter_selectivity(
     parts
         .into_iter()
         .map(|part| match column_equals_constant(part) {
+            Some((column, _)) if ranged.contains(&column) => 1.0,
             Some((column, _)) => stats.equality(table, column),
             None => UNKNOWN_SELECTIVITY,
         })
