@@ -14,7 +14,7 @@
 //! order; for an inner join either side may be the looked-up one (a projection then restores
 //! the column order), for a LEFT join only the right.
 
-use super::{and_all, estimate_rows};
+use super::{and_all, estimate_rows, map_inputs};
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Access, JoinKey, JoinKind, Plan};
 use crate::planner::access;
@@ -26,37 +26,8 @@ const RANDOM_READ_COST: f64 = 4.0;
 
 /// `plan` with each join that gains by it turned into an index nested loop (see the module doc).
 pub fn join_methods(plan: Plan, stats: &Statistics) -> Plan {
-    match plan {
-        Plan::Join {
-            left,
-            right,
-            kind,
-            keys,
-            on,
-            left_width,
-            right_width,
-        } => {
-            let left = join_methods(*left, stats);
-            let right = join_methods(*right, stats);
-            let join = Plan::Join {
-                left: Box::new(left),
-                right: Box::new(right),
-                kind,
-                keys,
-                on,
-                left_width,
-                right_width,
-            };
-            lookup_join(join, stats)
-        }
-        Plan::Filter { input, predicate } => Plan::Filter {
-            input: Box::new(join_methods(*input, stats)),
-            predicate,
-        },
-        Plan::Project { input, exprs } => Plan::Project {
-            input: Box::new(join_methods(*input, stats)),
-            exprs,
-        },
+    match map_inputs(plan, &mut |input| join_methods(input, stats)) {
+        join @ Plan::Join { .. } => lookup_join(join, stats),
         other => other,
     }
 }
@@ -121,10 +92,7 @@ fn turned_around(
     on: Option<Expr>,
     (left_width, right_width): (usize, usize),
 ) -> Plan {
-    let swap = |i: usize| match i < left_width {
-        true => right_width + i,
-        false => i - left_width,
-    };
+    let swap = swapped(left_width, right_width);
     let kind = match kind {
         JoinKind::Left => JoinKind::Right,
         JoinKind::Anti => JoinKind::RightAnti,
@@ -146,9 +114,25 @@ fn turned_around(
         left_width: right_width,
         right_width: left_width,
     };
+    in_written_order(join, (left_width, right_width))
+}
+
+/// Where column `i` of a row of `first_width` then `second_width` columns is once its two parts
+/// are swapped.
+fn swapped(first_width: usize, second_width: usize) -> impl Fn(usize) -> usize {
+    move |i| match i < first_width {
+        true => second_width + i,
+        false => i - first_width,
+    }
+}
+
+/// `joined` (its inputs swapped) projected back to the written order of `first_width` then
+/// `second_width` columns.
+fn in_written_order(joined: Plan, (first_width, second_width): (usize, usize)) -> Plan {
+    let swap = swapped(first_width, second_width);
     Plan::Project {
-        input: Box::new(join),
-        exprs: (0..left_width + right_width)
+        input: Box::new(joined),
+        exprs: (0..first_width + second_width)
             .map(|i| Expr::Column(swap(i)))
             .collect(),
     }
@@ -158,10 +142,7 @@ fn turned_around(
 /// table's first) and the join's condition renumbered for the swapped row.
 fn swapped_lookup(small: Plan, lookup: Plan, on: Option<Expr>, widths: (usize, usize)) -> Plan {
     let (lookup_width, small_width) = widths;
-    let swap = |i: usize| match i < lookup_width {
-        true => small_width + i,
-        false => i - lookup_width,
-    };
+    let swap = swapped(lookup_width, small_width);
     let lateral = Plan::Lateral {
         left: Box::new(small),
         right: Box::new(lookup),
@@ -169,12 +150,7 @@ fn swapped_lookup(small: Plan, lookup: Plan, on: Option<Expr>, widths: (usize, u
         on: on.map(|on| on.map_columns(&swap)),
         right_width: lookup_width,
     };
-    Plan::Project {
-        input: Box::new(lateral),
-        exprs: (0..lookup_width + small_width)
-            .map(|i| Expr::Column(swap(i)))
-            .collect(),
-    }
+    in_written_order(lateral, widths)
 }
 
 /// Whether looking up `rows` rows' partners in the table `side` reads (whole, through one of

@@ -325,6 +325,39 @@ fn owned_conjuncts(predicate: &Expr) -> Vec<Expr> {
     parts.into_iter().cloned().collect()
 }
 
+/// `plan` with `f` applied to the inputs of a join, filter or projection at its top (the nodes
+/// the join passes walk through); any other node unchanged.
+fn map_inputs(plan: Plan, f: &mut dyn FnMut(Plan) -> Plan) -> Plan {
+    match plan {
+        Plan::Join {
+            left,
+            right,
+            kind,
+            keys,
+            on,
+            left_width,
+            right_width,
+        } => Plan::Join {
+            left: Box::new(f(*left)),
+            right: Box::new(f(*right)),
+            kind,
+            keys,
+            on,
+            left_width,
+            right_width,
+        },
+        Plan::Filter { input, predicate } => Plan::Filter {
+            input: Box::new(f(*input)),
+            predicate,
+        },
+        Plan::Project { input, exprs } => Plan::Project {
+            input: Box::new(f(*input)),
+            exprs,
+        },
+        other => other,
+    }
+}
+
 /// The conjunction of `parts`, or None when there are none.
 pub fn and_all(parts: impl IntoIterator<Item = Expr>) -> Option<Expr> {
     parts

@@ -17,7 +17,7 @@
 //! pairs (System R's rule), each distinct count at most its input's rows; any other condition
 //! [`UNKNOWN_SELECTIVITY`].
 
-use super::{and_all, column_equals_constant, join, key_condition, owned_conjuncts};
+use super::{and_all, column_equals_constant, join, key_condition, map_inputs, owned_conjuncts};
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Access, JoinKind, Plan};
 use crate::planner::access::conjuncts;
@@ -57,32 +57,7 @@ pub fn reorder(plan: Plan, stats: &Statistics) -> Plan {
         } if reorderable(&plan).is_some_and(|inputs| inputs <= MAX_REORDERED) => {
             reorder_inner(plan, stats)
         }
-        Plan::Join {
-            left,
-            right,
-            kind,
-            keys,
-            on,
-            left_width,
-            right_width,
-        } => Plan::Join {
-            left: Box::new(reorder(*left, stats)),
-            right: Box::new(reorder(*right, stats)),
-            kind,
-            keys,
-            on,
-            left_width,
-            right_width,
-        },
-        Plan::Filter { input, predicate } => Plan::Filter {
-            input: Box::new(reorder(*input, stats)),
-            predicate,
-        },
-        Plan::Project { input, exprs } => Plan::Project {
-            input: Box::new(reorder(*input, stats)),
-            exprs,
-        },
-        other => other,
+        other => map_inputs(other, &mut |input| reorder(input, stats)),
     }
 }
 
