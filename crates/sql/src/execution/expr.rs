@@ -205,6 +205,23 @@ impl Expr {
         constant
     }
 
+    /// Whether the expression holds a subquery (which reads the row of the node it sits on
+    /// through outer references) or an aggregate's result: it cannot be renumbered or moved to
+    /// another node.
+    pub fn holds_subquery(&self) -> bool {
+        let mut holds = false;
+        self.visit(&mut |e| holds |= matches!(e, Expr::Subquery(_) | Expr::AggRef(_)));
+        holds
+    }
+
+    /// Whether the expression may be evaluated at another node of the plan, as often as that
+    /// node runs: no subquery, no aggregate's result, no volatile function.
+    pub fn is_movable(&self) -> bool {
+        let mut volatile = false;
+        self.visit(&mut |e| volatile |= matches!(e, Expr::Call(f, _) if f.volatile));
+        !volatile && !self.holds_subquery()
+    }
+
     /// Whether the expression reads the input row.
     pub fn uses_columns(&self) -> bool {
         let mut uses = false;

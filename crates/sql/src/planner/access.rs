@@ -87,22 +87,16 @@ fn both(first: Option<Expr>, then: Expr) -> Expr {
 /// Whether `predicate` over a projection's output can be evaluated below it instead, reading the
 /// projected expressions: neither holds a subquery, an aggregate or a volatile function.
 fn substitutable(predicate: &Expr, exprs: &[Expr]) -> bool {
-    let movable = |e: &Expr| {
-        let mut movable = true;
-        e.visit(&mut |x| match x {
-            Expr::Subquery(_) | Expr::AggRef(_) => movable = false,
-            Expr::Call(function, _) if function.volatile => movable = false,
-            _ => {}
-        });
-        movable
-    };
     let mut reads = Vec::new();
     predicate.visit(&mut |e| {
         if let Expr::Column(i) = e {
             reads.push(*i);
         }
     });
-    movable(predicate) && reads.iter().all(|&i| exprs.get(i).is_some_and(movable))
+    predicate.is_movable()
+        && reads
+            .iter()
+            .all(|&i| exprs.get(i).is_some_and(Expr::is_movable))
 }
 
 /// `predicate` with each column replaced by the projected expression it reads.

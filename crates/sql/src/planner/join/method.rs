@@ -249,9 +249,7 @@ fn one_level_down(expr: &Expr) -> Option<Expr> {
 /// None if it holds a subquery (whose plan reads the row through references this cannot
 /// renumber).
 fn renumbered(expr: Expr, column: &dyn Fn(Expr) -> Expr) -> Option<Expr> {
-    let mut plain = true;
-    expr.visit(&mut |e| plain &= !matches!(e, Expr::Subquery(_) | Expr::AggRef(_)));
-    plain.then(|| deeper(expr, column))
+    (!expr.holds_subquery()).then(|| deeper(expr, column))
 }
 
 fn deeper(expr: Expr, column: &dyn Fn(Expr) -> Expr) -> Expr {

@@ -42,15 +42,13 @@ enum Side {
 }
 
 fn side(expr: &Expr, left_width: usize) -> Side {
-    let (mut left, mut right, mut fixed) = (false, false, false);
+    let (mut left, mut right) = (false, false);
     expr.visit(&mut |e| match e {
         Expr::Column(i) if *i < left_width => left = true,
         Expr::Column(_) => right = true,
-        Expr::Subquery(_) | Expr::AggRef(_) => fixed = true,
-        Expr::Call(function, _) if function.volatile => fixed = true,
         _ => {}
     });
-    match (fixed, left, right) {
+    match (!expr.is_movable(), left, right) {
         (false, true, false) => Side::Left,
         (false, false, true) => Side::Right,
         (false, true, true) => Side::Both,
@@ -224,15 +222,7 @@ fn column_equals_constant(part: &Expr) -> Option<(usize, &Expr)> {
     let Expr::Compare(CmpOp::Eq, a, b) = part else {
         return None;
     };
-    let constant = |e: &Expr| {
-        let mut constant = true;
-        e.visit(&mut |x| match x {
-            Expr::Column(_) | Expr::Subquery(_) | Expr::AggRef(_) => constant = false,
-            Expr::Call(function, _) if function.volatile => constant = false,
-            _ => {}
-        });
-        constant
-    };
+    let constant = |e: &Expr| e.is_movable() && !e.uses_columns();
     match (&**a, &**b) {
         (Expr::Column(c), value) | (value, Expr::Column(c)) if constant(value) => Some((*c, value)),
         _ => None,

@@ -71,16 +71,10 @@ fn reorderable(plan: &Plan) -> Option<usize> {
             right,
             on,
             ..
-        } => {
-            let mut plain = true;
-            on.iter().for_each(|on| {
-                on.visit(&mut |e| plain &= !matches!(e, Expr::Subquery(_) | Expr::AggRef(_)))
-            });
-            match plain {
-                true => Some(reorderable(left)? + reorderable(right)?),
-                false => None,
-            }
-        }
+        } => match !on.as_ref().is_some_and(Expr::holds_subquery) {
+            true => Some(reorderable(left)? + reorderable(right)?),
+            false => None,
+        },
         _ => Some(1),
     }
 }
