@@ -61,12 +61,12 @@ impl CancelFlag {
         let _ = self.session.set(handle);
     }
 
-    fn cancel(&self) {
+    fn cancel(&self, reason: CancelReason) {
         let _ = self
             .state
             .compare_exchange(RUNNING, CANCELED, Ordering::SeqCst, Ordering::SeqCst);
         if let Some(handle) = self.session.get() {
-            handle.cancel(CancelReason::UserRequest);
+            handle.cancel(reason);
         }
     }
 }
@@ -89,6 +89,14 @@ impl CancelRegistry {
         self.flags().remove(&(pid, secret.to_bytes()));
     }
 
+    /// Stops every connection's running statement for `reason` (a shutdown).
+    pub fn cancel_all(&self, reason: CancelReason) {
+        let flags: Vec<Arc<CancelFlag>> = self.flags().values().filter_map(Weak::upgrade).collect();
+        for flag in flags {
+            flag.cancel(reason);
+        }
+    }
+
     fn flags(&self) -> std::sync::MutexGuard<'_, HashMap<BackendKey, Weak<CancelFlag>>> {
         self.flags.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -100,7 +108,7 @@ impl CancelHandler for CancelRegistry {
         let key = (request.pid, request.secret_key.to_bytes());
         let flag = self.flags().get(&key).and_then(Weak::upgrade);
         if let Some(flag) = flag {
-            flag.cancel();
+            flag.cancel(CancelReason::UserRequest);
         }
     }
 }

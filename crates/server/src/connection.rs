@@ -6,6 +6,8 @@
 //! Invariant: a connection's messages are handled one at a time, in order, so its session, its
 //! COPY and its statements are never used by two tasks at once.
 
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_trait::async_trait;
@@ -20,6 +22,7 @@ use pgwire::api::{ClientInfo, PgWireServerHandlers, Type};
 use pgwire::error::PgWireResult;
 use pgwire::messages::response::TransactionStatus as WireStatus;
 use pgwire::messages::startup::SecretKey;
+use steady_sql::session::activity::Peer;
 use steady_sql::{Prepared, Session, TransactionStatus};
 
 use crate::cancel::CancelFlag;
@@ -51,6 +54,8 @@ pub struct Connection {
     pub(crate) shared: Arc<Shared>,
     pub(crate) driver: AuthDriver<Parameters>,
     pub(crate) cancel: Arc<CancelFlag>,
+    /// The client's socket, watched for a hang-up while a statement runs.
+    socket: RawFd,
     copy_in: Mutex<Option<CopyIn>>,
     session: SessionSlot,
     pub(crate) parser: Arc<Parser>,
@@ -58,13 +63,15 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(shared: Arc<Shared>) -> Self {
+    /// A connection on `socket`, which stays open as long as the connection.
+    pub fn new(shared: Arc<Shared>, socket: RawFd) -> Self {
         let session = SessionSlot::default();
         Connection {
             driver: AuthDriver::new(Parameters)
                 .with_pid_secret_key_generator(Arc::clone(&shared.keys) as _),
             shared,
             cancel: Arc::default(),
+            socket,
             copy_in: Mutex::default(),
             parser: Arc::new(Parser {
                 session: Arc::clone(&session),
@@ -74,9 +81,10 @@ impl Connection {
         }
     }
 
-    /// Opens the session of an authenticated user and registers the backend key for cancels.
-    pub(crate) fn open(&self, user: &str, pid: i32, secret: SecretKey) {
-        let session = self.shared.db.session(user);
+    /// Opens the session of an authenticated client, named by its backend key's pid, and
+    /// registers the key for cancels.
+    pub(crate) fn open(&self, peer: &Peer, pid: i32, secret: SecretKey) {
+        let session = self.shared.db.connect(peer, Some(pid));
         self.cancel.attach(session.cancel_handle());
         let _ = self
             .session
@@ -85,28 +93,48 @@ impl Connection {
         let _ = self.key.set((pid, secret));
     }
 
-    /// Whether the connection's session has been idle in a transaction block for too long.
-    pub(crate) fn idle_in_transaction_expired(&self) -> bool {
-        self.session
-            .get()
-            .is_some_and(SessionHandle::idle_in_transaction_expired)
+    /// Why the connection must end between statements, if it must: its session has been idle in
+    /// a transaction block for too long, or `pg_terminate_backend` ended it.
+    pub(crate) fn must_end(&self) -> Option<&'static str> {
+        let session = self.session.get()?;
+        if session.terminated() {
+            Some("terminating connection due to administrator command")
+        } else if session.idle_in_transaction_expired() {
+            Some("terminating connection due to idle-in-transaction timeout")
+        } else {
+            None
+        }
     }
 
     pub(crate) fn session(&self) -> PgWireResult<&SessionHandle> {
         session_in(&self.session)
     }
 
-    /// Runs `f` on the session, then reports the session's transaction status to the client (the
-    /// next ReadyForQuery carries it).
+    /// Runs `f` on the session, canceled if the client hangs up meanwhile, then reports the
+    /// session's transaction status to the client (the next ReadyForQuery carries it).
     pub(crate) async fn run<C, T, F>(&self, client: &mut C, f: F) -> PgWireResult<T>
     where
         C: ClientInfo + Send,
         F: FnOnce(&mut Session) -> T,
     {
-        let (value, status) = self.session()?.run(move |session| {
+        let session = self.session()?;
+        let terminated =
+            || self.shared.shutting_down.load(Ordering::SeqCst) || session.terminated();
+        if terminated() {
+            return Err(terminating());
+        }
+        let watching = self
+            .shared
+            .hangups
+            .watch(self.socket, session.cancel_handle());
+        let (value, status) = session.run(move |session| {
             let value = f(session);
             (value, session.transaction_status())
         })?;
+        drop(watching);
+        if terminated() {
+            return Err(terminating());
+        }
         client.set_transaction_status(match status {
             TransactionStatus::Idle => WireStatus::Idle,
             TransactionStatus::InBlock => WireStatus::Transaction,
@@ -145,6 +173,14 @@ impl Drop for Connection {
             self.shared.cancels.unregister(*pid, secret);
         }
     }
+}
+
+/// The FATAL error that ends a connection on shutdown or `pg_terminate_backend`.
+fn terminating() -> pgwire::error::PgWireError {
+    fatal(
+        "57P01",
+        "terminating connection due to administrator command",
+    )
 }
 
 /// Turns Parse messages into [`Statement`]s and describes them.

@@ -19,6 +19,10 @@ pub enum ServerError {
     },
     #[error("cannot read the listening address: {0}")]
     LocalAddr(std::io::Error),
+    #[error("cannot start the thread that watches for clients hanging up: {0}")]
+    HangupWatch(std::io::Error),
+    #[error("{sessions} session(s) did not stop within the shutdown grace period")]
+    ShutdownTimeout { sessions: usize },
 }
 
 /// SQLSTATE 57014, PostgreSQL's answer to a cancel request.

@@ -4,7 +4,8 @@
 //! [`Server`] accepts connections ([`server`]); each is a [`connection::Connection`] whose
 //! handlers pgwire calls per message: [`startup`] (trust on loopback or SCRAM-SHA-256),
 //! [`query`] (simple and extended protocol), [`copy`] (COPY FROM STDIN / TO STDOUT) and
-//! [`cancel`] (cancel requests). Each connection has a thread of its own and one
+//! [`cancel`] (cancel requests); [`hangup`] cancels the statement of a client that disconnected.
+//! Each connection has a thread of its own and one
 //! `steady_sql::Session`, run inline on that thread ([`session`]); [`values`] and [`binary`] put values on the wire and take
 //! parameters off it; [`error`] maps SQL errors to ErrorResponse.
 
@@ -13,6 +14,7 @@ pub mod cancel;
 pub mod connection;
 pub mod copy;
 pub mod error;
+pub mod hangup;
 pub mod query;
 pub mod server;
 pub mod session;

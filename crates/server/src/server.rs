@@ -10,14 +10,20 @@
 //! thread hand-offs per statement, which profiles of pgbench -S showed as about half of all CPU
 //! in futex waits and wake-ups.) A slow statement or a lock wait blocks only its own connection.
 //!
-//! Shutdown: once the `shutdown` future completes the listener closes and every connection thread
-//! is told to stop; each finishes the statement it may be running, drops its connection (a client
-//! in the middle of a transaction sees its connection drop, and the transaction rolls back when its
-//! session is dropped) and exits. [`Server::run`] returns only when every connection thread has
-//! ended, so the engine then holds the only handles to itself and can be closed.
+//! Shutdown: once the `shutdown` future completes the listener closes, no new statement starts
+//! (57P01), every running statement is canceled (57P01, as PostgreSQL's fast shutdown) and every
+//! connection thread is told to stop; each drops its connection (a client in the middle of a
+//! transaction sees its connection drop, and the transaction rolls back when its session is
+//! dropped) and exits. [`Server::run`] returns once every connection thread has ended, so the
+//! engine then holds the only handles to itself and can be closed — or, should some statement not
+//! stop within [`SHUTDOWN_GRACE`], with [`ServerError::ShutdownTimeout`]: the process must then
+//! exit without closing the engine, and the next start recovers from the redo log, which holds
+//! every acknowledged commit.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -25,6 +31,7 @@ use std::time::Duration;
 use pgwire::api::auth::sasl::scram::ScramAuth;
 use pgwire::api::RandomPidSecretKeyGenerator;
 use pgwire::tokio::process_socket;
+use steady_sql::execution::cancel::CancelReason;
 use steady_sql::Database;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -32,11 +39,16 @@ use tokio::sync::watch;
 use crate::cancel::CancelRegistry;
 use crate::connection::{Connection, Handlers};
 use crate::error::ServerError;
+use crate::hangup::HangupWatch;
 use crate::session::LiveSessions;
 use crate::startup::scram;
 
-/// How often a connection checks whether it has been idle in a transaction for too long.
+/// How often a connection checks whether it must end between statements (idle in a transaction
+/// for too long, or terminated).
 const IDLE_CHECK: Duration = Duration::from_millis(200);
+
+/// How long a shutdown waits for running statements to stop once canceled.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// How long accepting pauses after an error (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -58,6 +70,9 @@ pub struct Shared {
     pub cancels: Arc<CancelRegistry>,
     pub keys: Arc<RandomPidSecretKeyGenerator>,
     pub live: LiveSessions,
+    pub hangups: HangupWatch,
+    /// Set when the server shuts down: no statement starts after it.
+    pub shutting_down: AtomicBool,
 }
 
 /// A PostgreSQL-protocol server over one database.
@@ -82,6 +97,8 @@ impl Server {
             cancels: Arc::default(),
             keys: Arc::default(),
             live: LiveSessions::default(),
+            hangups: HangupWatch::start().map_err(ServerError::HangupWatch)?,
+            shutting_down: AtomicBool::new(false),
         };
         Ok(Server {
             listener,
@@ -95,8 +112,8 @@ impl Server {
     }
 
     /// Serves connections until `shutdown` completes, then stops them all and waits for every
-    /// connection thread to end.
-    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+    /// connection thread to end (at most [`SHUTDOWN_GRACE`]).
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
         let (stop, stopped) = watch::channel(false);
         let mut threads: Vec<JoinHandle<()>> = Vec::new();
         tokio::pin!(shutdown);
@@ -123,14 +140,23 @@ impl Server {
         if open > 0 {
             eprintln!("steady: closing {open} session(s)");
         }
+        self.shared.shutting_down.store(true, Ordering::SeqCst);
         let _ = stop.send(true);
+        self.shared.cancels.cancel_all(CancelReason::Terminate);
         let joined = tokio::task::spawn_blocking(move || {
             for thread in threads {
                 let _ = thread.join();
             }
         });
-        let _ = joined.await;
-        self.shared.live.all_closed().await;
+        let ended = async {
+            let _ = joined.await;
+            self.shared.live.all_closed().await;
+        };
+        tokio::time::timeout(SHUTDOWN_GRACE, ended)
+            .await
+            .map_err(|_| ServerError::ShutdownTimeout {
+                sessions: self.shared.live.current(),
+            })
     }
 }
 
@@ -171,12 +197,12 @@ fn spawn_connection(
         })
 }
 
-/// Serves one connection until the client leaves, or until it has been idle in a transaction
-/// block for longer than its `idle_in_transaction_session_timeout` (then the connection is closed
-/// and its transaction rolled back, as PostgreSQL does).
+/// Serves one connection until the client leaves, until it has been idle in a transaction block
+/// for longer than its `idle_in_transaction_session_timeout`, or until `pg_terminate_backend`
+/// ends it (then the connection is closed and its transaction rolled back, as PostgreSQL does).
 async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
-    let connection = Arc::new(Connection::new(shared));
+    let connection = Arc::new(Connection::new(shared, stream.as_raw_fd()));
     let handlers = Handlers(Arc::clone(&connection));
     tokio::select! {
         result = process_socket(stream, None, handlers) => {
@@ -186,18 +212,16 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
                 }
             }
         }
-        () = idle_in_transaction(&connection) => {
-            eprintln!("steady: terminating connection due to idle-in-transaction timeout");
-        }
+        reason = must_end(&connection) => eprintln!("steady: {reason}"),
     }
 }
 
-/// Completes once the connection's session has been idle in a transaction for too long.
-async fn idle_in_transaction(connection: &Connection) {
+/// Completes once the connection must end between statements, with the reason.
+async fn must_end(connection: &Connection) -> &'static str {
     loop {
         tokio::time::sleep(IDLE_CHECK).await;
-        if connection.idle_in_transaction_expired() {
-            return;
+        if let Some(reason) = connection.must_end() {
+            return reason;
         }
     }
 }

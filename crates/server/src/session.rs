@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use pgwire::error::PgWireResult;
+use steady_sql::execution::cancel::CancelHandle;
 use steady_sql::{Session, TransactionStatus};
 use tokio::sync::watch;
 
@@ -84,11 +85,15 @@ struct Activity {
 pub struct SessionHandle {
     inner: Arc<Mutex<Option<Counted>>>,
     activity: Arc<Mutex<Activity>>,
+    cancel: CancelHandle,
+    record: Arc<steady_sql::session::activity::Activity>,
 }
 
 impl SessionHandle {
     pub fn new(session: Session, live: &LiveSessions) -> Self {
         SessionHandle {
+            cancel: session.cancel_handle(),
+            record: Arc::clone(session.activity()),
             inner: Arc::new(Mutex::new(Some(Counted {
                 session,
                 _live: live.enter(),
@@ -111,6 +116,16 @@ impl SessionHandle {
             && activity
                 .idle_timeout
                 .is_some_and(|timeout| activity.since.elapsed() > timeout)
+    }
+
+    /// Whether `pg_terminate_backend` ended the session.
+    pub fn terminated(&self) -> bool {
+        self.record.terminated()
+    }
+
+    /// The handle that stops the session's running statement.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
     }
 
     fn record(&self, update: impl FnOnce(&mut Activity)) {

@@ -26,6 +26,7 @@ use pgwire::api::{ClientInfo, METADATA_APPLICATION_NAME, METADATA_USER};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use steady_sql::execution::settings::SERVER_VERSION;
+use steady_sql::session::activity::Peer;
 
 use crate::connection::Connection;
 use crate::error::fatal;
@@ -155,13 +156,20 @@ impl StartupHandler for Connection {
             self.driver
                 .complete_authentication(client, final_message)
                 .await?;
-            let user = client
-                .metadata()
-                .get(METADATA_USER)
-                .map_or(DEFAULT_USER, String::as_str)
-                .to_owned();
+            let metadata = client.metadata();
+            let peer = Peer {
+                user: metadata
+                    .get(METADATA_USER)
+                    .map_or(DEFAULT_USER, String::as_str)
+                    .to_owned(),
+                application_name: metadata
+                    .get(METADATA_APPLICATION_NAME)
+                    .cloned()
+                    .unwrap_or_default(),
+                address: Some(client.socket_addr()),
+            };
             let (pid, secret) = client.pid_and_secret_key();
-            self.open(&user, pid, secret);
+            self.open(&peer, pid, secret);
         }
         Ok(())
     }

@@ -165,12 +165,18 @@ async fn serve(db: Arc<Database>, config: &ServerConfig) -> anyhow::Result<()> {
         "trust, loopback clients only"
     };
     eprintln!("steady: listening on {} ({auth})", server.local_addr()?);
-    server
+    let served = server
         .run(async {
             let name = signals.recv().await;
             eprintln!("steady: {name} received, shutting down");
         })
         .await;
+    if let Err(err) = served {
+        // Sessions still hold the engine, so it cannot close; every acknowledged commit is in
+        // the redo log, and the next start recovers from it.
+        eprintln!("steady: {err}; exiting without a clean shutdown");
+        std::process::exit(1);
+    }
     Ok(())
 }
 

@@ -93,6 +93,56 @@ fn scenario<F: std::future::Future<Output = ()>>(f: F) {
         .expect("the scenario finishes in time");
 }
 
+/// A statement that would run for minutes.
+const LONG_QUERY: &str = "SELECT count(*) FROM generate_series(1, 2000000000) g WHERE g % 7 = 3";
+
+/// Waits (bounded) until another session runs `query`, as `pg_stat_activity` shows; its pid.
+async fn wait_until_running(observer: &Client, query: &str) -> i32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let rows = observer
+            .query(
+                "SELECT pid FROM pg_stat_activity \
+                 WHERE state = 'active' AND query = $1 AND pid <> pg_backend_pid()",
+                &[&query],
+            )
+            .await
+            .unwrap();
+        if let Some(row) = rows.first() {
+            return row.get(0);
+        }
+        assert!(std::time::Instant::now() < deadline, "{query} never ran");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits (bounded by `within`) until session `pid` is gone from `pg_stat_activity`; how long.
+async fn wait_until_gone(observer: &Client, pid: i32, within: Duration) -> Duration {
+    let start = std::time::Instant::now();
+    loop {
+        let rows = observer
+            .query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", &[&pid])
+            .await
+            .unwrap();
+        if rows.is_empty() {
+            return start.elapsed();
+        }
+        assert!(
+            start.elapsed() < within,
+            "session {pid} still there after {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// CPU time (user + system, in clock ticks) process `pid` has used.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    // utime and stime are fields 14 and 15 of stat(5); `fields` starts at field 3.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
 fn simple_rows(messages: &[SimpleQueryMessage]) -> Vec<Vec<Option<String>>> {
     messages
         .iter()
@@ -421,15 +471,13 @@ async fn cancel_stops_a_copy(server: &ServerProcess) {
 
 async fn cancel_stops_a_running_query(server: &ServerProcess) {
     let client = server.connect().await;
+    let observer = server.connect().await;
     let token = client.cancel_token();
     let canceller = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        wait_until_running(&observer, LONG_QUERY).await;
         token.cancel_query(NoTls).await
     });
-    let err = client
-        .simple_query("SELECT count(*) FROM generate_series(1, 2000000000)")
-        .await
-        .unwrap_err();
+    let err = client.simple_query(LONG_QUERY).await.unwrap_err();
     canceller.await.unwrap().unwrap();
     assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{err}");
     let rows = client.simple_query("SELECT 1").await.unwrap();
@@ -612,4 +660,104 @@ fn a_directory_that_is_not_a_database_is_refused() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(names, vec!["notes.txt".to_owned()]);
+}
+
+/// A statement never outlives its session: a client that hangs up mid-statement has its statement
+/// stopped (the server's CPU idle again within a second), `pg_cancel_backend` and
+/// `pg_terminate_backend` reach another session's running statement, and SIGTERM during a long
+/// statement stops it and exits cleanly, so the next start needs no recovery.
+#[test]
+fn a_statement_never_outlives_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerProcess::start(dir.path());
+    scenario(async {
+        let observer = server.connect().await;
+        a_hang_up_stops_the_statement(&server, &observer).await;
+        cancel_and_terminate_backend(&server, &observer).await;
+    });
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let client = runtime.block_on(server.connect());
+    let running = runtime.spawn(async move { client.simple_query(LONG_QUERY).await });
+    runtime.block_on(async {
+        let observer = server.connect().await;
+        wait_until_running(&observer, LONG_QUERY).await;
+    });
+    let (clean, log) = server.stop();
+    assert!(clean, "steady serve exits 0 on SIGTERM: {log}");
+    assert!(log.contains("shut down cleanly"), "{log}");
+    let err = runtime.block_on(running).unwrap().unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::ADMIN_SHUTDOWN), "{err}");
+
+    let server = ServerProcess::start(dir.path());
+    scenario(async {
+        let client = server.connect().await;
+        client.simple_query("SELECT 1").await.unwrap();
+    });
+    let (clean, log) = server.stop();
+    assert!(clean, "{log}");
+    assert!(
+        !log.contains("recover"),
+        "a clean shutdown needs no recovery: {log}"
+    );
+}
+
+async fn a_hang_up_stops_the_statement(server: &ServerProcess, observer: &Client) {
+    let (client, connection) = tokio_postgres::connect(
+        &format!("host=127.0.0.1 user=steady port={}", server.port),
+        NoTls,
+    )
+    .await
+    .unwrap();
+    let connection = tokio::spawn(connection);
+    let query = tokio::spawn(async move { client.simple_query(LONG_QUERY).await });
+    let pid = wait_until_running(observer, LONG_QUERY).await;
+    // The client goes away without a word: its socket closes.
+    connection.abort();
+    query.abort();
+    let gone = wait_until_gone(observer, pid, Duration::from_secs(1)).await;
+    let server_pid = server.child.id();
+    let before = cpu_ticks(server_pid);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let used = cpu_ticks(server_pid) - before;
+    // 100 ticks a second: a statement still running would use about 50 in half a second.
+    assert!(
+        used <= 10,
+        "{used} ticks of CPU in the 500 ms after a hang-up ({gone:?})"
+    );
+}
+
+async fn cancel_and_terminate_backend(server: &ServerProcess, observer: &Client) {
+    let client = server.connect().await;
+    let running = tokio::spawn(async move {
+        let err = client.simple_query(LONG_QUERY).await.unwrap_err();
+        (client, err)
+    });
+    let pid = wait_until_running(observer, LONG_QUERY).await;
+    let canceled: bool = observer
+        .query_one("SELECT pg_cancel_backend($1::integer)", &[&pid])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(canceled);
+    let (client, err) = running.await.unwrap();
+    assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{err}");
+    client.simple_query("SELECT 1").await.unwrap();
+
+    let running = tokio::spawn(async move { client.simple_query(LONG_QUERY).await });
+    let pid = wait_until_running(observer, LONG_QUERY).await;
+    let terminated: bool = observer
+        .query_one("SELECT pg_terminate_backend($1::integer)", &[&pid])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(terminated);
+    let err = running.await.unwrap().unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::ADMIN_SHUTDOWN), "{err}");
+    wait_until_gone(observer, pid, Duration::from_secs(5)).await;
+    let unknown: bool = observer
+        .query_one("SELECT pg_terminate_backend(7)", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(!unknown, "no session has pid 7");
 }

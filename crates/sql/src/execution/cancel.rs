@@ -1,5 +1,5 @@
-//! Stopping a running statement from another thread: a client's cancel request or a statement
-//! timeout. The request is a flag the executor checks between rows (and in key-ordered writes);
+//! Stopping a running statement from another thread: a client's cancel request, a statement
+//! timeout, a client that hung up, or the server shutting down. The request is a flag the executor checks between rows (and in key-ordered writes);
 //! a statement waiting for a row lock is woken through the engine's lock manager at once.
 //!
 //! A request only affects the statement running when it arrives: each statement clears the flag
@@ -20,11 +20,43 @@ use crate::error::{Result, SqlError};
 pub enum CancelReason {
     UserRequest,
     StatementTimeout,
+    /// The client disconnected while the statement ran; nobody will read its result.
+    ClientGone,
+    /// The server is shutting down (or an administrator ended the session).
+    Terminate,
+}
+
+impl CancelReason {
+    const ALL: [CancelReason; 4] = [
+        CancelReason::UserRequest,
+        CancelReason::StatementTimeout,
+        CancelReason::ClientGone,
+        CancelReason::Terminate,
+    ];
+
+    /// The flag's value for this reason (0 is "none").
+    fn code(self) -> u8 {
+        self as u8 + 1
+    }
+
+    fn error(self) -> SqlError {
+        match self {
+            CancelReason::UserRequest => {
+                SqlError::new("57014", "canceling statement due to user request")
+            }
+            CancelReason::StatementTimeout => {
+                SqlError::new("57014", "canceling statement due to statement timeout")
+            }
+            CancelReason::ClientGone => SqlError::new("08006", "connection to client lost"),
+            CancelReason::Terminate => SqlError::new(
+                "57P01",
+                "terminating connection due to administrator command",
+            ),
+        }
+    }
 }
 
 const NONE: u8 = 0;
-const USER: u8 = 1;
-const TIMEOUT: u8 = 2;
 
 #[derive(Default)]
 struct CancelState {
@@ -47,13 +79,10 @@ impl std::fmt::Debug for CancelHandle {
 }
 
 impl CancelHandle {
-    /// Asks the running statement to stop; it fails with 57014.
+    /// Asks the running statement to stop; it fails with the reason's error (57014 for a cancel
+    /// or a timeout).
     pub fn cancel(&self, reason: CancelReason) {
-        let code = match reason {
-            CancelReason::UserRequest => USER,
-            CancelReason::StatementTimeout => TIMEOUT,
-        };
-        self.state.reason.store(code, Ordering::Release);
+        self.state.reason.store(reason.code(), Ordering::Release);
         if let Some((engine, txn)) = self.state.running.lock().as_ref() {
             engine.locks().cancel(*txn);
         }
@@ -79,18 +108,17 @@ impl CancelHandle {
             .lock()
             .is_some_and(|d| Instant::now() >= d);
         if timed_out {
-            self.state.reason.store(TIMEOUT, Ordering::Release);
+            let _ = self.state.reason.compare_exchange(
+                NONE,
+                CancelReason::StatementTimeout.code(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            );
         }
-        match self.state.reason.load(Ordering::Acquire) {
-            NONE => Ok(()),
-            TIMEOUT => Err(SqlError::new(
-                "57014",
-                "canceling statement due to statement timeout",
-            )),
-            _ => Err(SqlError::new(
-                "57014",
-                "canceling statement due to user request",
-            )),
+        let code = self.state.reason.load(Ordering::Acquire);
+        match CancelReason::ALL.into_iter().find(|r| r.code() == code) {
+            None => Ok(()),
+            Some(reason) => Err(reason.error()),
         }
     }
 }

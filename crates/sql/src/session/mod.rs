@@ -10,12 +10,14 @@
 //! fails with 25P02. DDL runs on its own, outside the block's transaction (the engine's DDL is not
 //! transactional yet).
 
+pub mod activity;
 mod block;
 pub mod ddl;
 pub mod dml;
 pub mod explain;
 mod templates;
 
+use activity::{Activities, Peer, Registered, State};
 use block::{apply_modes, convert_isolation};
 
 use std::collections::HashMap;
@@ -30,7 +32,7 @@ use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::cancel::CancelHandle;
-use crate::execution::executor::{ExecCtx, Row, SessionInfo};
+use crate::execution::executor::{now_micros, ExecCtx, Row, SessionInfo};
 use crate::execution::plan::Column;
 use crate::execution::settings::Settings;
 use crate::parser::{parse, Statement};
@@ -43,6 +45,7 @@ pub struct Database {
     stats: Statistics,
     next_session: AtomicU32,
     name: String,
+    activities: Arc<Activities>,
 }
 
 impl Database {
@@ -52,6 +55,7 @@ impl Database {
             stats: Statistics::default(),
             next_session: AtomicU32::new(1),
             name: name.to_owned(),
+            activities: Arc::default(),
         })
     }
 
@@ -63,21 +67,48 @@ impl Database {
         &self.stats
     }
 
-    /// A new session for `user`.
+    /// Every session's activity.
+    pub fn activities(&self) -> &Arc<Activities> {
+        &self.activities
+    }
+
+    /// A new session for `user`, inside this process.
     pub fn session(self: &Arc<Self>, user: &str) -> Session {
-        let id = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let peer = Peer {
+            user: user.to_owned(),
+            ..Peer::default()
+        };
+        self.connect(&peer, None)
+    }
+
+    /// A new session for a client; `pid` names it (in `pg_stat_activity`, `pg_backend_pid()` and
+    /// `pg_cancel_backend`) and must not be a live session's; `None` takes the next of the
+    /// database's own numbers, which start at 1 (the wire server's start at 100,000).
+    pub fn connect(self: &Arc<Self>, peer: &Peer, pid: Option<i32>) -> Session {
+        let pid = pid.unwrap_or_else(|| self.next_session.fetch_add(1, Ordering::Relaxed) as i32);
+        let cancel = CancelHandle::default();
+        let registered = self
+            .activities
+            .register(pid, peer, cancel.clone(), now_micros());
+        let mut settings = Settings::default();
+        if !peer.application_name.is_empty() {
+            let _ = settings.set("application_name", &peer.application_name);
+        }
         Session {
             db: Arc::clone(self),
             info: SessionInfo {
-                id,
-                user: user.to_owned(),
+                id: pid as u32,
+                user: peer.user.clone(),
                 database: self.name.clone(),
-                settings: Settings::default(),
-                cancel: CancelHandle::default(),
+                settings,
+                cancel,
+                activities: Some(Arc::clone(&self.activities)),
             },
             block: None,
             prepared: HashMap::new(),
             templates: templates::Templates::default(),
+            registered,
+            xact_start: None,
         }
     }
 }
@@ -142,6 +173,8 @@ impl QueryResult {
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub statement: Statement,
+    /// The statement's text, as the client sent it.
+    pub text: Arc<str>,
     /// The parameter types, declared or inferred (`None`: unknown, sent as text).
     pub params: Vec<Option<DataType>>,
     /// The result columns.
@@ -160,9 +193,15 @@ struct CachedPlan {
 }
 
 impl Prepared {
-    fn new(statement: Statement, params: Vec<Option<DataType>>, columns: Vec<Column>) -> Self {
+    fn new(
+        statement: Statement,
+        text: &str,
+        params: Vec<Option<DataType>>,
+        columns: Vec<Column>,
+    ) -> Self {
         Prepared {
             statement,
+            text: Arc::from(text),
             params,
             columns,
             plan: Arc::default(),
@@ -224,6 +263,10 @@ pub struct Session {
     prepared: HashMap<String, Prepared>,
     /// Kept plans of simple-query statement templates.
     templates: templates::Templates,
+    /// The session's record in `pg_stat_activity`.
+    registered: Registered,
+    /// When the current transaction (block or statement) started.
+    xact_start: Option<i64>,
 }
 
 /// The transaction status a client sees (ReadyForQuery).
@@ -257,6 +300,10 @@ impl Session {
 
     /// Runs every statement of `sql` in order, stopping at the first error (which ends the list).
     pub fn execute(&mut self, sql: &str) -> Vec<Result<QueryResult>> {
+        self.tracked(Arc::from(sql), |session| session.execute_untracked(sql))
+    }
+
+    fn execute_untracked(&mut self, sql: &str) -> Vec<Result<QueryResult>> {
         if let Some(result) = self.execute_template(sql) {
             return vec![result];
         }
@@ -291,11 +338,50 @@ impl Session {
         let (params, columns) = self
             .describe(&statement, declared.to_vec())
             .inspect_err(|_| self.fail_block())?;
-        Ok(Prepared::new(statement, params, columns))
+        Ok(Prepared::new(statement, sql, params, columns))
     }
 
     /// Runs a prepared statement with parameter values. A query or a write runs its kept plan.
     pub fn execute_prepared(
+        &mut self,
+        prepared: &Prepared,
+        params: &[Value],
+    ) -> Result<QueryResult> {
+        self.tracked(Arc::clone(&prepared.text), |session| {
+            session.execute_prepared_untracked(prepared, params)
+        })
+    }
+
+    /// Copies `application_name` into the session's activity (after a SET or RESET).
+    fn show_application_name(&self) {
+        let name = self
+            .info
+            .settings
+            .show("application_name")
+            .unwrap_or_default();
+        self.registered.activity().set_application_name(&name);
+    }
+
+    /// Runs `run` (the statements of `query`) as the session's activity.
+    fn tracked<T>(&mut self, query: Arc<str>, run: impl FnOnce(&mut Self) -> T) -> T {
+        let now = now_micros();
+        let xact_start = *self.xact_start.get_or_insert(now);
+        let activity = Arc::clone(self.registered.activity());
+        activity.statement_started(query, now, xact_start);
+        let result = run(self);
+        let state = match self.transaction_status() {
+            TransactionStatus::Idle => State::Idle,
+            TransactionStatus::InBlock => State::IdleInTransaction,
+            TransactionStatus::Failed => State::IdleInTransactionAborted,
+        };
+        if state == State::Idle {
+            self.xact_start = None;
+        }
+        activity.statement_ended(state, now_micros());
+        result
+    }
+
+    fn execute_prepared_untracked(
         &mut self,
         prepared: &Prepared,
         params: &[Value],
@@ -410,7 +496,11 @@ impl Session {
             } => self.rollback_to(&crate::types::normalize_ident(name)),
             S::Savepoint { name } => self.savepoint(&crate::types::normalize_ident(name)),
             S::ReleaseSavepoint { name } => self.release(&crate::types::normalize_ident(name)),
-            S::Set(set) => self.set(set),
+            S::Set(set) => {
+                let result = self.set(set);
+                self.show_application_name();
+                result
+            }
             S::ShowVariable { variable } => self.show(variable),
             S::Reset(reset) => {
                 match &reset.reset {
@@ -421,6 +511,7 @@ impl Session {
                         .reset(Some(&crate::types::object_name(name).1))?,
                     ast::Reset::SessionAuthorization => {}
                 }
+                self.show_application_name();
                 Ok(QueryResult::command("RESET"))
             }
             S::Prepare {
@@ -487,6 +578,11 @@ impl Session {
         let result = f(self, txn);
         self.info.cancel.finish();
         result
+    }
+
+    /// The session's record in `pg_stat_activity` (its pid, and whether it was terminated).
+    pub fn activity(&self) -> &Arc<activity::Activity> {
+        self.registered.activity()
     }
 
     /// A handle another thread can use to stop this session's running statement.
@@ -651,10 +747,11 @@ impl Session {
             .iter()
             .map(|t| crate::types::convert_type(t).map(Some))
             .collect::<Result<Vec<_>>>()?;
+        let text = statement.to_string();
         let statement = Statement::Sql(Box::new(statement.clone()));
         let (params, columns) = self.describe(&statement, declared)?;
         self.prepared
-            .insert(name, Prepared::new(statement, params, columns));
+            .insert(name, Prepared::new(statement, &text, params, columns));
         Ok(QueryResult::command("PREPARE"))
     }
 

@@ -123,7 +123,7 @@ impl Session {
         let statement = statements.pop().filter(|_| statements.is_empty())?;
         let declared = params.iter().map(|p| p.declared).collect();
         let (types, columns) = self.describe(&statement, declared).ok()?;
-        let prepared = Prepared::new(statement, types, columns);
+        let prepared = Prepared::new(statement, text, types, columns);
         prepared.planned().is_some().then_some(prepared)
     }
 

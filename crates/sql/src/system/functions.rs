@@ -74,6 +74,18 @@ static FUNCTIONS: &[&Function] = &[
     &REGNAMESPACE_IN,
     &REGNAMESPACE_OUT,
     &catalog("to_regclass", (1, 1), oid_type, to_regclass),
+    &catalog(
+        "pg_cancel_backend",
+        (1, 1),
+        boolean,
+        super::activity::cancel_backend,
+    ),
+    &catalog(
+        "pg_terminate_backend",
+        (1, 2),
+        boolean,
+        super::activity::terminate_backend,
+    ),
     &pure("to_regtype", (1, 1), oid_type, to_regtype),
     &pure("to_regnamespace", (1, 1), oid_type, to_regnamespace),
     &catalog("pg_get_userbyid", (1, 1), text, get_userbyid),

@@ -9,11 +9,12 @@
 //! PostgreSQL. Catalog values follow PostgreSQL's meanings and oids ([`oids`], [`pg_type`]), in
 //! the value types of `steady-types` ([`rows`]).
 //!
-//! Modules: [`steady`], [`relations`] (pg_class & co.), [`globals`] (everything else in
+//! Modules: [`steady`], [`activity`] (pg_stat_activity), [`relations`] (pg_class & co.), [`globals`] (everything else in
 //! pg_catalog), [`information_schema`]; [`model`] derives relations, indexes and constraints from
 //! the engine; [`functions`] and [`arrays`] are what the binder calls (with
 //! `planner::binding`).
 
+mod activity;
 pub(crate) mod arrays;
 pub(crate) mod functions;
 mod globals;
@@ -37,6 +38,7 @@ static GROUPS: &[&[SystemTable]] = &[
     relations::VIEWS,
     globals::VIEWS,
     information_schema::VIEWS,
+    activity::VIEWS,
 ];
 
 /// The system view `name`, in `schema` or, unqualified, in a schema of the search path.

@@ -42,6 +42,8 @@ pub struct SessionInfo {
     pub database: String,
     pub settings: crate::execution::settings::Settings,
     pub cancel: crate::execution::cancel::CancelHandle,
+    /// Every session's activity (`pg_stat_activity`); `None` outside a database.
+    pub activities: Option<Arc<crate::session::activity::Activities>>,
 }
 
 /// Per plan node figures for EXPLAIN ANALYZE.
@@ -179,6 +181,14 @@ impl<'a> ExecCtx<'a> {
         self.info.id
     }
 
+    /// Every session's activity.
+    pub fn activities(&self) -> Result<&Arc<crate::session::activity::Activities>> {
+        self.info
+            .activities
+            .as_ref()
+            .ok_or_else(|| SqlError::new("XX000", "no sessions outside a database"))
+    }
+
     /// Runs `plan` with `row` as its enclosing row (for correlated subqueries and LATERAL).
     pub fn run_with_outer(&mut self, plan: &Plan, row: &[Value]) -> Result<Vec<Row>> {
         self.outer.push(row.to_vec());
@@ -204,7 +214,8 @@ impl<'a> ExecCtx<'a> {
     }
 }
 
-fn now_micros() -> i64 {
+/// The time now as a timestamp value (microseconds since 2000-01-01).
+pub(crate) fn now_micros() -> i64 {
     let unix = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64);
@@ -224,6 +235,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         database: String::new(),
         settings: crate::execution::settings::Settings::default(),
         cancel: crate::execution::cancel::CancelHandle::default(),
+        activities: None,
     };
     let mut ctx = ExecCtx::new(None, None, &[], &info);
     expr.eval(&[], &mut ctx)

@@ -1,0 +1,110 @@
+//! `pg_stat_activity` — one row per live session, from the database's activity registry
+//! ([`crate::session::activity`]) — and the functions that act on another session:
+//! `pg_cancel_backend(pid)` and `pg_terminate_backend(pid)`.
+//!
+//! The columns are PostgreSQL 15's, in its order; what SteadyDB does not track (parallel leaders,
+//! host names, wait events, transaction ids, query ids) is NULL. Every session is a
+//! `client backend`: purge and checkpoints are threads of the server, not sessions.
+
+use steady_types::{DataType, Value};
+
+use super::arrays::int_arg;
+use super::oids;
+use super::rows::{name, oid, Rows};
+use super::SystemTable;
+use crate::error::{Result, SqlError};
+use crate::execution::executor::ExecCtx;
+use crate::session::activity::Activity;
+
+use DataType::{BigInt, Integer, Text, Timestamp};
+
+pub const VIEWS: &[SystemTable] = &[SystemTable {
+    schema: "pg_catalog",
+    name: "pg_stat_activity",
+    columns: &[
+        ("datid", BigInt),
+        ("datname", Text),
+        ("pid", Integer),
+        ("leader_pid", Integer),
+        ("usesysid", BigInt),
+        ("usename", Text),
+        ("application_name", Text),
+        ("client_addr", Text),
+        ("client_hostname", Text),
+        ("client_port", Integer),
+        ("backend_start", Timestamp),
+        ("xact_start", Timestamp),
+        ("query_start", Timestamp),
+        ("state_change", Timestamp),
+        ("wait_event_type", Text),
+        ("wait_event", Text),
+        ("state", Text),
+        ("backend_xid", Text),
+        ("backend_xmin", Text),
+        ("query_id", BigInt),
+        ("query", Text),
+        ("backend_type", Text),
+    ],
+    rows: pg_stat_activity,
+}];
+
+fn pg_stat_activity(ctx: &mut ExecCtx) -> Result<Rows> {
+    let database = ctx.database_name();
+    let sessions = ctx.activities()?.all();
+    Ok(sessions
+        .iter()
+        .map(|session| activity_row(&database, session))
+        .collect())
+}
+
+fn activity_row(database: &str, session: &Activity) -> Vec<Value> {
+    let doing = session.doing();
+    let time = |t: Option<i64>| t.map_or(Value::Null, Value::Timestamp);
+    vec![
+        oid(oids::DATABASE),
+        name(database),
+        Value::Integer(session.pid),
+        Value::Null,
+        oid(oids::SUPERUSER),
+        name(&session.user),
+        name(&doing.application_name),
+        session
+            .address
+            .map_or(Value::Null, |a| name(&a.ip().to_string())),
+        Value::Null,
+        session
+            .address
+            .map_or(Value::Integer(-1), |a| Value::Integer(a.port().into())),
+        Value::Timestamp(session.backend_start),
+        time(doing.xact_start),
+        time(doing.query_start),
+        Value::Timestamp(doing.state_change),
+        Value::Null,
+        Value::Null,
+        name(doing.state.name()),
+        Value::Null,
+        Value::Null,
+        Value::Null,
+        name(&doing.query),
+        name("client backend"),
+    ]
+}
+
+/// `pg_cancel_backend(pid)`: cancels that session's running statement; false if none has `pid`.
+pub fn cancel_backend(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let pid = pid_argument(&args[0])?;
+    Ok(Value::Boolean(ctx.activities()?.cancel(pid)))
+}
+
+/// `pg_terminate_backend(pid)`: ends that session (its running statement canceled, its
+/// transaction rolled back); false if none has `pid`.
+pub fn terminate_backend(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let pid = pid_argument(&args[0])?;
+    Ok(Value::Boolean(ctx.activities()?.terminate(pid)))
+}
+
+fn pid_argument(value: &Value) -> Result<i32> {
+    int_arg(value)
+        .and_then(|pid| i32::try_from(pid).ok())
+        .ok_or_else(|| SqlError::new("22003", "a process id must be an integer"))
+}
