@@ -22,7 +22,7 @@ use pgwire::api::{ClientInfo, PgWireServerHandlers, Type};
 use pgwire::error::PgWireResult;
 use pgwire::messages::response::TransactionStatus as WireStatus;
 use pgwire::messages::startup::SecretKey;
-use steady_sql::session::activity::Peer;
+use steady_sql::execution::activity::Peer;
 use steady_sql::{Prepared, Session, TransactionStatus};
 
 use crate::cancel::CancelFlag;

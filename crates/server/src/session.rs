@@ -86,7 +86,7 @@ pub struct SessionHandle {
     inner: Arc<Mutex<Option<Counted>>>,
     activity: Arc<Mutex<Activity>>,
     cancel: CancelHandle,
-    record: Arc<steady_sql::session::activity::Activity>,
+    record: Arc<steady_sql::execution::activity::Activity>,
 }
 
 impl SessionHandle {

@@ -25,8 +25,8 @@ use pgwire::api::auth::{
 use pgwire::api::{ClientInfo, METADATA_APPLICATION_NAME, METADATA_USER};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use steady_sql::execution::activity::Peer;
 use steady_sql::execution::settings::SERVER_VERSION;
-use steady_sql::session::activity::Peer;
 
 use crate::connection::Connection;
 use crate::error::fatal;

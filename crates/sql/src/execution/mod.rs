@@ -1,8 +1,10 @@
 //! Execution: a [`plan::Plan`] is the instruction set the planner targets and the
 //! [`executor`] runs, pulling rows through [`expr`]essions, [`functions`] and [`aggregate`]s, with
-//! [`write`] nodes for INSERT, UPDATE and DELETE and [`constraints`] checked on them; [`cancel`] stops a running statement and [`settings`] holds
-//! the session settings statements read. Nothing here binds names: it depends only on `types`.
+//! [`write`] nodes for INSERT, UPDATE and DELETE and [`constraints`] checked on them; [`cancel`]
+//! stops a running statement, [`activity`] records what every session does (pg_stat_activity),
+//! and [`settings`] holds the session settings statements read. Nothing here binds names: it depends only on `types`.
 
+pub mod activity;
 pub mod aggregate;
 pub mod cancel;
 pub mod constraints;

@@ -10,14 +10,13 @@
 //! fails with 25P02. DDL runs on its own, outside the block's transaction (the engine's DDL is not
 //! transactional yet).
 
-pub mod activity;
 mod block;
 pub mod ddl;
 pub mod dml;
 pub mod explain;
 mod templates;
 
-use activity::{Activities, Peer, Registered, State};
+use crate::execution::activity::{self, Activities, Peer, Registered, State};
 use block::{apply_modes, convert_isolation};
 
 use std::collections::HashMap;

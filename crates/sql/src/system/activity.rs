@@ -1,5 +1,5 @@
 //! `pg_stat_activity` — one row per live session, from the database's activity registry
-//! ([`crate::session::activity`]) — and the functions that act on another session:
+//! ([`crate::execution::activity`]) — and the functions that act on another session:
 //! `pg_cancel_backend(pid)` and `pg_terminate_backend(pid)`.
 //!
 //! The columns are PostgreSQL 15's, in its order; what SteadyDB does not track (parallel leaders,
@@ -13,8 +13,8 @@ use super::oids;
 use super::rows::{name, oid, Rows};
 use super::SystemTable;
 use crate::error::{Result, SqlError};
+use crate::execution::activity::Activity;
 use crate::execution::executor::ExecCtx;
-use crate::session::activity::Activity;
 
 use DataType::{BigInt, Integer, Text, Timestamp};
 

@@ -43,7 +43,7 @@ pub struct SessionInfo {
     pub settings: crate::execution::settings::Settings,
     pub cancel: crate::execution::cancel::CancelHandle,
     /// Every session's activity (`pg_stat_activity`); `None` outside a database.
-    pub activities: Option<Arc<crate::session::activity::Activities>>,
+    pub activities: Option<Arc<crate::execution::activity::Activities>>,
 }
 
 /// Per plan node figures for EXPLAIN ANALYZE.
@@ -182,7 +182,7 @@ impl<'a> ExecCtx<'a> {
     }
 
     /// Every session's activity.
-    pub fn activities(&self) -> Result<&Arc<crate::session::activity::Activities>> {
+    pub fn activities(&self) -> Result<&Arc<crate::execution::activity::Activities>> {
         self.info
             .activities
             .as_ref()
