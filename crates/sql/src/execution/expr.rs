@@ -65,6 +65,8 @@ pub enum Expr {
     Subquery(Box<Subquery>),
     /// An aggregate's result, only while binding a grouped query.
     AggRef(usize),
+    /// A window function's result, only while binding a query with window functions.
+    WindowRef(usize),
 }
 
 /// A subquery inside an expression.
@@ -172,6 +174,12 @@ impl Expr {
                 crate::execution::functions::call(function, &values, ctx)?
             }
             Expr::Subquery(sub) => eval_subquery(sub, row, ctx)?,
+            Expr::WindowRef(_) => {
+                return Err(SqlError::new(
+                    "42P20",
+                    "window functions are not allowed here",
+                ))
+            }
             Expr::AggRef(_) => {
                 return Err(SqlError::new(
                     "42803",
@@ -197,6 +205,7 @@ impl Expr {
                     | Expr::Param { .. }
                     | Expr::Subquery(_)
                     | Expr::AggRef(_)
+                    | Expr::WindowRef(_)
             ) || matches!(e, Expr::Call(f, _) if f.volatile)
             {
                 constant = false;
@@ -210,7 +219,7 @@ impl Expr {
     /// another node.
     pub fn holds_subquery(&self) -> bool {
         let mut holds = false;
-        self.visit(&mut |e| holds |= matches!(e, Expr::Subquery(_) | Expr::AggRef(_)));
+        self.visit(&mut |e| holds |= matches!(e, Expr::Subquery(_) | Expr::AggRef(_) | Expr::WindowRef(_)));
         holds
     }
 
@@ -225,7 +234,7 @@ impl Expr {
     /// Whether the expression reads the input row.
     pub fn uses_columns(&self) -> bool {
         let mut uses = false;
-        self.visit(&mut |e| uses |= matches!(e, Expr::Column(_) | Expr::AggRef(_)));
+        self.visit(&mut |e| uses |= matches!(e, Expr::Column(_) | Expr::AggRef(_) | Expr::WindowRef(_)));
         uses
     }
 
@@ -243,7 +252,8 @@ impl Expr {
             | Expr::Column(_)
             | Expr::Outer { .. }
             | Expr::Param { .. }
-            | Expr::AggRef(_) => vec![],
+            | Expr::AggRef(_)
+            | Expr::WindowRef(_) => vec![],
             Expr::Not(e)
             | Expr::Neg(e)
             | Expr::IsNull(e)
@@ -415,6 +425,7 @@ impl fmt::Display for Named<'_> {
             Expr::Call(function, args) => write!(f, "{}({})", function.name, list(args)),
             Expr::Subquery(sub) => write!(f, "(SubPlan {})", sub.id),
             Expr::AggRef(i) => write!(f, "agg{i}"),
+            Expr::WindowRef(i) => write!(f, "window{i}"),
         }
     }
 }

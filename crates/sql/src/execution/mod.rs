@@ -2,7 +2,8 @@
 //! [`executor`] runs, pulling rows through [`expr`]essions, [`functions`] and [`aggregate`]s, with
 //! [`write`] nodes for INSERT, UPDATE and DELETE and [`constraints`] checked on them; [`cancel`]
 //! stops a running statement, [`activity`] records what every session does (pg_stat_activity),
-//! and [`settings`] holds the session settings statements read. Nothing here binds names: it depends only on `types`.
+//! [`window`] computes window functions, and [`settings`] holds the session settings statements
+//! read. Nothing here binds names: it depends only on `types`.
 
 pub mod activity;
 pub mod aggregate;
@@ -13,4 +14,5 @@ pub mod expr;
 pub mod functions;
 pub mod plan;
 pub mod settings;
+pub mod window;
 pub mod write;

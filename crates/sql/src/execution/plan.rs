@@ -134,6 +134,12 @@ pub enum Plan {
         input: Box<Plan>,
         keys: Vec<SortKey>,
     },
+    /// Window functions: each input row followed by one value per call (see
+    /// [`crate::execution::window`]).
+    Window {
+        input: Box<Plan>,
+        calls: Vec<crate::execution::window::WindowCall>,
+    },
     Limit {
         input: Box<Plan>,
         limit: Option<Expr>,
@@ -236,6 +242,7 @@ impl Plan {
             Plan::Aggregate { groups, .. } if groups.is_empty() => "Aggregate".into(),
             Plan::Aggregate { .. } => "HashAggregate".into(),
             Plan::Sort { .. } => "Sort".into(),
+            Plan::Window { .. } => "WindowAgg".into(),
             Plan::Limit { .. } => "Limit".into(),
             Plan::Distinct { .. } => "Unique".into(),
             Plan::Join { kind, keys, .. } => {
@@ -405,6 +412,11 @@ impl Plan {
                     .chain((0..aggregates.len()).map(|i| format!("agg{i}")))
                     .collect()
             }
+            Plan::Window { input, calls } => input
+                .output_names()
+                .into_iter()
+                .chain((0..calls.len()).map(|i| format!("window{i}")))
+                .collect(),
             Plan::Join { left, right, .. } | Plan::Lateral { left, right, .. } => left
                 .output_names()
                 .into_iter()
@@ -432,6 +444,7 @@ impl Plan {
             | Plan::Project { input, .. }
             | Plan::Aggregate { input, .. }
             | Plan::Sort { input, .. }
+            | Plan::Window { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input } => vec![input],
             Plan::Join { left, right, .. }
@@ -516,7 +529,7 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
             let needed = mark_columns(&mut read, exprs).then_some(read);
             prune_scan_columns(input, needed);
         }
-        Plan::Distinct { input } | Plan::Materialized { input, .. } => {
+        Plan::Window { input, .. } | Plan::Distinct { input } | Plan::Materialized { input, .. } => {
             prune_scan_columns(input, None)
         }
         Plan::RecursiveUnion {

@@ -10,6 +10,7 @@
 mod hashing;
 mod join;
 mod parallel;
+mod window;
 
 pub use parallel::parts_scanned as parallel_parts_scanned;
 
@@ -409,6 +410,10 @@ fn open_node<'p>(
         Plan::Sort { input, keys } => {
             let mut input = open(input, ctx, numbering)?;
             Box::new(RowsSource::new(sort(&mut input, keys, ctx)?))
+        }
+        Plan::Window { input, calls } => {
+            let mut input = open(input, ctx, numbering)?;
+            Box::new(RowsSource::new(window::window(&mut input, calls, ctx)?))
         }
         Plan::Limit {
             input,

@@ -8,6 +8,7 @@
 
 mod from;
 mod with;
+mod window;
 
 use std::sync::Arc;
 
@@ -108,6 +109,10 @@ pub struct Binder<'a> {
     pub(crate) correlated: Vec<bool>,
     /// Aggregates met while binding a grouped query's expressions.
     aggregates: Option<Vec<AggCall>>,
+    /// Window calls met while binding a select list or ORDER BY (`None` where none may be).
+    windows: Option<Vec<crate::execution::window::WindowCall>>,
+    /// The `WINDOW name AS (...)` definitions of the select being bound.
+    named_windows: Vec<ast::NamedWindowDefinition>,
     next_subquery: usize,
     /// WITH queries in scope, innermost last.
     ctes: Vec<with::CteDef>,
@@ -130,6 +135,8 @@ impl<'a> Binder<'a> {
             scopes: Vec::new(),
             correlated: Vec::new(),
             aggregates: None,
+            windows: None,
+            named_windows: Vec::new(),
             next_subquery: 0,
             ctes: Vec::new(),
             working: None,
@@ -466,18 +473,26 @@ impl Binder<'_> {
             ast::GroupByExpr::All(_) => return Err(SqlError::unsupported("GROUP BY ALL")),
         };
         self.aggregates = Some(Vec::new());
+        let outer_windows = self.windows.replace(Vec::new());
+        let outer_named = std::mem::replace(&mut self.named_windows, select.named_window.clone());
         let projection = self.bind_projection(&select.projection, scope);
+        let windows = self.windows.take();
         let having = select
             .having
             .as_ref()
             .map(|h| self.bind_expr(h, scope))
             .transpose();
+        self.windows = windows;
         let order = self.bind_order_items(order_by, scope, projection.as_ref().ok());
         let aggregates = self.aggregates.take().unwrap_or_default();
+        let mut windows = std::mem::replace(&mut self.windows, outer_windows).unwrap_or_default();
+        self.named_windows = outer_named;
         let (mut projection, having, (mut order_keys, hidden)) = (projection?, having?, order?);
         let grouped = !group_exprs.is_empty() || !aggregates.is_empty() || having.is_some();
+        let mut width = scope.columns.len();
         if grouped {
             let groups = self.bind_group_by(group_exprs, scope, &projection)?;
+            width = groups.len() + aggregates.len();
             let post = |e: Expr| post_aggregate(e, &groups);
             projection.exprs = projection
                 .exprs
@@ -487,6 +502,10 @@ impl Binder<'_> {
             for key in &mut order_keys {
                 key.expr = post_aggregate(key.expr.clone(), &groups)?;
             }
+            windows = windows
+                .into_iter()
+                .map(|call| window::map_window_exprs(call, &mut |e| post_aggregate(e, &groups)))
+                .collect::<Result<_>>()?;
             plan = Plan::Aggregate {
                 input: Box::new(plan),
                 groups: groups.clone(),
@@ -500,6 +519,7 @@ impl Binder<'_> {
                 };
             }
         }
+        plan = self.place_windows(plan, width, windows, &mut projection, &mut order_keys)?;
         let distinct = match &select.distinct {
             None | Some(ast::Distinct::All) => false,
             Some(ast::Distinct::Distinct) => true,

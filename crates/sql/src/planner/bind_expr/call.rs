@@ -1,5 +1,6 @@
-//! Function calls: built-in functions by name and argument types, COALESCE, and aggregate calls
-//! (DISTINCT, FILTER, ORDER BY), which the binder collects for the aggregate node.
+//! Function calls: built-in functions by name and argument types, COALESCE, aggregate calls
+//! (DISTINCT, FILTER, ORDER BY), which the binder collects for the aggregate node, and window
+//! calls (`OVER`, bound in `bind::window`).
 
 use super::*;
 
@@ -10,9 +11,6 @@ impl Binder<'_> {
         scope: &Scope,
     ) -> Result<Typed> {
         let (_, name) = object_name(&function.name);
-        if function.over.is_some() {
-            return Err(SqlError::unsupported("window functions"));
-        }
         let list = match &function.args {
             ast::FunctionArguments::List(list) => Some(list),
             ast::FunctionArguments::None => None,
@@ -23,6 +21,9 @@ impl Binder<'_> {
                 return Err(SqlError::unsupported("this function call"))
             }
         };
+        if function.over.is_some() {
+            return self.bind_window(&name, function, list, scope);
+        }
         if let Some(func) = AggFunc::by_name(&name) {
             return self.bind_aggregate(func, function, list, scope);
         }
@@ -132,7 +133,7 @@ impl Binder<'_> {
         Ok((Expr::AggRef(index), ty))
     }
 
-    pub(super) fn bind_aggregate_call(
+    pub(crate) fn bind_aggregate_call(
         &mut self,
         func: AggFunc,
         function: &ast::Function,
@@ -221,7 +222,7 @@ impl Binder<'_> {
     }
 }
 
-pub(super) fn plain_arg(arg: &ast::FunctionArg) -> Result<&AstExpr> {
+pub(crate) fn plain_arg(arg: &ast::FunctionArg) -> Result<&AstExpr> {
     match arg {
         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
         _ => Err(SqlError::unsupported("this function argument")),

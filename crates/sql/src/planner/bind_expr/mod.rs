@@ -4,7 +4,7 @@
 //! Untyped string literals and parameters take the type of the other operand (`unknown` in
 //! PostgreSQL); the result is `None` only for such untyped values and NULL.
 
-mod call;
+pub(crate) mod call;
 
 use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr, UnaryOperator};
 use steady_types::{DataType, Value};

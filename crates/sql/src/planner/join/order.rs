@@ -387,6 +387,7 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
         Plan::Filter { input, .. } => estimate_rows(input, stats) * UNKNOWN_SELECTIVITY,
         Plan::Project { input, .. }
         | Plan::Sort { input, .. }
+        | Plan::Window { input, .. }
         | Plan::Distinct { input }
         | Plan::Materialized { input, .. } => estimate_rows(input, stats),
         Plan::Limit { input, limit, .. } => match limit {
