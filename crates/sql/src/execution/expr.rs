@@ -219,7 +219,9 @@ impl Expr {
     /// another node.
     pub fn holds_subquery(&self) -> bool {
         let mut holds = false;
-        self.visit(&mut |e| holds |= matches!(e, Expr::Subquery(_) | Expr::AggRef(_) | Expr::WindowRef(_)));
+        self.visit(&mut |e| {
+            holds |= matches!(e, Expr::Subquery(_) | Expr::AggRef(_) | Expr::WindowRef(_))
+        });
         holds
     }
 
@@ -234,7 +236,9 @@ impl Expr {
     /// Whether the expression reads the input row.
     pub fn uses_columns(&self) -> bool {
         let mut uses = false;
-        self.visit(&mut |e| uses |= matches!(e, Expr::Column(_) | Expr::AggRef(_) | Expr::WindowRef(_)));
+        self.visit(&mut |e| {
+            uses |= matches!(e, Expr::Column(_) | Expr::AggRef(_) | Expr::WindowRef(_))
+        });
         uses
     }
 

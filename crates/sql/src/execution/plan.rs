@@ -529,9 +529,9 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
             let needed = mark_columns(&mut read, exprs).then_some(read);
             prune_scan_columns(input, needed);
         }
-        Plan::Window { input, .. } | Plan::Distinct { input } | Plan::Materialized { input, .. } => {
-            prune_scan_columns(input, None)
-        }
+        Plan::Window { input, .. }
+        | Plan::Distinct { input }
+        | Plan::Materialized { input, .. } => prune_scan_columns(input, None),
         Plan::RecursiveUnion {
             anchor, recursive, ..
         } => {

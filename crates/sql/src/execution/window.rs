@@ -236,8 +236,12 @@ pub fn frame_offset(value: &Value, which: &str) -> Result<usize> {
             ))
         }
     };
-    usize::try_from(number)
-        .map_err(|_| SqlError::new("22013", format!("frame {which} offset must not be negative")))
+    usize::try_from(number).map_err(|_| {
+        SqlError::new(
+            "22013",
+            format!("frame {which} offset must not be negative"),
+        )
+    })
 }
 
 /// `ntile(buckets)`'s bucket (1-based) for position `at` of a partition of `len` rows: the first

@@ -6,7 +6,7 @@ use steady_types::Value;
 
 use super::{accumulate, eval_each, BoxedSource, ExecCtx, Row};
 use crate::error::{Result, SqlError};
-use crate::execution::aggregate::{AggCall, Accumulator};
+use crate::execution::aggregate::{Accumulator, AggCall};
 use crate::execution::window::{
     frame_of, frame_offset, ntile_bucket, partitions, peers, sort_placed, FrameBound, Offsets,
     Placed, WindowCall, WindowFunc,
@@ -116,7 +116,11 @@ fn compute(
             }
         }
         WindowFunc::Lag | WindowFunc::Lead => {
-            let sign: isize = if matches!(call.func, WindowFunc::Lag) { -1 } else { 1 };
+            let sign: isize = if matches!(call.func, WindowFunc::Lag) {
+                -1
+            } else {
+                1
+            };
             for at in 0..len {
                 let offset = match call.args.get(1) {
                     Some(e) => match e.eval(row_at(at), ctx)? {
@@ -147,10 +151,12 @@ fn compute(
                     _ => positive(&call.args[1].eval(row_at(at), ctx)?, "nth_value")?
                         .map(|n| start + n as isize - 1),
                 };
-                values.push(match target.filter(|t| start <= end && (start..=end).contains(t)) {
-                    Some(t) => call.args[0].eval(row_at(t as usize), ctx)?,
-                    None => Value::Null,
-                });
+                values.push(
+                    match target.filter(|t| start <= end && (start..=end).contains(t)) {
+                        Some(t) => call.args[0].eval(row_at(t as usize), ctx)?,
+                        None => Value::Null,
+                    },
+                );
             }
         }
     }
@@ -197,7 +203,11 @@ fn positive(value: &Value, function: &str) -> Result<Option<usize>> {
     let number = integer(value)?;
     if number <= 0 {
         return Err(SqlError::new(
-            if function == "ntile" { "2201G" } else { "22016" },
+            if function == "ntile" {
+                "22014"
+            } else {
+                "22016"
+            },
             format!("argument of {function} must be greater than zero"),
         ));
     }

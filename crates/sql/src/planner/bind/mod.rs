@@ -7,8 +7,8 @@
 //! by [`crate::planner::access`].
 
 mod from;
-mod with;
 mod window;
+mod with;
 
 use std::sync::Arc;
 

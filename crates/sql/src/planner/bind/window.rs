@@ -56,7 +56,9 @@ impl Binder<'_> {
         } else {
             return Err(SqlError::new(
                 "42809",
-                format!("OVER specified, but {name} is not a window function nor an aggregate function"),
+                format!(
+                    "OVER specified, but {name} is not a window function nor an aggregate function"
+                ),
             ));
         };
         let partition = spec
@@ -67,7 +69,12 @@ impl Binder<'_> {
         let order = spec
             .order_by
             .iter()
-            .map(|item| Ok(sort_key(self.bind_expr(&item.expr, scope)?.0, &item.options)))
+            .map(|item| {
+                Ok(sort_key(
+                    self.bind_expr(&item.expr, scope)?.0,
+                    &item.options,
+                ))
+            })
             .collect::<Result<Vec<_>>>()?;
         let frame = match &spec.window_frame {
             None => Frame::default(),
@@ -323,7 +330,11 @@ pub(super) fn map_window_exprs(
         key.expr = map(key.expr.clone())?;
     }
     if let WindowFunc::Aggregate(aggregate) = &mut call.func {
-        aggregate.args = aggregate.args.drain(..).map(&mut *map).collect::<Result<_>>()?;
+        aggregate.args = aggregate
+            .args
+            .drain(..)
+            .map(&mut *map)
+            .collect::<Result<_>>()?;
         aggregate.filter = aggregate.filter.take().map(&mut *map).transpose()?;
     }
     Ok(call)
