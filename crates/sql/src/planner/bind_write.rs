@@ -51,6 +51,26 @@ impl Binder<'_> {
     }
 }
 
+impl Binder<'_> {
+    /// `INSERT INTO table` (every column) the rows of an already bound query: CREATE TABLE AS.
+    pub fn bind_insert_rows(&mut self, table: Arc<TableDef>, source: Plan) -> Result<BoundQuery> {
+        let targets = insert_targets(&table, &[])?;
+        let defaults = bind_defaults(self, &table)?;
+        let insert = InsertPlan {
+            table,
+            targets,
+            source: InsertSource::Query(Box::new(source)),
+            defaults,
+            on_conflict: None,
+            returning: None,
+        };
+        Ok(BoundQuery {
+            plan: Plan::Insert(Box::new(insert)),
+            columns: Vec::new(),
+        })
+    }
+}
+
 fn returning_columns(returning: &Option<Returning>) -> Vec<crate::execution::plan::Column> {
     returning
         .as_ref()

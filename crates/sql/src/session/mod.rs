@@ -17,6 +17,7 @@ pub mod explain;
 mod templates;
 
 use crate::execution::activity::{self, Activities, Peer, Registered, State};
+use crate::session::ddl::create_as::CreateAs;
 use block::{apply_modes, convert_isolation};
 
 use std::collections::HashMap;
@@ -527,6 +528,24 @@ impl Session {
                 self.templates.clear();
                 Ok(QueryResult::command("DISCARD ALL"))
             }
+            S::CreateTable(
+                create @ ast::CreateTable {
+                    query: Some(query), ..
+                },
+            ) => self.create_table_as(CreateAs::from_create(create, query)?),
+            S::Query(query) if query_into(query).is_some() => {
+                let into = query_into(query).cloned();
+                let mut stripped = query.as_ref().clone();
+                if let ast::SetExpr::Select(select) = stripped.body.as_mut() {
+                    select.into = None;
+                }
+                match into {
+                    Some(into) => {
+                        self.create_table_as(CreateAs::from_select_into(&into, &stripped)?)
+                    }
+                    None => Err(SqlError::new("XX000", "SELECT INTO without INTO")),
+                }
+            }
             statement if crate::session::ddl::is_ddl(statement) => {
                 let db = Arc::clone(&self.db);
                 crate::session::ddl::execute(&db, self, statement)
@@ -880,6 +899,14 @@ impl Session {
         };
         let mut binder = Binder::new(self.db.engine(), self.db.stats(), Vec::new());
         binder.bind_query(query)
+    }
+}
+
+/// A `SELECT ... INTO name` query's INTO clause.
+fn query_into(query: &ast::Query) -> Option<&ast::SelectInto> {
+    match query.body.as_ref() {
+        ast::SetExpr::Select(select) => select.into.as_ref(),
+        _ => None,
     }
 }
 

@@ -409,6 +409,13 @@ impl<'a> Binder<'a> {
         select: &ast::Select,
         order_by: &[ast::OrderByExpr],
     ) -> Result<BoundQuery> {
+        if select.into.is_some() {
+            // A top-level SELECT INTO is CREATE TABLE AS (the session takes it before binding).
+            return Err(SqlError::new(
+                "42601",
+                "SELECT ... INTO is not allowed here",
+            ));
+        }
         let (input, scope) = self.bind_from(&select.from)?;
         self.with_level(scope.clone(), |b| {
             b.bind_select_body(select, order_by, input, &scope)

@@ -8,6 +8,7 @@
 //! existing rows in one transaction.
 
 mod alter;
+pub(crate) mod create_as;
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -140,9 +141,7 @@ impl Ddl<'_> {
 
     fn create_table(&self, create: &ast::CreateTable) -> Result<QueryResult> {
         let (_, name) = object_name(&create.name);
-        if create.query.is_some() {
-            return Err(SqlError::unsupported("CREATE TABLE AS"));
-        }
+        create_as::refuse_temporary(create.temporary)?;
         if let Some(skipped) =
             self.existing_relation(&name, create.if_not_exists, "CREATE TABLE")?
         {

@@ -1,0 +1,141 @@
+//! `CREATE TABLE name [(columns)] AS query [WITH [NO] DATA]` and `SELECT ... INTO name FROM ...`:
+//! the query is bound first (so a bad query creates nothing), the table is created with the
+//! query's column names (or those listed) and types (text where the query's is unknown, as
+//! PostgreSQL's), then the query's rows are inserted in the session's transaction. The command tag
+//! is `SELECT n`. As every DDL statement today, the creation commits on its own (issue 15); should
+//! the insert fail, the new table is dropped again.
+//!
+//! Refused: `CREATE TEMPORARY TABLE` (SteadyDB has no session-private tables yet; making it a
+//! permanent one would silently change what was asked).
+
+use steady_engine::catalog::ColumnDef;
+use steady_types::DataType;
+
+use super::Ddl;
+use crate::error::{Result, SqlError};
+use crate::execution::executor::{collect, ExecCtx};
+use crate::planner::bind::{Binder, BoundQuery};
+use crate::session::{QueryResult, Session};
+use crate::types::{normalize_ident, object_name};
+use sqlparser::ast;
+use std::sync::Arc;
+
+/// What to create, whichever syntax asked for it.
+pub struct CreateAs<'a> {
+    pub name: String,
+    pub column_names: Vec<String>,
+    pub query: &'a ast::Query,
+    pub if_not_exists: bool,
+    pub with_data: bool,
+}
+
+impl<'a> CreateAs<'a> {
+    /// `CREATE TABLE ... AS`.
+    pub fn from_create(create: &'a ast::CreateTable, query: &'a ast::Query) -> Result<Self> {
+        refuse_temporary(create.temporary)?;
+        Ok(CreateAs {
+            name: object_name(&create.name).1,
+            column_names: create
+                .columns
+                .iter()
+                .map(|c| normalize_ident(&c.name))
+                .collect(),
+            query,
+            if_not_exists: create.if_not_exists,
+            with_data: create.with_data.as_ref().is_none_or(|w| w.data),
+        })
+    }
+
+    /// `SELECT ... INTO name ...`: `query` is the statement with its INTO clause removed.
+    pub fn from_select_into(into: &ast::SelectInto, query: &'a ast::Query) -> Result<Self> {
+        refuse_temporary(into.temporary)?;
+        let name = match into.targets.as_slice() {
+            [ast::Expr::Identifier(name)] => normalize_ident(name),
+            [ast::Expr::CompoundIdentifier(parts)] if !parts.is_empty() => {
+                normalize_ident(&parts[parts.len() - 1])
+            }
+            _ => return Err(SqlError::syntax("SELECT ... INTO takes one table name")),
+        };
+        Ok(CreateAs {
+            name,
+            column_names: Vec::new(),
+            query,
+            if_not_exists: false,
+            with_data: true,
+        })
+    }
+}
+
+pub(super) fn refuse_temporary(temporary: bool) -> Result<()> {
+    if temporary {
+        return Err(SqlError::unsupported("temporary tables"));
+    }
+    Ok(())
+}
+
+impl Session {
+    /// Creates the table and fills it with the query's rows.
+    pub(crate) fn create_table_as(&mut self, create: CreateAs) -> Result<QueryResult> {
+        let db = Arc::clone(&self.db);
+        let ddl = Ddl {
+            db: &db,
+            session: self,
+        };
+        if let Some(skipped) =
+            ddl.existing_relation(&create.name, create.if_not_exists, "CREATE TABLE AS")?
+        {
+            return Ok(skipped);
+        }
+        let mut binder = Binder::new(db.engine(), db.stats(), Vec::new());
+        let bound = binder.bind_query(create.query)?;
+        let columns = table_columns(&create.column_names, &bound)?;
+        let table = db
+            .engine()
+            .create_table(&create.name, columns, Vec::new())?;
+        if !create.with_data {
+            return Ok(QueryResult::command("SELECT 0"));
+        }
+        let insert = binder.bind_insert_rows(table, bound.plan)?;
+        let inserted = self.in_transaction(|session, txn| {
+            let mut ctx =
+                ExecCtx::new(Some(Arc::clone(db.engine())), Some(txn), &[], &session.info);
+            collect(&insert.plan, &mut ctx)?;
+            Ok(QueryResult::command(format!(
+                "SELECT {}",
+                ctx.take_changed().unwrap_or(0)
+            )))
+        });
+        if inserted.is_err() {
+            db.engine().drop_table(&create.name)?;
+        }
+        inserted
+    }
+}
+
+/// The new table's columns: the listed names first, then the query's; each of the query's types.
+fn table_columns(listed: &[String], bound: &BoundQuery) -> Result<Vec<ColumnDef>> {
+    if listed.len() > bound.columns.len() {
+        return Err(SqlError::new(
+            "42601",
+            "too many column names were specified",
+        ));
+    }
+    let mut columns: Vec<ColumnDef> = Vec::with_capacity(bound.columns.len());
+    for (at, column) in bound.columns.iter().enumerate() {
+        let name = listed.get(at).unwrap_or(&column.name).clone();
+        if columns.iter().any(|c| c.name == name) {
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{name}\" specified more than once"),
+            ));
+        }
+        columns.push(ColumnDef {
+            name,
+            data_type: column.ty.unwrap_or(DataType::Text),
+            nullable: true,
+            default: None,
+            missing: None,
+        });
+    }
+    Ok(columns)
+}
