@@ -21,6 +21,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::aggregate::AggCall;
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Column, JoinKind, Plan, SetOpKind, SortKey};
+use crate::execution::window::{Frame, WindowCall, WindowFunc};
 use crate::planner::stats::Statistics;
 use crate::system::{self, SystemTable};
 use crate::types::ops::{self, Category, CmpOp};
@@ -491,10 +492,15 @@ impl Binder<'_> {
             .transpose();
         self.windows = windows;
         let order = self.bind_order_items(order_by, scope, projection.as_ref().ok());
+        let distinct_on = match &order {
+            Ok((keys, _)) => self.bind_distinct_on(select, scope, projection.as_ref().ok(), keys),
+            Err(_) => Ok(None),
+        };
         let aggregates = self.aggregates.take().unwrap_or_default();
         let mut windows = std::mem::replace(&mut self.windows, outer_windows).unwrap_or_default();
         self.named_windows = outer_named;
         let (mut projection, having, (mut order_keys, hidden)) = (projection?, having?, order?);
+        let mut distinct_on = distinct_on?;
         let grouped = !group_exprs.is_empty() || !aggregates.is_empty() || having.is_some();
         let mut width = scope.columns.len();
         if grouped {
@@ -508,6 +514,9 @@ impl Binder<'_> {
                 .collect::<Result<_>>()?;
             for key in &mut order_keys {
                 key.expr = post_aggregate(key.expr.clone(), &groups)?;
+            }
+            for expr in distinct_on.iter_mut().flatten() {
+                *expr = post_aggregate(expr.clone(), &groups)?;
             }
             windows = windows
                 .into_iter()
@@ -526,17 +535,21 @@ impl Binder<'_> {
                 };
             }
         }
-        plan = self.place_windows(plan, width, windows, &mut projection, &mut order_keys)?;
-        let distinct = match &select.distinct {
-            None | Some(ast::Distinct::All) => false,
-            Some(ast::Distinct::Distinct) => true,
-            Some(ast::Distinct::On(_)) => return Err(SqlError::unsupported("DISTINCT ON")),
-        };
+        let resolved = projection
+            .exprs
+            .iter_mut()
+            .chain(order_keys.iter_mut().map(|k| &mut k.expr))
+            .chain(distinct_on.iter_mut().flatten());
+        plan = self.place_windows(plan, width, windows, resolved)?;
+        let distinct = matches!(select.distinct, Some(ast::Distinct::Distinct));
         if distinct && hidden > 0 {
             return Err(SqlError::new(
                 "42P10",
                 "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
             ));
+        }
+        if let Some(on) = distinct_on {
+            return Ok(finish_distinct_on(plan, projection, order_keys, on));
         }
         Ok(finish_select(plan, projection, order_keys, distinct))
     }
@@ -609,22 +622,75 @@ impl Binder<'_> {
         let mut keys = Vec::new();
         let mut hidden = Vec::new();
         for item in items {
-            let expr = if let Some(p) = position_literal(&item.expr) {
-                if !(1..=projection.columns.len()).contains(&p) {
-                    return Err(order_position_error(p));
-                }
-                projection.exprs[p - 1].clone()
-            } else if let Some(i) = self.output_alias(&item.expr, scope, projection) {
-                projection.exprs[i].clone()
-            } else {
-                self.bind_expr(&item.expr, scope)?.0
-            };
+            let expr = self.bind_output_item(&item.expr, scope, projection, "ORDER BY")?;
             if !projection.exprs.contains(&expr) && !hidden.contains(&expr) {
                 hidden.push(expr.clone());
             }
             keys.push(sort_key(expr, &item.options));
         }
         Ok((keys, hidden.len()))
+    }
+
+    /// An ORDER BY or DISTINCT ON item: an output position, an output alias, or an expression
+    /// over the input.
+    fn bind_output_item(
+        &mut self,
+        item: &AstExpr,
+        scope: &Scope,
+        projection: &Projection,
+        clause: &str,
+    ) -> Result<Expr> {
+        if let Some(p) = position_literal(item) {
+            if !(1..=projection.columns.len()).contains(&p) {
+                return Err(SqlError::new(
+                    "42P10",
+                    format!("{clause} position {p} is not in select list"),
+                ));
+            }
+            return Ok(projection.exprs[p - 1].clone());
+        }
+        if let Some(i) = self.output_alias(item, scope, projection) {
+            return Ok(projection.exprs[i].clone());
+        }
+        Ok(self.bind_expr(item, scope)?.0)
+    }
+
+    /// DISTINCT ON's expressions (none without it), checked against the ORDER BY as PostgreSQL
+    /// does: the ORDER BY must begin with them.
+    fn bind_distinct_on(
+        &mut self,
+        select: &ast::Select,
+        scope: &Scope,
+        projection: Option<&Projection>,
+        order: &[SortKey],
+    ) -> Result<Option<Vec<Expr>>> {
+        let (Some(ast::Distinct::On(items)), Some(projection)) = (&select.distinct, projection)
+        else {
+            return Ok(None);
+        };
+        let exprs = items
+            .iter()
+            .map(|item| self.bind_output_item(item, scope, projection, "SELECT DISTINCT ON"))
+            .collect::<Result<Vec<_>>>()?;
+        let mut covered = vec![false; exprs.len()];
+        let mut skipped = false;
+        let mismatch = || {
+            SqlError::new(
+                "42P10",
+                "SELECT DISTINCT ON expressions must match initial ORDER BY expressions",
+            )
+        };
+        for key in order {
+            match exprs.iter().position(|e| *e == key.expr) {
+                Some(_) if skipped => return Err(mismatch()),
+                Some(at) => covered[at] = true,
+                None => skipped = true,
+            }
+        }
+        if skipped && covered.contains(&false) {
+            return Err(mismatch());
+        }
+        Ok(Some(exprs))
     }
 
     fn bind_projection(&mut self, items: &[SelectItem], scope: &Scope) -> Result<Projection> {
@@ -737,6 +803,69 @@ fn finish_select(
     }
     BoundQuery {
         plan,
+        columns: projection.columns,
+    }
+}
+
+/// Finishes a SELECT DISTINCT ON: the first row (in ORDER BY order) of each group of equal `on`
+/// values is the one kept — row_number() over a window partitioned by `on` and ordered by the
+/// ORDER BY, filtered to 1 — then the ORDER BY sorts what is left.
+fn finish_distinct_on(
+    plan: Plan,
+    projection: Projection,
+    keys: Vec<SortKey>,
+    on: Vec<Expr>,
+) -> BoundQuery {
+    let width = projection.exprs.len();
+    let mut outputs = projection.exprs.clone();
+    let mut position = |expr: &Expr| match outputs.iter().position(|e| e == expr) {
+        Some(p) => p,
+        None => {
+            outputs.push(expr.clone());
+            outputs.len() - 1
+        }
+    };
+    let keys: Vec<SortKey> = keys
+        .into_iter()
+        .map(|key| SortKey {
+            expr: Expr::Column(position(&key.expr)),
+            ..key
+        })
+        .collect();
+    let partition: Vec<Expr> = on.iter().map(|e| Expr::Column(position(e))).collect();
+    let row_number = outputs.len();
+    let mut plan = Plan::Window {
+        input: Box::new(Plan::Project {
+            input: Box::new(plan),
+            exprs: outputs,
+        }),
+        calls: vec![WindowCall {
+            func: WindowFunc::RowNumber,
+            args: Vec::new(),
+            partition,
+            order: keys.clone(),
+            frame: Frame::default(),
+        }],
+    };
+    plan = Plan::Filter {
+        input: Box::new(plan),
+        predicate: Expr::Compare(
+            CmpOp::Eq,
+            Box::new(Expr::Column(row_number)),
+            Box::new(Expr::Literal(Value::BigInt(1))),
+        ),
+    };
+    if !keys.is_empty() {
+        plan = Plan::Sort {
+            input: Box::new(plan),
+            keys,
+        };
+    }
+    BoundQuery {
+        plan: Plan::Project {
+            input: Box::new(plan),
+            exprs: (0..width).map(Expr::Column).collect(),
+        },
         columns: projection.columns,
     }
 }

@@ -266,26 +266,20 @@ impl Binder<'_> {
     }
 
     /// Puts the window node above `plan` (whose rows are `width` wide) when the select has window
-    /// calls, and turns their references in `projection` and `order_keys` into its columns.
-    pub(super) fn place_windows(
+    /// calls, and turns their references in `exprs` (the select's outputs, sort keys...) into its
+    /// columns.
+    pub(super) fn place_windows<'e>(
         &mut self,
         plan: Plan,
         width: usize,
         calls: Vec<WindowCall>,
-        projection: &mut Projection,
-        order_keys: &mut [SortKey],
+        exprs: impl Iterator<Item = &'e mut Expr>,
     ) -> Result<Plan> {
         if calls.is_empty() {
             return Ok(plan);
         }
-        let resolve = |e: Expr| window_columns(e, width);
-        projection.exprs = projection
-            .exprs
-            .drain(..)
-            .map(resolve)
-            .collect::<Result<_>>()?;
-        for key in order_keys {
-            key.expr = resolve(key.expr.clone())?;
+        for expr in exprs {
+            *expr = window_columns(expr.clone(), width)?;
         }
         Ok(Plan::Window {
             input: Box::new(plan),
