@@ -5,7 +5,7 @@
 //! transactions), [`version`] (the formats of row versions, history and
 //! undo entries), [`engine`] (the database: writes, reads at each isolation level, commit, rollback,
 //! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), [`rebuild`]
-//! (ADD PRIMARY KEY and VACUUM FULL by bulk build), [`codec`] (the
+//! (ADD PRIMARY KEY and VACUUM FULL by bulk build), [`view`] (views as stored queries), [`codec`] (the
 //! encodings of `steady-types` values), [`io`] (page-I/O counters) and [`error`].
 
 pub mod catalog;
@@ -21,3 +21,4 @@ pub mod ssi;
 pub mod table;
 pub mod txn;
 pub mod version;
+pub mod view;

@@ -77,7 +77,7 @@ impl Engine {
         primary_key: Vec<usize>,
     ) -> Result<Arc<TableDef>> {
         let _ddl = self.ddl.write();
-        if self.table(name).is_some() {
+        if self.table(name).is_some() || self.view_exists(name)? {
             return Err(EngineError::DuplicateTable(name.to_string()));
         }
         let id = self.allocate_index_id()?;

@@ -90,13 +90,21 @@ fn bind_returning(
 
 fn lookup_table(binder: &Binder, name: &ast::ObjectName) -> Result<Arc<TableDef>> {
     let (schema, table) = object_name(name);
-    binder.user_table(schema.as_deref(), &table).ok_or_else(|| {
-        if crate::system::lookup(schema.as_deref(), &table).is_some() {
-            SqlError::new("42809", format!("cannot change system view \"{table}\""))
-        } else {
-            SqlError::undefined_table(&table)
-        }
-    })
+    if let Some(found) = binder.user_table(schema.as_deref(), &table) {
+        return Ok(found);
+    }
+    if crate::system::lookup(schema.as_deref(), &table).is_some() {
+        return Err(SqlError::new(
+            "42809",
+            format!("cannot change system view \"{table}\""),
+        ));
+    }
+    if binder.engine.view(&table)?.is_some() {
+        return Err(SqlError::unsupported(format!(
+            "writing to view \"{table}\" (write to its tables)"
+        )));
+    }
+    Err(SqlError::undefined_table(&table))
 }
 
 fn table_scope(table: &TableDef, alias: Option<&str>) -> Scope {

@@ -74,6 +74,7 @@ static FUNCTIONS: &[&Function] = &[
     &REGNAMESPACE_IN,
     &REGNAMESPACE_OUT,
     &catalog("to_regclass", (1, 1), oid_type, to_regclass),
+    &catalog("pg_get_viewdef", (1, 2), text, super::views::get_viewdef),
     &catalog(
         "pg_cancel_backend",
         (1, 1),
@@ -148,7 +149,7 @@ fn itself(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(args[0].clone())
 }
 
-fn oid_arg(value: &Value) -> i64 {
+pub(super) fn oid_arg(value: &Value) -> i64 {
     int_arg(value).unwrap_or(0)
 }
 
@@ -194,7 +195,7 @@ fn regex_not_imatch(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 
 fn to_regclass(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let engine = ctx.engine()?;
-    Ok(model::relation_by_name(engine, &text_of(&args[0])).map_or(Value::Null, Value::BigInt))
+    Ok(model::relation_by_name(engine, &text_of(&args[0]))?.map_or(Value::Null, Value::BigInt))
 }
 
 fn regclass_in(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
@@ -207,7 +208,7 @@ fn regclass_in(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 /// A relation's name, qualified when its schema is not on the search path.
 fn regclass_out(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let oid = oid_arg(&args[0]);
-    Ok(Value::Text(match model::relation(ctx.engine()?, oid) {
+    Ok(Value::Text(match model::relation(ctx.engine()?, oid)? {
         Some(r) if r.namespace() == oids::INFORMATION_SCHEMA => {
             format!("information_schema.{}", model::quote_ident(r.name()))
         }
@@ -301,7 +302,7 @@ fn format_type_fn(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 fn get_indexdef(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let oid = oid_arg(&args[0]);
     let column = args.get(1).and_then(int_arg).unwrap_or(0);
-    let Some(Relation::Index(table, index)) = model::relation(ctx.engine()?, oid) else {
+    let Some(Relation::Index(table, index)) = model::relation(ctx.engine()?, oid)? else {
         return Ok(Value::Null);
     };
     Ok(match usize::try_from(column - 1) {
@@ -338,6 +339,6 @@ fn encoding_to_char(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn is_publishable(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
-    let relation = model::relation(ctx.engine()?, oid_arg(&args[0]));
+    let relation = model::relation(ctx.engine()?, oid_arg(&args[0]))?;
     Ok(Value::Boolean(matches!(relation, Some(Relation::Table(_)))))
 }

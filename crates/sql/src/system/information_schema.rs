@@ -72,7 +72,7 @@ fn schemata(ctx: &mut ExecCtx) -> Result<Rows> {
 /// The tables and views, with their schema's name.
 fn listed(ctx: &mut ExecCtx) -> Result<Vec<(Relation, &'static str)>> {
     let engine = ctx.engine()?.clone();
-    Ok(model::relations(&engine)
+    Ok(model::relations(&engine)?
         .into_iter()
         .filter(|r| r.kind() != "i")
         .map(|r| {

@@ -9,7 +9,7 @@
 //! PostgreSQL. Catalog values follow PostgreSQL's meanings and oids ([`oids`], [`pg_type`]), in
 //! the value types of `steady-types` ([`rows`]).
 //!
-//! Modules: [`steady`], [`activity`] (pg_stat_activity), [`relations`] (pg_class & co.), [`globals`] (everything else in
+//! Modules: [`steady`], [`activity`] (pg_stat_activity), [`views`] (pg_views & co.), [`relations`] (pg_class & co.), [`globals`] (everything else in
 //! pg_catalog), [`information_schema`]; [`model`] derives relations, indexes and constraints from
 //! the engine; [`functions`] and [`arrays`] are what the binder calls (with
 //! `planner::binding`).
@@ -25,6 +25,7 @@ pub(crate) mod pg_type;
 mod relations;
 mod rows;
 mod steady;
+mod views;
 
 use sqlparser::ast::BinaryOperator;
 
@@ -39,6 +40,7 @@ static GROUPS: &[&[SystemTable]] = &[
     globals::VIEWS,
     information_schema::VIEWS,
     activity::VIEWS,
+    views::VIEWS,
 ];
 
 /// The system view `name`, in `schema` or, unqualified, in a schema of the search path.

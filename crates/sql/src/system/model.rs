@@ -11,9 +11,11 @@ use std::sync::Arc;
 
 use steady_engine::catalog::TableDef;
 use steady_engine::engine::Engine;
+use steady_engine::view::ViewDef;
 use steady_types::DataType;
 
 use super::{oids, SystemTable};
+use crate::error::Result;
 use crate::execution::constraints::{foreign_keys, is_dropped};
 
 /// An index as `pg_index` shows it.
@@ -118,7 +120,10 @@ pub struct Attribute {
 pub enum Relation {
     Table(Arc<TableDef>),
     Index(Arc<TableDef>, IndexInfo),
+    /// A system view: its position among them, and it.
     View(usize, &'static SystemTable),
+    /// A view of the database.
+    UserView(ViewDef),
 }
 
 impl Relation {
@@ -127,6 +132,7 @@ impl Relation {
             Relation::Table(t) => oids::relation(t.id),
             Relation::Index(_, i) => i.oid,
             Relation::View(n, _) => oids::view(*n),
+            Relation::UserView(v) => oids::relation(v.id),
         }
     }
 
@@ -135,6 +141,7 @@ impl Relation {
             Relation::Table(t) => &t.name,
             Relation::Index(_, i) => &i.name,
             Relation::View(_, v) => v.name,
+            Relation::UserView(v) => &v.name,
         }
     }
 
@@ -150,7 +157,7 @@ impl Relation {
         match self {
             Relation::Table(_) => "r",
             Relation::Index(..) => "i",
-            Relation::View(..) => "v",
+            Relation::View(..) | Relation::UserView(_) => "v",
         }
     }
 
@@ -164,6 +171,11 @@ impl Relation {
                 .map(|&c| plain_attribute(&t.columns[c].name, t.columns[c].data_type))
                 .collect(),
             Relation::View(_, v) => v
+                .columns
+                .iter()
+                .map(|(name, ty)| plain_attribute(name, *ty))
+                .collect(),
+            Relation::UserView(v) => v
                 .columns
                 .iter()
                 .map(|(name, ty)| plain_attribute(name, *ty))
@@ -191,8 +203,8 @@ fn plain_attribute(name: &str, ty: DataType) -> Attribute {
     }
 }
 
-/// Every relation: tables, each followed by its indexes, then the system views.
-pub fn relations(engine: &Engine) -> Vec<Relation> {
+/// Every relation: tables, each followed by its indexes, then the views, then the system views.
+pub fn relations(engine: &Engine) -> Result<Vec<Relation>> {
     let mut relations = Vec::new();
     for table in engine.tables() {
         relations.push(Relation::Table(table.clone()));
@@ -200,36 +212,37 @@ pub fn relations(engine: &Engine) -> Vec<Relation> {
             relations.push(Relation::Index(table.clone(), index));
         }
     }
+    relations.extend(engine.views()?.into_iter().map(Relation::UserView));
     relations.extend(super::all().enumerate().map(|(n, v)| Relation::View(n, v)));
-    relations
+    Ok(relations)
 }
 
 /// The relation with oid `oid`.
-pub fn relation(engine: &Engine, oid: i64) -> Option<Relation> {
-    relations(engine).into_iter().find(|r| r.oid() == oid)
+pub fn relation(engine: &Engine, oid: i64) -> Result<Option<Relation>> {
+    Ok(relations(engine)?.into_iter().find(|r| r.oid() == oid))
 }
 
 /// The oid of the relation a possibly qualified name (`accounts`, `public."Accounts"`) names;
 /// unqualified names are looked up in `pg_catalog`, then `public`.
-pub fn relation_by_name(engine: &Engine, text: &str) -> Option<i64> {
+pub fn relation_by_name(engine: &Engine, text: &str) -> Result<Option<i64>> {
     let parts = split_qualified(text);
     let (schema, name) = match parts.as_slice() {
         [name] => (None, name.as_str()),
         [schema, name] => (Some(schema.as_str()), name.as_str()),
-        _ => return None,
+        _ => return Ok(None),
     };
     let search = [oids::PG_CATALOG, oids::PUBLIC];
     let namespaces: Vec<i64> = match schema {
         Some(s) => oids::namespace_oid(s).into_iter().collect(),
         None => search.to_vec(),
     };
-    let relations = relations(engine);
-    namespaces.iter().find_map(|ns| {
+    let relations = relations(engine)?;
+    Ok(namespaces.iter().find_map(|ns| {
         relations
             .iter()
             .find(|r| r.namespace() == *ns && r.name() == name)
             .map(Relation::oid)
-    })
+    }))
 }
 
 /// The parts of a dotted name, unquoted (`"A"` keeps its case, `A` is lower-cased).

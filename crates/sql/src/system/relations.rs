@@ -192,7 +192,7 @@ fn tables_with_foreign_keys(ctx: &mut ExecCtx) -> Result<HashSet<String>> {
 fn pg_class(ctx: &mut ExecCtx) -> Result<Rows> {
     let engine = ctx.engine()?.clone();
     let triggers = tables_with_foreign_keys(ctx)?;
-    Ok(model::relations(&engine)
+    Ok(model::relations(&engine)?
         .iter()
         .map(|r| {
             let pages = match r {
@@ -217,7 +217,7 @@ fn class_row(relation: &Relation, triggers: &HashSet<String>, pages: u32) -> Vec
             "d",
         ),
         Relation::Index(..) => (oids::BTREE, false, false, "n"),
-        Relation::View(..) => (0, false, false, "n"),
+        Relation::View(..) | Relation::UserView(_) => (0, false, false, "n"),
     };
     let filenode = if am == 0 { 0 } else { relation.oid() };
     vec![
@@ -258,7 +258,7 @@ fn class_row(relation: &Relation, triggers: &HashSet<String>, pages: u32) -> Vec
 fn pg_attribute(ctx: &mut ExecCtx) -> Result<Rows> {
     let engine = ctx.engine()?.clone();
     let mut rows = Vec::new();
-    for relation in model::relations(&engine) {
+    for relation in model::relations(&engine)? {
         for (position, attribute) in relation.attributes().iter().enumerate() {
             rows.push(attribute_row(relation.oid(), position, attribute));
         }

@@ -102,6 +102,9 @@ impl Binder<'_> {
                         return Ok(cte);
                     }
                 }
+                if let Some(view) = self.view_source(schema.as_deref(), &table, alias.as_ref())? {
+                    return Ok(view);
+                }
                 let alias_name = alias
                     .as_ref()
                     .map_or(table.clone(), |a| normalize_ident(&a.name));
@@ -184,8 +187,13 @@ impl Binder<'_> {
     }
 
     /// A user table or a system view.
-    pub fn table_source(&self, schema: Option<&str>, name: &str) -> Result<(Plan, Vec<Column>)> {
+    pub fn table_source(
+        &mut self,
+        schema: Option<&str>,
+        name: &str,
+    ) -> Result<(Plan, Vec<Column>)> {
         if let Some(table) = self.user_table(schema, name) {
+            self.relations_read.push(table.name.clone());
             let columns = table_columns(&table);
             let plan = Plan::Scan {
                 table,

@@ -7,6 +7,7 @@
 //! by [`crate::planner::access`].
 
 mod from;
+mod view;
 mod window;
 mod with;
 
@@ -114,6 +115,10 @@ pub struct Binder<'a> {
     windows: Option<Vec<crate::execution::window::WindowCall>>,
     /// The `WINDOW name AS (...)` definitions of the select being bound.
     named_windows: Vec<ast::NamedWindowDefinition>,
+    /// The user tables and views the statement names (a view's dependencies).
+    pub relations_read: Vec<String>,
+    /// How many views deep the binding is.
+    view_depth: usize,
     next_subquery: usize,
     /// WITH queries in scope, innermost last.
     ctes: Vec<with::CteDef>,
@@ -138,6 +143,8 @@ impl<'a> Binder<'a> {
             aggregates: None,
             windows: None,
             named_windows: Vec::new(),
+            relations_read: Vec::new(),
+            view_depth: 0,
             next_subquery: 0,
             ctes: Vec::new(),
             working: None,

@@ -40,7 +40,9 @@ impl Ddl<'_> {
                 ..
             } => {
                 for column in column_names {
-                    self.drop_column(table, &normalize_ident(column), *if_exists)?;
+                    let column = normalize_ident(column);
+                    self.refuse_if_viewed(&table.name, &column)?;
+                    self.drop_column(table, &column, *if_exists)?;
                 }
                 Ok(())
             }

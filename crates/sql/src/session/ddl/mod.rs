@@ -9,6 +9,7 @@
 
 mod alter;
 pub(crate) mod create_as;
+mod view;
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -34,6 +35,7 @@ pub fn is_ddl(statement: &ast::Statement) -> bool {
     matches!(
         statement,
         ast::Statement::CreateTable(_)
+            | ast::Statement::CreateView(_)
             | ast::Statement::CreateIndex(_)
             | ast::Statement::Drop { .. }
             | ast::Statement::AlterTable(_)
@@ -50,6 +52,7 @@ pub fn execute(
     match statement {
         ast::Statement::CreateTable(create) => ddl.create_table(create),
         ast::Statement::CreateIndex(create) => ddl.create_index(create),
+        ast::Statement::CreateView(create) => ddl.create_view(create),
         ast::Statement::Drop {
             object_type,
             if_exists,
@@ -59,6 +62,7 @@ pub fn execute(
         } => match object_type {
             ast::ObjectType::Table => ddl.drop_tables(names, *if_exists, *cascade),
             ast::ObjectType::Index => ddl.drop_indexes(names, *if_exists),
+            ast::ObjectType::View => ddl.drop_views(names, *if_exists, *cascade),
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         },
         ast::Statement::AlterTable(alter) => ddl.alter_table(alter),
@@ -448,8 +452,18 @@ impl Ddl<'_> {
     ) -> Result<QueryResult> {
         let mut result = QueryResult::command("DROP TABLE");
         let names: Vec<String> = names.iter().map(|n| object_name(n).1).collect();
+        let existing: Vec<String> = names
+            .iter()
+            .filter(|n| self.engine().table(n).is_some())
+            .cloned()
+            .collect();
+        self.release_dependents(&existing, "table", cascade)?;
         for name in &names {
             let Some(table) = self.engine().table(name) else {
+                if self.engine().view(name)?.is_some() {
+                    return Err(SqlError::new("42809", format!("\"{name}\" is not a table"))
+                        .with_hint("Use DROP VIEW to remove a view."));
+                }
                 if if_exists {
                     result = result.with_notice(
                         "NOTICE",

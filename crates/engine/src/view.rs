@@ -1,0 +1,113 @@
+//! Views: named queries, kept in the meta tree as their SQL text and the columns they return.
+//!
+//! ```text
+//! meta tree key        value
+//! "view/" ++ name      ViewDef as JSON
+//! ```
+//!
+//! The engine stores and names views; the SQL layer binds their text wherever a view is named
+//! (so a view is always read through the current definitions of its tables), checks a
+//! replacement's columns, and keeps the dependencies in [`ViewDef::depends_on`] from being
+//! dropped from under it. A view and a table never share a name: both are created under the DDL
+//! lock, each checking the other's names. Creating, replacing and dropping a view is durable at
+//! once (the log is synced) and bumps the catalog generation, so kept plans are bound again.
+
+use serde::{Deserialize, Serialize};
+use steady_types::DataType;
+
+use crate::engine::Engine;
+use crate::error::{EngineError, Result};
+use crate::version::IndexId;
+
+const VIEW_PREFIX: &[u8] = b"view/";
+
+/// A view's definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewDef {
+    /// A number from the index-id space (so its oid is distinct from every table's).
+    pub id: IndexId,
+    pub name: String,
+    /// The query, as SQL text.
+    pub query: String,
+    /// The columns it returns: names and types.
+    pub columns: Vec<(String, DataType)>,
+    /// The tables and views its query reads.
+    pub depends_on: Vec<String>,
+}
+
+fn view_key(name: &str) -> Vec<u8> {
+    let mut key = VIEW_PREFIX.to_vec();
+    key.extend_from_slice(name.as_bytes());
+    key
+}
+
+impl Engine {
+    /// Creates view `view.name` (its `id` is assigned here), or replaces it when `replace`. A
+    /// table of that name, or an existing view without `replace`, is an error.
+    pub fn create_view(&self, mut view: ViewDef, replace: bool) -> Result<ViewDef> {
+        let _ddl = self.ddl.write();
+        if self.table(&view.name).is_some() {
+            return Err(EngineError::DuplicateTable(view.name));
+        }
+        view.id = match self.view(&view.name)? {
+            Some(_) if !replace => return Err(EngineError::DuplicateTable(view.name)),
+            Some(existing) => existing.id,
+            None => self.allocate_index_id()?,
+        };
+        self.save_view(&view)?;
+        Ok(view)
+    }
+
+    /// The view called `name`, if there is one.
+    pub fn view(&self, name: &str) -> Result<Option<ViewDef>> {
+        self.meta
+            .get(&view_key(name))?
+            .map(|json| decode(&json))
+            .transpose()
+    }
+
+    /// Every view, by name.
+    pub fn views(&self) -> Result<Vec<ViewDef>> {
+        let mut views = Vec::new();
+        for entry in self.meta.range(
+            std::ops::Bound::Included(VIEW_PREFIX),
+            std::ops::Bound::Unbounded,
+        ) {
+            let (key, value) = entry?;
+            if !key.starts_with(VIEW_PREFIX) {
+                break;
+            }
+            views.push(decode(&value)?);
+        }
+        Ok(views)
+    }
+
+    /// Drops view `name`; false if there is none.
+    pub fn drop_view(&self, name: &str) -> Result<bool> {
+        let _ddl = self.ddl.write();
+        if self.view(name)?.is_none() {
+            return Ok(false);
+        }
+        self.meta.delete(&view_key(name))?;
+        self.store.sync_log()?;
+        crate::catalog::changed();
+        Ok(true)
+    }
+
+    /// Whether a view of this name exists (checked by table creation, under the DDL lock).
+    pub(crate) fn view_exists(&self, name: &str) -> Result<bool> {
+        Ok(self.meta.get(&view_key(name))?.is_some())
+    }
+
+    fn save_view(&self, view: &ViewDef) -> Result<()> {
+        let json = serde_json::to_vec(view).map_err(|e| EngineError::Corrupt(e.to_string()))?;
+        self.meta.insert(&view_key(&view.name), &json)?;
+        self.store.sync_log()?;
+        crate::catalog::changed();
+        Ok(())
+    }
+}
+
+fn decode(json: &[u8]) -> Result<ViewDef> {
+    serde_json::from_slice(json).map_err(|e| EngineError::Corrupt(format!("view entry: {e}")))
+}

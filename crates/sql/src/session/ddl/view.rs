@@ -1,0 +1,235 @@
+//! `CREATE [OR REPLACE] VIEW` and `DROP VIEW`, and the rule that keeps views readable: a table or
+//! view that views read cannot be dropped (2BP01) unless with CASCADE, which drops those views
+//! too, and a column cannot be dropped from a table that views read.
+//!
+//! A view is stored as its query's text, its columns (names and types) and the relations its
+//! query named (see `steady_engine::view`). `OR REPLACE` keeps the old columns, in order, with
+//! their names and types, and may add columns after them (PostgreSQL's rule). Refused with 0A000:
+//! MATERIALIZED and TEMPORARY views, and writes through a view.
+
+use steady_engine::view::ViewDef;
+use steady_types::DataType;
+
+use super::Ddl;
+use crate::error::{Result, SqlError};
+use crate::planner::bind::Binder;
+use crate::session::QueryResult;
+use crate::types::{normalize_ident, object_name};
+use sqlparser::ast;
+
+impl Ddl<'_> {
+    pub(super) fn create_view(&self, create: &ast::CreateView) -> Result<QueryResult> {
+        if create.materialized {
+            return Err(SqlError::unsupported("materialized views"));
+        }
+        if create.temporary {
+            return Err(SqlError::unsupported("temporary views"));
+        }
+        let (_, name) = object_name(&create.name);
+        if let Some(skipped) = self.existing_view(&name, create)? {
+            return Ok(skipped);
+        }
+        let mut binder = Binder::new(self.engine(), self.db.stats(), Vec::new());
+        let bound = binder.bind_query(&create.query)?;
+        if !binder.params.is_empty() {
+            return Err(SqlError::new(
+                "42P02",
+                "there is no parameter $1 in a view definition",
+            ));
+        }
+        let mut depends_on = binder.relations_read;
+        depends_on.sort();
+        depends_on.dedup();
+        if depends_on.contains(&name) {
+            return Err(SqlError::new(
+                "42P17",
+                format!("infinite recursion detected in rules for relation \"{name}\""),
+            ));
+        }
+        let listed: Vec<String> = create.columns.iter().map(|c| normalize_ident(&c.name)).collect();
+        let columns = view_columns(&listed, &bound.columns)?;
+        if let Some(old) = self.engine().view(&name)? {
+            check_replacement(&old.columns, &columns)?;
+        }
+        let view = ViewDef {
+            id: 0,
+            name,
+            query: create.query.to_string(),
+            columns,
+            depends_on,
+        };
+        self.engine().create_view(view, create.or_replace)?;
+        Ok(QueryResult::command("CREATE VIEW"))
+    }
+
+    /// A relation of that name: an error (a table; a view without OR REPLACE or IF NOT EXISTS),
+    /// or IF NOT EXISTS's notice.
+    fn existing_view(&self, name: &str, create: &ast::CreateView) -> Result<Option<QueryResult>> {
+        if self.engine().table(name).is_some() {
+            return Err(SqlError::new(
+                if create.or_replace { "42809" } else { "42P07" },
+                if create.or_replace {
+                    format!("\"{name}\" is not a view")
+                } else {
+                    format!("relation \"{name}\" already exists")
+                },
+            ));
+        }
+        if self.engine().view(name)?.is_none() || create.or_replace {
+            return Ok(None);
+        }
+        if create.if_not_exists {
+            return Ok(Some(QueryResult::command("CREATE VIEW").with_notice(
+                "NOTICE",
+                "42P07",
+                format!("relation \"{name}\" already exists, skipping"),
+            )));
+        }
+        Err(SqlError::new(
+            "42P07",
+            format!("relation \"{name}\" already exists"),
+        ))
+    }
+
+    pub(super) fn drop_views(
+        &self,
+        names: &[ast::ObjectName],
+        if_exists: bool,
+        cascade: bool,
+    ) -> Result<QueryResult> {
+        let mut result = QueryResult::command("DROP VIEW");
+        let names: Vec<String> = names.iter().map(|n| object_name(n).1).collect();
+        for name in &names {
+            if self.engine().table(name).is_some() {
+                return Err(SqlError::new("42809", format!("\"{name}\" is not a view"))
+                    .with_hint("Use DROP TABLE to remove a table."));
+            }
+            if self.engine().view(name)?.is_none() && !if_exists {
+                return Err(SqlError::new(
+                    "42P01",
+                    format!("view \"{name}\" does not exist"),
+                ));
+            }
+        }
+        self.release_dependents(&names, "view", cascade)?;
+        for name in &names {
+            if !self.engine().drop_view(name)? {
+                result = result.with_notice(
+                    "NOTICE",
+                    "00000",
+                    format!("view \"{name}\" does not exist, skipping"),
+                );
+            }
+        }
+        Ok(result)
+    }
+
+    /// Before `names` (of `kind`) are dropped: fails with 2BP01 if other views read them, or with
+    /// `cascade` drops those views (and the views that read them).
+    pub(super) fn release_dependents(
+        &self,
+        names: &[String],
+        kind: &str,
+        cascade: bool,
+    ) -> Result<()> {
+        let views = self.engine().views()?;
+        let dependents: Vec<&ViewDef> = views
+            .iter()
+            .filter(|v| !names.contains(&v.name))
+            .filter(|v| v.depends_on.iter().any(|d| names.contains(d)))
+            .collect();
+        let Some(first) = dependents.first() else {
+            return Ok(());
+        };
+        if !cascade {
+            let depended = first
+                .depends_on
+                .iter()
+                .find(|d| names.contains(d))
+                .cloned()
+                .unwrap_or_default();
+            return Err(SqlError::new(
+                "2BP01",
+                format!("cannot drop {kind} {depended} because other objects depend on it"),
+            )
+            .with_detail(format!(
+                "view {} depends on {kind} {depended}",
+                first.name
+            ))
+            .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+        }
+        let dependent_names: Vec<String> = dependents.iter().map(|v| v.name.clone()).collect();
+        self.release_dependents(&dependent_names, "view", true)?;
+        for name in &dependent_names {
+            self.engine().drop_view(name)?;
+        }
+        Ok(())
+    }
+
+    /// Fails with 2BP01 if a view reads `table` (whose columns are about to change).
+    pub(super) fn refuse_if_viewed(&self, table: &str, column: &str) -> Result<()> {
+        let views = self.engine().views()?;
+        let Some(view) = views.iter().find(|v| v.depends_on.iter().any(|d| d == table)) else {
+            return Ok(());
+        };
+        Err(SqlError::new(
+            "2BP01",
+            format!(
+                "cannot drop column {column} of table {table} because other objects depend on it"
+            ),
+        )
+        .with_detail(format!("view {} depends on table {table}", view.name))
+        .with_hint("Drop the view first."))
+    }
+}
+
+/// A view's columns: the listed names first, then the query's; each of the query's types (text
+/// where unknown).
+fn view_columns(
+    listed: &[String],
+    query: &[crate::execution::plan::Column],
+) -> Result<Vec<(String, DataType)>> {
+    if listed.len() > query.len() {
+        return Err(SqlError::new(
+            "42601",
+            "CREATE VIEW specifies more column names than columns",
+        ));
+    }
+    let mut columns: Vec<(String, DataType)> = Vec::with_capacity(query.len());
+    for (at, column) in query.iter().enumerate() {
+        let name = listed.get(at).unwrap_or(&column.name).clone();
+        if columns.iter().any(|(n, _)| *n == name) {
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{name}\" specified more than once"),
+            ));
+        }
+        columns.push((name, column.ty.unwrap_or(DataType::Text)));
+    }
+    Ok(columns)
+}
+
+/// PostgreSQL's rule for CREATE OR REPLACE VIEW: the old columns stay, in order, with their names
+/// and types (42P16).
+fn check_replacement(old: &[(String, DataType)], new: &[(String, DataType)]) -> Result<()> {
+    if new.len() < old.len() {
+        return Err(SqlError::new("42P16", "cannot drop columns from view"));
+    }
+    for ((old_name, old_type), (new_name, new_type)) in old.iter().zip(new) {
+        if old_name != new_name {
+            return Err(SqlError::new(
+                "42P16",
+                format!("cannot change name of view column \"{old_name}\" to \"{new_name}\""),
+            ));
+        }
+        if old_type != new_type {
+            return Err(SqlError::new(
+                "42P16",
+                format!(
+                    "cannot change data type of view column \"{old_name}\" from {old_type} to {new_type}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
