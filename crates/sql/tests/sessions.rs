@@ -477,3 +477,46 @@ fn a_failed_insert_of_a_key_the_transaction_wrote_loses_no_row() {
     ok(&mut s, "ROLLBACK");
     assert_eq!(rows(&mut s), "1=10 2=20");
 }
+
+/// Views survive a restart with their definitions and dependencies; kept plans of a statement
+/// that reads a view are bound again when the view is replaced.
+#[test]
+fn views_survive_a_restart_and_replacing_one_rebinds_kept_plans() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::config(256);
+    let db = common::open_database(dir.path(), &config);
+    let mut session = db.session("s");
+    ok(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
+    ok(
+        &mut session,
+        "INSERT INTO t SELECT g, g % 3 FROM generate_series(1, 30) g",
+    );
+    ok(
+        &mut session,
+        "CREATE VIEW odd AS SELECT id FROM t WHERE id % 2 = 1",
+    );
+    let prepared = session.prepare("SELECT count(*) FROM odd", &[]).unwrap();
+    let count = |session: &mut Session| {
+        session.execute_prepared(&prepared, &[]).unwrap().rows[0][0].to_string()
+    };
+    assert_eq!(count(&mut session), "15");
+    ok(
+        &mut session,
+        "CREATE OR REPLACE VIEW odd AS SELECT id FROM t WHERE id % 2 = 1 AND v = 0",
+    );
+    assert_eq!(
+        count(&mut session),
+        "5",
+        "the kept plan read the old definition"
+    );
+    drop(session);
+    drop(db);
+    let db = common::open_database(dir.path(), &config);
+    let mut session = db.session("s");
+    assert_eq!(cell(&mut session, "SELECT count(*) FROM odd"), "5");
+    let err = run(&mut session, "DROP TABLE t").unwrap_err();
+    assert_eq!(err.code, "2BP01", "the dependency survives too: {err}");
+}

@@ -204,8 +204,62 @@ pub fn bind_pg_typeof(binder: &mut Binder<'_>, args: &[&AstExpr], scope: &Scope)
     Ok((Expr::Literal(Value::Text(name)), Some(DataType::Text)))
 }
 
+/// `unnest(array)` in FROM (arrays being their text form, one dimension): the subscripts from
+/// the array's lower to its upper bound (`generate_series`, none for NULL or an empty array), each
+/// giving its element as text; WITH ORDINALITY numbers them from 1.
+pub fn bind_unnest(
+    binder: &mut Binder<'_>,
+    arg: &AstExpr,
+    alias: Option<&ast::TableAlias>,
+    with_ordinality: bool,
+) -> Result<(Plan, Scope)> {
+    let (array, _) = binder.bind_expr_with_level(arg, &Scope::default())?;
+    let bound = |name: &str| -> Result<Expr> {
+        let function = crate::system::function(name, 2)
+            .ok_or_else(|| SqlError::new("XX000", format!("{name} is missing")))?;
+        Ok(Expr::Call(
+            function,
+            vec![array.clone(), Expr::Literal(Value::Integer(1))],
+        ))
+    };
+    let series = Plan::Series {
+        start: bound("array_lower")?,
+        stop: bound("array_upper")?,
+        step: None,
+    };
+    let mut exprs = vec![Expr::Call(&SUBSCRIPT, vec![array.clone(), Expr::Column(0)])];
+    let mut columns = vec![Column::new("unnest", Some(DataType::Text))];
+    if with_ordinality {
+        exprs.push(Expr::Arith(
+            crate::types::ops::ArithOp::Add,
+            Box::new(Expr::Arith(
+                crate::types::ops::ArithOp::Sub,
+                Box::new(Expr::Column(0)),
+                Box::new(bound("array_lower")?),
+            )),
+            Box::new(Expr::Literal(Value::Integer(1))),
+        ));
+        columns.push(Column::new("ordinality", Some(DataType::BigInt)));
+    }
+    let plan = Plan::Project {
+        input: Box::new(series),
+        exprs,
+    };
+    let alias_name = alias.map_or_else(|| "unnest".to_owned(), |a| normalize_ident(&a.name));
+    if let Some(alias) = alias {
+        if alias.columns.is_empty() {
+            columns[0].name = alias_name.clone();
+        }
+        for (column, name) in columns.iter_mut().zip(&alias.columns) {
+            column.name = normalize_ident(&name.name);
+        }
+    }
+    Ok((plan, Scope::of_table(&alias_name, &columns)))
+}
+
 /// Catalog functions in FROM: `pg_partition_ancestors(rel)` is `rel` itself (nothing is
-/// partitioned), with an ordinality column `WITH ORDINALITY`.
+/// partitioned), and `unnest(array)` one row per element; each with an ordinality column `WITH
+/// ORDINALITY`.
 pub fn bind_table_function(
     binder: &mut Binder<'_>,
     name: &str,
@@ -218,6 +272,9 @@ pub fn bind_table_function(
             "function {name} does not exist"
         )));
     };
+    if name == "unnest" {
+        return bind_unnest(binder, arg, alias, with_ordinality);
+    }
     if name != "pg_partition_ancestors" {
         return Err(SqlError::undefined_function(format!(
             "function {name} does not exist"

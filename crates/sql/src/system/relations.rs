@@ -81,6 +81,9 @@ pub const VIEWS: &[SystemTable] = &[
             ("attcollation", BigInt),
             ("attacl", Text),
             ("attoptions", Text),
+            ("attstorage", Text),
+            ("attcompression", Text),
+            ("attalign", Text),
         ],
         rows: pg_attribute,
     },
@@ -300,6 +303,14 @@ fn attribute_row(relid: i64, position: usize, attribute: &model::Attribute) -> V
         oid(collation),
         Value::Null,
         Value::Null,
+        name(if len > 0 { "p" } else { "x" }),
+        name(""),
+        name(match len {
+            8 => "d",
+            2 => "s",
+            1 => "c",
+            _ => "i",
+        }),
     ]
 }
 

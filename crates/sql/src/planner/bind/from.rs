@@ -141,6 +141,18 @@ impl Binder<'_> {
             TableFactor::NestedJoin {
                 table_with_joins, ..
             } => self.bind_from(std::slice::from_ref(table_with_joins)),
+            TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_ordinality,
+                ..
+            } if array_exprs.len() == 1 => crate::planner::binding::bind_unnest(
+                self,
+                &array_exprs[0],
+                alias.as_ref(),
+                *with_ordinality,
+            ),
             other => Err(SqlError::unsupported(format!("FROM item {other}"))),
         }
     }

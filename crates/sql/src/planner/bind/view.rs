@@ -95,6 +95,9 @@ pub(crate) fn view_query(text: &str) -> Result<ast::Query> {
             ast::Statement::Query(query) => Ok(query.as_ref().clone()),
             _ => Err(SqlError::new("XX000", "a view's definition is not a query")),
         },
-        _ => Err(SqlError::new("XX000", "a view's definition is not one query")),
+        _ => Err(SqlError::new(
+            "XX000",
+            "a view's definition is not one query",
+        )),
     }
 }

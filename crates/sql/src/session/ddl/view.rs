@@ -46,7 +46,11 @@ impl Ddl<'_> {
                 format!("infinite recursion detected in rules for relation \"{name}\""),
             ));
         }
-        let listed: Vec<String> = create.columns.iter().map(|c| normalize_ident(&c.name)).collect();
+        let listed: Vec<String> = create
+            .columns
+            .iter()
+            .map(|c| normalize_ident(&c.name))
+            .collect();
         let columns = view_columns(&listed, &bound.columns)?;
         if let Some(old) = self.engine().view(&name)? {
             check_replacement(&old.columns, &columns)?;
@@ -152,10 +156,7 @@ impl Ddl<'_> {
                 "2BP01",
                 format!("cannot drop {kind} {depended} because other objects depend on it"),
             )
-            .with_detail(format!(
-                "view {} depends on {kind} {depended}",
-                first.name
-            ))
+            .with_detail(format!("view {} depends on {kind} {depended}", first.name))
             .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
         }
         let dependent_names: Vec<String> = dependents.iter().map(|v| v.name.clone()).collect();
@@ -169,7 +170,10 @@ impl Ddl<'_> {
     /// Fails with 2BP01 if a view reads `table` (whose columns are about to change).
     pub(super) fn refuse_if_viewed(&self, table: &str, column: &str) -> Result<()> {
         let views = self.engine().views()?;
-        let Some(view) = views.iter().find(|v| v.depends_on.iter().any(|d| d == table)) else {
+        let Some(view) = views
+            .iter()
+            .find(|v| v.depends_on.iter().any(|d| d == table))
+        else {
             return Ok(());
         };
         Err(SqlError::new(
