@@ -1,7 +1,8 @@
 """psycopg 3 against a real `steady serve` on 127.0.0.1 (extended protocol for parameters).
 
 Run by scripts/test.sh: `python3 -m pytest tests/python` with STEADY_BIN pointing at the binary.
-Each test module starts one server on a fresh data directory and a free port.
+Each test module starts one server on a fresh data directory and a free port, with TLS on (a
+self-signed certificate made by openssl), so clients that prefer SSL (libpq's default) use it.
 """
 
 import os
@@ -29,6 +30,14 @@ def free_port():
 @pytest.fixture(scope="module")
 def server():
     data = tempfile.mkdtemp(prefix="steady-py-")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-subj", "/CN=localhost", "-keyout", os.path.join(data, "server.key"),
+         "-out", os.path.join(data, "server.crt")],
+        check=True, capture_output=True,
+    )
+    with open(os.path.join(data, "steady.toml"), "w") as config:
+        config.write("ssl = true\n")
     port = free_port()
     proc = subprocess.Popen(
         [BIN, "serve", "--data", data, "--listen", f"127.0.0.1:{port}"],
@@ -57,6 +66,15 @@ def server():
 
 def connect(dsn, **kwargs):
     return psycopg.connect(dsn, **kwargs)
+
+
+def test_tls_when_asked_and_plain_when_not(server):
+    with connect(server, sslmode="require") as conn:
+        assert conn.pgconn.ssl_in_use
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    with connect(server, sslmode="disable") as conn:
+        assert not conn.pgconn.ssl_in_use
+        assert conn.execute("SELECT 2").fetchone() == (2,)
 
 
 def test_type_round_trips(server):

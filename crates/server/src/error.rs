@@ -21,6 +21,8 @@ pub enum ServerError {
     LocalAddr(std::io::Error),
     #[error("cannot start the thread that watches for clients hanging up: {0}")]
     HangupWatch(std::io::Error),
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
     #[error("{sessions} session(s) did not stop within the shutdown grace period")]
     ShutdownTimeout { sessions: usize },
 }

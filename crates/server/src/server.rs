@@ -61,6 +61,8 @@ pub struct ServerConfig {
     /// When set, every client authenticates with SCRAM-SHA-256 against it; when not, only
     /// loopback clients may connect, without a password.
     pub password: Option<String>,
+    /// When set, clients that ask for SSL get TLS with this certificate and key.
+    pub tls: Option<crate::tls::TlsFiles>,
 }
 
 /// What every connection of a server shares.
@@ -71,6 +73,7 @@ pub struct Shared {
     pub keys: Arc<RandomPidSecretKeyGenerator>,
     pub live: LiveSessions,
     pub hangups: HangupWatch,
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
     /// Set when the server shuts down: no statement starts after it.
     pub shutting_down: AtomicBool,
 }
@@ -98,6 +101,7 @@ impl Server {
             keys: Arc::default(),
             live: LiveSessions::default(),
             hangups: HangupWatch::start().map_err(ServerError::HangupWatch)?,
+            tls: config.tls.as_ref().map(crate::tls::acceptor).transpose()?,
             shutting_down: AtomicBool::new(false),
         };
         Ok(Server {
@@ -202,10 +206,11 @@ fn spawn_connection(
 /// ends it (then the connection is closed and its transaction rolled back, as PostgreSQL does).
 async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
+    let tls = shared.tls.clone();
     let connection = Arc::new(Connection::new(shared, stream.as_raw_fd()));
     let handlers = Handlers(Arc::clone(&connection));
     tokio::select! {
-        result = process_socket(stream, None, handlers) => {
+        result = process_socket(stream, tls, handlers) => {
             if let Err(err) = result {
                 if err.kind() != std::io::ErrorKind::ConnectionReset {
                     eprintln!("steady: connection ended with an error: {err}");

@@ -1,6 +1,8 @@
 //! The data directory `steady serve` and `steady shell` open: a SteadyDB one, or a new or empty
 //! one, which becomes one. A directory that holds other files and no system space is refused, so a
-//! mistyped `--data` never turns, say, a home directory into a database.
+//! mistyped `--data` never turns, say, a home directory into a database. Before the first start it
+//! may hold the configuration, the lock, and the files the configuration names (TLS certificate
+//! and key).
 
 use std::path::Path;
 
@@ -12,8 +14,9 @@ use steady_storage::store::SYSTEM_SPACE;
 /// Files a directory may hold before its first start: the configuration, and the lock.
 const BEFORE_FIRST_START: &[&str] = &["steady.toml", LOCK_FILE];
 
-/// Refuses `dir` if it exists, is not a SteadyDB data directory, and is not empty.
-pub fn check(dir: &Path) -> anyhow::Result<()> {
+/// Refuses `dir` if it exists, is not a SteadyDB data directory, and holds files other than those
+/// it may hold before its first start (`named`: the files its configuration names).
+pub fn check(dir: &Path, named: &[&Path]) -> anyhow::Result<()> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
@@ -28,6 +31,7 @@ pub fn check(dir: &Path) -> anyhow::Result<()> {
         .iter()
         .map(String::as_str)
         .filter(|name| !BEFORE_FIRST_START.contains(name))
+        .filter(|name| !named.iter().any(|path| *path == dir.join(name)))
         .collect();
     if foreign.is_empty() {
         return Ok(());

@@ -9,10 +9,13 @@
 //! buffer_pool_size = "512MB"    # bytes, or a number with kB / MB / GB (powers of 1024)
 //! page_size = 16384             # for a new directory only
 //! direct_io = false             # O_DIRECT data files
+//! ssl = true                    # TLS for clients that ask (sslmode=require); default false
+//! ssl_cert_file = "server.crt"  # PEM certificate chain, relative to the data directory
+//! ssl_key_file = "server.key"   # PEM private key, relative to the data directory
 //! ```
 //!
-//! Shutdown closes the listener, drops every connection (open transactions roll back), waits for
-//! running statements, then closes the engine with a checkpoint, so the next start needs no
+//! Shutdown closes the listener, cancels running statements, drops every connection (open
+//! transactions roll back), then closes the engine with a checkpoint, so the next start needs no
 //! recovery. Start and shutdown each log one line to stderr with their timing.
 
 use std::path::{Path, PathBuf};
@@ -23,6 +26,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use serde::Deserialize;
 use steady_engine::engine::{Engine, EngineConfig};
+use steady_server::tls::TlsFiles;
 use steady_server::{Server, ServerConfig};
 use steady_sql::Database;
 use steady_storage::store::StoreConfig;
@@ -52,6 +56,9 @@ struct FileConfig {
     buffer_pool_size: Option<Size>,
     page_size: Option<usize>,
     direct_io: Option<bool>,
+    ssl: Option<bool>,
+    ssl_cert_file: Option<PathBuf>,
+    ssl_key_file: Option<PathBuf>,
 }
 
 /// A size in bytes, written as a number or as text with a unit.
@@ -73,6 +80,24 @@ impl FileConfig {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(FileConfig::default()),
             Err(err) => Err(err).with_context(|| format!("reading {}", path.display())),
         }
+    }
+
+    /// The TLS certificate and key when `ssl = true` (PostgreSQL's default names in the data
+    /// directory unless given); the files named without `ssl = true` are an error, not ignored.
+    fn tls_files(&self, dir: &Path) -> anyhow::Result<Option<TlsFiles>> {
+        if self.ssl != Some(true) {
+            if self.ssl_cert_file.is_some() || self.ssl_key_file.is_some() {
+                bail!("ssl_cert_file and ssl_key_file need ssl = true in {CONFIG_FILE}");
+            }
+            return Ok(None);
+        }
+        let path = |given: &Option<PathBuf>, default: &str| {
+            dir.join(given.clone().unwrap_or_else(|| PathBuf::from(default)))
+        };
+        Ok(Some(TlsFiles {
+            certificate: path(&self.ssl_cert_file, "server.crt"),
+            key: path(&self.ssl_key_file, "server.key"),
+        }))
     }
 
     fn engine_config(&self) -> anyhow::Result<EngineConfig> {
@@ -130,8 +155,14 @@ pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
             .or_else(|| file.listen.clone())
             .unwrap_or_else(|| DEFAULT_LISTEN.to_owned()),
         password: file.password.clone(),
+        tls: file.tls_files(&options.data)?,
     };
-    crate::data_dir::check(&options.data)?;
+    let named: Vec<&Path> = config
+        .tls
+        .iter()
+        .flat_map(|tls| [tls.certificate.as_path(), tls.key.as_path()])
+        .collect();
+    crate::data_dir::check(&options.data, &named)?;
     let opening = Instant::now();
     let engine = Engine::open(&options.data, &engine_config)
         .with_context(|| format!("opening {}", options.data.display()))?;
@@ -164,7 +195,11 @@ async fn serve(db: Arc<Database>, config: &ServerConfig) -> anyhow::Result<()> {
     } else {
         "trust, loopback clients only"
     };
-    eprintln!("steady: listening on {} ({auth})", server.local_addr()?);
+    let tls = if config.tls.is_some() { ", TLS" } else { "" };
+    eprintln!(
+        "steady: listening on {} ({auth}{tls})",
+        server.local_addr()?
+    );
     let served = server
         .run(async {
             let name = signals.recv().await;

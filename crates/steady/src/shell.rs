@@ -64,7 +64,7 @@ pub fn run(dir: &Path, options: &Options) -> anyhow::Result<ExitCode> {
         },
         ..EngineConfig::default()
     };
-    crate::data_dir::check(dir)?;
+    crate::data_dir::check(dir, &[])?;
     let engine =
         Engine::open(dir, &config).with_context(|| format!("opening {}", dir.display()))?;
     let db = Database::new(Arc::clone(&engine), NAME);

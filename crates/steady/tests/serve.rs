@@ -761,3 +761,68 @@ async fn cancel_and_terminate_backend(server: &ServerProcess, observer: &Client)
         .get(0);
     assert!(!unknown, "no session has pid 7");
 }
+
+/// `ssl = true` with a certificate and key in the data directory: psql with `sslmode=require`
+/// gets TLS, and a client that does not ask still connects in the clear; `ssl = true` without
+/// usable files stops the server at start with an error naming the file.
+#[test]
+fn tls_is_served_to_clients_that_ask() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=localhost", "-keyout"])
+        .arg(dir.path().join("server.key"))
+        .arg("-out")
+        .arg(dir.path().join("server.crt"))
+        .output()
+        .expect("openssl is installed (scripts/lib/install.sh)");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    std::fs::write(dir.path().join("steady.toml"), "ssl = true\n").unwrap();
+    let server = ServerProcess::start(dir.path());
+    let conninfo = |mode: &str| {
+        let output = Command::new("psql")
+            .arg(format!(
+                "host=127.0.0.1 port={} user=steady sslmode={mode}",
+                server.port
+            ))
+            .args(["-X", "-A", "-t", "-c", "select 1", "-c", "\\conninfo"])
+            .env("PGCONNECT_TIMEOUT", "10")
+            .output()
+            .expect("psql is installed (scripts/lib/install.sh)");
+        assert!(
+            output.status.success(),
+            "sslmode={mode}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let secure = conninfo("require");
+    assert!(secure.contains("SSL connection (protocol: TLS"), "{secure}");
+    let plain = conninfo("disable");
+    assert!(
+        plain.starts_with("1\n") && !plain.contains("SSL"),
+        "{plain}"
+    );
+    let (stopped, log) = server.stop();
+    assert!(stopped, "{log}");
+
+    std::fs::remove_file(dir.path().join("server.key")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_steady"))
+        .args(["serve", "--data", dir.path().to_str().unwrap()])
+        .args(["--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cannot set up TLS") && stderr.contains("server.key"),
+        "{stderr}"
+    );
+}
