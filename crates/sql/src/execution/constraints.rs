@@ -1,7 +1,10 @@
-//! Constraints the SQL layer enforces on top of the engine: NOT NULL, foreign keys (NO ACTION on
-//! both sides), and the names and messages of unique violations.
+//! Constraints the SQL layer enforces on top of the engine: NOT NULL, CHECK, foreign keys (NO
+//! ACTION on both sides), and the names and messages of unique violations.
 //!
-//! Foreign keys are stored in [`TableDef::constraints`] as JSON. A child row's parent is looked up
+//! CHECK constraints and foreign keys are stored in [`TableDef::constraints`] as JSON; a CHECK
+//! keeps its expression as SQL text, bound with each INSERT or UPDATE plan ([`CheckExpr`]) and
+//! evaluated on every new row: false fails the write (23514), true and NULL pass, as in
+//! PostgreSQL. A child row's parent is looked up
 //! and locked (so it cannot be deleted before the child's transaction ends); deleting or changing
 //! a referenced key looks for child rows through an index on the child's key columns when one
 //! exists, else by a scan of the child table.
@@ -30,6 +33,78 @@ pub fn is_dropped(name: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Constraint {
     ForeignKey(ForeignKey),
+    Check(Check),
+}
+
+/// `CONSTRAINT name CHECK (expression)`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Check {
+    pub name: String,
+    /// The expression, as SQL text over the table's columns.
+    pub expression: String,
+}
+
+/// A CHECK constraint bound over a table's row.
+#[derive(Debug, Clone)]
+pub struct CheckExpr {
+    pub name: String,
+    pub expr: crate::execution::expr::Expr,
+}
+
+pub fn checks(table: &TableDef) -> Vec<Check> {
+    table
+        .constraints
+        .iter()
+        .filter_map(|c| match serde_json::from_str(c) {
+            Ok(Constraint::Check(check)) => Some(check),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Fails with 23514 if a CHECK constraint is false for the new row `values`.
+pub fn check_constraints(
+    checks: &[CheckExpr],
+    table: &TableDef,
+    values: &[Value],
+    ctx: &mut ExecCtx,
+) -> Result<()> {
+    for check in checks {
+        if check.expr.eval(values, ctx)? == Value::Boolean(false) {
+            return Err(
+                check_violation(&table.name, &check.name).with_detail(format!(
+                    "Failing row contains ({}).",
+                    row_text(table, values)
+                )),
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn check_violation(table: &str, name: &str) -> SqlError {
+    SqlError::new(
+        "23514",
+        format!("new row for relation \"{table}\" violates check constraint \"{name}\""),
+    )
+}
+
+/// A row as PostgreSQL's "Failing row contains" shows it (dropped columns left out).
+fn row_text(table: &TableDef, values: &[Value]) -> String {
+    let shown: Vec<String> = table
+        .columns
+        .iter()
+        .zip(values)
+        .filter(|(column, _)| !is_dropped(&column.name))
+        .map(|(_, v)| {
+            if v.is_null() {
+                "null".to_owned()
+            } else {
+                v.to_string()
+            }
+        })
+        .collect();
+    shown.join(", ")
 }
 
 /// `FOREIGN KEY (columns) REFERENCES table (ref_columns)`.
@@ -51,7 +126,7 @@ pub fn foreign_keys(table: &TableDef) -> Vec<ForeignKey> {
         .iter()
         .filter_map(|c| match serde_json::from_str(c) {
             Ok(Constraint::ForeignKey(fk)) => Some(fk),
-            Err(_) => None,
+            _ => None,
         })
         .collect()
 }

@@ -29,7 +29,8 @@ use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::constraints::{
-    check_no_children, check_not_null, check_parents, foreign_keys, referencing, write_error,
+    check_constraints, check_no_children, check_not_null, check_parents, foreign_keys, referencing,
+    write_error, CheckExpr,
 };
 use crate::execution::executor::{as_ref, collect, encode_range, open, single_key, ExecCtx, Row};
 use crate::execution::expr::Expr;
@@ -112,6 +113,8 @@ pub struct InsertPlan {
     pub defaults: Vec<Option<Expr>>,
     pub on_conflict: Option<OnConflict>,
     pub returning: Option<Returning>,
+    /// The table's CHECK constraints, bound over its row.
+    pub checks: Vec<CheckExpr>,
 }
 
 impl InsertPlan {
@@ -208,6 +211,7 @@ impl InsertPlan {
                     };
                     let values = self.full_row(source, ctx)?;
                     check_not_null(&self.table, &values)?;
+                    check_constraints(&self.checks, &self.table, &values, ctx)?;
                     Ok(Some(values))
                 });
                 match row {
@@ -266,6 +270,7 @@ impl InsertPlan {
         ctx: &mut ExecCtx,
     ) -> Result<Option<Row>> {
         check_not_null(&self.table, &values)?;
+        check_constraints(&self.checks, &self.table, &values, ctx)?;
         check_parents(ctx, &self.table, &values)?;
         loop {
             let err = match ctx.txn()?.insert_row(&self.table, &values) {
@@ -311,7 +316,14 @@ impl InsertPlan {
                     return Ok(None);
                 }
             }
-            let new = apply_assignments(&self.table, &existing, assignments, &both, ctx)?;
+            let new = apply_assignments(
+                &self.table,
+                &self.checks,
+                &existing,
+                assignments,
+                &both,
+                ctx,
+            )?;
             let new_pk = write_update(ctx, &self.table, &pk, &existing, new.clone())?;
             updated.push(new_pk);
             return Ok(Some(new));
@@ -373,6 +385,7 @@ fn assign_types(table: &TableDef, values: &mut [Value]) -> Result<()> {
 
 fn apply_assignments(
     table: &TableDef,
+    checks: &[CheckExpr],
     old: &[Value],
     assignments: &[(usize, Expr)],
     input: &[Value],
@@ -384,6 +397,7 @@ fn apply_assignments(
     }
     assign_types(table, &mut new)?;
     check_not_null(table, &new)?;
+    check_constraints(checks, table, &new, ctx)?;
     Ok(new)
 }
 
@@ -629,6 +643,8 @@ fn batches_writes(ctx: &mut ExecCtx, table: &TableDef) -> Result<bool> {
 pub struct UpdatePlan {
     pub target: Target,
     pub assignments: Vec<(usize, Expr)>,
+    /// The table's CHECK constraints, bound over its row.
+    pub checks: Vec<CheckExpr>,
     /// `LIMIT n`: only the first n rows in primary-key order.
     pub limit: Option<Expr>,
     pub returning: Option<Returning>,
@@ -679,7 +695,14 @@ impl RowWriter for UpdateWriter<'_> {
             return Ok(false);
         }
         let table = &self.plan.target.table;
-        let new = apply_assignments(table, &old, &self.plan.assignments, &row, ctx)?;
+        let new = apply_assignments(
+            table,
+            &self.plan.checks,
+            &old,
+            &self.plan.assignments,
+            &row,
+            ctx,
+        )?;
         check_parents(ctx, table, &new)?;
         check_no_children(ctx, table, &old, Some(&new))?;
         if self.plan.returning.is_some() {

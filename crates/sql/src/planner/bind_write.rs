@@ -10,7 +10,7 @@ use steady_engine::catalog::TableDef;
 use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
-use crate::execution::constraints::is_dropped;
+use crate::execution::constraints::{checks, is_dropped, CheckExpr};
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Access, Plan};
 use crate::execution::write::{
@@ -54,6 +54,7 @@ impl Binder<'_> {
 impl Binder<'_> {
     /// `INSERT INTO table` (every column) the rows of an already bound query: CREATE TABLE AS.
     pub fn bind_insert_rows(&mut self, table: Arc<TableDef>, source: Plan) -> Result<BoundQuery> {
+        let table_for_checks = Arc::clone(&table);
         let targets = insert_targets(&table, &[])?;
         let defaults = bind_defaults(self, &table)?;
         let insert = InsertPlan {
@@ -63,6 +64,7 @@ impl Binder<'_> {
             defaults,
             on_conflict: None,
             returning: None,
+            checks: bind_checks(self, &table_for_checks)?,
         };
         Ok(BoundQuery {
             plan: Plan::Insert(Box::new(insert)),
@@ -107,7 +109,7 @@ fn lookup_table(binder: &Binder, name: &ast::ObjectName) -> Result<Arc<TableDef>
     Err(SqlError::undefined_table(&table))
 }
 
-fn table_scope(table: &TableDef, alias: Option<&str>) -> Scope {
+pub fn table_scope(table: &TableDef, alias: Option<&str>) -> Scope {
     Scope::of_table(alias.unwrap_or(&table.name), &table_columns(table))
 }
 
@@ -158,6 +160,22 @@ fn bind_defaults(binder: &mut Binder, table: &TableDef) -> Result<Vec<Option<Exp
         .collect()
 }
 
+/// The table's CHECK constraints, bound over its row.
+pub fn bind_checks(binder: &mut Binder, table: &TableDef) -> Result<Vec<CheckExpr>> {
+    let scope = table_scope(table, None);
+    checks(table)
+        .into_iter()
+        .map(|check| {
+            let ast = parse_expr(&check.expression)?;
+            let (expr, _) = binder.bind_expr_with_level(&ast, &scope)?;
+            Ok(CheckExpr {
+                name: check.name,
+                expr,
+            })
+        })
+        .collect()
+}
+
 fn is_default_keyword(e: &AstExpr) -> bool {
     matches!(e, AstExpr::Identifier(ident) if ident.quote_style.is_none() && ident.value.eq_ignore_ascii_case("default"))
 }
@@ -188,7 +206,9 @@ fn bind_insert(binder: &mut Binder, insert: &ast::Insert) -> Result<InsertPlan> 
         None => None,
     };
     let returning = bind_returning(binder, insert.returning.as_ref(), &scope)?;
+    let checks = bind_checks(binder, &table)?;
     Ok(InsertPlan {
+        checks,
         table,
         targets,
         source,
@@ -520,7 +540,9 @@ fn bind_update(binder: &mut Binder, update: &ast::Update) -> Result<UpdatePlan> 
     let assignments = bind_set(binder, &target.table, &update.assignments, &scope)?;
     let limit = bind_write_limit(binder, update.limit.as_ref())?;
     let returning = bind_returning(binder, update.returning.as_ref(), &scope)?;
+    let checks = bind_checks(binder, &target.table)?;
     Ok(UpdatePlan {
+        checks,
         target,
         assignments,
         limit,

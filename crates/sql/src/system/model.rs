@@ -16,7 +16,7 @@ use steady_types::DataType;
 
 use super::{oids, SystemTable};
 use crate::error::Result;
-use crate::execution::constraints::{foreign_keys, is_dropped};
+use crate::execution::constraints::{checks, foreign_keys, is_dropped};
 
 /// An index as `pg_index` shows it.
 pub struct IndexInfo {
@@ -54,7 +54,7 @@ pub fn indexes(table: &TableDef) -> Vec<IndexInfo> {
 pub struct ConstraintInfo {
     pub oid: i64,
     pub name: String,
-    /// `p`, `u` or `f`.
+    /// `p`, `u`, `f` or `c`.
     pub kind: &'static str,
     pub table: Arc<TableDef>,
     pub columns: Vec<usize>,
@@ -62,9 +62,15 @@ pub struct ConstraintInfo {
     pub index: i64,
     /// The referenced table and columns of a foreign key.
     pub parent: Option<(Arc<TableDef>, Vec<usize>)>,
+    /// A CHECK constraint's expression.
+    pub check: Option<String>,
 }
 
-/// The key constraints (from the unique indexes), then the foreign keys of `table`.
+/// Where CHECK constraints' numbers start in a table's constraint oids (after its foreign keys').
+const CHECK_OIDS_FROM: usize = 500;
+
+/// The key constraints (from the unique indexes), then the foreign keys, then the CHECK
+/// constraints of `table`.
 pub fn constraints(engine: &Engine, table: &Arc<TableDef>) -> Vec<ConstraintInfo> {
     let keys = indexes(table)
         .into_iter()
@@ -77,6 +83,7 @@ pub fn constraints(engine: &Engine, table: &Arc<TableDef>) -> Vec<ConstraintInfo
             columns: i.columns,
             index: i.oid,
             parent: None,
+            check: None,
         });
     let foreign = foreign_keys(table).into_iter().enumerate().map(|(n, fk)| {
         let parent = engine.table(&fk.table);
@@ -94,9 +101,23 @@ pub fn constraints(engine: &Engine, table: &Arc<TableDef>) -> Vec<ConstraintInfo
             columns: fk.columns,
             index,
             parent: parent.map(|p| (p, fk.ref_columns)),
+            check: None,
         }
     });
-    keys.chain(foreign).collect()
+    let checked = checks(table)
+        .into_iter()
+        .enumerate()
+        .map(|(n, check)| ConstraintInfo {
+            oid: oids::foreign_key(table.id, CHECK_OIDS_FROM + n),
+            name: check.name,
+            kind: "c",
+            table: table.clone(),
+            columns: Vec::new(),
+            index: 0,
+            parent: None,
+            check: Some(check.expression),
+        });
+    keys.chain(foreign).chain(checked).collect()
 }
 
 /// Every constraint of every table.

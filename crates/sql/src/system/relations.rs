@@ -466,6 +466,9 @@ pub fn column_list(table: &steady_engine::catalog::TableDef, positions: &[usize]
 
 /// `pg_get_constraintdef`: `PRIMARY KEY (id)`, `UNIQUE (x)`, `FOREIGN KEY (a) REFERENCES p(id)`.
 pub fn constraint_definition(constraint: &ConstraintInfo) -> String {
+    if let Some(check) = &constraint.check {
+        return format!("CHECK ({check})");
+    }
     let columns = column_list(&constraint.table, &constraint.columns);
     match (&constraint.parent, constraint.kind) {
         (Some((parent, parent_columns)), _) => format!(

@@ -210,9 +210,14 @@ impl Ddl<'_> {
             default: None,
             missing: None,
         };
-        altered.constraints.retain(|c| {
-            !matches!(serde_json::from_str(c), Ok(Constraint::ForeignKey(fk)) if fk.columns.contains(&position))
-        });
+        let reading = self.checks_reading(&table, position)?;
+        altered
+            .constraints
+            .retain(|c| match serde_json::from_str(c) {
+                Ok(Constraint::ForeignKey(fk)) => !fk.columns.contains(&position),
+                Ok(Constraint::Check(check)) => !reading.contains(&check.name),
+                Err(_) => true,
+            });
         self.engine().alter_table(altered)?;
         Ok(())
     }
@@ -283,6 +288,9 @@ impl Ddl<'_> {
                     &refs,
                 )
             }
+            TableConstraint::Check(c) => {
+                self.add_checks(table, &[super::check::written(c.name.as_ref(), &c.expr)])
+            }
             other => Err(SqlError::unsupported(format!("constraint {other}"))),
         }
     }
@@ -323,7 +331,9 @@ impl Ddl<'_> {
         name: &str,
         if_exists: bool,
     ) -> Result<()> {
-        if foreign_keys(table).iter().any(|fk| fk.name == name) {
+        if foreign_keys(table).iter().any(|fk| fk.name == name)
+            || constraints::checks(table).iter().any(|c| c.name == name)
+        {
             return self.remove_constraint(table, name);
         }
         if table.index(name).is_some_and(|i| i.unique) {

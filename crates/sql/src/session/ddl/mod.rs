@@ -8,6 +8,7 @@
 //! existing rows in one transaction.
 
 mod alter;
+mod check;
 pub(crate) mod create_as;
 mod view;
 
@@ -92,6 +93,7 @@ struct TableSpec {
     unique: Vec<(Option<String>, Vec<usize>)>,
     foreign_keys: Vec<PendingForeignKey>,
     sequences: Vec<String>,
+    checks: Vec<check::WrittenCheck>,
 }
 
 impl Ddl<'_> {
@@ -193,7 +195,11 @@ impl Ddl<'_> {
                 &fk.ref_columns,
             )?;
         }
-        Ok(())
+        let current = self
+            .engine()
+            .table(&table.name)
+            .ok_or_else(|| SqlError::undefined_table(&table.name))?;
+        self.add_checks(&current, &spec.checks)
     }
 
     fn table_spec(&self, table: &str, create: &ast::CreateTable) -> Result<TableSpec> {
@@ -274,6 +280,10 @@ impl Ddl<'_> {
                     parent: fk.foreign_table.clone(),
                     ref_columns: fk.referred_columns.iter().map(normalize_ident).collect(),
                 }),
+                ColumnOption::Check(c) => spec.checks.push(check::written(
+                    option.name.as_ref().or(c.name.as_ref()),
+                    &c.expr,
+                )),
                 other => return Err(SqlError::unsupported(format!("column option {other}"))),
             }
         }
@@ -317,6 +327,10 @@ impl Ddl<'_> {
                     parent: fk.foreign_table.clone(),
                     ref_columns: fk.referred_columns.iter().map(normalize_ident).collect(),
                 });
+                Ok(())
+            }
+            TableConstraint::Check(c) => {
+                spec.checks.push(check::written(c.name.as_ref(), &c.expr));
                 Ok(())
             }
             other => Err(SqlError::unsupported(format!("constraint {other}"))),
@@ -503,9 +517,13 @@ impl Ddl<'_> {
             .table(&table.name)
             .ok_or_else(|| SqlError::undefined_table(&table.name))?;
         let mut altered = (*current).clone();
-        altered.constraints.retain(|c| {
-            !matches!(serde_json::from_str(c), Ok(Constraint::ForeignKey(fk)) if fk.name == name)
-        });
+        altered
+            .constraints
+            .retain(|c| match serde_json::from_str(c) {
+                Ok(Constraint::ForeignKey(fk)) => fk.name != name,
+                Ok(Constraint::Check(check)) => check.name != name,
+                Err(_) => true,
+            });
         self.engine().alter_table(altered)?;
         Ok(())
     }
