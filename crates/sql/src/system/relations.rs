@@ -13,7 +13,7 @@ use super::pg_type::{type_modifier, type_oid, DEFAULT_COLLATION};
 use super::rows::{attnum, attnum_array, attnum_vector, flag, name, oid, Rows};
 use super::{oids, SystemTable};
 use crate::error::Result;
-use crate::execution::constraints::foreign_keys;
+use crate::execution::constraints::{checks, foreign_keys};
 use crate::execution::executor::ExecCtx;
 
 use DataType::{BigInt, Boolean, Integer, Real, SmallInt, Text};
@@ -242,7 +242,10 @@ fn class_row(relation: &Relation, triggers: &HashSet<String>, pages: u32) -> Vec
         name("p"),
         name(relation.kind()),
         Value::SmallInt(relation.attributes().len() as i16),
-        Value::SmallInt(0),
+        Value::SmallInt(match relation {
+            Relation::Table(t) => checks(t).len() as i16,
+            _ => 0,
+        }),
         flag(false),
         flag(has_triggers),
         flag(false),
