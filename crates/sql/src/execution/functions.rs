@@ -207,6 +207,8 @@ static FUNCTIONS: &[Function] = &[
     strict("ltrim", (1, 2), text, ltrim),
     strict("rtrim", (1, 2), text, rtrim),
     strict("replace", (3, 3), text, replace),
+    strict("like_escape", (2, 2), text, like_escape),
+    strict("split_part", (3, 3), text, split_part),
     strict("strpos", (2, 2), integer, strpos),
     strict("left", (2, 2), text, left),
     strict("right", (2, 2), text, right),
@@ -564,6 +566,64 @@ fn ltrim(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 
 fn rtrim(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     trim(args, Side::End)
+}
+
+/// `like_escape(pattern, escape)`: `pattern` with `escape` as its escape character, rewritten to
+/// use the default one (`\`); an empty escape turns escaping off.
+fn like_escape(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let pattern = string(&args[0]);
+    let escape = string(&args[1]);
+    let mut chars = escape.chars();
+    let escape = match (chars.next(), chars.next()) {
+        (None, _) => None,
+        (Some(c), None) => Some(c),
+        _ => {
+            return Err(SqlError::new("22025", "invalid escape string")
+                .with_hint("Escape string must be empty or one character."))
+        }
+    };
+    let mut rewritten = String::with_capacity(pattern.len());
+    let mut pattern = pattern.chars();
+    while let Some(c) = pattern.next() {
+        if Some(c) == escape {
+            // A trailing escape stays a trailing `\`, as in PostgreSQL.
+            rewritten.push('\\');
+            rewritten.extend(pattern.next());
+        } else if c == '\\' {
+            rewritten.push_str("\\\\");
+        } else {
+            rewritten.push(c);
+        }
+    }
+    Ok(Value::Text(rewritten))
+}
+
+/// `split_part(text, delimiter, n)`: the n-th field (from the end when negative), or ''.
+fn split_part(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let text = string(&args[0]);
+    let delimiter = string(&args[1]);
+    let n = crate::types::ops::as_i64(&args[2]);
+    if n == 0 {
+        return Err(SqlError::new("22023", "field position must not be zero"));
+    }
+    let fields: Vec<&str> = if delimiter.is_empty() {
+        vec![text.as_str()]
+    } else {
+        text.split(delimiter.as_str()).collect()
+    };
+    let at = if n > 0 {
+        usize::try_from(n - 1).ok()
+    } else {
+        usize::try_from(-n)
+            .ok()
+            .and_then(|back| fields.len().checked_sub(back))
+    };
+    Ok(Value::Text(
+        at.and_then(|i| fields.get(i))
+            .copied()
+            .unwrap_or("")
+            .to_owned(),
+    ))
 }
 
 fn replace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {

@@ -109,14 +109,21 @@ impl Binder<'_> {
                 pattern,
                 escape_char,
                 any: false,
-            } => self.bind_like(expr, pattern, escape_char.is_some(), *negated, false, scope),
+            } => self.bind_like(
+                expr,
+                pattern,
+                escape_char.as_deref(),
+                *negated,
+                false,
+                scope,
+            ),
             AstExpr::ILike {
                 negated,
                 expr,
                 pattern,
                 escape_char,
                 any: false,
-            } => self.bind_like(expr, pattern, escape_char.is_some(), *negated, true, scope),
+            } => self.bind_like(expr, pattern, escape_char.as_deref(), *negated, true, scope),
             AstExpr::UnaryOp { op, expr } => self.bind_unary(op, expr, scope),
             AstExpr::Cast {
                 expr, data_type, ..
@@ -223,7 +230,9 @@ impl Binder<'_> {
             AstExpr::CompoundFieldAccess { root, access_chain } => {
                 crate::planner::binding::bind_subscript(self, root, access_chain, scope)
             }
-            AstExpr::Tuple(_) => Err(SqlError::unsupported("row constructors")),
+            AstExpr::Tuple(_) => Err(SqlError::unsupported(
+                "row constructors outside a row comparison",
+            )),
             other => Err(SqlError::unsupported(format!("expression {other}"))),
         }
     }
@@ -485,6 +494,9 @@ impl Binder<'_> {
         scope: &Scope,
     ) -> Result<Typed> {
         if let Some(cmp) = comparison(op) {
+            if let (AstExpr::Tuple(lefts), AstExpr::Tuple(rights)) = (left, right) {
+                return self.bind_row_comparison(cmp, lefts, rights, scope);
+            }
             let (a, b) = self.bind_comparable(left, right, scope, cmp.symbol())?;
             return Ok((
                 Expr::Compare(cmp, Box::new(a), Box::new(b)),
@@ -521,7 +533,7 @@ impl Binder<'_> {
                     op,
                     BinaryOperator::PGILikeMatch | BinaryOperator::PGNotILikeMatch
                 );
-                return self.bind_like(left, right, false, negated, case_insensitive, scope);
+                return self.bind_like(left, right, None, negated, case_insensitive, scope);
             }
             other => return self.bind_other_operator(left, other, right, scope),
         };
@@ -588,18 +600,79 @@ impl Binder<'_> {
         Ok((fold(expr)?, Some(ty)))
     }
 
+    /// `(a1, a2, ...) op (b1, b2, ...)`, as PostgreSQL compares rows: `=` when every pair is
+    /// equal, `<>` when some pair differs, and the ordering operators pair by pair from the left,
+    /// decided by the first pair that is not equal (NULL if that pair holds a NULL) — written as
+    /// `a1 < b1 OR (a1 = b1 AND (... an <= bn))`, which gives the same three-valued answers.
+    fn bind_row_comparison(
+        &mut self,
+        cmp: CmpOp,
+        lefts: &[AstExpr],
+        rights: &[AstExpr],
+        scope: &Scope,
+    ) -> Result<Typed> {
+        if lefts.len() != rights.len() {
+            return Err(SqlError::syntax(
+                "unequal number of entries in row expressions",
+            ));
+        }
+        let mut pairs = Vec::with_capacity(lefts.len());
+        for (left, right) in lefts.iter().zip(rights) {
+            pairs.push(self.bind_comparable(left, right, scope, cmp.symbol())?);
+        }
+        let compare = |op: CmpOp, (a, b): &(Expr, Expr)| {
+            Expr::Compare(op, Box::new(a.clone()), Box::new(b.clone()))
+        };
+        let boolean = Some(DataType::Boolean);
+        let combine = |join: fn(Box<Expr>, Box<Expr>) -> Expr, op: CmpOp| {
+            pairs
+                .iter()
+                .map(|pair| compare(op, pair))
+                .reduce(|a, b| join(Box::new(a), Box::new(b)))
+        };
+        let strict = match cmp {
+            CmpOp::Eq => {
+                return Ok((
+                    combine(Expr::And, CmpOp::Eq).unwrap_or(Expr::Literal(Value::Boolean(true))),
+                    boolean,
+                ))
+            }
+            CmpOp::NotEq => {
+                return Ok((
+                    combine(Expr::Or, CmpOp::NotEq).unwrap_or(Expr::Literal(Value::Boolean(false))),
+                    boolean,
+                ))
+            }
+            CmpOp::Lt | CmpOp::LtEq => CmpOp::Lt,
+            CmpOp::Gt | CmpOp::GtEq => CmpOp::Gt,
+        };
+        let Some((last, leading)) = pairs.split_last() else {
+            return Err(SqlError::syntax(
+                "a row comparison needs at least one column",
+            ));
+        };
+        let mut expr = compare(cmp, last);
+        for pair in leading.iter().rev() {
+            expr = Expr::Or(
+                Box::new(compare(strict, pair)),
+                Box::new(Expr::And(
+                    Box::new(compare(CmpOp::Eq, pair)),
+                    Box::new(expr),
+                )),
+            );
+        }
+        Ok((expr, boolean))
+    }
+
     fn bind_like(
         &mut self,
         e: &AstExpr,
         pattern: &AstExpr,
-        has_escape: bool,
+        escape: Option<&AstExpr>,
         negated: bool,
         case_insensitive: bool,
         scope: &Scope,
     ) -> Result<Typed> {
-        if has_escape {
-            return Err(SqlError::unsupported("LIKE ... ESCAPE"));
-        }
         let (expr, ty) = self.bind_expr(e, scope)?;
         if let Some(t) = ty {
             if ops::category(&t) != Category::String {
@@ -608,7 +681,13 @@ impl Binder<'_> {
                 )));
             }
         }
-        let (pattern, _) = self.bind_expr_as(pattern, scope, DataType::Text)?;
+        let (mut pattern, _) = self.bind_expr_as(pattern, scope, DataType::Text)?;
+        if let Some(escape) = escape {
+            // `ESCAPE c` rewrites the pattern into the default escape (PostgreSQL's like_escape).
+            let (escape, _) = self.bind_expr_as(escape, scope, DataType::Text)?;
+            let like_escape = functions::lookup("like_escape", 2)?;
+            pattern = fold(Expr::Call(like_escape, vec![pattern, escape]))?;
+        }
         let like = Expr::Like {
             expr: Box::new(expr),
             pattern: Box::new(pattern),
