@@ -637,20 +637,26 @@ fn a_served_directory_refuses_a_second_process() {
     );
 }
 
+/// Runs `steady serve` on `dir`, which must fail to start; its stderr.
+fn failed_serve(dir: &Path) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_steady"))
+        .args(["serve", "--data", dir.to_str().unwrap()])
+        .args(["--listen", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{stderr}");
+    stderr
+}
+
 /// `steady serve --data DIR` on a directory that holds other files and no database (a mistyped
 /// `--data`) refuses it, naming what is there, and creates nothing in it.
 #[test]
 fn a_directory_that_is_not_a_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_steady"))
-        .args(["serve", "--data", dir.path().to_str().unwrap()])
-        .args(["--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "{stderr}");
+    let stderr = failed_serve(dir.path());
     assert!(
         stderr.contains("is not a SteadyDB data directory") && stderr.contains("\"notes.txt\""),
         "{stderr}"
@@ -813,14 +819,7 @@ fn tls_is_served_to_clients_that_ask() {
     assert!(stopped, "{log}");
 
     std::fs::remove_file(dir.path().join("server.key")).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_steady"))
-        .args(["serve", "--data", dir.path().to_str().unwrap()])
-        .args(["--listen", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "{stderr}");
+    let stderr = failed_serve(dir.path());
     assert!(
         stderr.contains("cannot set up TLS") && stderr.contains("server.key"),
         "{stderr}"
