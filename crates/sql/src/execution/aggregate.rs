@@ -1,5 +1,11 @@
 //! Aggregate functions: `count`, `sum`, `avg`, `min`, `max`, `string_agg`, `bool_and`, `bool_or`
-//! (`every`), with `DISTINCT`, `FILTER (WHERE ...)` and `ORDER BY` inside the call.
+//! (`every`), and the variance family (`var_samp`/`variance`, `var_pop`, `stddev_samp`/`stddev`,
+//! `stddev_pop`), with `DISTINCT`, `FILTER (WHERE ...)` and `ORDER BY` inside the call.
+//!
+//! The variance family follows PostgreSQL's arithmetic so the digits agree: over floats the
+//! Youngs-Cramer running sums (`float8_accum`) in double precision; over integers and numerics the
+//! exact sums of x and x², then `(n·Σx² − (Σx)²) / (n·(n−1))` (or `n²`) at numeric division's
+//! scale, and its square root at that scale (`numeric_stddev_internal`).
 //!
 //! Result types follow PostgreSQL: `count` is bigint; `sum` of smallint/integer is bigint, of bigint
 //! and numeric is numeric, of floats the float; `avg` of exact types is numeric (with the division
@@ -27,6 +33,10 @@ pub enum AggFunc {
     StringAgg,
     BoolAnd,
     BoolOr,
+    VarSamp,
+    VarPop,
+    StddevSamp,
+    StddevPop,
 }
 
 impl AggFunc {
@@ -41,6 +51,10 @@ impl AggFunc {
             "string_agg" => AggFunc::StringAgg,
             "bool_and" | "every" => AggFunc::BoolAnd,
             "bool_or" => AggFunc::BoolOr,
+            "var_samp" | "variance" => AggFunc::VarSamp,
+            "var_pop" => AggFunc::VarPop,
+            "stddev_samp" | "stddev" => AggFunc::StddevSamp,
+            "stddev_pop" => AggFunc::StddevPop,
             _ => return None,
         })
     }
@@ -55,7 +69,18 @@ impl AggFunc {
             AggFunc::StringAgg => "string_agg",
             AggFunc::BoolAnd => "bool_and",
             AggFunc::BoolOr => "bool_or",
+            AggFunc::VarSamp => "var_samp",
+            AggFunc::VarPop => "var_pop",
+            AggFunc::StddevSamp => "stddev_samp",
+            AggFunc::StddevPop => "stddev_pop",
         }
+    }
+
+    fn is_spread(self) -> bool {
+        matches!(
+            self,
+            AggFunc::VarSamp | AggFunc::VarPop | AggFunc::StddevSamp | AggFunc::StddevPop
+        )
     }
 
     /// The result type for an argument of type `arg`.
@@ -82,6 +107,17 @@ impl AggFunc {
             (AggFunc::Min | AggFunc::Max, other) => Some(other.unwrap_or(Text)),
             (AggFunc::StringAgg, _) => Some(Text),
             (AggFunc::BoolAnd | AggFunc::BoolOr, _) => Some(Boolean),
+            (f, Some(Real | Double)) if f.is_spread() => Some(Double),
+            (f, Some(SmallInt | Integer | BigInt | Numeric { .. })) if f.is_spread() => {
+                Some(numeric)
+            }
+            (f, other) => {
+                return Err(SqlError::undefined_function(format!(
+                    "function {}({}) does not exist",
+                    f.name(),
+                    other.map_or("unknown".into(), |t| t.to_string())
+                )))
+            }
         })
     }
 }
@@ -109,6 +145,16 @@ pub struct Accumulator {
     /// SUM/AVG's integer inputs, summed exactly here and added to `value` at the end (a numeric
     /// addition per row was most of what SUM of an integer column cost).
     integer_sum: i128,
+    /// The variance family's running sums.
+    spread: Spread,
+}
+
+/// The running sums of the variance family: Youngs-Cramer's (n, Σx, Sxx) over floats, or the
+/// exact Σx and Σx² over integers and numerics (`count` is n).
+#[derive(Debug, Clone, Default)]
+struct Spread {
+    float: Option<(f64, f64, f64)>,
+    exact: Option<(Decimal, Decimal)>,
 }
 
 impl Accumulator {
@@ -120,6 +166,7 @@ impl Accumulator {
             kept: Vec::new(),
             keeps_inputs: call.distinct || !call.order_by.is_empty(),
             integer_sum: 0,
+            spread: Spread::default(),
         }
     }
 
@@ -149,6 +196,9 @@ impl Accumulator {
             return Ok(());
         }
         self.count += 1;
+        if self.func.is_spread() {
+            return self.spread.add(input);
+        }
         if matches!(self.func, AggFunc::Sum | AggFunc::Avg)
             && matches!(
                 input,
@@ -166,6 +216,7 @@ impl Accumulator {
             AggFunc::StringAgg => string_agg_step(&self.value, input, args.get(1)),
             AggFunc::BoolAnd => bool_step(&self.value, input, true),
             AggFunc::BoolOr => bool_step(&self.value, input, false),
+            _ => Value::Null,
         };
         Ok(())
     }
@@ -174,7 +225,10 @@ impl Accumulator {
     /// not with DISTINCT or ORDER BY, nor for string_agg, whose results need every input together
     /// or in order.
     pub fn mergeable(call: &AggCall) -> bool {
-        !call.distinct && call.order_by.is_empty() && call.func != AggFunc::StringAgg
+        !call.distinct
+            && call.order_by.is_empty()
+            && call.func != AggFunc::StringAgg
+            && !call.func.is_spread()
     }
 
     /// Folds in the state of the same aggregate over another part of the input (a call that is
@@ -191,7 +245,7 @@ impl Accumulator {
             AggFunc::Max => pick(&self.value, &other.value, Ordering::Greater),
             AggFunc::BoolAnd => bool_step(&self.value, &other.value, true),
             AggFunc::BoolOr => bool_step(&self.value, &other.value, false),
-            AggFunc::Count | AggFunc::CountStar | AggFunc::StringAgg => {
+            _ => {
                 return Err(SqlError::new(
                     "XX000",
                     format!("{} states cannot be merged", self.func.name()),
@@ -222,8 +276,79 @@ impl Accumulator {
             AggFunc::Sum => sum_result(self.value, call.ty),
             AggFunc::Avg if self.count == 0 => Value::Null,
             AggFunc::Avg => avg_result(self.value, self.count)?,
+            f if f.is_spread() => self.spread.result(f, self.count)?,
             _ => self.value,
         })
+    }
+}
+
+impl Spread {
+    fn add(&mut self, input: &Value) -> Result<()> {
+        if let Value::Real(_) | Value::Double(_) = input {
+            let x = match input {
+                Value::Real(v) => f64::from(*v),
+                Value::Double(v) => *v,
+                _ => 0.0,
+            };
+            let (n, sx, sxx) = self.float.unwrap_or((0.0, 0.0, 0.0));
+            let (n, sx) = (n + 1.0, sx + x);
+            let sxx = if n > 1.0 {
+                let t = x * n - sx;
+                sxx + t * t / (n * (n - 1.0))
+            } else {
+                0.0
+            };
+            self.float = Some((n, sx, sxx));
+            return Ok(());
+        }
+        let x = match input {
+            Value::Numeric(d) => *d,
+            other => Decimal::from(ops::as_i64(other)),
+        };
+        let (sum, squares) = self.exact.unwrap_or_default();
+        let overflow = || SqlError::new("22003", "value out of range for type numeric");
+        let square = x.checked_mul(x).ok_or_else(overflow)?;
+        self.exact = Some((
+            sum.checked_add(x).ok_or_else(overflow)?,
+            squares.checked_add(square).ok_or_else(overflow)?,
+        ));
+        Ok(())
+    }
+
+    /// The function's value over `n` inputs: NULL over none (or one, for the sample forms).
+    fn result(&self, func: AggFunc, n: i64) -> Result<Value> {
+        let sample = matches!(func, AggFunc::VarSamp | AggFunc::StddevSamp);
+        let root = matches!(func, AggFunc::StddevSamp | AggFunc::StddevPop);
+        if n == 0 || (sample && n == 1) {
+            return Ok(Value::Null);
+        }
+        if let Some((n, _, sxx)) = self.float {
+            let variance = sxx / if sample { n - 1.0 } else { n };
+            return Ok(Value::Double(if root { variance.sqrt() } else { variance }));
+        }
+        let (sum, squares) = self.exact.unwrap_or_default();
+        let overflow = || SqlError::new("22003", "value out of range for type numeric");
+        let count = Decimal::from(n);
+        let numerator = count
+            .checked_mul(squares)
+            .and_then(|a| sum.checked_mul(sum).and_then(|b| a.checked_sub(b)))
+            .ok_or_else(overflow)?;
+        if numerator <= Decimal::ZERO {
+            return Ok(Value::Numeric(Decimal::ZERO));
+        }
+        let denominator = count
+            .checked_mul(if sample { count - Decimal::ONE } else { count })
+            .ok_or_else(overflow)?;
+        let variance = ops::numeric_div(numerator, denominator)?;
+        if !root {
+            return Ok(Value::Numeric(variance));
+        }
+        use rust_decimal::MathematicalOps;
+        let scale = variance.scale();
+        let root = variance.sqrt().ok_or_else(overflow)?;
+        let rounded = root
+            .round_dp_with_strategy(scale, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+        Ok(Value::Numeric(ops::with_scale(rounded, scale)))
     }
 }
 
