@@ -75,6 +75,7 @@ static FUNCTIONS: &[&Function] = &[
     &REGNAMESPACE_OUT,
     &catalog("to_regclass", (1, 1), oid_type, to_regclass),
     &catalog("pg_get_viewdef", (1, 2), text, super::views::get_viewdef),
+    &pure("regexp_replace", (3, 4), text, regexp_replace),
     &catalog(
         "pg_cancel_backend",
         (1, 1),
@@ -159,22 +160,95 @@ thread_local! {
 }
 
 fn matches(args: &[Value], case_insensitive: bool) -> Result<bool> {
-    let (text, pattern) = (text_of(&args[0]), text_of(&args[1]));
+    let text = text_of(&args[0]);
+    with_regex(text_of(&args[1]), case_insensitive, |regex| {
+        regex.is_match(&text)
+    })
+}
+
+/// Runs `f` with `pattern` compiled (the thread's last compiled pattern is kept).
+fn with_regex<T>(
+    pattern: String,
+    case_insensitive: bool,
+    f: impl FnOnce(&Regex) -> T,
+) -> Result<T> {
     LAST_REGEX.with(|cell| {
         let mut last = cell.borrow_mut();
-        let cached = last
-            .as_ref()
-            .is_some_and(|(p, ci, _)| *p == pattern && *ci == case_insensitive);
-        if !cached {
-            let regex = RegexBuilder::new(&pattern)
-                .case_insensitive(case_insensitive)
-                .build()
-                .map_err(|e| SqlError::new("2201B", format!("invalid regular expression: {e}")))?;
-            *last = Some((pattern, case_insensitive, regex));
-        }
-        let (_, _, regex) = last.as_ref().expect("compiled above");
-        Ok(regex.is_match(&text))
+        let kept = last
+            .take()
+            .filter(|(p, ci, _)| *p == pattern && *ci == case_insensitive);
+        let (pattern, regex) = match kept {
+            Some((pattern, _, regex)) => (pattern, regex),
+            None => {
+                let regex = RegexBuilder::new(&pattern)
+                    .case_insensitive(case_insensitive)
+                    .build()
+                    .map_err(|e| {
+                        SqlError::new("2201B", format!("invalid regular expression: {e}"))
+                    })?;
+                (pattern, regex)
+            }
+        };
+        let result = f(&regex);
+        *last = Some((pattern, case_insensitive, regex));
+        Ok(result)
     })
+}
+
+/// `regexp_replace(source, pattern, replacement [, flags])`: the first match (every match with
+/// flag `g`; `i` ignores case) replaced; `\1`..`\9` in the replacement are the groups and `\&` the
+/// whole match, as in PostgreSQL.
+fn regexp_replace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let source = text_of(&args[0]);
+    let flags = args.get(3).map(text_of).unwrap_or_default();
+    let (mut global, mut case_insensitive) = (false, false);
+    for flag in flags.chars() {
+        match flag {
+            'g' => global = true,
+            'i' => case_insensitive = true,
+            'c' => case_insensitive = false,
+            other => {
+                return Err(SqlError::new(
+                    "22023",
+                    format!("invalid regular expression option: \"{other}\""),
+                ))
+            }
+        }
+    }
+    let replacement = rust_replacement(&text_of(&args[2]));
+    let limit = if global { 0 } else { 1 };
+    with_regex(text_of(&args[1]), case_insensitive, |regex| {
+        Value::Text(
+            regex
+                .replacen(&source, limit, replacement.as_str())
+                .into_owned(),
+        )
+    })
+}
+
+/// A PostgreSQL replacement string in the regex crate's syntax.
+fn rust_replacement(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek().copied()) {
+            ('\\', Some(d)) if d.is_ascii_digit() => {
+                out.push_str(&format!("${{{d}}}"));
+                chars.next();
+            }
+            ('\\', Some('&')) => {
+                out.push_str("${0}");
+                chars.next();
+            }
+            ('\\', Some('\\')) => {
+                out.push('\\');
+                chars.next();
+            }
+            ('$', _) => out.push_str("$$"),
+            (c, _) => out.push(c),
+        }
+    }
+    out
 }
 
 fn regex_match(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
