@@ -82,8 +82,12 @@ impl Binder<'_> {
                 alias,
                 args,
                 with_ordinality,
+                sample,
                 ..
             } => {
+                if sample.is_some() {
+                    return Err(SqlError::unsupported("TABLESAMPLE"));
+                }
                 let (schema, table) = object_name(name);
                 if let Some(args) = args {
                     if table != "generate_series" {

@@ -158,6 +158,13 @@ impl<'a> Binder<'a> {
 
     /// Binds a query at a new level (nested in the current one, if any).
     pub fn bind_query(&mut self, query: &ast::Query) -> Result<BoundQuery> {
+        if !query.locks.is_empty() {
+            // Running the query without taking the row locks would let two transactions act on
+            // the same rows the clause exists to serialise (issue 16).
+            return Err(SqlError::unsupported(
+                "SELECT ... FOR UPDATE / FOR SHARE (its row locks are not taken yet)",
+            ));
+        }
         match &query.with {
             Some(with) => self.bind_with(with, query),
             None => self.bind_query_body(query),
