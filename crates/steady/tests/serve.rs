@@ -760,6 +760,24 @@ async fn cancel_and_terminate_backend(server: &ServerProcess, observer: &Client)
     let err = running.await.unwrap().unwrap_err();
     assert_eq!(err.code(), Some(&SqlState::ADMIN_SHUTDOWN), "{err}");
     wait_until_gone(observer, pid, Duration::from_secs(5)).await;
+    // An idle session is ended too, between statements.
+    let idle = server.connect().await;
+    let idle_pid: i32 = idle
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let terminated: bool = observer
+        .query_one("SELECT pg_terminate_backend($1::integer)", &[&idle_pid])
+        .await
+        .unwrap()
+        .get(0);
+    assert!(terminated);
+    wait_until_gone(observer, idle_pid, Duration::from_secs(5)).await;
+    assert!(
+        idle.simple_query("SELECT 1").await.is_err(),
+        "its connection is closed"
+    );
     let unknown: bool = observer
         .query_one("SELECT pg_terminate_backend(7)", &[])
         .await
