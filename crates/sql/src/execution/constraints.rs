@@ -52,12 +52,10 @@ pub struct CheckExpr {
 }
 
 pub fn checks(table: &TableDef) -> Vec<Check> {
-    table
-        .constraints
-        .iter()
-        .filter_map(|c| match serde_json::from_str(c) {
-            Ok(Constraint::Check(check)) => Some(check),
-            _ => None,
+    decoded(table)
+        .filter_map(|c| match c {
+            Constraint::Check(check) => Some(check),
+            Constraint::ForeignKey(_) => None,
         })
         .collect()
 }
@@ -120,13 +118,19 @@ pub fn encode(constraint: &Constraint) -> String {
     serde_json::to_string(constraint).expect("constraints serialise")
 }
 
-pub fn foreign_keys(table: &TableDef) -> Vec<ForeignKey> {
+/// The table's constraints, decoded (an entry that does not decode is skipped).
+fn decoded(table: &TableDef) -> impl Iterator<Item = Constraint> + '_ {
     table
         .constraints
         .iter()
-        .filter_map(|c| match serde_json::from_str(c) {
-            Ok(Constraint::ForeignKey(fk)) => Some(fk),
-            _ => None,
+        .filter_map(|c| serde_json::from_str(c).ok())
+}
+
+pub fn foreign_keys(table: &TableDef) -> Vec<ForeignKey> {
+    decoded(table)
+        .filter_map(|c| match c {
+            Constraint::ForeignKey(fk) => Some(fk),
+            Constraint::Check(_) => None,
         })
         .collect()
 }

@@ -9,7 +9,6 @@
 //! permanent one would silently change what was asked).
 
 use steady_engine::catalog::ColumnDef;
-use steady_types::DataType;
 
 use super::Ddl;
 use crate::error::{Result, SqlError};
@@ -114,28 +113,19 @@ impl Session {
 
 /// The new table's columns: the listed names first, then the query's; each of the query's types.
 fn table_columns(listed: &[String], bound: &BoundQuery) -> Result<Vec<ColumnDef>> {
-    if listed.len() > bound.columns.len() {
-        return Err(SqlError::new(
-            "42601",
-            "too many column names were specified",
-        ));
-    }
-    let mut columns: Vec<ColumnDef> = Vec::with_capacity(bound.columns.len());
-    for (at, column) in bound.columns.iter().enumerate() {
-        let name = listed.get(at).unwrap_or(&column.name).clone();
-        if columns.iter().any(|c| c.name == name) {
-            return Err(SqlError::new(
-                "42701",
-                format!("column \"{name}\" specified more than once"),
-            ));
-        }
-        columns.push(ColumnDef {
+    let named = super::named_columns(
+        listed,
+        &bound.columns,
+        "too many column names were specified",
+    )?;
+    Ok(named
+        .into_iter()
+        .map(|(name, data_type)| ColumnDef {
             name,
-            data_type: column.ty.unwrap_or(DataType::Text),
+            data_type,
             nullable: true,
             default: None,
             missing: None,
-        });
-    }
-    Ok(columns)
+        })
+        .collect())
 }

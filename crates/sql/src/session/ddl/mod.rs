@@ -680,6 +680,31 @@ fn owned_sequences(table: &TableDef) -> Vec<String> {
         .collect()
 }
 
+/// The columns a query gives a new relation (CREATE TABLE AS, CREATE VIEW): the `listed` names
+/// first, then the query's own; each of the query's types (text where unknown, as PostgreSQL's).
+/// More listed names than columns fails with `too_many` (42601); a repeated name with 42701.
+fn named_columns(
+    listed: &[String],
+    query: &[crate::execution::plan::Column],
+    too_many: &str,
+) -> Result<Vec<(String, steady_types::DataType)>> {
+    if listed.len() > query.len() {
+        return Err(SqlError::new("42601", too_many));
+    }
+    let mut columns: Vec<(String, steady_types::DataType)> = Vec::with_capacity(query.len());
+    for (at, column) in query.iter().enumerate() {
+        let name = listed.get(at).unwrap_or(&column.name).clone();
+        if columns.iter().any(|(n, _)| *n == name) {
+            return Err(SqlError::new(
+                "42701",
+                format!("column \"{name}\" specified more than once"),
+            ));
+        }
+        columns.push((name, column.ty.unwrap_or(steady_types::DataType::Text)));
+    }
+    Ok(columns)
+}
+
 /// `<table>_<columns>_<suffix>`, PostgreSQL's name for a constraint or index.
 fn derived_name(table: &str, def: &TableDef, columns: &[usize], suffix: &str) -> String {
     let names: Vec<&str> = columns

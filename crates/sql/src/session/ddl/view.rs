@@ -51,7 +51,11 @@ impl Ddl<'_> {
             .iter()
             .map(|c| normalize_ident(&c.name))
             .collect();
-        let columns = view_columns(&listed, &bound.columns)?;
+        let columns = super::named_columns(
+            &listed,
+            &bound.columns,
+            "CREATE VIEW specifies more column names than columns",
+        )?;
         if let Some(old) = self.engine().view(&name)? {
             check_replacement(&old.columns, &columns)?;
         }
@@ -185,32 +189,6 @@ impl Ddl<'_> {
         .with_detail(format!("view {} depends on table {table}", view.name))
         .with_hint("Drop the view first."))
     }
-}
-
-/// A view's columns: the listed names first, then the query's; each of the query's types (text
-/// where unknown).
-fn view_columns(
-    listed: &[String],
-    query: &[crate::execution::plan::Column],
-) -> Result<Vec<(String, DataType)>> {
-    if listed.len() > query.len() {
-        return Err(SqlError::new(
-            "42601",
-            "CREATE VIEW specifies more column names than columns",
-        ));
-    }
-    let mut columns: Vec<(String, DataType)> = Vec::with_capacity(query.len());
-    for (at, column) in query.iter().enumerate() {
-        let name = listed.get(at).unwrap_or(&column.name).clone();
-        if columns.iter().any(|(n, _)| *n == name) {
-            return Err(SqlError::new(
-                "42701",
-                format!("column \"{name}\" specified more than once"),
-            ));
-        }
-        columns.push((name, column.ty.unwrap_or(DataType::Text)));
-    }
-    Ok(columns)
 }
 
 /// PostgreSQL's rule for CREATE OR REPLACE VIEW: the old columns stay, in order, with their names
