@@ -29,6 +29,7 @@ use steady_storage::mtr::Mtr;
 
 use crate::catalog::{table_key, ColumnDef, IndexDef, RowDecoder, TableDef};
 use crate::codec::{encode_key, encode_row};
+use crate::engine::row_lock::{RowLockMode, RowLockWait, RowLocked};
 use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
@@ -646,6 +647,24 @@ impl Transaction {
     ) -> Result<Vec<Option<Vec<Value>>>> {
         let rows = self.lock_rows(table.id, pks)?;
         decode_rows(table, rows)
+    }
+
+    /// Locks the row under `pk` for a reader, `SELECT ... FOR UPDATE / FOR SHARE` (see
+    /// [`Transaction::lock_row_for`]).
+    pub fn lock_table_row_for(
+        &mut self,
+        table: &TableDef,
+        pk: &[u8],
+        mode: RowLockMode,
+        wait: RowLockWait,
+    ) -> Result<RowLocked<Vec<Value>>> {
+        Ok(match self.lock_row_for(table.id, pk, mode, wait)? {
+            RowLocked::Row(row) => RowLocked::Row(
+                row.map(|bytes| table.decode_row(&bytes, None).map_err(corrupt_row))
+                    .transpose()?,
+            ),
+            RowLocked::Skipped => RowLocked::Skipped,
+        })
     }
 
     /// Locks the row under `pk` for writing and returns its newest version (see

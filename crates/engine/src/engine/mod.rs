@@ -59,6 +59,7 @@
 mod open;
 mod purge;
 mod read;
+pub mod row_lock;
 mod savepoint;
 mod scan;
 mod transaction;

@@ -400,7 +400,13 @@ impl Transaction {
     }
 
     /// Keeps a locked row's newest version for the write that follows (see `lock_row`).
-    fn keep_locked(&mut self, tree: &Arc<BTree>, index: IndexId, pk: &[u8], current: Version) {
+    pub(super) fn keep_locked(
+        &mut self,
+        tree: &Arc<BTree>,
+        index: IndexId,
+        pk: &[u8],
+        current: Version,
+    ) {
         if self.locked_rows.len() >= LOCKED_ROWS_KEPT {
             self.locked_rows.clear();
         }
@@ -515,13 +521,26 @@ impl Transaction {
         index: IndexId,
         pk: &[u8],
     ) -> Result<(Arc<BTree>, Option<Version>)> {
+        let timeout = self.engine.lock_timeout;
+        self.lock_current_in(index, pk, LockMode::Exclusive, timeout)
+    }
+
+    /// [`Transaction::lock_current`] with the lock's mode and the longest wait (for the row's
+    /// lock, then for a writer that holds the row implicitly) given.
+    pub(super) fn lock_current_in(
+        &mut self,
+        index: IndexId,
+        pk: &[u8],
+        mode: LockMode,
+        timeout: Option<Duration>,
+    ) -> Result<(Arc<BTree>, Option<Version>)> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
         if let Some(current) = self.take_locked(&tree, index, pk) {
             return Ok((tree, Some(current)));
         }
         self.snapshot()?;
-        self.lock_exclusive(index, pk)?;
+        self.lock_key(index, pk, mode, timeout)?;
         loop {
             let current = self.engine.current_version(&tree, index, pk)?;
             match &current {
@@ -529,33 +548,41 @@ impl Transaction {
                     if version.writer != self.id
                         && self.engine.txns.status(version.writer) == TxnStatus::Active =>
                 {
-                    self.wait_for(version.writer)?
+                    self.wait_for(version.writer, timeout)?
                 }
                 _ => return Ok((tree, current)),
             }
         }
     }
 
-    /// Waits until transaction `writer` has ended.
-    pub(super) fn wait_for(&self, writer: TxnId) -> Result<()> {
+    /// Waits until transaction `writer` has ended (at most `timeout`).
+    pub(super) fn wait_for(&self, writer: TxnId, timeout: Option<Duration>) -> Result<()> {
         let engine = Arc::clone(&self.engine);
         let key = txn_lock_key(writer);
         engine
             .locks
-            .lock(self.id, key.clone(), LockMode::Shared, engine.lock_timeout)?;
+            .lock(self.id, key.clone(), LockMode::Shared, timeout)?;
         engine.locks.release(self.id, &key);
         Ok(())
     }
 
     pub(crate) fn lock_exclusive(&self, index: IndexId, pk: &[u8]) -> Result<()> {
+        self.lock_key(index, pk, LockMode::Exclusive, self.engine.lock_timeout)
+    }
+
+    /// Locks the row under `pk` in `mode`, waiting at most `timeout`.
+    fn lock_key(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        mode: LockMode,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         let key = LockKey {
             index_id: index,
             key: pk.to_vec(),
         };
-        let engine = Arc::clone(&self.engine);
-        Ok(engine
-            .locks
-            .lock(self.id, key, LockMode::Exclusive, engine.lock_timeout)?)
+        Ok(self.engine.locks.lock(self.id, key, mode, timeout)?)
     }
 
     /// Saves what a write of the row replaces, once per savepoint generation: the first write logs

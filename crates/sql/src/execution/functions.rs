@@ -239,6 +239,7 @@ static FUNCTIONS: &[Function] = &[
     contextual("session_user", (0, 0), text, current_user),
     contextual("user", (0, 0), text, current_user),
     contextual("pg_backend_pid", (0, 0), integer, backend_pid),
+    contextual("pg_sleep", (1, 1), text, pg_sleep),
     contextual("current_setting", (1, 2), text, current_setting),
     contextual("nextval", (1, 1), bigint, nextval),
     contextual("setval", (2, 3), bigint, setval),
@@ -891,6 +892,30 @@ fn current_user(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 fn backend_pid(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Integer(ctx.session_id() as i32))
 }
+
+/// `pg_sleep(seconds)`: waits, looking at the cancel flag and the statement deadline every
+/// [`SLEEP_SLICE`]. PostgreSQL's result is `void`; here it is a NULL text.
+fn pg_sleep(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let seconds = as_f64(&args[0]);
+    if !seconds.is_finite() {
+        return Err(SqlError::new(
+            "22023",
+            format!("invalid sleep duration: {seconds}"),
+        ));
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds.max(0.0));
+    loop {
+        ctx.check_cancel()?;
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(Value::Null);
+        }
+        std::thread::sleep(left.min(SLEEP_SLICE));
+    }
+}
+
+/// How long `pg_sleep` sleeps between two looks at the cancel flag.
+const SLEEP_SLICE: std::time::Duration = std::time::Duration::from_millis(10);
 
 fn current_setting(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(ctx.setting(&string(&args[0]))?))

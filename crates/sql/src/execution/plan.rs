@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use steady_engine::catalog::{IndexDef, TableDef};
+use steady_engine::engine::row_lock::{RowLockMode, RowLockWait};
 use steady_types::DataType;
 
 use crate::error::Result;
@@ -145,6 +146,18 @@ pub enum Plan {
         limit: Option<Expr>,
         offset: Option<Expr>,
     },
+    /// `SELECT ... FOR UPDATE / FOR SHARE` over one table (see
+    /// [`crate::execution::executor::lock_rows`]): each row of the input (the table's columns)
+    /// is locked as it is pulled and replaced by the row's newest version, which must still pass
+    /// `recheck`, the WHERE clause. Placed above the sort and below LIMIT, so that only the rows
+    /// returned (and those OFFSET skips) are locked, as PostgreSQL's LockRows.
+    LockRows {
+        input: Box<Plan>,
+        table: Arc<TableDef>,
+        mode: RowLockMode,
+        wait: RowLockWait,
+        recheck: Option<Expr>,
+    },
     /// Removes duplicate rows (keeping the first of each).
     Distinct {
         input: Box<Plan>,
@@ -245,6 +258,7 @@ impl Plan {
             Plan::Window { .. } => "WindowAgg".into(),
             Plan::Limit { .. } => "Limit".into(),
             Plan::Distinct { .. } => "Unique".into(),
+            Plan::LockRows { .. } => "LockRows".into(),
             Plan::Join { kind, keys, .. } => {
                 let method = if keys.is_empty() {
                     "Nested Loop"
@@ -393,6 +407,7 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Limit { input, .. }
             | Plan::Distinct { input }
+            | Plan::LockRows { input, .. }
             | Plan::Materialized { input, .. } => input.output_names(),
             Plan::SetOp { left: input, .. } | Plan::RecursiveUnion { anchor: input, .. } => {
                 input.output_names()
@@ -446,6 +461,7 @@ impl Plan {
             | Plan::Sort { input, .. }
             | Plan::Window { input, .. }
             | Plan::Limit { input, .. }
+            | Plan::LockRows { input, .. }
             | Plan::Distinct { input } => vec![input],
             Plan::Join { left, right, .. }
             | Plan::Lateral { left, right, .. }
@@ -531,6 +547,7 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
         }
         Plan::Window { input, .. }
         | Plan::Distinct { input }
+        | Plan::LockRows { input, .. }
         | Plan::Materialized { input, .. } => prune_scan_columns(input, None),
         Plan::RecursiveUnion {
             anchor, recursive, ..

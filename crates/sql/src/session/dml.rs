@@ -12,12 +12,13 @@ use crate::planner::bind::{Binder, BoundQuery};
 use crate::session::QueryResult;
 use crate::types::normalize_ident;
 
-/// Whether a statement changes data (refused in READ ONLY transactions).
+/// Whether a statement changes data or locks rows (refused in READ ONLY transactions).
 pub fn writes(statement: &ast::Statement) -> bool {
-    matches!(
-        statement,
-        ast::Statement::Insert(_) | ast::Statement::Update(_) | ast::Statement::Delete(_)
-    )
+    match statement {
+        ast::Statement::Insert(_) | ast::Statement::Update(_) | ast::Statement::Delete(_) => true,
+        ast::Statement::Query(query) => !query.locks.is_empty(),
+        _ => false,
+    }
 }
 
 /// Runs a query or DML statement.

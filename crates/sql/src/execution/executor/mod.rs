@@ -9,6 +9,7 @@
 
 mod hashing;
 mod join;
+pub mod lock_rows;
 mod parallel;
 mod window;
 
@@ -172,6 +173,11 @@ impl<'a> ExecCtx<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// Looks at the cancel flag and the statement deadline now (see `check_interrupt`).
+    pub fn check_cancel(&self) -> Result<()> {
+        self.info.cancel.check()
     }
 
     pub fn setting(&self, name: &str) -> Result<String> {
@@ -425,6 +431,18 @@ fn open_node<'p>(
             offset.as_ref(),
             ctx,
         )?),
+        Plan::LockRows {
+            input,
+            table,
+            mode,
+            wait,
+            recheck,
+        } => Box::new(lock_rows::LockRowsSource {
+            input: open(input, ctx, numbering)?,
+            table,
+            lock: (*mode, *wait),
+            recheck: recheck.as_ref(),
+        }),
         Plan::Distinct { input } => Box::new(DistinctSource {
             input: open(input, ctx, numbering)?,
             seen: BTreeMap::new(),

@@ -7,6 +7,7 @@
 //! by [`crate::planner::access`].
 
 mod from;
+mod row_lock;
 mod view;
 mod window;
 mod with;
@@ -158,13 +159,6 @@ impl<'a> Binder<'a> {
 
     /// Binds a query at a new level (nested in the current one, if any).
     pub fn bind_query(&mut self, query: &ast::Query) -> Result<BoundQuery> {
-        if !query.locks.is_empty() {
-            // Running the query without taking the row locks would let two transactions act on
-            // the same rows the clause exists to serialise (issue 16).
-            return Err(SqlError::unsupported(
-                "SELECT ... FOR UPDATE / FOR SHARE (its row locks are not taken yet)",
-            ));
-        }
         match &query.with {
             Some(with) => self.bind_with(with, query),
             None => self.bind_query_body(query),
@@ -181,8 +175,19 @@ impl<'a> Binder<'a> {
             None => &[],
         };
         let (limit, offset) = self.bind_limit(query)?;
+        let lock = row_lock::RowLockClause::of_query(&query.locks);
         let mut bound = match query.body.as_ref() {
-            SetExpr::Select(select) => self.bind_select(select, order_by)?,
+            SetExpr::Select(select) => self.bind_select(select, order_by, lock)?,
+            other if lock.is_some() => {
+                let lock = lock.expect("checked");
+                return Err(match other {
+                    SetExpr::Values(_) => SqlError::new(
+                        "0A000",
+                        format!("{} cannot be applied to VALUES", lock.words()),
+                    ),
+                    _ => lock.not_allowed_with("UNION/INTERSECT/EXCEPT"),
+                });
+            }
             other => {
                 let bound = self.bind_set_expr(other)?;
                 self.order_outputs(bound, order_by)?
@@ -247,7 +252,7 @@ impl<'a> Binder<'a> {
 
     fn bind_set_expr(&mut self, body: &SetExpr) -> Result<BoundQuery> {
         match body {
-            SetExpr::Select(select) => self.bind_select(select, &[]),
+            SetExpr::Select(select) => self.bind_select(select, &[], None),
             SetExpr::Query(query) => self.bind_query(query),
             SetExpr::Values(values) => self.bind_values(values),
             SetExpr::SetOperation {
@@ -423,6 +428,7 @@ impl<'a> Binder<'a> {
         &mut self,
         select: &ast::Select,
         order_by: &[ast::OrderByExpr],
+        lock: Option<row_lock::RowLockClause>,
     ) -> Result<BoundQuery> {
         if select.into.is_some() {
             // A top-level SELECT INTO is CREATE TABLE AS (the session takes it before binding).
@@ -433,7 +439,7 @@ impl<'a> Binder<'a> {
         }
         let (input, scope) = self.bind_from(&select.from)?;
         self.with_level(scope.clone(), |b| {
-            b.bind_select_body(select, order_by, input, &scope)
+            b.bind_select_body(select, order_by, input, &scope, lock)
         })
     }
 }
@@ -478,14 +484,19 @@ impl Binder<'_> {
         order_by: &[ast::OrderByExpr],
         input: Plan,
         scope: &Scope,
+        lock: Option<row_lock::RowLockClause>,
     ) -> Result<BoundQuery> {
         if select.having.is_some() && matches!(select.group_by, ast::GroupByExpr::All(_)) {
             return Err(SqlError::unsupported("GROUP BY ALL"));
         }
         let mut plan = input;
+        let mut where_predicate = None;
         if let Some(selection) = &select.selection {
             let (predicate, ty) = self.bind_expr(selection, scope)?;
             expect_boolean(ty, "WHERE")?;
+            if lock.is_some() {
+                where_predicate = Some(predicate.clone());
+            }
             plan = crate::planner::access::filter(plan, predicate, self.stats);
         }
         plan = crate::planner::join::reorder(plan, self.stats);
@@ -516,6 +527,21 @@ impl Binder<'_> {
         let (mut projection, having, (mut order_keys, hidden)) = (projection?, having?, order?);
         let mut distinct_on = distinct_on?;
         let grouped = !group_exprs.is_empty() || !aggregates.is_empty() || having.is_some();
+        if let Some(lock) = lock {
+            let distinct = select.distinct.is_some();
+            let refused = [
+                (!group_exprs.is_empty(), "GROUP BY clause"),
+                (having.is_some(), "HAVING clause"),
+                (!aggregates.is_empty(), "aggregate functions"),
+                (distinct, "DISTINCT clause"),
+                (!windows.is_empty(), "window functions"),
+            ];
+            if let Some((_, what)) = refused.iter().find(|(refused, _)| *refused) {
+                return Err(lock.not_allowed_with(what));
+            }
+            let input = (plan, where_predicate);
+            return self.finish_locking_select(lock, &select.from, input, projection, order_keys);
+        }
         let mut width = scope.columns.len();
         if grouped {
             let groups = self.bind_group_by(group_exprs, scope, &projection)?;

@@ -389,6 +389,7 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
         | Plan::Sort { input, .. }
         | Plan::Window { input, .. }
         | Plan::Distinct { input }
+        | Plan::LockRows { input, .. }
         | Plan::Materialized { input, .. } => estimate_rows(input, stats),
         Plan::Limit { input, limit, .. } => match limit {
             Some(Expr::Literal(v)) => v.to_string().parse().unwrap_or(UNKNOWN_ROWS),
