@@ -23,6 +23,7 @@
 //! | real, double                | 4 / 8 bytes, little-endian IEEE 754 bits (NaN payload kept) |
 //! | numeric                     | 1 byte `sign << 7 \| scale`, then the mantissa magnitude as a varint (≤ 96 bits) |
 //! | char, varchar, text, bytea  | length as a varint, then the bytes (UTF-8 for strings)      |
+//! | uuid                        | its 16 bytes                                                |
 //!
 //! A row with fewer columns than the decoder is given (`n < column_types.len()`) decodes with NULL
 //! for the missing trailing columns: ADD COLUMN (with a NULL default) needs no rewrite. A row with
@@ -48,6 +49,7 @@
 //! | numeric           | sign byte `01` negative / `02` zero / `03` positive, then for non-zero: |
 //! |                   | exponent byte `E + 128`, digit pairs `10·a + b + 1`, terminator `00`   |
 //! | text, bytea       | the bytes with `00` written as `00 FF`, then the terminator `00 01`    |
+//! | uuid              | its 16 bytes (uuids order by their bytes)                              |
 //!
 //! - Floats: `-0` is written as `0` and every NaN as the canonical positive NaN, which sorts above
 //!   `+Infinity`, as PostgreSQL orders them.
@@ -192,6 +194,7 @@ fn put_row_body(out: &mut Vec<u8>, value: &Value) {
         }
         Value::Text(s) => put_length_prefixed(out, s.as_bytes()),
         Value::Bytea(b) => put_length_prefixed(out, b),
+        Value::Uuid(u) => out.extend_from_slice(u),
     }
 }
 
@@ -210,6 +213,7 @@ fn read_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
             Value::Text(utf8(reader.length_prefixed()?.to_vec())?)
         }
         DataType::Bytea => Value::Bytea(reader.length_prefixed()?.to_vec()),
+        DataType::Uuid => Value::Uuid(reader.array()?),
     })
 }
 
@@ -219,6 +223,7 @@ fn skip_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<(), CodecErro
         DataType::SmallInt => 2,
         DataType::Integer | DataType::Date | DataType::Real => 4,
         DataType::BigInt | DataType::Timestamp | DataType::Double => 8,
+        DataType::Uuid => 16,
         DataType::Numeric { .. } => {
             reader.byte()?;
             reader.varint()?;
@@ -330,6 +335,7 @@ fn put_key_body(out: &mut Vec<u8>, value: &Value) {
         Value::Numeric(d) => put_key_numeric(out, d),
         Value::Text(s) => put_key_bytes(out, s.as_bytes()),
         Value::Bytea(b) => put_key_bytes(out, b),
+        Value::Uuid(u) => out.extend_from_slice(u),
     }
 }
 
@@ -350,6 +356,7 @@ fn read_key_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
             Value::Text(utf8(read_key_bytes(reader)?)?)
         }
         DataType::Bytea => Value::Bytea(read_key_bytes(reader)?),
+        DataType::Uuid => Value::Uuid(reader.array()?),
     })
 }
 
@@ -581,6 +588,7 @@ mod tests {
             Just(DataType::Bytea),
             Just(DataType::Date),
             Just(DataType::Timestamp),
+            Just(DataType::Uuid),
         ]
     }
 
@@ -650,6 +658,12 @@ mod tests {
                 proptest::collection::vec(any::<u8>(), 0..24),
             ]
             .prop_map(Value::Bytea)
+            .boxed(),
+            DataType::Uuid => prop_oneof![
+                any::<[u8; 16]>(),
+                prop::sample::select(vec![[0u8; 16], [0xff; 16]]),
+            ]
+            .prop_map(Value::Uuid)
             .boxed(),
         }
     }

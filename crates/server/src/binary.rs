@@ -56,6 +56,7 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
             out.put_slice(s.as_bytes())
         }
         (DataType::Bytea, Value::Bytea(b)) => out.put_slice(b),
+        (DataType::Uuid, Value::Uuid(u)) => out.put_slice(u),
         _ => return false,
     }
     true
@@ -121,6 +122,7 @@ pub fn decode(bytes: &[u8], ty: Option<&DataType>) -> Result<Value, SqlError> {
         DataType::Bytea => Value::Bytea(bytes.to_vec()),
         DataType::Date => Value::Date(i32::from_be_bytes(fixed(bytes, ty)?)),
         DataType::Timestamp => Value::Timestamp(i64::from_be_bytes(fixed(bytes, ty)?)),
+        DataType::Uuid => Value::Uuid(fixed(bytes, ty)?),
     };
     value.cast_to(ty).map_err(Into::into)
 }

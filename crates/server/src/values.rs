@@ -49,6 +49,7 @@ pub fn declared_type(ty: Option<&Type>) -> Option<DataType> {
         Type::BYTEA => DataType::Bytea,
         Type::DATE => DataType::Date,
         Type::TIMESTAMP => DataType::Timestamp,
+        Type::UUID => DataType::Uuid,
         _ => return None,
     })
 }
@@ -87,6 +88,7 @@ fn type_size(ty: Option<&DataType>) -> i16 {
         Some(DataType::SmallInt) => 2,
         Some(DataType::Integer | DataType::Real | DataType::Date) => 4,
         Some(DataType::BigInt | DataType::Double | DataType::Timestamp) => 8,
+        Some(DataType::Uuid) => 16,
         _ => -1,
     }
 }

@@ -20,10 +20,12 @@ impl Value {
             (_, DataType::Numeric { precision, scale }) => {
                 apply_numeric_typmod(self.to_numeric(ty)?, *precision, *scale).map(Value::Numeric)
             }
-            (Value::Bytea(_), DataType::Bytea) => Ok(self.clone()),
+            (Value::Bytea(_), DataType::Bytea) | (Value::Uuid(_), DataType::Uuid) => {
+                Ok(self.clone())
+            }
             (_, DataType::Date) => self.to_date(),
             (_, DataType::Timestamp) => self.to_timestamp(),
-            (_, DataType::Bytea) => Err(self.cannot_cast(ty)),
+            (_, DataType::Bytea | DataType::Uuid) => Err(self.cannot_cast(ty)),
         }
     }
 

@@ -22,6 +22,7 @@
 //! | `Bytea`                       | `bytea`                       | `Bytea(Vec<u8>)`   |                                              |
 //! | `Date`                        | `date`                        | `Date(i32)`        | days since 2000-01-01; `i32::MIN/MAX` = ∓infinity |
 //! | `Timestamp`                   | `timestamp without time zone` | `Timestamp(i64)`   | µs since 2000-01-01 00:00:00; `i64::MIN/MAX` = ∓infinity |
+//! | `Uuid`                        | `uuid`                        | `Uuid([u8; 16])`   | ordered by bytes                             |
 //!
 //! `Null` belongs to every type. Dates run from 4714-11-24 BC to 5874897-12-31 and timestamps from
 //! 4714-11-24 BC to 294276-12-31, as in PostgreSQL; the calendar is the proleptic Gregorian one, and
@@ -69,9 +70,11 @@ mod input;
 mod output;
 #[cfg(test)]
 mod tests;
+mod uuid;
 mod value;
 
 pub use calendar::{civil_from_days, days_from_civil, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+pub use uuid::random_uuid;
 pub use value::{DataType, TypeError, Value};
 
 // The modules share their crate-visible helpers through the crate root.

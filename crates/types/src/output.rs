@@ -21,6 +21,7 @@ impl fmt::Display for Value {
             Value::Bytea(b) => write_hex(f, b),
             Value::Date(d) => write_date(f, *d),
             Value::Timestamp(t) => write_timestamp(f, *t),
+            Value::Uuid(u) => crate::uuid::write_uuid(f, u),
         }
     }
 }

@@ -432,3 +432,63 @@ proptest! {
         prop_assert!(parsed.as_ref().is_ok_and(reads_back), "{text} -> {parsed:?}");
     }
 }
+
+#[test]
+fn uuids_read_every_postgres_form_and_write_the_canonical_one() {
+    let canonical = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11";
+    for form in [
+        canonical,
+        "A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11",
+        "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}",
+        "a0eebc999c0b4ef8bb6d6bb9bd380a11",
+        "a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11",
+        "{a0eebc99-9c0b4ef8-bb6d6bb9-bd380a11}",
+    ] {
+        assert_eq!(
+            text(Value::parse(&DataType::Uuid, form).unwrap()),
+            canonical
+        );
+    }
+    for bad in [
+        "",
+        "x",
+        "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1",
+        "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a111",
+        "-a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11-",
+        "a0eeb-c99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        "a0eebc99--9c0b-4ef8-bb6d-6bb9bd380a11",
+        "{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}",
+        " a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        "g0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+    ] {
+        let message = format!("invalid input syntax for type uuid: \"{bad}\"");
+        assert_eq!(
+            err(Value::parse(&DataType::Uuid, bad)),
+            (message, "22P02"),
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn uuids_order_by_their_bytes_and_cast_only_from_text() {
+    let low = Value::parse(&DataType::Uuid, "00000000-0000-0000-0000-0000000000ff").unwrap();
+    let high = Value::parse(&DataType::Uuid, "ff000000-0000-0000-0000-000000000000").unwrap();
+    assert_eq!(low.compare(&high), Some(std::cmp::Ordering::Less));
+    assert_eq!(
+        high.cast_to(&DataType::Text).unwrap(),
+        Value::Text(high.to_string())
+    );
+    assert_eq!(
+        err(Value::Integer(1).cast_to(&DataType::Uuid)),
+        ("cannot cast type integer to uuid".to_owned(), "42846")
+    );
+    let random = crate::random_uuid([0xff; 16]);
+    assert_eq!(
+        text(Value::Uuid(random)),
+        "ffffffff-ffff-4fff-bfff-ffffffffffff",
+        "version 4, variant 10"
+    );
+}

@@ -28,6 +28,7 @@ pub enum DataType {
     Bytea,
     Date,
     Timestamp,
+    Uuid,
 }
 
 impl fmt::Display for DataType {
@@ -52,6 +53,7 @@ impl fmt::Display for DataType {
             DataType::Bytea => f.write_str("bytea"),
             DataType::Date => f.write_str("date"),
             DataType::Timestamp => f.write_str("timestamp without time zone"),
+            DataType::Uuid => f.write_str("uuid"),
         }
     }
 }
@@ -145,6 +147,7 @@ pub enum Value {
     Date(i32),
     /// Microseconds since 2000-01-01 00:00:00.
     Timestamp(i64),
+    Uuid([u8; 16]),
 }
 
 impl PartialEq for Value {
@@ -163,6 +166,7 @@ impl PartialEq for Value {
             (Value::Numeric(a), Value::Numeric(b)) => a == b && a.scale() == b.scale(),
             (Value::Text(a), Value::Text(b)) => a == b,
             (Value::Bytea(a), Value::Bytea(b)) => a == b,
+            (Value::Uuid(a), Value::Uuid(b)) => a == b,
             _ => false,
         }
     }
@@ -194,6 +198,7 @@ impl Value {
             Value::Bytea(_) => DataType::Bytea,
             Value::Date(_) => DataType::Date,
             Value::Timestamp(_) => DataType::Timestamp,
+            Value::Uuid(_) => DataType::Uuid,
         })
     }
 
@@ -219,6 +224,7 @@ impl Value {
             DataType::Bytea => parse_bytea(text).map(Value::Bytea),
             DataType::Date => parse_date(text).map(Value::Date),
             DataType::Timestamp => parse_timestamp(text).map(Value::Timestamp),
+            DataType::Uuid => crate::uuid::parse_uuid(text).map(Value::Uuid),
         }
     }
 
@@ -247,6 +253,7 @@ impl Value {
             (Value::Boolean(a), Value::Boolean(b)) => Some(a.cmp(b)),
             (Value::Text(a), Value::Text(b)) => Some(a.cmp(b)),
             (Value::Bytea(a), Value::Bytea(b)) => Some(a.cmp(b)),
+            (Value::Uuid(a), Value::Uuid(b)) => Some(a.cmp(b)),
             _ => compare_numbers(self, other).or_else(|| compare_datetimes(self, other)),
         }
     }

@@ -140,6 +140,10 @@ pub(crate) fn boolean(_: &[Option<DataType>]) -> Option<DataType> {
 fn numeric(_: &[Option<DataType>]) -> Option<DataType> {
     Some(NUMERIC)
 }
+fn uuid(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Uuid)
+}
+
 fn timestamp(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Timestamp)
 }
@@ -232,6 +236,7 @@ static FUNCTIONS: &[Function] = &[
     volatile("clock_timestamp", timestamp, now),
     volatile("current_date", date, current_date),
     volatile("random", double, random),
+    volatile("gen_random_uuid", uuid, gen_random_uuid),
     contextual("version", (0, 0), text, version),
     contextual("current_database", (0, 0), text, current_database),
     contextual("current_schema", (0, 0), text, current_schema),
@@ -867,6 +872,11 @@ fn current_date(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 
 fn random(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Double(crate::execution::executor::random_unit()))
+}
+
+/// A version 4 uuid from the thread's random generator (PostgreSQL's uses its strong one too).
+fn gen_random_uuid(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Uuid(steady_types::random_uuid(rand::random())))
 }
 
 fn version(_: &[Value], _: &mut ExecCtx) -> Result<Value> {

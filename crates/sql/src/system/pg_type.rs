@@ -58,6 +58,7 @@ pub const BPCHAR: u32 = 1042;
 pub const VARCHAR: u32 = 1043;
 pub const NUMERIC: u32 = 1700;
 pub const TIMESTAMP: u32 = 1114;
+pub const UUID: u32 = 2950;
 
 pub static TYPES: &[TypeInfo] = &[
     base(16, "bool", "boolean", 1, "B", 1000),
@@ -103,6 +104,7 @@ pub static TYPES: &[TypeInfo] = &[
     base(NUMERIC, "numeric", "numeric", -1, "N", 1231),
     base(2205, "regclass", "regclass", 4, "N", 2210),
     base(2206, "regtype", "regtype", 4, "N", 2211),
+    base(UUID, "uuid", "uuid", 16, "U", 2951),
     base(4089, "regnamespace", "regnamespace", 4, "N", 4090),
 ];
 
@@ -122,6 +124,7 @@ pub fn type_oid(ty: &DataType) -> u32 {
         DataType::Bytea => 17,
         DataType::Date => 1082,
         DataType::Timestamp => TIMESTAMP,
+        DataType::Uuid => UUID,
     }
 }
 

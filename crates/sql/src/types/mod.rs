@@ -112,6 +112,7 @@ pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
         }
         T::Text | T::String(None) => DataType::Text,
         T::Bytea => DataType::Bytea,
+        T::Uuid => DataType::Uuid,
         T::Date => DataType::Date,
         T::Timestamp(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
             DataType::Timestamp
@@ -178,6 +179,7 @@ pub fn type_output_name(data_type: &ast::DataType) -> String {
         Ok(DataType::Bytea) => "bytea".into(),
         Ok(DataType::Date) => "date".into(),
         Ok(DataType::Timestamp) => "timestamp".into(),
+        Ok(DataType::Uuid) => "uuid".into(),
         Err(_) => "?column?".into(),
     }
 }

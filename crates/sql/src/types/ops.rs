@@ -101,6 +101,7 @@ pub enum Category {
     String,
     Bytea,
     DateTime,
+    Uuid,
 }
 
 pub fn category(ty: &DataType) -> Category {
@@ -115,6 +116,7 @@ pub fn category(ty: &DataType) -> Category {
         DataType::Char(_) | DataType::Varchar(_) | DataType::Text => Category::String,
         DataType::Bytea => Category::Bytea,
         DataType::Date | DataType::Timestamp => Category::DateTime,
+        DataType::Uuid => Category::Uuid,
     }
 }
 

@@ -25,6 +25,7 @@ enum Canonical<'v> {
     Instant(i128),
     Text(&'v str),
     Bytes(&'v [u8]),
+    Uuid(&'v [u8; 16]),
 }
 
 fn canonical(value: &Value) -> Canonical<'_> {
@@ -42,6 +43,7 @@ fn canonical(value: &Value) -> Canonical<'_> {
         }),
         Value::Text(s) => Canonical::Text(s),
         Value::Bytea(b) => Canonical::Bytes(b),
+        Value::Uuid(u) => Canonical::Uuid(u),
         Value::Date(_) | Value::Timestamp(_) => match value.instant() {
             Some(instant) => Canonical::Instant(instant),
             None => Canonical::Null,
