@@ -10,17 +10,38 @@
 //! change reaches the log before any commit that used the value is acknowledged (the log is
 //! sequential), so after a crash a sequence never goes back below a committed value.
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
 
+const SEQUENCE_PREFIX: &[u8] = b"seq/";
+
 fn sequence_key(name: &str) -> Vec<u8> {
-    let mut key = b"seq/".to_vec();
+    let mut key = SEQUENCE_PREFIX.to_vec();
     key.extend_from_slice(name.as_bytes());
     key
 }
 
 fn no_sequence(name: &str) -> EngineError {
     EngineError::NoSuchTable(name.to_owned())
+}
+
+impl Transaction {
+    /// The next value of a sequence, for this transaction: its commit makes the sequence's
+    /// advance durable even if the transaction wrote nothing else (as PostgreSQL's commit flushes
+    /// the WAL a `nextval` wrote).
+    pub fn next_sequence_value(&mut self, name: &str) -> Result<i64> {
+        let value = self.engine.next_value(name)?;
+        self.used_sequence = true;
+        Ok(value)
+    }
+
+    /// Sets a sequence's last value, durable at this transaction's commit (see
+    /// [`Transaction::next_sequence_value`]).
+    pub fn set_sequence_value(&mut self, name: &str, last: i64) -> Result<()> {
+        self.engine.set_sequence(name, last)?;
+        self.used_sequence = true;
+        Ok(())
+    }
 }
 
 impl Engine {
@@ -63,6 +84,25 @@ impl Engine {
         self.sequence_value(&key, name)?;
         self.meta.insert(&key, &value.to_le_bytes())?;
         Ok(())
+    }
+
+    /// Whether sequence `name` exists.
+    pub fn sequence_exists(&self, name: &str) -> Result<bool> {
+        Ok(self.meta.get(&sequence_key(name))?.is_some())
+    }
+
+    /// Every sequence's name, in order.
+    pub fn sequences(&self) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        let start = std::ops::Bound::Included(SEQUENCE_PREFIX);
+        for entry in self.meta.range(start, std::ops::Bound::Unbounded) {
+            let (key, _) = entry?;
+            let Some(name) = key.strip_prefix(SEQUENCE_PREFIX) else {
+                break;
+            };
+            names.push(String::from_utf8_lossy(name).into_owned());
+        }
+        Ok(names)
     }
 
     /// Drops a sequence; a missing one is ignored.

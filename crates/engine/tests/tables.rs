@@ -35,6 +35,7 @@ fn column(name: &str, data_type: DataType) -> ColumnDef {
         nullable: true,
         default: None,
         missing: None,
+        identity: None,
     }
 }
 

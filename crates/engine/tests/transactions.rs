@@ -295,6 +295,7 @@ fn rows_inserted_in_runs_are_undone_by_savepoints_and_their_delete_marks_purged(
         nullable: false,
         default: None,
         missing: None,
+        identity: None,
     };
     let def = engine
         .create_table("loaded", vec![column("id"), column("v")], vec![0])
@@ -703,6 +704,7 @@ fn people(engine: &Engine) -> Arc<steady_engine::catalog::TableDef> {
         nullable: true,
         default: None,
         missing: None,
+        identity: None,
     };
     let columns = vec![
         column("id", DataType::Integer),

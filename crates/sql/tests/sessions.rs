@@ -520,3 +520,35 @@ fn views_survive_a_restart_and_replacing_one_rebinds_kept_plans() {
     let err = run(&mut session, "DROP TABLE t").unwrap_err();
     assert_eq!(err.code, "2BP01", "the dependency survives too: {err}");
 }
+
+/// currval and lastval are each session's own; sequences, their values and identity columns
+/// survive a restart, and a GENERATED ALWAYS column still refuses a given value after it.
+#[test]
+fn sequences_and_identity_columns_survive_a_restart_and_currval_is_per_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::config(256);
+    let db = common::open_database(dir.path(), &config);
+    let (mut a, mut b) = (db.session("a"), db.session("b"));
+    ok(&mut a, "CREATE SEQUENCE s START WITH 5");
+    ok(
+        &mut a,
+        "CREATE TABLE t (id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text)",
+    );
+    ok(&mut a, "INSERT INTO t (v) VALUES ('a'), ('b')");
+    assert_eq!(cell(&mut a, "SELECT nextval('s')"), "5");
+    assert_eq!(cell(&mut b, "SELECT nextval('s')"), "6");
+    assert_eq!(cell(&mut a, "SELECT currval('s')"), "5");
+    assert_eq!(cell(&mut b, "SELECT lastval()"), "6");
+    let fresh = run(&mut db.session("c"), "SELECT currval('s')").unwrap_err();
+    assert_eq!(fresh.code, "55000", "{fresh}");
+    drop((a, b));
+    drop(db);
+
+    let db = common::open_database(dir.path(), &config);
+    let mut session = db.session("s");
+    assert_eq!(cell(&mut session, "SELECT nextval('s')"), "7");
+    let inserted = ok(&mut session, "INSERT INTO t (v) VALUES ('c') RETURNING id");
+    assert_eq!(inserted.rows[0][0].to_string(), "3");
+    let err = run(&mut session, "INSERT INTO t VALUES (9, 'd')").unwrap_err();
+    assert_eq!(err.code, "428C9", "{err}");
+}

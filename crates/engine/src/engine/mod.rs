@@ -303,6 +303,7 @@ impl Engine {
             rewrites: Vec::new(),
             replaced: HashMap::new(),
             wrote: false,
+            used_sequence: false,
             holds_own_lock: false,
             locked_writes: HashSet::new(),
             deleted: false,
@@ -387,6 +388,9 @@ pub struct Transaction {
     replaced: HashMap<Vec<u8>, UndoEntry>,
     /// Whether the transaction has written, even if savepoints have undone it since.
     wrote: bool,
+    /// Whether a sequence handed this transaction a value: its commit then syncs the log even
+    /// if it wrote no row, so that a value used is never handed out again after a crash.
+    pub(crate) used_sequence: bool,
     /// Whether it holds the lock on its own id (it inserted rows without row locks).
     holds_own_lock: bool,
     /// The trees this transaction wrote by the locking path (`write_locked`, a batch of locked

@@ -133,6 +133,9 @@ impl Transaction {
             return Err(EngineError::SerializationDependency);
         }
         if !self.wrote {
+            if self.used_sequence {
+                engine.store.sync_log()?;
+            }
             engine.txns.finish_read_only(self.id);
             engine.ssi.committed(self.id, engine.txns.stats().last_csn);
             self.end();

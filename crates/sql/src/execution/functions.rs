@@ -11,6 +11,7 @@ use steady_types::{civil_from_days, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_P
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
+use crate::execution::sequences;
 use crate::types::ops::{as_decimal, as_f64, as_i64, text_of};
 
 pub(crate) type Body = fn(&[Value], &mut ExecCtx) -> Result<Value>;
@@ -246,8 +247,16 @@ static FUNCTIONS: &[Function] = &[
     contextual("pg_backend_pid", (0, 0), integer, backend_pid),
     contextual("pg_sleep", (1, 1), text, pg_sleep),
     contextual("current_setting", (1, 2), text, current_setting),
-    contextual("nextval", (1, 1), bigint, nextval),
-    contextual("setval", (2, 3), bigint, setval),
+    contextual("nextval", (1, 1), bigint, sequences::nextval),
+    contextual("setval", (2, 3), bigint, sequences::setval),
+    contextual("currval", (1, 1), bigint, sequences::currval),
+    contextual("lastval", (0, 0), bigint, sequences::lastval),
+    contextual(
+        "pg_get_serial_sequence",
+        (2, 2),
+        text,
+        sequences::serial_sequence,
+    ),
     strict("to_hex", (1, 1), text, to_hex),
     strict("chr", (1, 1), text, chr),
     strict("ascii", (1, 1), integer, ascii),
@@ -929,29 +938,6 @@ const SLEEP_SLICE: std::time::Duration = std::time::Duration::from_millis(10);
 
 fn current_setting(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(ctx.setting(&string(&args[0]))?))
-}
-
-fn nextval(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
-    let name = string(&args[0]);
-    let engine = ctx.engine()?.clone();
-    engine
-        .next_value(&name)
-        .map(Value::BigInt)
-        .map_err(|_| SqlError::new("42P01", format!("relation \"{name}\" does not exist")))
-}
-
-fn setval(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
-    let name = string(&args[0]);
-    let value = as_i64(&args[1]);
-    let called = args
-        .get(2)
-        .is_none_or(|c| matches!(c, Value::Boolean(true)));
-    let last = if called { value } else { value - 1 };
-    let engine = ctx.engine()?.clone();
-    engine
-        .set_sequence(&name, last)
-        .map_err(|_| SqlError::new("42P01", format!("relation \"{name}\" does not exist")))?;
-    Ok(Value::BigInt(value))
 }
 
 fn to_hex(args: &[Value], _: &mut ExecCtx) -> Result<Value> {

@@ -13,6 +13,7 @@ pub mod executor;
 pub mod expr;
 pub mod functions;
 pub mod plan;
+pub mod sequences;
 pub mod settings;
 pub mod window;
 pub mod write;

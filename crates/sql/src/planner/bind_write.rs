@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use sqlparser::ast::{self, Expr as AstExpr};
-use steady_engine::catalog::TableDef;
+use steady_engine::catalog::{ColumnDef, Identity, TableDef};
 use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
@@ -275,6 +275,7 @@ fn bind_insert_source(
                     bound.push(if is_default_keyword(e) {
                         None
                     } else {
+                        always_on_insert(&table.columns[column])?;
                         Some(bind_assignment(
                             binder,
                             table,
@@ -303,6 +304,7 @@ fn bind_insert_source(
     }
     for (column, &target) in bound.columns.iter().zip(targets) {
         let def = &table.columns[target];
+        always_on_insert(def)?;
         check_assignable(&def.name, column.ty, def.data_type)?;
     }
     Ok(InsertSource::Query(Box::new(bound.plan)))
@@ -439,6 +441,7 @@ fn bind_set(
                     None => Expr::Literal(Value::Null),
                 }
             } else {
+                always_on_update(&table.columns[index])?;
                 bind_assignment(binder, table, index, value, scope)?
             };
             bound.push((index, expr));
@@ -603,4 +606,37 @@ fn bind_delete(binder: &mut Binder, delete: &ast::Delete) -> Result<DeletePlan> 
         limit,
         returning,
     })
+}
+
+/// 428C9 for a value other than DEFAULT given to a GENERATED ALWAYS column by INSERT.
+fn always_on_insert(column: &ColumnDef) -> Result<()> {
+    match column.identity {
+        Some(Identity::Always) => Err(SqlError::new(
+            "428C9",
+            format!(
+                "cannot insert a non-DEFAULT value into column \"{}\"",
+                column.name
+            ),
+        )
+        .with_detail(format!(
+            "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
+            column.name
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// 428C9 for a value other than DEFAULT given to a GENERATED ALWAYS column by UPDATE.
+fn always_on_update(column: &ColumnDef) -> Result<()> {
+    match column.identity {
+        Some(Identity::Always) => Err(SqlError::new(
+            "428C9",
+            format!("column \"{}\" can only be updated to DEFAULT", column.name),
+        )
+        .with_detail(format!(
+            "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
+            column.name
+        ))),
+        _ => Ok(()),
+    }
 }

@@ -103,6 +103,7 @@ impl Database {
                 settings,
                 cancel,
                 activities: Some(Arc::clone(&self.activities)),
+                sequences: Arc::default(),
             },
             block: None,
             prepared: HashMap::new(),

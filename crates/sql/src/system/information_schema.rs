@@ -123,7 +123,8 @@ fn columns(ctx: &mut ExecCtx) -> Result<Rows> {
             ];
             row.extend(sizes(&ty));
             let udt = lookup(type_oid(&ty)).map_or("", |(t, _)| t.name);
-            row.extend([name(udt), yes_no(false), name("NEVER"), yes_no(updatable)]);
+            let identity = yes_no(attribute.identity.is_some());
+            row.extend([name(udt), identity, name("NEVER"), yes_no(updatable)]);
             rows.push(row);
         }
     }

@@ -134,7 +134,9 @@ pub struct Attribute {
     pub name: String,
     pub ty: Option<DataType>,
     pub not_null: bool,
+    /// The default expression (None for an identity column: PostgreSQL shows none).
     pub default: Option<String>,
+    pub identity: Option<steady_engine::catalog::Identity>,
 }
 
 /// A relation of `pg_class`.
@@ -145,6 +147,8 @@ pub enum Relation {
     View(usize, &'static SystemTable),
     /// A view of the database.
     UserView(ViewDef),
+    /// A sequence: its position among them (by name), and its name.
+    Sequence(usize, String),
 }
 
 impl Relation {
@@ -154,6 +158,7 @@ impl Relation {
             Relation::Index(_, i) => i.oid,
             Relation::View(n, _) => oids::view(*n),
             Relation::UserView(v) => oids::relation(v.id),
+            Relation::Sequence(n, _) => oids::sequence(*n),
         }
     }
 
@@ -163,6 +168,7 @@ impl Relation {
             Relation::Index(_, i) => &i.name,
             Relation::View(_, v) => v.name,
             Relation::UserView(v) => &v.name,
+            Relation::Sequence(_, name) => name,
         }
     }
 
@@ -179,6 +185,7 @@ impl Relation {
             Relation::Table(_) => "r",
             Relation::Index(..) => "i",
             Relation::View(..) | Relation::UserView(_) => "v",
+            Relation::Sequence(..) => "S",
         }
     }
 
@@ -201,6 +208,14 @@ impl Relation {
                 .iter()
                 .map(|(name, ty)| plain_attribute(name, *ty))
                 .collect(),
+            Relation::Sequence(..) => [
+                ("last_value", DataType::BigInt),
+                ("log_cnt", DataType::BigInt),
+                ("is_called", DataType::Boolean),
+            ]
+            .iter()
+            .map(|(name, ty)| plain_attribute(name, *ty))
+            .collect(),
         }
     }
 }
@@ -211,7 +226,11 @@ fn table_attribute(column: &steady_engine::catalog::ColumnDef) -> Attribute {
         name: column.name.clone(),
         ty: (!dropped).then_some(column.data_type),
         not_null: !dropped && !column.nullable,
-        default: column.default.clone().filter(|_| !dropped),
+        default: column
+            .default
+            .clone()
+            .filter(|_| !dropped && column.identity.is_none()),
+        identity: column.identity,
     }
 }
 
@@ -221,6 +240,7 @@ fn plain_attribute(name: &str, ty: DataType) -> Attribute {
         ty: Some(ty),
         not_null: false,
         default: None,
+        identity: None,
     }
 }
 
@@ -234,6 +254,8 @@ pub fn relations(engine: &Engine) -> Result<Vec<Relation>> {
         }
     }
     relations.extend(engine.views()?.into_iter().map(Relation::UserView));
+    let sequences = engine.sequences()?.into_iter().enumerate();
+    relations.extend(sequences.map(|(n, name)| Relation::Sequence(n, name)));
     relations.extend(super::all().enumerate().map(|(n, v)| Relation::View(n, v)));
     Ok(relations)
 }

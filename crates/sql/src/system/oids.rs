@@ -10,6 +10,7 @@
 //!   16384 + 2_000_000 + id    the PRIMARY KEY / UNIQUE constraint behind index (or table) id
 //!   16384 + 3_000_000 + ...   foreign key n of table id: id * 1000 + n
 //!   16384 + 4_000_000 + ...   the default of column attnum of table id: id * 1000 + attnum
+//!   16384 + 5_000_000 + n     the n-th sequence (by name)
 //! ```
 
 pub const PG_CATALOG: i64 = 11;
@@ -35,6 +36,7 @@ const PRIMARY_KEY_INDEXES: i64 = FIRST_USER + 1_000_000;
 const KEY_CONSTRAINTS: i64 = FIRST_USER + 2_000_000;
 const FOREIGN_KEYS: i64 = FIRST_USER + 3_000_000;
 const DEFAULTS: i64 = FIRST_USER + 4_000_000;
+const SEQUENCES: i64 = FIRST_USER + 5_000_000;
 
 /// The namespaces, by oid.
 pub const NAMESPACES: &[(i64, &str)] = &[
@@ -50,6 +52,11 @@ pub fn namespace_oid(name: &str) -> Option<i64> {
 
 pub fn namespace_name(oid: i64) -> Option<&'static str> {
     NAMESPACES.iter().find(|(o, _)| *o == oid).map(|(_, n)| *n)
+}
+
+/// The n-th sequence, in name order.
+pub fn sequence(n: usize) -> i64 {
+    SEQUENCES + n as i64
 }
 
 /// The n-th system view.

@@ -220,7 +220,9 @@ fn class_row(relation: &Relation, triggers: &HashSet<String>, pages: u32) -> Vec
             "d",
         ),
         Relation::Index(..) => (oids::BTREE, false, false, "n"),
-        Relation::View(..) | Relation::UserView(_) => (0, false, false, "n"),
+        Relation::View(..) | Relation::UserView(_) | Relation::Sequence(..) => {
+            (0, false, false, "n")
+        }
     };
     let filenode = if am == 0 { 0 } else { relation.oid() };
     vec![
@@ -298,7 +300,11 @@ fn attribute_row(relid: i64, position: usize, attribute: &model::Attribute) -> V
         flag(attribute.not_null),
         flag(attribute.default.is_some()),
         flag(false),
-        name(""),
+        name(match attribute.identity {
+            Some(steady_engine::catalog::Identity::Always) => "a",
+            Some(steady_engine::catalog::Identity::ByDefault) => "d",
+            None => "",
+        }),
         name(""),
         flag(attribute.ty.is_none()),
         flag(true),

@@ -122,6 +122,7 @@ fn create(engine: &Arc<Engine>, name: &str) -> anyhow::Result<Arc<TableDef>> {
         nullable: false,
         default: None,
         missing: None,
+        identity: None,
     };
     let columns = vec![
         column("id", DataType::BigInt),

@@ -46,6 +46,8 @@ pub struct SessionInfo {
     pub cancel: crate::execution::cancel::CancelHandle,
     /// Every session's activity (`pg_stat_activity`); `None` outside a database.
     pub activities: Option<Arc<crate::execution::activity::Activities>>,
+    /// The values `nextval` gave this session (`currval`, `lastval`).
+    pub sequences: Arc<parking_lot::Mutex<crate::execution::sequences::SessionSequences>>,
 }
 
 /// Per plan node figures for EXPLAIN ANALYZE.
@@ -175,6 +177,11 @@ impl<'a> ExecCtx<'a> {
         }
     }
 
+    /// The values `nextval` gave this session.
+    pub fn sequences(&self) -> &parking_lot::Mutex<crate::execution::sequences::SessionSequences> {
+        &self.info.sequences
+    }
+
     /// Looks at the cancel flag and the statement deadline now (see `check_interrupt`).
     pub fn check_cancel(&self) -> Result<()> {
         self.info.cancel.check()
@@ -243,6 +250,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         settings: crate::execution::settings::Settings::default(),
         cancel: crate::execution::cancel::CancelHandle::default(),
         activities: None,
+        sequences: Arc::default(),
     };
     let mut ctx = ExecCtx::new(None, None, &[], &info);
     expr.eval(&[], &mut ctx)

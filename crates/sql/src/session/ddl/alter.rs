@@ -89,10 +89,7 @@ impl Ddl<'_> {
         if let Some(default) = &altered.columns[position].default {
             self.check_default(&altered, position, default)?;
         }
-        for sequence in &spec.sequences {
-            self.engine().drop_sequence(sequence)?;
-            self.engine().create_sequence(sequence)?;
-        }
+        self.create_owned_sequences(&spec)?;
         self.fill_new_column(table, &altered, position)?;
         let altered = self
             .engine()
@@ -209,6 +206,7 @@ impl Ddl<'_> {
             nullable: true,
             default: None,
             missing: None,
+            identity: None,
         };
         let reading = self.checks_reading(&table, position)?;
         altered
@@ -259,7 +257,7 @@ impl Ddl<'_> {
                     .as_ref()
                     .map(normalize_ident)
                     .unwrap_or_else(|| derived_name(&table.name, table, &columns, "key"));
-                if self.relation_exists(&name) {
+                if self.relation_exists(&name)? {
                     return Err(SqlError::new(
                         "42P07",
                         format!("relation \"{name}\" already exists"),

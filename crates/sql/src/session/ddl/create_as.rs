@@ -126,6 +126,7 @@ fn table_columns(listed: &[String], bound: &BoundQuery) -> Result<Vec<ColumnDef>
             nullable: true,
             default: None,
             missing: None,
+            identity: None,
         })
         .collect())
 }

@@ -10,13 +10,15 @@
 mod alter;
 mod check;
 pub(crate) mod create_as;
+pub(crate) mod identity;
+mod sequence;
 mod view;
 
 use std::ops::Bound;
 use std::sync::Arc;
 
-use sqlparser::ast::{self, AlterTableOperation, ColumnOption, TableConstraint};
-use steady_engine::catalog::{ColumnDef, TableDef};
+use sqlparser::ast::{self, AlterTableOperation, ColumnOption, GeneratedAs, TableConstraint};
+use steady_engine::catalog::{ColumnDef, Identity, TableDef};
 use steady_engine::engine::{Engine, Isolation};
 use steady_engine::error::EngineError;
 use steady_types::Value;
@@ -36,6 +38,7 @@ pub fn is_ddl(statement: &ast::Statement) -> bool {
     matches!(
         statement,
         ast::Statement::CreateTable(_)
+            | ast::Statement::CreateSequence { .. }
             | ast::Statement::CreateView(_)
             | ast::Statement::CreateIndex(_)
             | ast::Statement::Drop { .. }
@@ -54,6 +57,21 @@ pub fn execute(
         ast::Statement::CreateTable(create) => ddl.create_table(create),
         ast::Statement::CreateIndex(create) => ddl.create_index(create),
         ast::Statement::CreateView(create) => ddl.create_view(create),
+        ast::Statement::CreateSequence {
+            temporary,
+            if_not_exists,
+            name,
+            data_type,
+            sequence_options,
+            owned_by,
+        } => {
+            create_as::refuse_temporary(*temporary)?;
+            if owned_by.is_some() {
+                return Err(SqlError::unsupported("CREATE SEQUENCE ... OWNED BY"));
+            }
+            let spec = sequence::SequenceSpec::new(data_type.as_ref(), sequence_options)?;
+            ddl.create_sequence(&object_name(name).1, *if_not_exists, spec)
+        }
         ast::Statement::Drop {
             object_type,
             if_exists,
@@ -64,6 +82,7 @@ pub fn execute(
             ast::ObjectType::Table => ddl.drop_tables(names, *if_exists, *cascade),
             ast::ObjectType::Index => ddl.drop_indexes(names, *if_exists),
             ast::ObjectType::View => ddl.drop_views(names, *if_exists, *cascade),
+            ast::ObjectType::Sequence => ddl.drop_sequences(names, *if_exists),
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         },
         ast::Statement::AlterTable(alter) => ddl.alter_table(alter),
@@ -92,7 +111,8 @@ struct TableSpec {
     primary_key: Option<Vec<usize>>,
     unique: Vec<(Option<String>, Vec<usize>)>,
     foreign_keys: Vec<PendingForeignKey>,
-    sequences: Vec<String>,
+    /// The sequences of serial and identity columns: name and the last value handed out.
+    sequences: Vec<(String, i64)>,
     checks: Vec<check::WrittenCheck>,
 }
 
@@ -101,8 +121,11 @@ impl Ddl<'_> {
         self.db.engine()
     }
 
-    fn relation_exists(&self, name: &str) -> bool {
-        self.engine().table(name).is_some() || self.index_owner(name).is_some()
+    /// Whether a table, index or sequence is named `name` (one namespace, as PostgreSQL's).
+    fn relation_exists(&self, name: &str) -> Result<bool> {
+        Ok(self.engine().table(name).is_some()
+            || self.index_owner(name).is_some()
+            || self.engine().sequence_exists(name)?)
     }
 
     /// When `name` is taken: a notice result with IF NOT EXISTS, else 42P07.
@@ -112,7 +135,7 @@ impl Ddl<'_> {
         if_not_exists: bool,
         tag: &str,
     ) -> Result<Option<QueryResult>> {
-        if !self.relation_exists(name) {
+        if !self.relation_exists(name)? {
             return Ok(None);
         }
         if if_not_exists {
@@ -154,10 +177,7 @@ impl Ddl<'_> {
             return Ok(skipped);
         }
         let spec = self.table_spec(&name, create)?;
-        for sequence in &spec.sequences {
-            self.engine().drop_sequence(sequence)?;
-            self.engine().create_sequence(sequence)?;
-        }
+        self.create_owned_sequences(&spec)?;
         let primary_key = spec.primary_key.clone().unwrap_or_default();
         let table = self
             .engine()
@@ -259,10 +279,25 @@ impl Ddl<'_> {
         let index = spec.columns.len();
         let mut def = column_def(table, &name, &column.data_type)?;
         if serial_type(&column.data_type).is_some() {
-            spec.sequences.push(sequence_name(table, &name));
+            spec.sequences.push((sequence_name(table, &name), 0));
         }
         for option in &column.options {
             match &option.option {
+                ColumnOption::Generated {
+                    generated_as: generated_as @ (GeneratedAs::Always | GeneratedAs::ByDefault),
+                    sequence_options,
+                    generation_expr: None,
+                    ..
+                } => {
+                    let identity = match generated_as {
+                        GeneratedAs::Always => Identity::Always,
+                        _ => Identity::ByDefault,
+                    };
+                    let options = sequence_options.as_deref().unwrap_or(&[]);
+                    let last = sequence::SequenceSpec::new(None, options)?.start - 1;
+                    identity::make_identity(table, &mut def, identity)?;
+                    spec.sequences.push((sequence_name(table, &name), last));
+                }
                 ColumnOption::Null => def.nullable = true,
                 ColumnOption::NotNull => def.nullable = false,
                 ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
@@ -286,6 +321,17 @@ impl Ddl<'_> {
                 )),
                 other => return Err(SqlError::unsupported(format!("column option {other}"))),
             }
+        }
+        if def.identity.is_some()
+            && column
+                .options
+                .iter()
+                .any(|o| matches!(o.option, ColumnOption::Default(_)))
+        {
+            return Err(SqlError::new(
+                "42601",
+                format!("both default and identity specified for column \"{name}\" of table \"{table}\""),
+            ));
         }
         spec.columns.push(def);
         Ok(())
@@ -649,6 +695,7 @@ fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<Colu
             nullable: false,
             default: Some(format!("nextval('{}')", sequence_name(table, name))),
             missing: None,
+            identity: None,
         });
     }
     Ok(ColumnDef {
@@ -657,12 +704,11 @@ fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<Colu
         nullable: true,
         default: None,
         missing: None,
+        identity: None,
     })
 }
 
-pub fn sequence_name(table: &str, column: &str) -> String {
-    format!("{table}_{column}_seq")
-}
+pub use crate::execution::sequences::owned_sequence as sequence_name;
 
 /// The sequences a table's serial columns own.
 fn owned_sequences(table: &TableDef) -> Vec<String> {

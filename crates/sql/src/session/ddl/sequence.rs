@@ -1,0 +1,141 @@
+//! Sequences as objects: CREATE SEQUENCE and DROP SEQUENCE, and the sequences serial and
+//! identity columns own (created with their table or column, dropped with it).
+//!
+//! A sequence counts up by one from its start (`steady_engine::sequence`), as a `bigint`: the
+//! options that say otherwise — INCREMENT other than 1, MINVALUE, MAXVALUE, CYCLE, CACHE other
+//! than 1, a type other than bigint, OWNED BY — are refused (0A000) rather than ignored.
+//! Sequences share the namespace of tables and indexes. A sequence a column default reads
+//! (`nextval('s')`) cannot be dropped (2BP01).
+
+use sqlparser::ast::{self, SequenceOptions};
+
+use super::{Ddl, TableSpec};
+use crate::error::{Result, SqlError};
+use crate::session::QueryResult;
+use crate::types::{convert_type, object_name};
+
+/// What CREATE SEQUENCE asks for.
+pub(super) struct SequenceSpec {
+    /// The first value `nextval` gives.
+    pub(super) start: i64,
+}
+
+impl SequenceSpec {
+    pub(super) fn new(
+        data_type: Option<&ast::DataType>,
+        options: &[SequenceOptions],
+    ) -> Result<Self> {
+        if let Some(data_type) = data_type {
+            if convert_type(data_type)? != steady_types::DataType::BigInt {
+                return Err(SqlError::unsupported(format!("sequences AS {data_type}")));
+            }
+        }
+        let mut start = 1;
+        for option in options {
+            match option {
+                SequenceOptions::StartWith(expr, _) => start = integer(expr)?,
+                SequenceOptions::IncrementBy(expr, _) if integer(expr)? == 1 => {}
+                SequenceOptions::Cache(expr) if integer(expr)? == 1 => {}
+                SequenceOptions::MinValue(None)
+                | SequenceOptions::MaxValue(None)
+                | SequenceOptions::Cycle(true) => {}
+                other => {
+                    return Err(SqlError::unsupported(format!(
+                        "sequence option {}",
+                        other.to_string().trim()
+                    )))
+                }
+            }
+        }
+        Ok(SequenceSpec { start })
+    }
+}
+
+/// A signed integer literal of a sequence option.
+pub(super) fn integer(expr: &ast::Expr) -> Result<i64> {
+    let text = expr.to_string().replace(' ', "");
+    text.parse()
+        .map_err(|_| SqlError::syntax(format!("a sequence option needs an integer, not {expr}")))
+}
+
+impl Ddl<'_> {
+    pub(super) fn create_sequence(
+        &self,
+        name: &str,
+        if_not_exists: bool,
+        spec: SequenceSpec,
+    ) -> Result<QueryResult> {
+        if let Some(skipped) = self.existing_relation(name, if_not_exists, "CREATE SEQUENCE")? {
+            return Ok(skipped);
+        }
+        self.engine().create_sequence(name)?;
+        if spec.start != 1 {
+            self.engine().set_sequence(name, spec.start - 1)?;
+        }
+        Ok(QueryResult::command("CREATE SEQUENCE"))
+    }
+
+    pub(super) fn drop_sequences(
+        &self,
+        names: &[ast::ObjectName],
+        if_exists: bool,
+    ) -> Result<QueryResult> {
+        let names: Vec<String> = names.iter().map(|n| object_name(n).1).collect();
+        let mut result = QueryResult::command("DROP SEQUENCE");
+        for name in &names {
+            if !self.engine().sequence_exists(name)? {
+                if !if_exists {
+                    return Err(SqlError::new(
+                        "42P01",
+                        format!("sequence \"{name}\" does not exist"),
+                    ));
+                }
+                continue;
+            }
+            self.refuse_if_read_by_a_default(name)?;
+        }
+        for name in &names {
+            if !self.engine().sequence_exists(name)? {
+                let message = format!("sequence \"{name}\" does not exist, skipping");
+                result = result.with_notice("NOTICE", "00000", message);
+                continue;
+            }
+            self.engine().drop_sequence(name)?;
+        }
+        Ok(result)
+    }
+
+    /// 2BP01 when a column default reads sequence `name`.
+    fn refuse_if_read_by_a_default(&self, name: &str) -> Result<()> {
+        let call = format!("nextval('{name}')");
+        for table in self.engine().tables() {
+            let reading = table
+                .columns
+                .iter()
+                .find(|c| c.default.as_deref().is_some_and(|d| d.contains(&call)));
+            if let Some(column) = reading {
+                return Err(SqlError::new(
+                    "2BP01",
+                    format!("cannot drop sequence {name} because other objects depend on it"),
+                )
+                .with_detail(format!(
+                    "default value for column {} of table {} depends on sequence {name}",
+                    column.name, table.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates the sequences of a new table's (or column's) serial and identity columns.
+    pub(super) fn create_owned_sequences(&self, spec: &TableSpec) -> Result<()> {
+        for (sequence, last) in &spec.sequences {
+            self.engine().drop_sequence(sequence)?;
+            self.engine().create_sequence(sequence)?;
+            if *last != 0 {
+                self.engine().set_sequence(sequence, *last)?;
+            }
+        }
+        Ok(())
+    }
+}
