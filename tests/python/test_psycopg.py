@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
@@ -84,15 +84,15 @@ def test_type_round_trips(server):
         conn.execute(
             "CREATE TABLE rt (id integer PRIMARY KEY, b boolean, s smallint, big bigint,"
             " r real, d double precision, n numeric(12,2), c char(3), v varchar(10), t text,"
-            " by bytea, dt date, ts timestamp, u uuid)"
+            " by bytea, dt date, ts timestamp, u uuid, iv interval)"
         )
         row = (
             1, True, -7, 9_000_000_000, 1.5, 2.25, Decimal("1234.50"), "ab ", "hello",
             "some text", b"\x00\xff", date(2024, 2, 29), datetime(2024, 2, 29, 13, 5, 7, 250000),
-            UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"),
+            UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"), timedelta(days=-1, hours=2, microseconds=5),
         )
         conn.execute(
-            "INSERT INTO rt VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", row
+            "INSERT INTO rt VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", row
         )
         got = conn.execute("SELECT * FROM rt WHERE id = %s", (1,)).fetchone()
         assert got == row
@@ -102,8 +102,10 @@ def test_type_round_trips(server):
         nulls = conn.execute("SELECT NULL::integer, NULL::text, %s::date", (None,)).fetchone()
         assert nulls == (None, None, None)
         with conn.cursor(binary=True) as cur:
-            cur.execute("SELECT u FROM rt WHERE u = %s", (row[-1],))
-            assert cur.fetchone() == (row[-1],)
+            cur.execute("SELECT u FROM rt WHERE u = %s", (row[-2],))
+            assert cur.fetchone() == (row[-2],)
+            cur.execute("SELECT ts + iv, iv * 2 FROM rt WHERE iv < %s", (timedelta(0),))
+            assert cur.fetchone() == (row[12] + row[14], row[14] * 2)
 
 
 def test_parameters_and_prepared_statements(server):

@@ -24,6 +24,7 @@
 //! | numeric                     | 1 byte `sign << 7 \| scale`, then the mantissa magnitude as a varint (≤ 96 bits) |
 //! | char, varchar, text, bytea  | length as a varint, then the bytes (UTF-8 for strings)      |
 //! | uuid                        | its 16 bytes                                                |
+//! | interval                    | months (4), days (4), microseconds (8), little-endian       |
 //!
 //! A row with fewer columns than the decoder is given (`n < column_types.len()`) decodes with NULL
 //! for the missing trailing columns: ADD COLUMN (with a NULL default) needs no rewrite. A row with
@@ -50,6 +51,7 @@
 //! |                   | exponent byte `E + 128`, digit pairs `10·a + b + 1`, terminator `00`   |
 //! | text, bytea       | the bytes with `00` written as `00 FF`, then the terminator `00 01`    |
 //! | uuid              | its 16 bytes (uuids order by their bytes)                              |
+//! | interval          | its span (µs, a month as 30 days) as 16 bytes, big-endian, sign bit flipped; it decodes normalized (30-day months, 24-hour days), so no table keys on an interval (`Engine::check_key_columns`) |
 //!
 //! - Floats: `-0` is written as `0` and every NaN as the canonical positive NaN, which sorts above
 //!   `+Infinity`, as PostgreSQL orders them.
@@ -66,7 +68,7 @@
 
 use rust_decimal::Decimal;
 
-use steady_types::{DataType, Value};
+use steady_types::{DataType, Interval, Value};
 
 /// A byte string that is not a valid row or key encoding for the given column types.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -195,6 +197,11 @@ fn put_row_body(out: &mut Vec<u8>, value: &Value) {
         Value::Text(s) => put_length_prefixed(out, s.as_bytes()),
         Value::Bytea(b) => put_length_prefixed(out, b),
         Value::Uuid(u) => out.extend_from_slice(u),
+        Value::Interval(i) => {
+            out.extend(i.months.to_le_bytes());
+            out.extend(i.days.to_le_bytes());
+            out.extend(i.micros.to_le_bytes());
+        }
     }
 }
 
@@ -214,6 +221,11 @@ fn read_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         }
         DataType::Bytea => Value::Bytea(reader.length_prefixed()?.to_vec()),
         DataType::Uuid => Value::Uuid(reader.array()?),
+        DataType::Interval => Value::Interval(Interval {
+            months: i32::from_le_bytes(reader.array()?),
+            days: i32::from_le_bytes(reader.array()?),
+            micros: i64::from_le_bytes(reader.array()?),
+        }),
     })
 }
 
@@ -223,7 +235,7 @@ fn skip_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<(), CodecErro
         DataType::SmallInt => 2,
         DataType::Integer | DataType::Date | DataType::Real => 4,
         DataType::BigInt | DataType::Timestamp | DataType::Double => 8,
-        DataType::Uuid => 16,
+        DataType::Uuid | DataType::Interval => 16,
         DataType::Numeric { .. } => {
             reader.byte()?;
             reader.varint()?;
@@ -336,6 +348,7 @@ fn put_key_body(out: &mut Vec<u8>, value: &Value) {
         Value::Text(s) => put_key_bytes(out, s.as_bytes()),
         Value::Bytea(b) => put_key_bytes(out, b),
         Value::Uuid(u) => out.extend_from_slice(u),
+        Value::Interval(i) => out.extend((i.span() as u128 ^ (1 << 127)).to_be_bytes()),
     }
 }
 
@@ -357,6 +370,16 @@ fn read_key_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         }
         DataType::Bytea => Value::Bytea(read_key_bytes(reader)?),
         DataType::Uuid => Value::Uuid(reader.array()?),
+        DataType::Interval => {
+            let span = (u128::from_be_bytes(reader.array()?) ^ (1 << 127)) as i128;
+            let day = i128::from(steady_types::USECS_PER_DAY);
+            let invalid = |_| CodecError::Invalid("interval");
+            Value::Interval(Interval {
+                months: i32::try_from(span / (30 * day)).map_err(invalid)?,
+                days: (span % (30 * day) / day) as i32,
+                micros: (span % day) as i64,
+            })
+        }
     })
 }
 
@@ -589,6 +612,7 @@ mod tests {
             Just(DataType::Date),
             Just(DataType::Timestamp),
             Just(DataType::Uuid),
+            Just(DataType::Interval),
         ]
     }
 
@@ -665,6 +689,15 @@ mod tests {
             ]
             .prop_map(Value::Uuid)
             .boxed(),
+            DataType::Interval => (-99_999i32..99_999, any::<i32>(), any::<i64>())
+                .prop_map(|(months, days, micros)| {
+                    Value::Interval(Interval {
+                        months,
+                        days,
+                        micros,
+                    })
+                })
+                .boxed(),
         }
     }
 

@@ -36,6 +36,11 @@ pub enum EngineError {
     NotNullViolation(String),
     #[error("the transaction has already ended")]
     TransactionEnded,
+    #[error("column \"{column}\" of type {ty} cannot be part of a primary key or an index")]
+    UnsupportedKeyType {
+        column: String,
+        ty: steady_types::DataType,
+    },
     #[error("corrupt engine data: {0}")]
     Corrupt(String),
 }
@@ -59,6 +64,7 @@ impl EngineError {
             EngineError::TableChanged(_) => "40001",
             EngineError::NotNullViolation(_) => "23502",
             EngineError::TransactionEnded => "25P01",
+            EngineError::UnsupportedKeyType { .. } => "0A000",
         }
     }
 }

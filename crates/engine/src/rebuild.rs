@@ -41,6 +41,7 @@ impl Engine {
     /// key column.
     pub fn add_primary_key(&self, name: &str, columns: Vec<usize>) -> Result<Arc<TableDef>> {
         let (_table, _ddl, table) = self.table_for_ddl(name)?;
+        crate::table::check_key_columns(&table.columns, &columns)?;
         let rebuilt = TableDef {
             primary_key: columns.clone(),
             ..(*table).clone()

@@ -77,6 +77,7 @@ impl Engine {
         columns: Vec<ColumnDef>,
         primary_key: Vec<usize>,
     ) -> Result<Arc<TableDef>> {
+        check_key_columns(&columns, &primary_key)?;
         let _ddl = self.ddl.write();
         if self.table(name).is_some() || self.view_exists(name)? {
             return Err(EngineError::DuplicateTable(name.to_string()));
@@ -168,6 +169,7 @@ impl Engine {
         if table.index(name).is_some() {
             return Err(EngineError::DuplicateIndex(name.to_string()));
         }
+        check_key_columns(&table.columns, &columns)?;
         let id = self.allocate_index_id()?;
         let entries = self.index_entries(&table, &columns, unique, id)?;
         let space = self
@@ -381,6 +383,22 @@ pub fn index_key(values: &[Value], columns: &[usize]) -> Vec<u8> {
 }
 
 /// The clustered key of a row with a declared primary key.
+/// Refuses key columns (`positions` in `columns`) whose values the key codec cannot keep as they
+/// are: an interval's key is its span, so `'1 mon'` and `'30 days'` would be one key.
+pub(crate) fn check_key_columns(columns: &[ColumnDef], positions: &[usize]) -> Result<()> {
+    let refused = positions
+        .iter()
+        .map(|&p| &columns[p])
+        .find(|c| c.data_type == steady_types::DataType::Interval);
+    match refused {
+        Some(column) => Err(EngineError::UnsupportedKeyType {
+            column: column.name.clone(),
+            ty: column.data_type,
+        }),
+        None => Ok(()),
+    }
+}
+
 pub fn primary_key(table: &TableDef, values: &[Value]) -> Vec<u8> {
     index_key(values, &table.primary_key)
 }

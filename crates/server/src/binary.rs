@@ -18,7 +18,7 @@
 
 use bytes::{BufMut, BytesMut};
 use rust_decimal::Decimal;
-use steady_sql::values::{DataType, Value};
+use steady_sql::values::{DataType, Interval, Value};
 use steady_sql::SqlError;
 
 /// Numeric sign words.
@@ -57,6 +57,11 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
         }
         (DataType::Bytea, Value::Bytea(b)) => out.put_slice(b),
         (DataType::Uuid, Value::Uuid(u)) => out.put_slice(u),
+        (DataType::Interval, Value::Interval(i)) => {
+            out.put_i64(i.micros);
+            out.put_i32(i.days);
+            out.put_i32(i.months);
+        }
         _ => return false,
     }
     true
@@ -123,6 +128,15 @@ pub fn decode(bytes: &[u8], ty: Option<&DataType>) -> Result<Value, SqlError> {
         DataType::Date => Value::Date(i32::from_be_bytes(fixed(bytes, ty)?)),
         DataType::Timestamp => Value::Timestamp(i64::from_be_bytes(fixed(bytes, ty)?)),
         DataType::Uuid => Value::Uuid(fixed(bytes, ty)?),
+        DataType::Interval => {
+            let raw: [u8; 16] = fixed(bytes, ty)?;
+            let field = |at: usize, n: usize| &raw[at..at + n];
+            Value::Interval(Interval {
+                micros: i64::from_be_bytes(field(0, 8).try_into().expect("8 bytes")),
+                days: i32::from_be_bytes(field(8, 4).try_into().expect("4 bytes")),
+                months: i32::from_be_bytes(field(12, 4).try_into().expect("4 bytes")),
+            })
+        }
     };
     value.cast_to(ty).map_err(Into::into)
 }

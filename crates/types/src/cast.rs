@@ -20,12 +20,12 @@ impl Value {
             (_, DataType::Numeric { precision, scale }) => {
                 apply_numeric_typmod(self.to_numeric(ty)?, *precision, *scale).map(Value::Numeric)
             }
-            (Value::Bytea(_), DataType::Bytea) | (Value::Uuid(_), DataType::Uuid) => {
-                Ok(self.clone())
-            }
+            (Value::Bytea(_), DataType::Bytea)
+            | (Value::Uuid(_), DataType::Uuid)
+            | (Value::Interval(_), DataType::Interval) => Ok(self.clone()),
             (_, DataType::Date) => self.to_date(),
             (_, DataType::Timestamp) => self.to_timestamp(),
-            (_, DataType::Bytea | DataType::Uuid) => Err(self.cannot_cast(ty)),
+            (_, DataType::Bytea | DataType::Uuid | DataType::Interval) => Err(self.cannot_cast(ty)),
         }
     }
 

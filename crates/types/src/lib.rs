@@ -23,6 +23,7 @@
 //! | `Date`                        | `date`                        | `Date(i32)`        | days since 2000-01-01; `i32::MIN/MAX` = ∓infinity |
 //! | `Timestamp`                   | `timestamp without time zone` | `Timestamp(i64)`   | µs since 2000-01-01 00:00:00; `i64::MIN/MAX` = ∓infinity |
 //! | `Uuid`                        | `uuid`                        | `Uuid([u8; 16])`   | ordered by bytes                             |
+//! | `Interval`                    | `interval`                    | `Interval(Interval)` | months, days, µs; ordered by span (see [`interval`]) |
 //!
 //! `Null` belongs to every type. Dates run from 4714-11-24 BC to 5874897-12-31 and timestamps from
 //! 4714-11-24 BC to 294276-12-31, as in PostgreSQL; the calendar is the proleptic Gregorian one, and
@@ -67,6 +68,7 @@ mod calendar;
 mod cast;
 mod compare;
 mod input;
+pub mod interval;
 mod output;
 #[cfg(test)]
 mod tests;
@@ -74,6 +76,7 @@ mod uuid;
 mod value;
 
 pub use calendar::{civil_from_days, days_from_civil, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+pub use interval::Interval;
 pub use uuid::random_uuid;
 pub use value::{DataType, TypeError, Value};
 

@@ -492,3 +492,60 @@ fn uuids_order_by_their_bytes_and_cast_only_from_text() {
         "version 4, variant 10"
     );
 }
+
+#[test]
+fn intervals_read_postgres_forms_and_write_the_postgres_style() {
+    let cases = [
+        ("1 day", "1 day"),
+        (
+            "1 year 2 months 3 days 04:05:06.5",
+            "1 year 2 mons 3 days 04:05:06.5",
+        ),
+        ("-1 day +02:00:00", "-1 days +02:00:00"),
+        ("1.5 days", "1 day 12:00:00"),
+        ("1.5 months", "1 mon 15 days"),
+        ("10", "00:00:10"),
+        ("@ 2 hours ago", "-02:00:00"),
+        ("P1Y2M3DT4H5M6S", "1 year 2 mons 3 days 04:05:06"),
+        ("-1 years -2 mons", "-1 years -2 mons"),
+        ("0", "00:00:00"),
+        ("100 us", "00:00:00.0001"),
+    ];
+    for (input, output) in cases {
+        let value = Value::parse(&DataType::Interval, input).unwrap();
+        assert_eq!(text(value.clone()), output, "{input}");
+        assert_eq!(
+            Value::parse(&DataType::Interval, output).unwrap(),
+            value,
+            "{output}"
+        );
+    }
+    for bad in ["", "abc", "1 fortnight", "1:2:3:4", "P", "PT1X"] {
+        let (message, code) = err(Value::parse(&DataType::Interval, bad));
+        assert_eq!(code, "22007", "{bad:?}: {message}");
+    }
+}
+
+#[test]
+fn intervals_compare_by_span_and_add_months_on_the_calendar() {
+    let parse = |s: &str| match Value::parse(&DataType::Interval, s).unwrap() {
+        Value::Interval(i) => i,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(parse("1 mon").compare(&parse("30 days")), Ordering::Equal);
+    assert_eq!(parse("1 day").compare(&parse("25 hours")), Ordering::Less);
+    let stamp = |s: &str| match Value::parse(&DataType::Timestamp, s).unwrap() {
+        Value::Timestamp(t) => t,
+        other => panic!("{other:?}"),
+    };
+    let month_end = parse("1 mon")
+        .add_to_timestamp(stamp("2024-01-31 10:00"))
+        .unwrap();
+    assert_eq!(text(Value::Timestamp(month_end)), "2024-02-29 10:00:00");
+    let back = parse("-1 year")
+        .add_to_timestamp(stamp("2024-02-29"))
+        .unwrap();
+    assert_eq!(text(Value::Timestamp(back)), "2023-02-28 00:00:00");
+    let between = Interval::between(stamp("2024-03-01 12:00"), stamp("2024-02-28")).unwrap();
+    assert_eq!(text(Value::Interval(between)), "2 days 12:00:00");
+}

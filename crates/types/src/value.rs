@@ -29,6 +29,7 @@ pub enum DataType {
     Date,
     Timestamp,
     Uuid,
+    Interval,
 }
 
 impl fmt::Display for DataType {
@@ -54,6 +55,7 @@ impl fmt::Display for DataType {
             DataType::Date => f.write_str("date"),
             DataType::Timestamp => f.write_str("timestamp without time zone"),
             DataType::Uuid => f.write_str("uuid"),
+            DataType::Interval => f.write_str("interval"),
         }
     }
 }
@@ -148,6 +150,7 @@ pub enum Value {
     /// Microseconds since 2000-01-01 00:00:00.
     Timestamp(i64),
     Uuid([u8; 16]),
+    Interval(crate::Interval),
 }
 
 impl PartialEq for Value {
@@ -167,6 +170,7 @@ impl PartialEq for Value {
             (Value::Text(a), Value::Text(b)) => a == b,
             (Value::Bytea(a), Value::Bytea(b)) => a == b,
             (Value::Uuid(a), Value::Uuid(b)) => a == b,
+            (Value::Interval(a), Value::Interval(b)) => a == b,
             _ => false,
         }
     }
@@ -199,6 +203,7 @@ impl Value {
             Value::Date(_) => DataType::Date,
             Value::Timestamp(_) => DataType::Timestamp,
             Value::Uuid(_) => DataType::Uuid,
+            Value::Interval(_) => DataType::Interval,
         })
     }
 
@@ -225,6 +230,7 @@ impl Value {
             DataType::Date => parse_date(text).map(Value::Date),
             DataType::Timestamp => parse_timestamp(text).map(Value::Timestamp),
             DataType::Uuid => crate::uuid::parse_uuid(text).map(Value::Uuid),
+            DataType::Interval => crate::interval::parse_interval(text).map(Value::Interval),
         }
     }
 
@@ -254,6 +260,7 @@ impl Value {
             (Value::Text(a), Value::Text(b)) => Some(a.cmp(b)),
             (Value::Bytea(a), Value::Bytea(b)) => Some(a.cmp(b)),
             (Value::Uuid(a), Value::Uuid(b)) => Some(a.cmp(b)),
+            (Value::Interval(a), Value::Interval(b)) => Some(a.compare(b)),
             _ => compare_numbers(self, other).or_else(|| compare_datetimes(self, other)),
         }
     }

@@ -403,8 +403,12 @@ fn avg_result(sum: Value, count: i64) -> Result<Value> {
     })
 }
 
+/// min/max's step: `input` replaces `current` unless it is on the wrong side of it — on a tie
+/// the later value wins, as PostgreSQL's `*_larger` / `*_smaller` (equal intervals or numerics
+/// may be written differently: `'1 mon'` and `'30 days'`, `1.5` and `1.50`).
 fn pick(current: &Value, input: &Value, want: Ordering) -> Value {
-    if current.is_null() || input.compare(current) == Some(want) {
+    let wrong_side = input.compare(current) == Some(want.reverse());
+    if current.is_null() || (!input.is_null() && !wrong_side) {
         input.clone()
     } else {
         current.clone()

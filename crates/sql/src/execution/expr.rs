@@ -483,6 +483,7 @@ fn negate(value: Value) -> Result<Value> {
         Value::Real(v) => Value::Real(-v),
         Value::Double(v) => Value::Double(-v),
         Value::Numeric(d) => Value::Numeric(-d),
+        Value::Interval(i) => Value::Interval(i.checked_neg().ok_or_else(|| overflow("interval"))?),
         Value::Null => Value::Null,
         other => {
             return Err(SqlError::undefined_function(format!(

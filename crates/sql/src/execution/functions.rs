@@ -775,7 +775,37 @@ fn fields(value: &Value) -> Result<(i64, i64, i64, i64)> {
     Ok((y, m, d, micros))
 }
 
+/// `extract` / `date_part` of an interval, as PostgreSQL's `interval_part`: years and months
+/// from the months, a year as 365.25 days and a month as 30 for the epoch.
+fn interval_field(field: &str, interval: &steady_types::Interval) -> Result<Decimal> {
+    let micros = interval.micros;
+    Ok(match field {
+        "year" | "years" => Decimal::from(interval.months / 12),
+        "month" | "months" => Decimal::from(interval.months % 12),
+        "day" | "days" => Decimal::from(interval.days),
+        "hour" | "hours" => Decimal::from(micros / 3_600_000_000),
+        "minute" | "minutes" => Decimal::from(micros / 60_000_000 % 60),
+        "second" | "seconds" => Decimal::new(micros % 60_000_000, 6),
+        "epoch" => {
+            let years = Decimal::from(interval.months / 12) * Decimal::new(3_155_760_000, 2);
+            let months = Decimal::from(i64::from(interval.months % 12) * 30 * 86_400);
+            let days = Decimal::from(i64::from(interval.days) * 86_400);
+            let seconds = years + months + days + Decimal::new(micros, 6);
+            crate::types::ops::with_scale(seconds, 6)
+        }
+        other => {
+            return Err(SqlError::new(
+                "22023",
+                format!("unit \"{other}\" not supported for type interval"),
+            ))
+        }
+    })
+}
+
 fn field_value(field: &str, value: &Value) -> Result<Decimal> {
+    if let Value::Interval(interval) = value {
+        return interval_field(&field.to_ascii_lowercase(), interval);
+    }
     let (year, month, day, micros) = fields(value)?;
     let time_field = matches!(
         field,

@@ -59,6 +59,7 @@ pub const VARCHAR: u32 = 1043;
 pub const NUMERIC: u32 = 1700;
 pub const TIMESTAMP: u32 = 1114;
 pub const UUID: u32 = 2950;
+pub const INTERVAL: u32 = 1186;
 
 pub static TYPES: &[TypeInfo] = &[
     base(16, "bool", "boolean", 1, "B", 1000),
@@ -105,6 +106,7 @@ pub static TYPES: &[TypeInfo] = &[
     base(2205, "regclass", "regclass", 4, "N", 2210),
     base(2206, "regtype", "regtype", 4, "N", 2211),
     base(UUID, "uuid", "uuid", 16, "U", 2951),
+    base(INTERVAL, "interval", "interval", 16, "T", 1187),
     base(4089, "regnamespace", "regnamespace", 4, "N", 4090),
 ];
 
@@ -125,6 +127,7 @@ pub fn type_oid(ty: &DataType) -> u32 {
         DataType::Date => 1082,
         DataType::Timestamp => TIMESTAMP,
         DataType::Uuid => UUID,
+        DataType::Interval => INTERVAL,
     }
 }
 

@@ -113,6 +113,10 @@ pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
         T::Text | T::String(None) => DataType::Text,
         T::Bytea => DataType::Bytea,
         T::Uuid => DataType::Uuid,
+        T::Interval {
+            fields: None,
+            precision: None,
+        } => DataType::Interval,
         T::Date => DataType::Date,
         T::Timestamp(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
             DataType::Timestamp
@@ -180,6 +184,7 @@ pub fn type_output_name(data_type: &ast::DataType) -> String {
         Ok(DataType::Date) => "date".into(),
         Ok(DataType::Timestamp) => "timestamp".into(),
         Ok(DataType::Uuid) => "uuid".into(),
+        Ok(DataType::Interval) => "interval".into(),
         Err(_) => "?column?".into(),
     }
 }

@@ -102,6 +102,7 @@ pub enum Category {
     Bytea,
     DateTime,
     Uuid,
+    Interval,
 }
 
 pub fn category(ty: &DataType) -> Category {
@@ -117,6 +118,7 @@ pub fn category(ty: &DataType) -> Category {
         DataType::Bytea => Category::Bytea,
         DataType::Date | DataType::Timestamp => Category::DateTime,
         DataType::Uuid => Category::Uuid,
+        DataType::Interval => Category::Interval,
     }
 }
 
@@ -131,6 +133,9 @@ pub fn arith_type(op: ArithOp, left: &DataType, right: &DataType) -> Option<Data
             }
             _ => None,
         };
+    }
+    if let Some(ty) = interval_arith_type(op, left, right) {
+        return Some(ty);
     }
     match (left, right) {
         (Date, SmallInt | Integer) if matches!(op, ArithOp::Add | ArithOp::Sub) => Some(Date),
@@ -166,6 +171,9 @@ pub fn arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
             op.symbol()
         ))
     })?;
+    if interval_arith_type(op, &lt, &rt).is_some() {
+        return interval_arith(op, left, right);
+    }
     match result_type {
         DataType::Date => date_arith(op, left, right),
         DataType::Integer if lt == DataType::Date => match (left, right) {
@@ -185,6 +193,85 @@ pub fn arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
         DataType::Double => float_arith(op, as_f64(left), as_f64(right)).map(Value::Double),
         _ => numeric_arith(op, as_decimal(left)?, as_decimal(right)?).map(Value::Numeric),
     }
+}
+
+/// The operators of intervals and with them (PostgreSQL's): `timestamp ± interval`,
+/// `date ± interval` (a timestamp), `interval ± interval`, `interval * number`,
+/// `number * interval`, `interval / number`, `timestamp - timestamp` (and with a date).
+fn interval_arith_type(op: ArithOp, left: &DataType, right: &DataType) -> Option<DataType> {
+    use DataType::*;
+    let numeric = |t: &DataType| category(t) == Category::Numeric;
+    let add_sub = matches!(op, ArithOp::Add | ArithOp::Sub);
+    match (left, right) {
+        (Timestamp | Date, Interval) if add_sub => Some(Timestamp),
+        (Interval, Timestamp | Date) if op == ArithOp::Add => Some(Timestamp),
+        (Interval, Interval) if add_sub => Some(Interval),
+        (Interval, n) if numeric(n) && matches!(op, ArithOp::Mul | ArithOp::Div) => Some(Interval),
+        (n, Interval) if numeric(n) && op == ArithOp::Mul => Some(Interval),
+        (Timestamp, Timestamp) | (Timestamp, Date) | (Date, Timestamp) if op == ArithOp::Sub => {
+            Some(Interval)
+        }
+        _ => None,
+    }
+}
+
+fn interval_arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
+    let overflow = || SqlError::new("22008", "interval out of range");
+    let timestamp_overflow = || SqlError::new("22008", "timestamp out of range");
+    // Infinite timestamps and dates stay infinite (and cannot be subtracted), as in PostgreSQL.
+    let micros = |v: &Value| -> Result<i64> {
+        match *v {
+            Value::Timestamp(t) => Ok(t),
+            Value::Date(i32::MAX) => Ok(i64::MAX),
+            Value::Date(i32::MIN) => Ok(i64::MIN),
+            Value::Date(d) => Ok(i64::from(d) * steady_types::USECS_PER_DAY),
+            _ => unreachable!("a timestamp or date operand"),
+        }
+    };
+    let infinite = |t: i64| t == i64::MAX || t == i64::MIN;
+    Ok(match (left, right) {
+        (Value::Interval(a), Value::Interval(b)) => {
+            let b = if op == ArithOp::Sub {
+                b.checked_neg().ok_or_else(overflow)?
+            } else {
+                *b
+            };
+            Value::Interval(a.checked_add(&b).ok_or_else(overflow)?)
+        }
+        (Value::Interval(i), n) if op == ArithOp::Div => {
+            let divisor = as_f64(n);
+            if divisor == 0.0 {
+                return Err(SqlError::new("22012", "division by zero"));
+            }
+            Value::Interval(i.scaled(1.0 / divisor).ok_or_else(overflow)?)
+        }
+        (Value::Interval(i), n) | (n, Value::Interval(i)) if op == ArithOp::Mul => {
+            Value::Interval(i.scaled(as_f64(n)).ok_or_else(overflow)?)
+        }
+        (Value::Interval(i), t) | (t, Value::Interval(i)) => {
+            let i = if op == ArithOp::Sub {
+                i.checked_neg().ok_or_else(overflow)?
+            } else {
+                *i
+            };
+            let start = micros(t)?;
+            if infinite(start) {
+                return Ok(Value::Timestamp(start));
+            }
+            let added = i.add_to_timestamp(start).ok_or_else(timestamp_overflow)?;
+            Value::Timestamp(added)
+        }
+        (a, b) => {
+            let (a, b) = (micros(a)?, micros(b)?);
+            if infinite(a) || infinite(b) {
+                return Err(SqlError::new(
+                    "22008",
+                    "cannot subtract infinite timestamps",
+                ));
+            }
+            Value::Interval(steady_types::Interval::between(a, b).ok_or_else(overflow)?)
+        }
+    })
 }
 
 fn concat(left: &Value, right: &Value) -> Result<Value> {

@@ -26,6 +26,8 @@ enum Canonical<'v> {
     Text(&'v str),
     Bytes(&'v [u8]),
     Uuid(&'v [u8; 16]),
+    /// An interval's span: equal intervals (`'1 mon'`, `'30 days'`) hash alike.
+    Span(i128),
 }
 
 fn canonical(value: &Value) -> Canonical<'_> {
@@ -44,6 +46,7 @@ fn canonical(value: &Value) -> Canonical<'_> {
         Value::Text(s) => Canonical::Text(s),
         Value::Bytea(b) => Canonical::Bytes(b),
         Value::Uuid(u) => Canonical::Uuid(u),
+        Value::Interval(i) => Canonical::Span(i.span()),
         Value::Date(_) | Value::Timestamp(_) => match value.instant() {
             Some(instant) => Canonical::Instant(instant),
             None => Canonical::Null,

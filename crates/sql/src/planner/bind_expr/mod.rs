@@ -43,6 +43,7 @@ impl Binder<'_> {
                 let text = literal_text(&t.value.value)?;
                 Ok((Expr::Literal(Value::parse(&ty, &text)?), Some(ty)))
             }
+            AstExpr::Interval(interval) => interval_literal(interval),
             AstExpr::Nested(inner) => self.bind_expr(inner, scope),
             AstExpr::IsNull(inner) => {
                 let (expr, _) = self.bind_expr(inner, scope)?;
@@ -717,7 +718,10 @@ impl Binder<'_> {
                     expr
                 };
                 let ty = ty.or(Some(DataType::Integer));
-                if ty.is_some_and(|t| ops::category(&t) != Category::Numeric) {
+                let negatable = |t: DataType| {
+                    matches!(ops::category(&t), Category::Numeric | Category::Interval)
+                };
+                if ty.is_some_and(|t| !negatable(t)) {
                     return Err(SqlError::undefined_function(format!(
                         "operator does not exist: - {}",
                         ty.map_or("unknown".into(), |t| t.to_string())
@@ -871,6 +875,28 @@ pub fn comparable(a: &DataType, b: &DataType) -> bool {
 
 fn not(e: Expr) -> Expr {
     Expr::Not(Box::new(e))
+}
+
+/// `INTERVAL '1 day'`, and `INTERVAL '3' DAY` (a number and its unit); other SQL-standard field
+/// qualifiers (`YEAR TO MONTH`, precisions) are refused rather than ignored.
+fn interval_literal(interval: &ast::Interval) -> Result<(Expr, Option<DataType>)> {
+    let AstExpr::Value(value) = interval.value.as_ref() else {
+        return Err(SqlError::unsupported(format!(
+            "INTERVAL {}",
+            interval.value
+        )));
+    };
+    let text = literal_text(&value.value)?;
+    let qualified = interval.last_field.is_some()
+        || interval.leading_precision.is_some()
+        || interval.fractional_seconds_precision.is_some();
+    let text = match &interval.leading_field {
+        _ if qualified => return Err(SqlError::unsupported(format!("{interval}"))),
+        None => text,
+        Some(unit) => format!("{text} {unit}"),
+    };
+    let value = Value::parse(&DataType::Interval, &text)?;
+    Ok((Expr::Literal(value), Some(DataType::Interval)))
 }
 
 fn negate_if(e: Expr, negated: bool) -> Expr {
