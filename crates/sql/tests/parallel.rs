@@ -2,27 +2,21 @@
 //! uncommitted and committed writes, and errors raised by helper threads reach the session.
 
 mod common;
+#[path = "common/sessions.rs"]
+mod session_helpers;
+
+use session_helpers::{ok, run};
 
 use std::sync::Arc;
 
-use steady_sql::{Database, QueryResult, Session, SqlError};
+use steady_sql::{Database, Session};
 use steady_types::Value;
 
 /// Rows enough for a couple of hundred 4 KiB leaves, so the parallel path is taken.
 const ROWS: i64 = 20_000;
 
 fn open() -> (tempfile::TempDir, Arc<Database>) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = common::open_database(dir.path(), &common::config(2048));
-    (dir, db)
-}
-
-fn run(session: &mut Session, sql: &str) -> Result<QueryResult, SqlError> {
-    session.execute(sql).pop().expect("a statement")
-}
-
-fn ok(session: &mut Session, sql: &str) -> QueryResult {
-    run(session, sql).unwrap_or_else(|err| panic!("{sql}: {err}"))
+    session_helpers::open(2048)
 }
 
 fn rows(session: &mut Session, sql: &str) -> Vec<Vec<Value>> {

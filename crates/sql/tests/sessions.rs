@@ -2,26 +2,20 @@
 //! running statement (cancel request, statement_timeout).
 
 mod common;
+#[path = "common/sessions.rs"]
+mod session_helpers;
+
+use session_helpers::{ok, run};
 
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use steady_sql::execution::cancel::CancelReason;
-use steady_sql::{Database, QueryResult, Session, SqlError};
+use steady_sql::{Database, Session};
 
 fn open() -> (tempfile::TempDir, Arc<Database>) {
-    let dir = tempfile::tempdir().unwrap();
-    let db = common::open_database(dir.path(), &common::config(1024));
-    (dir, db)
-}
-
-fn run(session: &mut Session, sql: &str) -> Result<QueryResult, SqlError> {
-    session.execute(sql).pop().expect("a statement")
-}
-
-fn ok(session: &mut Session, sql: &str) -> QueryResult {
-    run(session, sql).unwrap_or_else(|err| panic!("{sql}: {err}"))
+    session_helpers::open(1024)
 }
 
 fn cell(session: &mut Session, sql: &str) -> String {
