@@ -1,6 +1,6 @@
 //! ALTER TABLE: ADD COLUMN (a constant default is kept as the column's missing value, no rewrite;
-//! a volatile one rewrites), DROP COLUMN, ADD/DROP CONSTRAINT and ADD PRIMARY KEY (a re-clustering
-//! bulk rebuild).
+//! a volatile one rewrites), DROP COLUMN, ADD/DROP CONSTRAINT, ADD PRIMARY KEY (a re-clustering
+//! bulk rebuild) and ALTER COLUMN (`alter_column`).
 
 use super::*;
 
@@ -52,6 +52,9 @@ impl Ddl<'_> {
             AlterTableOperation::DropConstraint {
                 if_exists, name, ..
             } => self.drop_constraint(table, &normalize_ident(name), *if_exists),
+            AlterTableOperation::AlterColumn { column_name, op } => {
+                self.alter_column(table, column_name, op)
+            }
             other => Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
         }
     }

@@ -8,6 +8,7 @@
 //! existing rows in one transaction.
 
 mod alter;
+mod alter_column;
 mod check;
 pub(crate) mod create_as;
 pub(crate) mod identity;

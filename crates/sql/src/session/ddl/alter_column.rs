@@ -1,0 +1,95 @@
+//! `ALTER TABLE t ALTER [COLUMN] c` forms that change only the catalog: SET DEFAULT, DROP
+//! DEFAULT, DROP NOT NULL, and SET NOT NULL after a scan that finds no NULL (23502 otherwise).
+//! Rows are never rewritten: a new default applies to rows inserted later, as in PostgreSQL
+//! (rows stored before an ADD COLUMN keep reading their `missing` value).
+//!
+//! As PostgreSQL: an identity column's default and nullability belong to its identity (42601),
+//! and a primary key column stays NOT NULL (42P16). SET NOT NULL's scan reads a snapshot, like
+//! ADD CHECK's validation: a NULL inserted by a transaction that commits during the scan is not
+//! seen (per-table DDL locks are issue 15's).
+
+use sqlparser::ast::AlterColumnOperation;
+
+use super::*;
+use crate::execution::constraints::is_dropped;
+
+impl Ddl<'_> {
+    pub(super) fn alter_column(
+        &self,
+        table: &TableDef,
+        column: &ast::Ident,
+        operation: &AlterColumnOperation,
+    ) -> Result<()> {
+        let name = normalize_ident(column);
+        let position = table
+            .column(&name)
+            .filter(|_| !is_dropped(&name))
+            .ok_or_else(|| {
+                SqlError::new(
+                    "42703",
+                    format!(
+                        "column \"{name}\" of relation \"{}\" does not exist",
+                        table.name
+                    ),
+                )
+            })?;
+        let mut altered = table.clone();
+        let def = &mut altered.columns[position];
+        let identity = || {
+            SqlError::new(
+                "42601",
+                format!(
+                    "column \"{name}\" of relation \"{}\" is an identity column",
+                    table.name
+                ),
+            )
+        };
+        match operation {
+            AlterColumnOperation::SetDefault { value } if def.identity.is_none() => {
+                def.default = Some(value.to_string());
+                self.check_default(&altered, position, &value.to_string())?;
+            }
+            AlterColumnOperation::DropDefault if def.identity.is_none() => def.default = None,
+            AlterColumnOperation::SetDefault { .. } => return Err(identity()),
+            AlterColumnOperation::DropDefault => {
+                return Err(identity()
+                    .with_hint("Use ALTER TABLE ... ALTER COLUMN ... DROP IDENTITY instead."))
+            }
+            AlterColumnOperation::DropNotNull if def.identity.is_some() => return Err(identity()),
+            AlterColumnOperation::DropNotNull if table.primary_key.contains(&position) => {
+                return Err(SqlError::new(
+                    "42P16",
+                    format!("column \"{name}\" is in a primary key"),
+                ))
+            }
+            AlterColumnOperation::DropNotNull => def.nullable = true,
+            AlterColumnOperation::SetNotNull => {
+                def.nullable = false;
+                self.refuse_nulls(table, position)?;
+            }
+            other => return Err(SqlError::unsupported(format!("ALTER COLUMN ... {other}"))),
+        }
+        self.engine().alter_table(altered)?;
+        Ok(())
+    }
+
+    /// 23502 if some row, as a fresh snapshot sees the table, has NULL in column `position`.
+    fn refuse_nulls(&self, table: &TableDef, position: usize) -> Result<()> {
+        let engine = Arc::clone(self.engine());
+        let mut txn = engine.begin(Isolation::ReadCommitted)?;
+        for row in txn.scan_rows(table, Bound::Unbounded, Bound::Unbounded)? {
+            let (_, values) = row?;
+            if values[position].is_null() {
+                return Err(SqlError::new(
+                    "23502",
+                    format!(
+                        "column \"{}\" of relation \"{}\" contains null values",
+                        table.columns[position].name, table.name
+                    ),
+                ));
+            }
+        }
+        txn.rollback()?;
+        Ok(())
+    }
+}
