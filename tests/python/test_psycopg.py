@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from uuid import UUID
 
@@ -99,6 +99,14 @@ def test_type_round_trips(server):
         with conn.cursor(binary=True) as cur:
             cur.execute("SELECT * FROM rt WHERE id = %s", (1,))
             assert cur.fetchone() == row
+        aware = datetime(2024, 7, 1, 12, 0, 0, 500000, tzinfo=timezone(timedelta(hours=2)))
+        conn.execute("SET TimeZone = 'America/New_York'")
+        got = conn.execute("SELECT %s::timestamptz, now() > %s", (aware, aware)).fetchone()
+        assert got == (aware, True) and got[0].utcoffset() == timedelta(hours=-4)
+        with conn.cursor(binary=True) as cur:
+            cur.execute("SELECT %s::timestamptz + interval '1 day'", (aware,))
+            assert cur.fetchone() == (aware + timedelta(days=1),)
+        conn.execute("RESET TimeZone")
         nulls = conn.execute("SELECT NULL::integer, NULL::text, %s::date", (None,)).fetchone()
         assert nulls == (None, None, None)
         with conn.cursor(binary=True) as cur:

@@ -19,7 +19,7 @@
 //! | boolean                     | 1 byte, 0 or 1                                              |
 //! | smallint                    | 2 bytes, little-endian two's complement                     |
 //! | integer, date               | 4 bytes, little-endian two's complement                     |
-//! | bigint, timestamp           | 8 bytes, little-endian two's complement                     |
+//! | bigint, timestamp(tz)       | 8 bytes, little-endian two's complement                     |
 //! | real, double                | 4 / 8 bytes, little-endian IEEE 754 bits (NaN payload kept) |
 //! | numeric                     | 1 byte `sign << 7 \| scale`, then the mantissa magnitude as a varint (≤ 96 bits) |
 //! | char, varchar, text, bytea  | length as a varint, then the bytes (UTF-8 for strings)      |
@@ -186,7 +186,9 @@ fn put_row_body(out: &mut Vec<u8>, value: &Value) {
         Value::Boolean(b) => out.push(u8::from(*b)),
         Value::SmallInt(i) => out.extend(i.to_le_bytes()),
         Value::Integer(i) | Value::Date(i) => out.extend(i.to_le_bytes()),
-        Value::BigInt(i) | Value::Timestamp(i) => out.extend(i.to_le_bytes()),
+        Value::BigInt(i) | Value::Timestamp(i) | Value::TimestampTz(i) => {
+            out.extend(i.to_le_bytes())
+        }
         Value::Real(x) => out.extend(x.to_bits().to_le_bytes()),
         Value::Double(x) => out.extend(x.to_bits().to_le_bytes()),
         Value::Numeric(d) => {
@@ -213,6 +215,7 @@ fn read_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::Date => Value::Date(i32::from_le_bytes(reader.array()?)),
         DataType::BigInt => Value::BigInt(i64::from_le_bytes(reader.array()?)),
         DataType::Timestamp => Value::Timestamp(i64::from_le_bytes(reader.array()?)),
+        DataType::TimestampTz => Value::TimestampTz(i64::from_le_bytes(reader.array()?)),
         DataType::Real => Value::Real(f32::from_bits(u32::from_le_bytes(reader.array()?))),
         DataType::Double => Value::Double(f64::from_bits(u64::from_le_bytes(reader.array()?))),
         DataType::Numeric { .. } => Value::Numeric(read_row_numeric(reader)?),
@@ -234,7 +237,7 @@ fn skip_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<(), CodecErro
         DataType::Boolean => 1,
         DataType::SmallInt => 2,
         DataType::Integer | DataType::Date | DataType::Real => 4,
-        DataType::BigInt | DataType::Timestamp | DataType::Double => 8,
+        DataType::BigInt | DataType::Timestamp | DataType::TimestampTz | DataType::Double => 8,
         DataType::Uuid | DataType::Interval => 16,
         DataType::Numeric { .. } => {
             reader.byte()?;
@@ -341,7 +344,9 @@ fn put_key_body(out: &mut Vec<u8>, value: &Value) {
         Value::Boolean(b) => out.push(u8::from(*b)),
         Value::SmallInt(i) => out.extend((*i as u16 ^ (1 << 15)).to_be_bytes()),
         Value::Integer(i) | Value::Date(i) => out.extend((*i as u32 ^ (1 << 31)).to_be_bytes()),
-        Value::BigInt(i) | Value::Timestamp(i) => out.extend((*i as u64 ^ (1 << 63)).to_be_bytes()),
+        Value::BigInt(i) | Value::Timestamp(i) | Value::TimestampTz(i) => {
+            out.extend((*i as u64 ^ (1 << 63)).to_be_bytes())
+        }
         Value::Real(x) => out.extend(real_key(*x).to_be_bytes()),
         Value::Double(x) => out.extend(double_key(*x).to_be_bytes()),
         Value::Numeric(d) => put_key_numeric(out, d),
@@ -362,6 +367,7 @@ fn read_key_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::Date => Value::Date(read_key_i32(reader)?),
         DataType::BigInt => Value::BigInt(read_key_i64(reader)?),
         DataType::Timestamp => Value::Timestamp(read_key_i64(reader)?),
+        DataType::TimestampTz => Value::TimestampTz(read_key_i64(reader)?),
         DataType::Real => Value::Real(real_from_key(u32::from_be_bytes(reader.array()?))),
         DataType::Double => Value::Double(double_from_key(u64::from_be_bytes(reader.array()?))),
         DataType::Numeric { scale, .. } => Value::Numeric(read_key_numeric(reader, *scale)?),
@@ -611,6 +617,7 @@ mod tests {
             Just(DataType::Bytea),
             Just(DataType::Date),
             Just(DataType::Timestamp),
+            Just(DataType::TimestampTz),
             Just(DataType::Uuid),
             Just(DataType::Interval),
         ]
@@ -668,6 +675,9 @@ mod tests {
                 .boxed(),
             DataType::Timestamp => prop_oneof![any::<i64>(), -3i64..3]
                 .prop_map(Value::Timestamp)
+                .boxed(),
+            DataType::TimestampTz => prop_oneof![any::<i64>(), -3i64..3]
+                .prop_map(Value::TimestampTz)
                 .boxed(),
             DataType::Real => double().prop_map(|x| Value::Real(x as f32)).boxed(),
             DataType::Double => double().prop_map(Value::Double).boxed(),

@@ -46,9 +46,9 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
         (DataType::Integer, Value::Integer(v)) | (DataType::Date, Value::Date(v)) => {
             out.put_i32(*v)
         }
-        (DataType::BigInt, Value::BigInt(v)) | (DataType::Timestamp, Value::Timestamp(v)) => {
-            out.put_i64(*v)
-        }
+        (DataType::BigInt, Value::BigInt(v))
+        | (DataType::Timestamp, Value::Timestamp(v))
+        | (DataType::TimestampTz, Value::TimestampTz(v)) => out.put_i64(*v),
         (DataType::Real, Value::Real(v)) => out.put_f32(*v),
         (DataType::Double, Value::Double(v)) => out.put_f64(*v),
         (DataType::Numeric { .. }, Value::Numeric(d)) => encode_numeric(d, out),
@@ -127,6 +127,7 @@ pub fn decode(bytes: &[u8], ty: Option<&DataType>) -> Result<Value, SqlError> {
         DataType::Bytea => Value::Bytea(bytes.to_vec()),
         DataType::Date => Value::Date(i32::from_be_bytes(fixed(bytes, ty)?)),
         DataType::Timestamp => Value::Timestamp(i64::from_be_bytes(fixed(bytes, ty)?)),
+        DataType::TimestampTz => Value::TimestampTz(i64::from_be_bytes(fixed(bytes, ty)?)),
         DataType::Uuid => Value::Uuid(fixed(bytes, ty)?),
         DataType::Interval => {
             let raw: [u8; 16] = fixed(bytes, ty)?;

@@ -57,17 +57,31 @@ pub(crate) fn compare_floats(a: f64, b: f64) -> Ordering {
     }
 }
 
+/// Dates and timestamps on one axis; beside a `timestamptz`, a date or timestamp is first read
+/// as local time in the session zone (PostgreSQL casts it to `timestamptz`).
 pub(crate) fn compare_datetimes(a: &Value, b: &Value) -> Option<Ordering> {
+    let zoned = matches!(a, Value::TimestampTz(_)) || matches!(b, Value::TimestampTz(_));
+    if zoned {
+        let as_instant = |v: &Value| match v.to_timestamptz() {
+            Ok(Value::TimestampTz(t)) => instant(&Value::TimestampTz(t)),
+            _ => None,
+        };
+        return Some(as_instant(a)?.cmp(&as_instant(b)?));
+    }
     Some(instant(a)?.cmp(&instant(b)?))
 }
 
 /// A date or timestamp as microseconds on one axis, infinities at the ends.
 pub(crate) fn instant(value: &Value) -> Option<i128> {
     match *value {
-        Value::Date(i32::MAX) | Value::Timestamp(i64::MAX) => Some(i128::MAX),
-        Value::Date(i32::MIN) | Value::Timestamp(i64::MIN) => Some(i128::MIN),
+        Value::Date(i32::MAX) | Value::Timestamp(i64::MAX) | Value::TimestampTz(i64::MAX) => {
+            Some(i128::MAX)
+        }
+        Value::Date(i32::MIN) | Value::Timestamp(i64::MIN) | Value::TimestampTz(i64::MIN) => {
+            Some(i128::MIN)
+        }
         Value::Date(d) => Some(i128::from(d) * i128::from(USECS_PER_DAY)),
-        Value::Timestamp(t) => Some(i128::from(t)),
+        Value::Timestamp(t) | Value::TimestampTz(t) => Some(i128::from(t)),
         _ => None,
     }
 }

@@ -22,6 +22,7 @@
 //! | `Bytea`                       | `bytea`                       | `Bytea(Vec<u8>)`   |                                              |
 //! | `Date`                        | `date`                        | `Date(i32)`        | days since 2000-01-01; `i32::MIN/MAX` = ∓infinity |
 //! | `Timestamp`                   | `timestamp without time zone` | `Timestamp(i64)`   | µs since 2000-01-01 00:00:00; `i64::MIN/MAX` = ∓infinity |
+//! | `TimestampTz`                 | `timestamp with time zone`    | `TimestampTz(i64)` | µs since 2000-01-01 00:00 UTC (see [`zone`]) |
 //! | `Uuid`                        | `uuid`                        | `Uuid([u8; 16])`   | ordered by bytes                             |
 //! | `Interval`                    | `interval`                    | `Interval(Interval)` | months, days, µs; ordered by span (see [`interval`]) |
 //!
@@ -65,7 +66,7 @@
 //! [`calendar`], [`cast`] and [`compare`].
 
 mod calendar;
-mod cast;
+pub mod cast;
 mod compare;
 mod input;
 pub mod interval;
@@ -74,6 +75,7 @@ mod output;
 mod tests;
 mod uuid;
 mod value;
+pub mod zone;
 
 pub use calendar::{civil_from_days, days_from_civil, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 pub use interval::Interval;

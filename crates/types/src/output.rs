@@ -22,6 +22,7 @@ impl fmt::Display for Value {
             Value::Date(d) => write_date(f, *d),
             Value::Timestamp(t) => write_timestamp(f, *t),
             Value::Uuid(u) => crate::uuid::write_uuid(f, u),
+            Value::TimestampTz(t) => crate::zone::write_timestamptz(f, *t),
             Value::Interval(i) => crate::interval::write_interval(f, i),
         }
     }

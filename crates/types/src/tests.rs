@@ -549,3 +549,35 @@ fn intervals_compare_by_span_and_add_months_on_the_calendar() {
     let between = Interval::between(stamp("2024-03-01 12:00"), stamp("2024-02-28")).unwrap();
     assert_eq!(text(Value::Interval(between)), "2 days 12:00:00");
 }
+
+#[test]
+fn timestamptz_reads_zones_and_writes_in_the_session_zone() {
+    use crate::zone::{set_session_zone, Zone};
+    let york = Zone::named("america/new_york").expect("the system's zone database");
+    assert_eq!(york.name(), "America/New_York");
+    assert!(Zone::named("+02:00").is_none() && Zone::named("Mars/Olympus").is_none());
+    set_session_zone(&york);
+    let read = |s: &str| Value::parse(&DataType::TimestampTz, s).unwrap();
+    // A fall-back fold takes standard time, a spring-forward gap the offset before it.
+    assert_eq!(text(read("2024-11-03 01:30")), "2024-11-03 01:30:00-05");
+    assert_eq!(text(read("2024-03-10 02:30")), "2024-03-10 03:30:00-04");
+    assert_eq!(read("2024-07-01 08:00"), read("2024-07-01 12:00Z"));
+    assert_eq!(
+        read("2024-07-01 14:00 Europe/Berlin"),
+        read("2024-07-01T12:00:00+00")
+    );
+    assert_eq!(
+        text(read("2024-01-01 10:00+05:30")),
+        "2023-12-31 23:30:00-05"
+    );
+    let (message, code) = err(Value::parse(
+        &DataType::TimestampTz,
+        "2024-01-01 Mars/Olympus",
+    ));
+    assert_eq!(
+        (message.as_str(), code),
+        ("time zone \"Mars/Olympus\" not recognized", "22023")
+    );
+    set_session_zone(&Zone::utc());
+    assert_eq!(text(read("2024-07-01 08:00-04")), "2024-07-01 12:00:00+00");
+}

@@ -28,6 +28,7 @@ pub enum DataType {
     Bytea,
     Date,
     Timestamp,
+    TimestampTz,
     Uuid,
     Interval,
 }
@@ -54,6 +55,7 @@ impl fmt::Display for DataType {
             DataType::Bytea => f.write_str("bytea"),
             DataType::Date => f.write_str("date"),
             DataType::Timestamp => f.write_str("timestamp without time zone"),
+            DataType::TimestampTz => f.write_str("timestamp with time zone"),
             DataType::Uuid => f.write_str("uuid"),
             DataType::Interval => f.write_str("interval"),
         }
@@ -149,6 +151,8 @@ pub enum Value {
     Date(i32),
     /// Microseconds since 2000-01-01 00:00:00.
     Timestamp(i64),
+    /// Microseconds since 2000-01-01 00:00 UTC (see [`crate::zone`]).
+    TimestampTz(i64),
     Uuid([u8; 16]),
     Interval(crate::Interval),
 }
@@ -170,6 +174,7 @@ impl PartialEq for Value {
             (Value::Text(a), Value::Text(b)) => a == b,
             (Value::Bytea(a), Value::Bytea(b)) => a == b,
             (Value::Uuid(a), Value::Uuid(b)) => a == b,
+            (Value::TimestampTz(a), Value::TimestampTz(b)) => a == b,
             (Value::Interval(a), Value::Interval(b)) => a == b,
             _ => false,
         }
@@ -203,6 +208,7 @@ impl Value {
             Value::Date(_) => DataType::Date,
             Value::Timestamp(_) => DataType::Timestamp,
             Value::Uuid(_) => DataType::Uuid,
+            Value::TimestampTz(_) => DataType::TimestampTz,
             Value::Interval(_) => DataType::Interval,
         })
     }
@@ -230,6 +236,7 @@ impl Value {
             DataType::Date => parse_date(text).map(Value::Date),
             DataType::Timestamp => parse_timestamp(text).map(Value::Timestamp),
             DataType::Uuid => crate::uuid::parse_uuid(text).map(Value::Uuid),
+            DataType::TimestampTz => crate::zone::parse_timestamptz(text).map(Value::TimestampTz),
             DataType::Interval => crate::interval::parse_interval(text).map(Value::Interval),
         }
     }

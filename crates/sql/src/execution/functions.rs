@@ -148,6 +148,16 @@ fn uuid(_: &[Option<DataType>]) -> Option<DataType> {
 fn timestamp(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Timestamp)
 }
+fn timestamptz(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::TimestampTz)
+}
+/// `timestamptz` for a `timestamptz` second argument (date_trunc), else `timestamp`.
+fn timestamp_like_second(args: &[Option<DataType>]) -> Option<DataType> {
+    match args.get(1) {
+        Some(Some(DataType::TimestampTz)) => Some(DataType::TimestampTz),
+        _ => Some(DataType::Timestamp),
+    }
+}
 fn date(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Date)
 }
@@ -228,13 +238,13 @@ static FUNCTIONS: &[Function] = &[
     lenient("nullif", (2, 2), same_as_first, nullif),
     strict("date_part", (2, 2), double, date_part),
     strict("extract", (2, 2), numeric, extract),
-    strict("date_trunc", (2, 2), timestamp, date_trunc),
-    volatile("now", timestamp, now),
-    volatile("current_timestamp", timestamp, now),
-    volatile("localtimestamp", timestamp, now),
-    volatile("statement_timestamp", timestamp, now),
-    volatile("transaction_timestamp", timestamp, now),
-    volatile("clock_timestamp", timestamp, now),
+    strict("date_trunc", (2, 2), timestamp_like_second, date_trunc),
+    volatile("now", timestamptz, now),
+    volatile("current_timestamp", timestamptz, now),
+    volatile("localtimestamp", timestamp, local_now),
+    volatile("statement_timestamp", timestamptz, now),
+    volatile("transaction_timestamp", timestamptz, now),
+    volatile("clock_timestamp", timestamptz, now),
     volatile("current_date", date, current_date),
     volatile("random", double, random),
     volatile("gen_random_uuid", uuid, gen_random_uuid),
@@ -765,10 +775,19 @@ fn nullif(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 /// The calendar fields of a date or timestamp: (year, month, day, micros into the day).
+/// Year, month, day and microseconds of the day of a date or timestamp (a `timestamptz` in
+/// the session zone).
 fn fields(value: &Value) -> Result<(i64, i64, i64, i64)> {
     let (days, micros) = match value {
         Value::Date(d) => (i64::from(*d), 0),
         Value::Timestamp(t) => (t.div_euclid(USECS_PER_DAY), t.rem_euclid(USECS_PER_DAY)),
+        Value::TimestampTz(t) => {
+            let local = steady_types::zone::session_zone().to_local(*t);
+            (
+                local.div_euclid(USECS_PER_DAY),
+                local.rem_euclid(USECS_PER_DAY),
+            )
+        }
         other => return Err(no_such("date_part", other)),
     };
     let (y, m, d) = civil_from_days(days + PG_EPOCH_UNIX_DAYS);
@@ -820,6 +839,17 @@ fn field_value(field: &str, value: &Value) -> Result<Decimal> {
     let days = match value {
         Value::Date(d) => i64::from(*d),
         Value::Timestamp(t) => t.div_euclid(USECS_PER_DAY),
+        Value::TimestampTz(t) => {
+            if field.eq_ignore_ascii_case("epoch") {
+                let seconds = Decimal::from(t.div_euclid(USECS_PER_DAY) + PG_EPOCH_UNIX_DAYS)
+                    * Decimal::from(86_400);
+                let micros = Decimal::new(t.rem_euclid(USECS_PER_DAY), 6);
+                return Ok(crate::types::ops::with_scale(seconds + micros, 6));
+            }
+            steady_types::zone::session_zone()
+                .to_local(*t)
+                .div_euclid(USECS_PER_DAY)
+        }
         _ => 0,
     };
     Ok(match field.to_ascii_lowercase().as_str() {
@@ -896,17 +926,28 @@ fn date_trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
             ))
         }
     };
-    Ok(Value::Timestamp(truncated))
+    Ok(match &args[1] {
+        Value::TimestampTz(_) => {
+            Value::TimestampTz(steady_types::zone::session_zone().to_utc(truncated))
+        }
+        _ => Value::Timestamp(truncated),
+    })
 }
 
 fn now(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
-    Ok(Value::Timestamp(ctx.statement_time()))
+    Ok(Value::TimestampTz(ctx.statement_time()))
+}
+
+/// `localtimestamp`: the statement's time in the session zone, without the zone.
+fn local_now(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Timestamp(
+        steady_types::zone::session_zone().to_local(ctx.statement_time()),
+    ))
 }
 
 fn current_date(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
-    Ok(Value::Date(
-        ctx.statement_time().div_euclid(USECS_PER_DAY) as i32
-    ))
+    let local = steady_types::zone::session_zone().to_local(ctx.statement_time());
+    Ok(Value::Date(local.div_euclid(USECS_PER_DAY) as i32))
 }
 
 fn random(_: &[Value], _: &mut ExecCtx) -> Result<Value> {

@@ -147,6 +147,31 @@ impl Settings {
             .unwrap_or(0)
     }
 
+    /// The parameters a client is told of when they change (PostgreSQL's GUC_REPORT), by the
+    /// names ParameterStatus uses.
+    pub fn reported(&self) -> Vec<(&'static str, String)> {
+        [
+            ("TimeZone", "timezone"),
+            ("application_name", "application_name"),
+            ("DateStyle", "datestyle"),
+            ("IntervalStyle", "intervalstyle"),
+            ("client_encoding", "client_encoding"),
+            (
+                "default_transaction_read_only",
+                "default_transaction_read_only",
+            ),
+            ("standard_conforming_strings", "standard_conforming_strings"),
+        ]
+        .into_iter()
+        .map(|(reported, key)| (reported, self.show(key).unwrap_or_default()))
+        .collect()
+    }
+
+    /// The TimeZone setting: a name [`steady_types::zone::Zone::named`] knows.
+    pub fn timezone(&self) -> &str {
+        self.values.get("timezone").map_or("UTC", String::as_str)
+    }
+
     /// A timeout setting; `None` when off.
     pub fn timeout(&self, name: &str) -> Option<Duration> {
         let ms: u64 = self.values.get(name)?.parse().ok()?;
@@ -164,6 +189,14 @@ fn normalize(key: &str, value: &str) -> Result<String> {
     };
     let lower = value.trim().to_lowercase();
     Ok(match key {
+        "timezone" => steady_types::zone::Zone::named(value)
+            .ok_or_else(|| {
+                invalid().with_detail(
+                    "SteadyDB takes IANA time zone names (Europe/Berlin) and UTC, not offsets.",
+                )
+            })?
+            .name()
+            .to_owned(),
         _ if TIMEOUTS.contains(&key) => parse_duration(&lower).ok_or_else(invalid)?.to_string(),
         "max_parallel_workers_per_gather" => match lower.parse::<u16>() {
             Ok(workers) if workers <= 1024 => workers.to_string(),

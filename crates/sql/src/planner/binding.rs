@@ -109,6 +109,12 @@ fn plain_type(data_type: &ast::DataType) -> Option<ast::DataType> {
             "numeric" => T::Numeric(ast::ExactNumberInfo::None),
             "date" => T::Date,
             "timestamp" => T::Timestamp(None, ast::TimezoneInfo::None),
+            "timestamptz" => T::Timestamp(None, ast::TimezoneInfo::Tz),
+            "uuid" => T::Uuid,
+            "interval" => T::Interval {
+                fields: None,
+                precision: None,
+            },
             "bytea" => T::Bytea,
             "boolean" => T::Boolean,
             _ => return None,

@@ -131,6 +131,9 @@ pub struct QueryResult {
     pub columns: Vec<Column>,
     pub rows: Vec<Row>,
     pub notices: Vec<Notice>,
+    /// Parameters the statement changed that a client is told of (ParameterStatus): PostgreSQL's
+    /// GUC_REPORT ones, such as TimeZone and application_name.
+    pub reported: Vec<(&'static str, String)>,
 }
 
 impl QueryResult {
@@ -146,7 +149,7 @@ impl QueryResult {
             tag: tag.into(),
             columns,
             rows,
-            notices: Vec::new(),
+            ..QueryResult::default()
         }
     }
 
@@ -329,6 +332,7 @@ impl Session {
 
     /// Parses one statement and types its parameters and result (the extended protocol's Parse).
     pub fn prepare(&mut self, sql: &str, declared: &[Option<DataType>]) -> Result<Prepared> {
+        self.apply_time_zone();
         let mut statements = parse(sql).inspect_err(|_| self.fail_block())?;
         if statements.len() > 1 {
             return Err(SqlError::syntax(
@@ -353,6 +357,23 @@ impl Session {
         })
     }
 
+    /// `result` with the reported parameters whose values differ from `before`.
+    fn with_reported(
+        &self,
+        mut result: QueryResult,
+        before: Vec<(&'static str, String)>,
+    ) -> QueryResult {
+        let after = self.info.settings.reported();
+        result.reported = after.into_iter().filter(|p| !before.contains(p)).collect();
+        result
+    }
+
+    /// Makes the TimeZone setting this thread's zone for `timestamptz` input and output (see
+    /// `steady_types::zone`): before each statement, and after a SET or RESET.
+    fn apply_time_zone(&self) {
+        steady_types::zone::use_session_zone(self.info.settings.timezone());
+    }
+
     /// Copies `application_name` into the session's activity (after a SET or RESET).
     fn show_application_name(&self) {
         let name = self
@@ -365,6 +386,7 @@ impl Session {
 
     /// Runs `run` (the statements of `query`) as the session's activity.
     fn tracked<T>(&mut self, query: Arc<str>, run: impl FnOnce(&mut Self) -> T) -> T {
+        self.apply_time_zone();
         let now = now_micros();
         let xact_start = *self.xact_start.get_or_insert(now);
         let activity = Arc::clone(self.registered.activity());
@@ -498,12 +520,15 @@ impl Session {
             S::Savepoint { name } => self.savepoint(&crate::types::normalize_ident(name)),
             S::ReleaseSavepoint { name } => self.release(&crate::types::normalize_ident(name)),
             S::Set(set) => {
+                let before = self.info.settings.reported();
                 let result = self.set(set);
                 self.show_application_name();
-                result
+                self.apply_time_zone();
+                result.map(|r| self.with_reported(r, before))
             }
             S::ShowVariable { variable } => self.show(variable),
             S::Reset(reset) => {
+                let before = self.info.settings.reported();
                 match &reset.reset {
                     ast::Reset::ALL => self.info.settings.reset(None)?,
                     ast::Reset::ConfigurationParameter(name) => self
@@ -513,7 +538,8 @@ impl Session {
                     ast::Reset::SessionAuthorization => {}
                 }
                 self.show_application_name();
-                Ok(QueryResult::command("RESET"))
+                self.apply_time_zone();
+                Ok(self.with_reported(QueryResult::command("RESET"), before))
             }
             S::Prepare {
                 name,

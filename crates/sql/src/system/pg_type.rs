@@ -126,6 +126,7 @@ pub fn type_oid(ty: &DataType) -> u32 {
         DataType::Bytea => 17,
         DataType::Date => 1082,
         DataType::Timestamp => TIMESTAMP,
+        DataType::TimestampTz => 1184,
         DataType::Uuid => UUID,
         DataType::Interval => INTERVAL,
     }

@@ -121,6 +121,9 @@ pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
         T::Timestamp(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
             DataType::Timestamp
         }
+        T::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
+            DataType::TimestampTz
+        }
         T::Custom(name, modifiers) => custom_type(&object_name(name).1, modifiers)?,
         other => {
             return Err(SqlError::new(
@@ -143,6 +146,7 @@ fn custom_type(name: &str, modifiers: &[String]) -> Result<DataType> {
         "float8" => DataType::Double,
         "bool" => DataType::Boolean,
         "bpchar" => DataType::Char(parse_modifier(modifiers)?.unwrap_or(1)),
+        "timestamptz" => DataType::TimestampTz,
         "name" | "regclass" | "regtype" | "regproc" | "regnamespace" => DataType::Text,
         "oid" | "xid" | "cid" => DataType::BigInt,
         "serial" | "serial4" => DataType::Integer,
@@ -183,6 +187,7 @@ pub fn type_output_name(data_type: &ast::DataType) -> String {
         Ok(DataType::Bytea) => "bytea".into(),
         Ok(DataType::Date) => "date".into(),
         Ok(DataType::Timestamp) => "timestamp".into(),
+        Ok(DataType::TimestampTz) => "timestamptz".into(),
         Ok(DataType::Uuid) => "uuid".into(),
         Ok(DataType::Interval) => "interval".into(),
         Err(_) => "?column?".into(),

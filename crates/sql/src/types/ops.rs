@@ -116,7 +116,7 @@ pub fn category(ty: &DataType) -> Category {
         | DataType::Numeric { .. } => Category::Numeric,
         DataType::Char(_) | DataType::Varchar(_) | DataType::Text => Category::String,
         DataType::Bytea => Category::Bytea,
-        DataType::Date | DataType::Timestamp => Category::DateTime,
+        DataType::Date | DataType::Timestamp | DataType::TimestampTz => Category::DateTime,
         DataType::Uuid => Category::Uuid,
         DataType::Interval => Category::Interval,
     }
@@ -203,6 +203,13 @@ fn interval_arith_type(op: ArithOp, left: &DataType, right: &DataType) -> Option
     let numeric = |t: &DataType| category(t) == Category::Numeric;
     let add_sub = matches!(op, ArithOp::Add | ArithOp::Sub);
     match (left, right) {
+        (TimestampTz, Interval) if add_sub => Some(TimestampTz),
+        (Interval, TimestampTz) if op == ArithOp::Add => Some(TimestampTz),
+        (TimestampTz, TimestampTz | Timestamp | Date) | (Timestamp | Date, TimestampTz)
+            if op == ArithOp::Sub =>
+        {
+            Some(Interval)
+        }
         (Timestamp | Date, Interval) if add_sub => Some(Timestamp),
         (Interval, Timestamp | Date) if op == ArithOp::Add => Some(Timestamp),
         (Interval, Interval) if add_sub => Some(Interval),
@@ -219,9 +226,14 @@ fn interval_arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
     let overflow = || SqlError::new("22008", "interval out of range");
     let timestamp_overflow = || SqlError::new("22008", "timestamp out of range");
     // Infinite timestamps and dates stay infinite (and cannot be subtracted), as in PostgreSQL.
+    let zoned = matches!(left, Value::TimestampTz(_)) || matches!(right, Value::TimestampTz(_));
     let micros = |v: &Value| -> Result<i64> {
         match *v {
-            Value::Timestamp(t) => Ok(t),
+            Value::Timestamp(t) if zoned => Ok(steady_types::cast::instant_of_local(t)),
+            Value::Date(d) if zoned && d != i32::MAX && d != i32::MIN => Ok(
+                steady_types::cast::instant_of_local(i64::from(d) * steady_types::USECS_PER_DAY),
+            ),
+            Value::Timestamp(t) | Value::TimestampTz(t) => Ok(t),
             Value::Date(i32::MAX) => Ok(i64::MAX),
             Value::Date(i32::MIN) => Ok(i64::MIN),
             Value::Date(d) => Ok(i64::from(d) * steady_types::USECS_PER_DAY),
@@ -256,7 +268,12 @@ fn interval_arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
             };
             let start = micros(t)?;
             if infinite(start) {
-                return Ok(Value::Timestamp(start));
+                return Ok(retyped(t, start));
+            }
+            if let Value::TimestampTz(_) = t {
+                return zoned_add(&i, start)
+                    .map(Value::TimestampTz)
+                    .ok_or_else(timestamp_overflow);
             }
             let added = i.add_to_timestamp(start).ok_or_else(timestamp_overflow)?;
             Value::Timestamp(added)
@@ -272,6 +289,29 @@ fn interval_arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
             Value::Interval(steady_types::Interval::between(a, b).ok_or_else(overflow)?)
         }
     })
+}
+
+/// A `timestamptz` (`start`, an instant) plus an interval, as PostgreSQL's: months and days on
+/// the session zone's calendar (the wall clock kept across a DST change), then the time.
+fn zoned_add(interval: &steady_types::Interval, start: i64) -> Option<i64> {
+    if interval.months == 0 && interval.days == 0 {
+        return start.checked_add(interval.micros);
+    }
+    let zone = steady_types::zone::session_zone();
+    let calendar = steady_types::Interval {
+        micros: 0,
+        ..*interval
+    };
+    let local = calendar.add_to_timestamp(zone.to_local(start))?;
+    zone.to_utc(local).checked_add(interval.micros)
+}
+
+/// An infinite result of the operand's type.
+fn retyped(operand: &Value, micros: i64) -> Value {
+    match operand {
+        Value::TimestampTz(_) => Value::TimestampTz(micros),
+        _ => Value::Timestamp(micros),
+    }
 }
 
 fn concat(left: &Value, right: &Value) -> Result<Value> {

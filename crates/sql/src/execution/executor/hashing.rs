@@ -47,7 +47,7 @@ fn canonical(value: &Value) -> Canonical<'_> {
         Value::Bytea(b) => Canonical::Bytes(b),
         Value::Uuid(u) => Canonical::Uuid(u),
         Value::Interval(i) => Canonical::Span(i.span()),
-        Value::Date(_) | Value::Timestamp(_) => match value.instant() {
+        Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => match value.instant() {
             Some(instant) => Canonical::Instant(instant),
             None => Canonical::Null,
         },
