@@ -510,7 +510,7 @@ fn simple_messages(results: &[Result<QueryResult, SqlError>]) -> Vec<PgWireBacke
                 .iter()
                 .map(|n| PgWireBackendMessage::NoticeResponse(notice_response(n))),
         );
-        messages.extend(parameter_statuses(&result));
+        messages.extend(parameter_statuses(result));
         if result.has_rows() {
             let description = row_description(&fields(&result.columns, &Format::UnifiedText));
             messages.push(PgWireBackendMessage::RowDescription(description));
@@ -538,6 +538,17 @@ fn continued_tag(tag: &str, rows: usize) -> String {
     format!("{command} {rows}")
 }
 
+/// ParameterStatus messages for the reported parameters a statement changed (`SET TimeZone`...),
+/// as PostgreSQL sends them before the statement's CommandComplete.
+fn parameter_statuses(result: &QueryResult) -> impl Iterator<Item = PgWireBackendMessage> + '_ {
+    result.reported.iter().map(|(name, value)| {
+        PgWireBackendMessage::ParameterStatus(pgwire::messages::startup::ParameterStatus::new(
+            (*name).to_owned(),
+            value.clone(),
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -548,15 +559,4 @@ mod tests {
         assert_eq!(continued_tag("INSERT 0 10", 3), "INSERT 0 3");
         assert_eq!(continued_tag("SHOW", 1), "SHOW 1");
     }
-}
-
-/// ParameterStatus messages for the reported parameters a statement changed (`SET TimeZone`...),
-/// as PostgreSQL sends them before the statement's CommandComplete.
-fn parameter_statuses(result: &QueryResult) -> impl Iterator<Item = PgWireBackendMessage> + '_ {
-    result.reported.iter().map(|(name, value)| {
-        PgWireBackendMessage::ParameterStatus(pgwire::messages::startup::ParameterStatus::new(
-            (*name).to_owned(),
-            value.clone(),
-        ))
-    })
 }
