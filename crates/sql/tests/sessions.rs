@@ -546,3 +546,18 @@ fn sequences_and_identity_columns_survive_a_restart_and_currval_is_per_session()
     let err = run(&mut session, "INSERT INTO t VALUES (9, 'd')").unwrap_err();
     assert_eq!(err.code, "428C9", "{err}");
 }
+
+/// A hang-up noticed just before a statement starts still ends it (the hang-up watch reports a
+/// client once), while a cancel request that finds the session idle is ignored, as PostgreSQL's.
+#[test]
+fn a_hang_up_before_a_statement_starts_ends_it_and_an_idle_cancel_does_not() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    let handle = session.cancel_handle();
+    handle.cancel(CancelReason::UserRequest);
+    let counted = "SELECT count(*) FROM generate_series(1, 100000)";
+    assert_eq!(cell(&mut session, counted), "100000");
+    handle.cancel(CancelReason::ClientGone);
+    let err = run(&mut session, LONG_QUERY).unwrap_err();
+    assert_eq!(err.code, "08006", "{err}");
+}

@@ -2,8 +2,11 @@
 //! timeout, a client that hung up, or the server shutting down. The request is a flag the executor checks between rows (and in key-ordered writes);
 //! a statement waiting for a row lock is woken through the engine's lock manager at once.
 //!
-//! A request only affects the statement running when it arrives: each statement clears the flag
-//! when it starts, as PostgreSQL ignores a cancel that finds the session idle.
+//! A cancel request or a timeout only affects the statement running when it arrives: each
+//! statement clears them when it starts, as PostgreSQL ignores a cancel that finds the session
+//! idle. A hung-up client and a termination stay (PostgreSQL's `ProcDiePending`): they end
+//! whatever statement runs next, so one that arrives between a statement's registration with the
+//! hang-up watch and its start is not lost (the watch reports a hang-up once).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
@@ -88,9 +91,16 @@ impl CancelHandle {
         }
     }
 
-    /// A statement starts (in transaction `txn`): earlier requests no longer apply.
+    /// A statement starts (in transaction `txn`): earlier cancel requests and timeouts no longer
+    /// apply; a hang-up or a termination still does.
     pub(crate) fn start(&self, engine: &Arc<Engine>, txn: TxnId, timeout: Option<Duration>) {
-        self.state.reason.store(NONE, Ordering::Release);
+        let transient = [CancelReason::UserRequest, CancelReason::StatementTimeout];
+        let _ = self
+            .state
+            .reason
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |code| {
+                transient.iter().any(|r| r.code() == code).then_some(NONE)
+            });
         *self.state.running.lock() = Some((Arc::clone(engine), txn));
         *self.state.deadline.lock() = timeout.map(|t| Instant::now() + t);
     }
