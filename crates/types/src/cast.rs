@@ -122,7 +122,9 @@ impl Value {
         match *self {
             Value::Date(d) => Ok(Value::Date(d)),
             Value::Timestamp(t) => Ok(Value::Date(timestamp_to_date(t))),
-            Value::TimestampTz(t) => Ok(Value::Date(timestamp_to_date(local_time(t)))),
+            Value::TimestampTz(t) => Ok(Value::Date(timestamp_to_date(
+                crate::zone::session_zone().to_local(t),
+            ))),
             _ => Err(self.cannot_cast(&DataType::Date)),
         }
     }
@@ -131,7 +133,7 @@ impl Value {
         match *self {
             Value::Timestamp(t) => Ok(Value::Timestamp(t)),
             Value::Date(d) => date_to_timestamp(d).map(Value::Timestamp),
-            Value::TimestampTz(t) => Ok(Value::Timestamp(local_time(t))),
+            Value::TimestampTz(t) => Ok(Value::Timestamp(crate::zone::session_zone().to_local(t))),
             _ => Err(self.cannot_cast(&DataType::Timestamp)),
         }
     }
@@ -140,26 +142,11 @@ impl Value {
     pub(crate) fn to_timestamptz(&self) -> Result<Value, TypeError> {
         match *self {
             Value::TimestampTz(t) => Ok(Value::TimestampTz(t)),
-            Value::Timestamp(t) => Ok(Value::TimestampTz(instant_of_local(t))),
-            Value::Date(d) => date_to_timestamp(d).map(|t| Value::TimestampTz(instant_of_local(t))),
+            Value::Timestamp(t) => Ok(Value::TimestampTz(crate::zone::session_zone().to_utc(t))),
+            Value::Date(d) => date_to_timestamp(d)
+                .map(|t| Value::TimestampTz(crate::zone::session_zone().to_utc(t))),
             _ => Err(self.cannot_cast(&DataType::TimestampTz)),
         }
-    }
-}
-
-/// The session zone's local time of an instant (infinities kept).
-pub fn local_time(utc: i64) -> i64 {
-    match utc {
-        i64::MAX | i64::MIN => utc,
-        _ => crate::zone::session_zone().to_local(utc),
-    }
-}
-
-/// The instant of a local time in the session zone (infinities kept).
-pub fn instant_of_local(local: i64) -> i64 {
-    match local {
-        i64::MAX | i64::MIN => local,
-        _ => crate::zone::session_zone().to_utc(local),
     }
 }
 

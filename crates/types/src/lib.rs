@@ -66,7 +66,7 @@
 //! [`calendar`], [`cast`] and [`compare`].
 
 mod calendar;
-pub mod cast;
+mod cast;
 mod compare;
 mod input;
 pub mod interval;

@@ -578,6 +578,13 @@ fn timestamptz_reads_zones_and_writes_in_the_session_zone() {
         (message.as_str(), code),
         ("time zone \"Mars/Olympus\" not recognized", "22023")
     );
+    // East of UTC the infinities must not overflow into a finite time.
+    let kolkata = Zone::named("Asia/Kolkata").unwrap();
+    assert_eq!(kolkata.to_local(i64::MAX), i64::MAX);
+    assert_eq!(kolkata.to_utc(i64::MIN), i64::MIN);
+    set_session_zone(&kolkata);
+    let infinity = read("infinity").cast_to(&DataType::Timestamp).unwrap();
+    assert_eq!(text(infinity), "infinity");
     set_session_zone(&Zone::utc());
     assert_eq!(text(read("2024-07-01 08:00-04")), "2024-07-01 12:00:00+00");
 }

@@ -72,8 +72,12 @@ impl Zone {
         offset_micros(self.rules.to_offset(instant))
     }
 
-    /// The instant of local time `local` (microseconds since 2000-01-01, as a `timestamp`).
+    /// The instant of local time `local` (microseconds since 2000-01-01, as a `timestamp`);
+    /// the infinities stay themselves.
     pub fn to_utc(&self, local: i64) -> i64 {
+        if local == i64::MAX || local == i64::MIN {
+            return local;
+        }
         let offset = match civil(local) {
             Some(datetime) => match self.rules.to_ambiguous_timestamp(datetime).offset() {
                 AmbiguousOffset::Unambiguous { offset } => offset,
@@ -85,9 +89,12 @@ impl Zone {
         local - offset_micros(offset)
     }
 
-    /// The local time (a `timestamp`) of the instant `utc`.
+    /// The local time (a `timestamp`) of the instant `utc`; the infinities stay themselves.
     pub fn to_local(&self, utc: i64) -> i64 {
-        utc + self.offset_at(utc)
+        match utc {
+            i64::MAX | i64::MIN => utc,
+            _ => utc.saturating_add(self.offset_at(utc)),
+        }
     }
 }
 

@@ -229,10 +229,11 @@ fn interval_arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
     let zoned = matches!(left, Value::TimestampTz(_)) || matches!(right, Value::TimestampTz(_));
     let micros = |v: &Value| -> Result<i64> {
         match *v {
-            Value::Timestamp(t) if zoned => Ok(steady_types::cast::instant_of_local(t)),
-            Value::Date(d) if zoned && d != i32::MAX && d != i32::MIN => Ok(
-                steady_types::cast::instant_of_local(i64::from(d) * steady_types::USECS_PER_DAY),
-            ),
+            Value::Timestamp(t) if zoned => Ok(steady_types::zone::session_zone().to_utc(t)),
+            Value::Date(d) if zoned && d != i32::MAX && d != i32::MIN => {
+                let midnight = i64::from(d) * steady_types::USECS_PER_DAY;
+                Ok(steady_types::zone::session_zone().to_utc(midnight))
+            }
             Value::Timestamp(t) | Value::TimestampTz(t) => Ok(t),
             Value::Date(i32::MAX) => Ok(i64::MAX),
             Value::Date(i32::MIN) => Ok(i64::MIN),
