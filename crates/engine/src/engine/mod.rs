@@ -376,8 +376,9 @@ pub struct Transaction {
     /// Whether some undo entries are only in the undo tree (`writes` lacks rows inserted in runs).
     undo_runs: bool,
     /// The rows written, each with the savepoint generation its version was last saved in (by its
-    /// undo entry, or in `rewrites`); a write in a later generation saves it again. Rows inserted
-    /// in runs before any savepoint are not listed: their own version in place says generation 0.
+    /// undo entry, or in `rewrites`); a write in a later generation saves it again. Rows written
+    /// before any savepoint are not listed: their own version in place says generation 0 (a bulk
+    /// UPDATE or DELETE keeps no map entry per row).
     written: HashMap<(IndexId, Vec<u8>), u64, ahash::RandomState>,
     /// The savepoint generation: how many savepoints have been taken.
     generation: AtomicU64,

@@ -442,7 +442,7 @@ impl Transaction {
         kind: WriteKind,
     ) -> Result<bool> {
         if kind != WriteKind::Insert {
-            return Ok(self.row_to_change(index, pk, current)?.is_some());
+            return self.changeable(index, pk, current);
         }
         if current.is_some_and(|v| !v.deleted) {
             return Err(EngineError::UniqueViolation { index });
@@ -461,14 +461,20 @@ impl Transaction {
         pk: &[u8],
         current: Option<&Version>,
     ) -> Result<Option<Vec<u8>>> {
+        Ok(self
+            .changeable(index, pk, current)?
+            .then(|| current.map(|v| v.row.clone()))
+            .flatten())
+    }
+
+    /// Whether an update or delete changes the row whose newest version is `current` (see
+    /// [`Transaction::row_to_change`]), without copying the row.
+    fn changeable(&mut self, index: IndexId, pk: &[u8], current: Option<&Version>) -> Result<bool> {
         let snapshot = self.snapshot()?;
-        let tree = self.engine.tree(index)?;
-        let seen = self
-            .engine
-            .visible(&tree, index, pk, current.cloned(), self.id, snapshot)?;
+        let seen = self.sees_a_row(index, pk, current, snapshot)?;
         self.track_read(index, Bound::Included(pk), Bound::Included(pk))?;
-        let (Some(_), Some(current)) = (seen, current) else {
-            return Ok(None);
+        let (true, Some(current)) = (seen, current) else {
+            return Ok(false);
         };
         let newer = snapshot.is_some_and(|snapshot| {
             current.writer != self.id && !self.engine.committed_by(current.writer, snapshot)
@@ -480,7 +486,32 @@ impl Transaction {
         if newer && snapshot_isolation {
             return Err(EngineError::SerializationFailure);
         }
-        Ok((!current.deleted).then(|| current.row.clone()))
+        Ok(!current.deleted)
+    }
+
+    /// Whether this transaction's snapshot sees a row under `pk`, whose newest version is
+    /// `current`: read from that version when the snapshot sees it (the common case, no copy),
+    /// else from history.
+    fn sees_a_row(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        current: Option<&Version>,
+        snapshot: Option<Csn>,
+    ) -> Result<bool> {
+        let Some(version) = current else {
+            return Ok(false);
+        };
+        let seen =
+            snapshot.is_none_or(|snapshot| self.engine.committed_by(version.writer, snapshot));
+        if version.writer == self.id || seen {
+            return Ok(!version.deleted);
+        }
+        let tree = self.engine.tree(index)?;
+        let row = self
+            .engine
+            .visible(&tree, index, pk, current.cloned(), self.id, snapshot)?;
+        Ok(row.is_some())
     }
 
     /// Locks a row for writing (waiting for its current writer to finish) and returns the version an
@@ -602,7 +633,8 @@ impl Transaction {
     /// What saving the version a write of the row replaces needs logged, if anything: on the
     /// row's first write (in this savepoint generation) the undo entry and, if a committed version
     /// is replaced, that version with its history key. A write in a later generation keeps the own
-    /// version in `rewrites` instead; the row is noted as written in the current generation.
+    /// version in `rewrites` instead; the row is noted as written in the current generation
+    /// (before any savepoint nothing is noted: an own version in place was saved in generation 0).
     fn first_write_log(
         &mut self,
         index: IndexId,
@@ -610,9 +642,16 @@ impl Transaction {
         current: Option<Version>,
     ) -> Result<Option<FirstWrite>> {
         let generation = self.generation.load(Ordering::Relaxed);
-        let inserted_in_a_run = current.as_ref().is_some_and(|v| v.writer == self.id);
+        let own = current.as_ref().is_some_and(|v| v.writer == self.id);
+        if generation == 0 {
+            return if own {
+                Ok(None)
+            } else {
+                self.first_write(index, pk, current).map(Some)
+            };
+        }
         let saved = self.written.insert((index, pk.to_vec()), generation);
-        match saved.or(inserted_in_a_run.then_some(0)) {
+        match saved.or(own.then_some(0)) {
             None => self.first_write(index, pk, current).map(Some),
             Some(saved_in) if saved_in < generation => {
                 let version = current.ok_or_else(|| {
