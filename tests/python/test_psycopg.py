@@ -18,6 +18,7 @@ from uuid import UUID
 import psycopg
 import pytest
 from psycopg import errors
+from psycopg.types.json import Json, Jsonb
 
 BIN = os.environ.get("STEADY_BIN", "target/release/steady")
 
@@ -114,6 +115,30 @@ def test_type_round_trips(server):
             assert cur.fetchone() == (row[-2],)
             cur.execute("SELECT ts + iv, iv * 2 FROM rt WHERE iv < %s", (timedelta(0),))
             assert cur.fetchone() == (row[12] + row[14], row[14] * 2)
+
+
+def test_json_and_jsonb(server):
+    with connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS docs")
+        conn.execute("CREATE TABLE docs (id integer PRIMARY KEY, doc jsonb, raw json)")
+        doc = {"name": "a", "tags": ["x", "y"], "n": 1.5, "none": None}
+        conn.execute("INSERT INTO docs VALUES (%s, %s, %s)", (1, Jsonb(doc), Json([1, "two"])))
+        with conn.cursor(binary=True) as cur:
+            cur.execute("INSERT INTO docs VALUES (%s, %s, %s)", (2, Jsonb({"tags": ["y"]}), Json({})))
+            cur.execute("SELECT doc, raw FROM docs ORDER BY id")
+            assert cur.fetchall() == [(doc, [1, "two"]), ({"tags": ["y"]}, {})]
+        rows = conn.execute(
+            "SELECT id, doc->>'name', doc->'tags' FROM docs WHERE doc @> %s ORDER BY id",
+            (Jsonb({"tags": ["y"]}),),
+        ).fetchall()
+        assert rows == [(1, "a", ["x", "y"]), (2, None, ["y"])]
+        (agg,) = conn.execute("SELECT jsonb_agg(doc->'tags' ORDER BY id) FROM docs").fetchone()
+        assert agg == [["x", "y"], ["y"]]
+        conn.execute("UPDATE docs SET doc = doc || %s WHERE doc ? %s", (Jsonb({"n": 2}), "name"))
+        (n,) = conn.execute("SELECT (doc->>'n')::int FROM docs WHERE id = 1").fetchone()
+        assert n == 2
+        with pytest.raises(errors.InvalidTextRepresentation):
+            conn.execute("SELECT %s::jsonb", ("{not json",))
 
 
 def test_parameters_and_prepared_statements(server):

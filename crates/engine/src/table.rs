@@ -386,10 +386,10 @@ pub fn index_key(values: &[Value], columns: &[usize]) -> Vec<u8> {
 /// Refuses key columns (`positions` in `columns`) whose values the key codec cannot keep as they
 /// are: an interval's key is its span, so `'1 mon'` and `'30 days'` would be one key.
 pub(crate) fn check_key_columns(columns: &[ColumnDef], positions: &[usize]) -> Result<()> {
-    let refused = positions
-        .iter()
-        .map(|&p| &columns[p])
-        .find(|c| c.data_type == steady_types::DataType::Interval);
+    let refused = positions.iter().map(|&p| &columns[p]).find(|c| {
+        use steady_types::DataType::{Interval, Json, Jsonb};
+        matches!(c.data_type, Interval | Json | Jsonb)
+    });
     match refused {
         Some(column) => Err(EngineError::UnsupportedKeyType {
             column: column.name.clone(),

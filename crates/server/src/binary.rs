@@ -11,6 +11,8 @@
 //! | bytea                 | the bytes                                                      |
 //! | date                  | i32 days since 2000-01-01 (the engine's own representation)    |
 //! | timestamp             | i64 µs since 2000-01-01 00:00:00 (the engine's own representation) |
+//! | json                  | the UTF-8 text                                                 |
+//! | jsonb                 | version byte 1, then the UTF-8 text                            |
 //!
 //! Integers decode by their length, whatever the declared type, and are then cast to the
 //! parameter's type, so a client sending an int8 for an integer parameter gets PostgreSQL's
@@ -24,6 +26,8 @@ use steady_sql::SqlError;
 /// Numeric sign words.
 const NUMERIC_POSITIVE: u16 = 0x0000;
 const NUMERIC_NEGATIVE: u16 = 0x4000;
+/// The version byte before jsonb's text in its binary form.
+const JSONB_VERSION: u8 = 1;
 
 /// Appends the binary form of `value` as a value of column type `ty` (a different value type is
 /// cast first). NULL is the caller's business (it has no bytes).
@@ -56,6 +60,11 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
             out.put_slice(s.as_bytes())
         }
         (DataType::Bytea, Value::Bytea(b)) => out.put_slice(b),
+        (DataType::Json, Value::Json(text)) => out.put_slice(text.as_bytes()),
+        (DataType::Jsonb, Value::Jsonb(text)) => {
+            out.put_u8(JSONB_VERSION);
+            out.put_slice(text.as_bytes())
+        }
         (DataType::Uuid, Value::Uuid(u)) => out.put_slice(u),
         (DataType::Interval, Value::Interval(i)) => {
             out.put_i64(i.micros);
@@ -121,9 +130,15 @@ pub fn decode(bytes: &[u8], ty: Option<&DataType>) -> Result<Value, SqlError> {
         DataType::Numeric { .. } => {
             return Value::parse(ty, &decode_numeric(bytes, ty)?).map_err(Into::into)
         }
-        DataType::Char(_) | DataType::Varchar(_) | DataType::Text => {
+        DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::Json => {
             return Value::parse(ty, utf8(bytes)?).map_err(Into::into)
         }
+        DataType::Jsonb => match bytes.split_first() {
+            Some((&JSONB_VERSION, text)) => {
+                return Value::parse(ty, utf8(text)?).map_err(Into::into)
+            }
+            _ => return Err(malformed(ty)),
+        },
         DataType::Bytea => Value::Bytea(bytes.to_vec()),
         DataType::Date => Value::Date(i32::from_be_bytes(fixed(bytes, ty)?)),
         DataType::Timestamp => Value::Timestamp(i64::from_be_bytes(fixed(bytes, ty)?)),

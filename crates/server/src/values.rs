@@ -52,6 +52,8 @@ pub fn declared_type(ty: Option<&Type>) -> Option<DataType> {
         Type::TIMESTAMPTZ => DataType::TimestampTz,
         Type::UUID => DataType::Uuid,
         Type::INTERVAL => DataType::Interval,
+        Type::JSON => DataType::Json,
+        Type::JSONB => DataType::Jsonb,
         _ => return None,
     })
 }

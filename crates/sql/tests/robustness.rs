@@ -125,6 +125,20 @@ const TOKENS: &[&str] = &[
     "INNER",
     "LATERAL",
     "t.a = u.a",
+    "'{\"k\": [1, {\"x\": null}]}'::jsonb",
+    "'[1,'::json",
+    "->",
+    "->>",
+    "#>",
+    "@>",
+    "?",
+    "?|",
+    "||",
+    "'{k,0}'",
+    "jsonb_build_object('k', 1)",
+    "jsonb_agg(b)",
+    "jsonb_set(",
+    "::jsonb",
 ];
 
 /// FROM items of generated queries: tables, WITH queries, a subquery, a table function.

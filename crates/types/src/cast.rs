@@ -13,6 +13,10 @@ impl Value {
                 fit_string(self.cast_text(), ty, assignment).map(Value::Text)
             }
             (Value::Text(s), _) => Value::parse(ty, s),
+            (Value::Json(text), DataType::Jsonb) => Value::parse(ty, text),
+            (Value::Jsonb(text), DataType::Json) => Ok(Value::Json(text.clone())),
+            (Value::Jsonb(_), DataType::Jsonb) => Ok(self.clone()),
+            (Value::Jsonb(text), _) => crate::json::cast_jsonb_scalar(text, ty),
             (_, DataType::Boolean) => self.to_boolean(),
             (_, DataType::SmallInt | DataType::Integer | DataType::BigInt) => self.to_int(ty),
             (_, DataType::Real) => self.to_real(),
@@ -22,11 +26,19 @@ impl Value {
             }
             (Value::Bytea(_), DataType::Bytea)
             | (Value::Uuid(_), DataType::Uuid)
-            | (Value::Interval(_), DataType::Interval) => Ok(self.clone()),
+            | (Value::Interval(_), DataType::Interval)
+            | (Value::Json(_), DataType::Json) => Ok(self.clone()),
             (_, DataType::Date) => self.to_date(),
             (_, DataType::Timestamp) => self.to_timestamp(),
             (_, DataType::TimestampTz) => self.to_timestamptz(),
-            (_, DataType::Bytea | DataType::Uuid | DataType::Interval) => Err(self.cannot_cast(ty)),
+            (
+                _,
+                DataType::Bytea
+                | DataType::Uuid
+                | DataType::Interval
+                | DataType::Json
+                | DataType::Jsonb,
+            ) => Err(self.cannot_cast(ty)),
         }
     }
 

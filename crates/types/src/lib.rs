@@ -25,6 +25,8 @@
 //! | `TimestampTz`                 | `timestamp with time zone`    | `TimestampTz(i64)` | µs since 2000-01-01 00:00 UTC (see [`zone`]) |
 //! | `Uuid`                        | `uuid`                        | `Uuid([u8; 16])`   | ordered by bytes                             |
 //! | `Interval`                    | `interval`                    | `Interval(Interval)` | months, days, µs; ordered by span (see [`interval`]) |
+//! | `Json`                        | `json`                        | `Json(String)`     | the JSON text as given (see [`json`])        |
+//! | `Jsonb`                       | `jsonb`                       | `Jsonb(String)`    | canonical JSON text; jsonb's order (see [`json`]) |
 //!
 //! `Null` belongs to every type. Dates run from 4714-11-24 BC to 5874897-12-31 and timestamps from
 //! 4714-11-24 BC to 294276-12-31, as in PostgreSQL; the calendar is the proleptic Gregorian one, and
@@ -70,6 +72,7 @@ mod cast;
 mod compare;
 mod input;
 pub mod interval;
+pub mod json;
 mod output;
 #[cfg(test)]
 mod tests;

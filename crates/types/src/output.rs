@@ -24,6 +24,7 @@ impl fmt::Display for Value {
             Value::Uuid(u) => crate::uuid::write_uuid(f, u),
             Value::TimestampTz(t) => crate::zone::write_timestamptz(f, *t),
             Value::Interval(i) => crate::interval::write_interval(f, i),
+            Value::Json(text) | Value::Jsonb(text) => f.write_str(text),
         }
     }
 }

@@ -31,6 +31,8 @@ pub enum DataType {
     TimestampTz,
     Uuid,
     Interval,
+    Json,
+    Jsonb,
 }
 
 impl fmt::Display for DataType {
@@ -57,6 +59,8 @@ impl fmt::Display for DataType {
             DataType::Timestamp => f.write_str("timestamp without time zone"),
             DataType::TimestampTz => f.write_str("timestamp with time zone"),
             DataType::Uuid => f.write_str("uuid"),
+            DataType::Json => f.write_str("json"),
+            DataType::Jsonb => f.write_str("jsonb"),
             DataType::Interval => f.write_str("interval"),
         }
     }
@@ -155,6 +159,10 @@ pub enum Value {
     TimestampTz(i64),
     Uuid([u8; 16]),
     Interval(crate::Interval),
+    /// JSON text exactly as given (see [`crate::json`]).
+    Json(String),
+    /// Canonical jsonb text (see [`crate::json`]).
+    Jsonb(String),
 }
 
 impl PartialEq for Value {
@@ -174,6 +182,7 @@ impl PartialEq for Value {
             (Value::Text(a), Value::Text(b)) => a == b,
             (Value::Bytea(a), Value::Bytea(b)) => a == b,
             (Value::Uuid(a), Value::Uuid(b)) => a == b,
+            (Value::Json(a), Value::Json(b)) | (Value::Jsonb(a), Value::Jsonb(b)) => a == b,
             (Value::TimestampTz(a), Value::TimestampTz(b)) => a == b,
             (Value::Interval(a), Value::Interval(b)) => a == b,
             _ => false,
@@ -210,6 +219,8 @@ impl Value {
             Value::Uuid(_) => DataType::Uuid,
             Value::TimestampTz(_) => DataType::TimestampTz,
             Value::Interval(_) => DataType::Interval,
+            Value::Json(_) => DataType::Json,
+            Value::Jsonb(_) => DataType::Jsonb,
         })
     }
 
@@ -238,6 +249,8 @@ impl Value {
             DataType::Uuid => crate::uuid::parse_uuid(text).map(Value::Uuid),
             DataType::TimestampTz => crate::zone::parse_timestamptz(text).map(Value::TimestampTz),
             DataType::Interval => crate::interval::parse_interval(text).map(Value::Interval),
+            DataType::Json => crate::json::json_text(text).map(Value::Json),
+            DataType::Jsonb => crate::json::jsonb_text(text).map(Value::Jsonb),
         }
     }
 
@@ -268,6 +281,7 @@ impl Value {
             (Value::Bytea(a), Value::Bytea(b)) => Some(a.cmp(b)),
             (Value::Uuid(a), Value::Uuid(b)) => Some(a.cmp(b)),
             (Value::Interval(a), Value::Interval(b)) => Some(a.compare(b)),
+            (Value::Jsonb(a), Value::Jsonb(b)) => Some(crate::json::compare_jsonb(a, b)),
             _ => compare_numbers(self, other).or_else(|| compare_datetimes(self, other)),
         }
     }

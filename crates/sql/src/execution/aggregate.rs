@@ -15,10 +15,12 @@
 use std::cmp::Ordering;
 
 use rust_decimal::Decimal;
+use steady_types::json::Json;
 use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::expr::Expr;
+use crate::execution::json;
 use crate::execution::plan::SortKey;
 use crate::types::ops::{self, ArithOp};
 
@@ -37,6 +39,10 @@ pub enum AggFunc {
     VarPop,
     StddevSamp,
     StddevPop,
+    JsonAgg,
+    JsonbAgg,
+    JsonObjectAgg,
+    JsonbObjectAgg,
 }
 
 impl AggFunc {
@@ -55,6 +61,10 @@ impl AggFunc {
             "var_pop" => AggFunc::VarPop,
             "stddev_samp" | "stddev" => AggFunc::StddevSamp,
             "stddev_pop" => AggFunc::StddevPop,
+            "json_agg" => AggFunc::JsonAgg,
+            "jsonb_agg" => AggFunc::JsonbAgg,
+            "json_object_agg" => AggFunc::JsonObjectAgg,
+            "jsonb_object_agg" => AggFunc::JsonbObjectAgg,
             _ => return None,
         })
     }
@@ -73,7 +83,27 @@ impl AggFunc {
             AggFunc::VarPop => "var_pop",
             AggFunc::StddevSamp => "stddev_samp",
             AggFunc::StddevPop => "stddev_pop",
+            AggFunc::JsonAgg => "json_agg",
+            AggFunc::JsonbAgg => "jsonb_agg",
+            AggFunc::JsonObjectAgg => "json_object_agg",
+            AggFunc::JsonbObjectAgg => "jsonb_object_agg",
         }
+    }
+
+    /// How many arguments the aggregate takes.
+    pub fn arity(self) -> usize {
+        match self {
+            AggFunc::StringAgg | AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg => 2,
+            _ => 1,
+        }
+    }
+
+    /// The json aggregates: they take NULL inputs in (as JSON null), in input order.
+    fn is_json(self) -> bool {
+        matches!(
+            self,
+            AggFunc::JsonAgg | AggFunc::JsonbAgg | AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg
+        )
     }
 
     fn is_spread(self) -> bool {
@@ -106,6 +136,8 @@ impl AggFunc {
             }
             (AggFunc::Min | AggFunc::Max, other) => Some(other.unwrap_or(Text)),
             (AggFunc::StringAgg, _) => Some(Text),
+            (AggFunc::JsonAgg | AggFunc::JsonObjectAgg, _) => Some(Json),
+            (AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg, _) => Some(Jsonb),
             (AggFunc::BoolAnd | AggFunc::BoolOr, _) => Some(Boolean),
             (f, Some(Real | Double)) if f.is_spread() => Some(Double),
             (f, Some(SmallInt | Integer | BigInt | Numeric { .. })) if f.is_spread() => {
@@ -147,6 +179,8 @@ pub struct Accumulator {
     integer_sum: i128,
     /// The variance family's running sums.
     spread: Spread,
+    /// The json aggregates' members so far (keys only for the object aggregates).
+    documents: Vec<(String, Json)>,
 }
 
 /// The running sums of the variance family: Youngs-Cramer's (n, Σx, Sxx) over floats, or the
@@ -167,6 +201,7 @@ impl Accumulator {
             keeps_inputs: call.distinct || !call.order_by.is_empty(),
             integer_sum: 0,
             spread: Spread::default(),
+            documents: Vec::new(),
         }
     }
 
@@ -190,6 +225,9 @@ impl Accumulator {
         if self.func == AggFunc::CountStar {
             self.count += 1;
             return Ok(());
+        }
+        if self.func.is_json() {
+            return self.add_document(args);
         }
         let input = &args[0];
         if input.is_null() {
@@ -221,6 +259,23 @@ impl Accumulator {
         Ok(())
     }
 
+    /// A json aggregate's input: the value (NULL too) as a document, under its key for the
+    /// object aggregates.
+    fn add_document(&mut self, args: &[Value]) -> Result<()> {
+        self.count += 1;
+        let (key, value) = match self.func {
+            AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg => {
+                if args[0].is_null() {
+                    return Err(SqlError::new("22004", "field name must not be null"));
+                }
+                (args[0].to_string(), &args[1])
+            }
+            _ => (String::new(), &args[0]),
+        };
+        self.documents.push((key, json::to_document(value)?));
+        Ok(())
+    }
+
     /// Whether states of `call` over parts of its input can be merged ([`Accumulator::merge`]):
     /// not with DISTINCT or ORDER BY, nor for string_agg, whose results need every input together
     /// or in order.
@@ -229,6 +284,7 @@ impl Accumulator {
             && call.order_by.is_empty()
             && call.func != AggFunc::StringAgg
             && !call.func.is_spread()
+            && !call.func.is_json()
     }
 
     /// Folds in the state of the same aggregate over another part of the input (a call that is
@@ -277,6 +333,14 @@ impl Accumulator {
             AggFunc::Avg if self.count == 0 => Value::Null,
             AggFunc::Avg => avg_result(self.value, self.count)?,
             f if f.is_spread() => self.spread.result(f, self.count)?,
+            _ if self.count == 0 && self.func.is_json() => Value::Null,
+            AggFunc::JsonAgg | AggFunc::JsonbAgg => json::aggregate(
+                self.documents.into_iter().map(|(_, d)| d).collect(),
+                self.func == AggFunc::JsonbAgg,
+            ),
+            AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg => {
+                json::object_aggregate(self.documents, self.func == AggFunc::JsonbObjectAgg)
+            }
             _ => self.value,
         })
     }

@@ -37,7 +37,11 @@ impl std::fmt::Debug for Function {
 
 /// Looks a function up by name (lower case, schema removed) and argument count.
 pub fn lookup(name: &str, args: usize) -> Result<&'static Function> {
-    let candidates: Vec<&Function> = FUNCTIONS.iter().filter(|f| f.name == name).collect();
+    let candidates: Vec<&Function> = FUNCTIONS
+        .iter()
+        .chain(crate::execution::json::FUNCTIONS)
+        .filter(|f| f.name == name)
+        .collect();
     if candidates.is_empty() {
         return Err(SqlError::undefined_function(format!(
             "function {name} does not exist"
@@ -105,7 +109,7 @@ pub(crate) const fn contextual(
 }
 
 /// Called with NULL arguments too (it decides what NULL gives); foldable.
-const fn lenient(
+pub(crate) const fn lenient(
     name: &'static str,
     args: (usize, usize),
     returns: ReturnType,

@@ -1,5 +1,6 @@
 //! Execution: a [`plan::Plan`] is the instruction set the planner targets and the
-//! [`executor`] runs, pulling rows through [`expr`]essions, [`functions`] and [`aggregate`]s, with
+//! [`executor`] runs, pulling rows through [`expr`]essions, [`functions`] (the json ones in
+//! [`json`]) and [`aggregate`]s, with
 //! [`write`] nodes for INSERT, UPDATE and DELETE and [`constraints`] checked on them; [`cancel`]
 //! stops a running statement, [`activity`] records what every session does (pg_stat_activity),
 //! [`window`] computes window functions, and [`settings`] holds the session settings statements
@@ -12,6 +13,7 @@ pub mod constraints;
 pub mod executor;
 pub mod expr;
 pub mod functions;
+pub mod json;
 pub mod plan;
 pub mod sequences;
 pub mod settings;

@@ -1,100 +1,14 @@
 //! Arrays as the catalog has them: text in PostgreSQL's array syntax (`{a,"b c",NULL}`, 1-based),
-//! or in the `int2vector` / `oidvector` form (`1 3`, 0-based), one dimension only. This module
-//! reads and writes that text and implements the array functions and operators client catalog
+//! or in the `int2vector` / `oidvector` form (`1 3`, 0-based), one dimension only (read and
+//! written by `types::array_text`). This module implements the array functions and operators client catalog
 //! queries use on it: `array_to_string`, `array_upper`, `x = ANY(arr)`, `arr[i]`, `ARRAY(...)`.
 
 use steady_types::Value;
 
-use crate::error::{Result, SqlError};
+use crate::error::Result;
 use crate::execution::executor::ExecCtx;
+use crate::types::array_text::{quote_element, TextArray};
 use crate::types::ops::text_of;
-
-/// A one-dimensional array read from its text form.
-#[derive(Debug, PartialEq)]
-pub struct TextArray {
-    pub elements: Vec<Option<String>>,
-    /// The subscript of the first element: 1, or 0 for a vector.
-    pub lower: i64,
-}
-
-impl TextArray {
-    pub fn parse(text: &str) -> Result<TextArray> {
-        let text = text.trim();
-        let Some(body) = text.strip_prefix('{') else {
-            let elements = text
-                .split_whitespace()
-                .map(|e| Some(e.to_owned()))
-                .collect();
-            return Ok(TextArray { elements, lower: 0 });
-        };
-        let body = body
-            .strip_suffix('}')
-            .ok_or_else(|| malformed(text, "missing \"}\""))?;
-        Ok(TextArray {
-            elements: split_elements(body),
-            lower: 1,
-        })
-    }
-
-    fn upper(&self) -> Option<i64> {
-        (!self.elements.is_empty()).then(|| self.lower + self.elements.len() as i64 - 1)
-    }
-}
-
-fn malformed(text: &str, detail: &str) -> SqlError {
-    SqlError::new("22P02", format!("malformed array literal: \"{text}\""))
-        .with_detail(detail.to_owned())
-}
-
-/// The elements between the braces: quoted (`"a,b"`, with `\` escapes) or bare (`NULL` is null).
-fn split_elements(body: &str) -> Vec<Option<String>> {
-    if body.trim().is_empty() {
-        return Vec::new();
-    }
-    let mut elements = Vec::new();
-    let mut current = String::new();
-    let (mut quoted, mut was_quoted) = (false, false);
-    let mut chars = body.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => current.extend(chars.next()),
-            '"' => {
-                quoted = !quoted;
-                was_quoted = true;
-            }
-            ',' if !quoted => {
-                elements.push(element(&current, was_quoted));
-                current.clear();
-                was_quoted = false;
-            }
-            c => current.push(c),
-        }
-    }
-    elements.push(element(&current, was_quoted));
-    elements
-}
-
-fn element(text: &str, quoted: bool) -> Option<String> {
-    if quoted {
-        return Some(text.to_owned());
-    }
-    let text = text.trim();
-    (!text.eq_ignore_ascii_case("null")).then(|| text.to_owned())
-}
-
-/// One element as it appears in an array's text: quoted when it would not read back as itself.
-pub fn quote_element(value: &Value) -> String {
-    if value.is_null() {
-        return "NULL".to_owned();
-    }
-    let text = text_of(value);
-    let special = |c: char| c.is_whitespace() || "{},\"\\".contains(c);
-    if text.is_empty() || text.eq_ignore_ascii_case("null") || text.chars().any(special) {
-        format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
-    } else {
-        text
-    }
-}
 
 fn array_arg(value: &Value) -> Result<TextArray> {
     TextArray::parse(&text_of(value))

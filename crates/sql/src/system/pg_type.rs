@@ -60,6 +60,8 @@ pub const NUMERIC: u32 = 1700;
 pub const TIMESTAMP: u32 = 1114;
 pub const UUID: u32 = 2950;
 pub const INTERVAL: u32 = 1186;
+pub const JSON: u32 = 114;
+pub const JSONB: u32 = 3802;
 
 pub static TYPES: &[TypeInfo] = &[
     base(16, "bool", "boolean", 1, "B", 1000),
@@ -107,6 +109,8 @@ pub static TYPES: &[TypeInfo] = &[
     base(2206, "regtype", "regtype", 4, "N", 2211),
     base(UUID, "uuid", "uuid", 16, "U", 2951),
     base(INTERVAL, "interval", "interval", 16, "T", 1187),
+    base(JSON, "json", "json", -1, "U", 199),
+    base(JSONB, "jsonb", "jsonb", -1, "U", 3807),
     base(4089, "regnamespace", "regnamespace", 4, "N", 4090),
 ];
 
@@ -129,6 +133,8 @@ pub fn type_oid(ty: &DataType) -> u32 {
         DataType::TimestampTz => 1184,
         DataType::Uuid => UUID,
         DataType::Interval => INTERVAL,
+        DataType::Json => JSON,
+        DataType::Jsonb => JSONB,
     }
 }
 

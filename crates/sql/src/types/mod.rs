@@ -1,6 +1,7 @@
 //! SQL names and type names ([`ops`]: operations on values): identifier case folding, qualified names, the mapping of type names
 //! (`int4`, `varchar(10)`, `serial`...) to engine [`DataType`]s, and numeric literals.
 
+pub mod array_text;
 pub mod ops;
 
 use rust_decimal::Decimal;
@@ -113,6 +114,8 @@ pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
         T::Text | T::String(None) => DataType::Text,
         T::Bytea => DataType::Bytea,
         T::Uuid => DataType::Uuid,
+        T::JSON => DataType::Json,
+        T::JSONB => DataType::Jsonb,
         T::Interval {
             fields: None,
             precision: None,
@@ -190,6 +193,8 @@ pub fn type_output_name(data_type: &ast::DataType) -> String {
         Ok(DataType::TimestampTz) => "timestamptz".into(),
         Ok(DataType::Uuid) => "uuid".into(),
         Ok(DataType::Interval) => "interval".into(),
+        Ok(DataType::Json) => "json".into(),
+        Ok(DataType::Jsonb) => "jsonb".into(),
         Err(_) => "?column?".into(),
     }
 }

@@ -103,6 +103,7 @@ pub enum Category {
     DateTime,
     Uuid,
     Interval,
+    Json,
 }
 
 pub fn category(ty: &DataType) -> Category {
@@ -119,6 +120,7 @@ pub fn category(ty: &DataType) -> Category {
         DataType::Date | DataType::Timestamp | DataType::TimestampTz => Category::DateTime,
         DataType::Uuid => Category::Uuid,
         DataType::Interval => Category::Interval,
+        DataType::Json | DataType::Jsonb => Category::Json,
     }
 }
 

@@ -43,7 +43,7 @@ fn canonical(value: &Value) -> Canonical<'_> {
             Some(i) => i as f64,
             None => d.to_string().parse().unwrap_or(f64::NAN),
         }),
-        Value::Text(s) => Canonical::Text(s),
+        Value::Text(s) | Value::Json(s) | Value::Jsonb(s) => Canonical::Text(s),
         Value::Bytea(b) => Canonical::Bytes(b),
         Value::Uuid(u) => Canonical::Uuid(u),
         Value::Interval(i) => Canonical::Span(i.span()),

@@ -184,7 +184,7 @@ impl Binder<'_> {
             }
             args.push(expr);
         }
-        let expected = if func == AggFunc::StringAgg { 2 } else { 1 };
+        let expected = func.arity();
         if args.len() != expected {
             return Err(SqlError::undefined_function(format!(
                 "function {}() with {} arguments does not exist",

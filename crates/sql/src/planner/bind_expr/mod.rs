@@ -536,10 +536,18 @@ impl Binder<'_> {
                 );
                 return self.bind_like(left, right, None, negated, case_insensitive, scope);
             }
+            other if crate::planner::json::is_json_operator(other) => {
+                return crate::planner::json::bind_json_operator(self, left, other, right, scope)
+            }
             other => return self.bind_other_operator(left, other, right, scope),
         };
         let (a, at) = self.bind_expr(left, scope)?;
         let (b, bt) = self.bind_expr(right, scope)?;
+        if let Some(bound) =
+            crate::planner::json::bind_jsonb_arith(self, arith, (a.clone(), at), (b.clone(), bt))?
+        {
+            return Ok(bound);
+        }
         self.bind_arith(arith, a, at, b, bt)
     }
 
@@ -870,7 +878,8 @@ fn numeric() -> DataType {
 
 /// Whether values of the two types can be compared.
 pub fn comparable(a: &DataType, b: &DataType) -> bool {
-    ops::category(a) == ops::category(b)
+    let json = |t: &DataType| *t == DataType::Json;
+    ops::category(a) == ops::category(b) && !json(a) && !json(b)
 }
 
 fn not(e: Expr) -> Expr {

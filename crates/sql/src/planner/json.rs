@@ -1,0 +1,150 @@
+//! Binding the json and jsonb operators (`execution::json` evaluates them): `->`, `->>`, `#>`,
+//! `#>>` on json and jsonb; `@>`, `<@`, `?`, `?|`, `?&` on jsonb; and `||` and `-` where an
+//! operand is jsonb. An untyped operand takes the type the operator expects (jsonb for the
+//! containment operators, text for keys and paths), as PostgreSQL resolves unknown literals.
+
+use sqlparser::ast::{BinaryOperator, Expr as AstExpr};
+use steady_types::DataType;
+
+use crate::error::{Result, SqlError};
+use crate::execution::expr::Expr;
+use crate::execution::functions::Function;
+use crate::execution::json;
+use crate::planner::bind::{Binder, Scope, Typed};
+use crate::types::ops::ArithOp;
+
+/// Whether `op` is one of the json operators this module binds.
+pub fn is_json_operator(op: &BinaryOperator) -> bool {
+    use BinaryOperator::*;
+    matches!(
+        op,
+        Arrow
+            | LongArrow
+            | HashArrow
+            | HashLongArrow
+            | AtArrow
+            | ArrowAt
+            | Question
+            | QuestionAnd
+            | QuestionPipe
+    )
+}
+
+fn is_json(ty: Option<DataType>) -> bool {
+    matches!(ty, Some(DataType::Json | DataType::Jsonb))
+}
+
+fn no_operator(op: &BinaryOperator, at: Option<DataType>, bt: Option<DataType>) -> SqlError {
+    let name = |t: Option<DataType>| t.map_or("unknown".to_owned(), |t| t.to_string());
+    SqlError::undefined_function(format!(
+        "operator does not exist: {} {op} {}",
+        name(at),
+        name(bt)
+    ))
+    .with_hint(
+        "No operator matches the given name and argument types. You might need to add explicit type casts.",
+    )
+}
+
+/// `left op right` for a json operator.
+pub fn bind_json_operator(
+    binder: &mut Binder<'_>,
+    left: &AstExpr,
+    op: &BinaryOperator,
+    right: &AstExpr,
+    scope: &Scope,
+) -> Result<Typed> {
+    use BinaryOperator::*;
+    let (a, at) = binder.bind_expr(left, scope)?;
+    let (b, bt) = binder.bind_expr(right, scope)?;
+    if matches!(op, AtArrow | ArrowAt) {
+        let jsonb = |t: Option<DataType>| matches!(t, None | Some(DataType::Jsonb));
+        if !(jsonb(at) && jsonb(bt) && (at.is_some() || bt.is_some())) {
+            return Err(no_operator(op, at, bt));
+        }
+        let a = binder.settle(a, at, DataType::Jsonb)?;
+        let b = binder.settle(b, bt, DataType::Jsonb)?;
+        let function = if *op == AtArrow {
+            &json::CONTAINS
+        } else {
+            &json::CONTAINED
+        };
+        return Ok(call(function, a, b, DataType::Boolean));
+    }
+    let binary = match at {
+        Some(DataType::Jsonb) => true,
+        Some(DataType::Json) => false,
+        _ => return Err(no_operator(op, at, bt)),
+    };
+    if matches!(op, Question | QuestionAnd | QuestionPipe) && !binary {
+        return Err(no_operator(op, at, bt));
+    }
+    let b = match bt {
+        None => binder.settle(b, None, DataType::Text)?,
+        Some(_) => b,
+    };
+    let doc_type = if binary {
+        DataType::Jsonb
+    } else {
+        DataType::Json
+    };
+    let (function, ty): (&'static Function, DataType) = match op {
+        Arrow if binary => (&json::JSONB_ARROW, doc_type),
+        Arrow => (&json::JSON_ARROW, doc_type),
+        LongArrow => (&json::ARROW_TEXT, DataType::Text),
+        HashArrow if binary => (&json::JSONB_PATH, doc_type),
+        HashArrow => (&json::JSON_PATH, doc_type),
+        HashLongArrow => (&json::PATH_TEXT, DataType::Text),
+        Question => (&json::EXISTS, DataType::Boolean),
+        QuestionPipe => (&json::EXISTS_ANY, DataType::Boolean),
+        _ => (&json::EXISTS_ALL, DataType::Boolean),
+    };
+    Ok(call(function, a, b, ty))
+}
+
+fn call(function: &'static Function, a: Expr, b: Expr, ty: DataType) -> Typed {
+    (Expr::Call(function, vec![a, b]), Some(ty))
+}
+
+/// `jsonb || jsonb` (an untyped side read as jsonb) and `jsonb - text|integer`; `None` for any
+/// other arithmetic, which binds as usual (`jsonb || text` is text concatenation, as in
+/// PostgreSQL).
+pub fn bind_jsonb_arith(
+    binder: &mut Binder<'_>,
+    op: ArithOp,
+    (a, at): Typed,
+    (b, bt): Typed,
+) -> Result<Option<Typed>> {
+    let jsonb_or_unknown = |t: Option<DataType>| matches!(t, None | Some(DataType::Jsonb));
+    match op {
+        ArithOp::Concat
+            if jsonb_or_unknown(at)
+                && jsonb_or_unknown(bt)
+                && (at == Some(DataType::Jsonb) || bt == Some(DataType::Jsonb)) =>
+        {
+            let a = binder.settle(a, at, DataType::Jsonb)?;
+            let b = binder.settle(b, bt, DataType::Jsonb)?;
+            Ok(Some(call(&json::CONCAT, a, b, DataType::Jsonb)))
+        }
+        ArithOp::Sub if at == Some(DataType::Jsonb) => {
+            let b = match bt {
+                None => binder.settle(b, None, DataType::Text)?,
+                Some(
+                    DataType::SmallInt | DataType::Integer | DataType::BigInt | DataType::Text,
+                ) => b,
+                Some(_) => return Err(no_operator(&BinaryOperator::Minus, at, bt)),
+            };
+            Ok(Some(call(&json::DELETE, a, b, DataType::Jsonb)))
+        }
+        _ if is_json(at) || is_json(bt) => match op {
+            ArithOp::Concat => Ok(None),
+            _ => Err(SqlError::undefined_function(format!(
+                "operator does not exist: {} {} {}",
+                at.map_or("unknown".into(), |t| t.to_string()),
+                op.symbol(),
+                bt.map_or("unknown".into(), |t| t.to_string())
+            ))),
+        },
+        _ => Ok(None),
+    }
+}
