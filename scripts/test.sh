@@ -13,13 +13,13 @@ if ! cargo nextest --version >/dev/null 2>&1; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
-# Real clients: psql and pgbench (postgresql-15), sysbench, psycopg 3 and pytest.
+# Real clients: psql and pgbench (postgresql-15), sysbench, psycopg 3, SQLAlchemy 2 and pytest.
 # shellcheck source=scripts/lib/install.sh
 source scripts/lib/install.sh
 ensure_clients
-if ! python3 -c 'import psycopg, pytest' 2>/dev/null; then
-  python3 -m pip install -q --break-system-packages "psycopg[binary]>=3.1" pytest \
-    || python3 -m pip install -q "psycopg[binary]>=3.1" pytest
+if ! python3 -c 'import psycopg, pytest, sqlalchemy' 2>/dev/null; then
+  python3 -m pip install -q --break-system-packages "psycopg[binary]>=3.1" pytest "sqlalchemy>=2,<3" \
+    || python3 -m pip install -q "psycopg[binary]>=3.1" pytest "sqlalchemy>=2,<3"
 fi
 
 cargo fmt --all -- --check

@@ -1,14 +1,9 @@
 """psycopg 3 against a real `steady serve` on 127.0.0.1 (extended protocol for parameters).
 
-Run by scripts/test.sh: `python3 -m pytest tests/python` with STEADY_BIN pointing at the binary.
-Each test module starts one server on a fresh data directory and a free port, with TLS on (a
-self-signed certificate made by openssl), so clients that prefer SSL (libpq's default) use it.
+Run by scripts/test.sh: `python3 -m pytest tests/python` with STEADY_BIN pointing at the binary;
+the `server` fixture (conftest.py) starts one server for the module, with TLS on.
 """
 
-import os
-import socket
-import subprocess
-import tempfile
 import threading
 import time
 from datetime import date, datetime, timedelta, timezone
@@ -19,51 +14,6 @@ import psycopg
 import pytest
 from psycopg import errors
 from psycopg.types.json import Json, Jsonb
-
-BIN = os.environ.get("STEADY_BIN", "target/release/steady")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    data = tempfile.mkdtemp(prefix="steady-py-")
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-         "-subj", "/CN=localhost", "-keyout", os.path.join(data, "server.key"),
-         "-out", os.path.join(data, "server.crt")],
-        check=True, capture_output=True,
-    )
-    with open(os.path.join(data, "steady.toml"), "w") as config:
-        config.write("ssl = true\n")
-    port = free_port()
-    proc = subprocess.Popen(
-        [BIN, "serve", "--data", data, "--listen", f"127.0.0.1:{port}"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            psycopg.connect(f"host=127.0.0.1 port={port} user=steady dbname=steady").close()
-            break
-        except psycopg.OperationalError:
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stdout.read().decode())
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        raise RuntimeError("the server did not start")
-    yield f"host=127.0.0.1 port={port} user=steady dbname=steady"
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def connect(dsn, **kwargs):

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! meta tree key        value
-//! "seq/" ++ name       last value handed out (i64 LE); absent: the sequence does not exist
+//! "seq/" ++ name       last value handed out (i64 LE), then the first value (i64 LE; absent in
+//!                      sequences made before it was kept: 1); no key: the sequence does not exist
 //! ```
 //!
 //! As in PostgreSQL, sequences are not transactional: a value handed out is never handed out again,
@@ -44,46 +45,85 @@ impl Transaction {
     }
 }
 
+/// A sequence's stored state.
+struct SequenceState {
+    last: i64,
+    start: i64,
+}
+
+impl SequenceState {
+    fn decode(bytes: &[u8], name: &str) -> Result<SequenceState> {
+        let word = |at: usize| -> Option<i64> {
+            Some(i64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+        };
+        let corrupt = || EngineError::Corrupt(format!("sequence {name}"));
+        match bytes.len() {
+            8 => Ok(SequenceState {
+                last: word(0).ok_or_else(corrupt)?,
+                start: 1,
+            }),
+            16 => Ok(SequenceState {
+                last: word(0).ok_or_else(corrupt)?,
+                start: word(8).ok_or_else(corrupt)?,
+            }),
+            _ => Err(corrupt()),
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut bytes = self.last.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&self.start.to_le_bytes());
+        bytes
+    }
+}
+
 impl Engine {
-    /// Creates a sequence starting at 1; an existing one is an error.
-    pub fn create_sequence(&self, name: &str) -> Result<()> {
+    /// Creates a sequence whose first value is `start`; an existing one is an error.
+    pub fn create_sequence(&self, name: &str, start: i64) -> Result<()> {
         let _guard = self.sequences.lock();
         let key = sequence_key(name);
         if self.meta.get(&key)?.is_some() {
             return Err(EngineError::DuplicateTable(name.to_owned()));
         }
-        self.meta.insert(&key, &0i64.to_le_bytes())?;
+        let last = start
+            .checked_sub(1)
+            .ok_or_else(|| EngineError::Corrupt(format!("sequence {name} starts below i64")))?;
+        self.meta
+            .insert(&key, &SequenceState { last, start }.encode())?;
         Ok(())
     }
 
-    fn sequence_value(&self, key: &[u8], name: &str) -> Result<i64> {
+    fn sequence_state(&self, key: &[u8], name: &str) -> Result<SequenceState> {
         let bytes = self.meta.get(key)?.ok_or_else(|| no_sequence(name))?;
-        let array: [u8; 8] = bytes
-            .as_slice()
-            .try_into()
-            .map_err(|_| EngineError::Corrupt(format!("sequence {name}")))?;
-        Ok(i64::from_le_bytes(array))
+        SequenceState::decode(&bytes, name)
     }
 
     /// The next value of a sequence.
     pub fn next_value(&self, name: &str) -> Result<i64> {
         let _guard = self.sequences.lock();
         let key = sequence_key(name);
-        let next = self
-            .sequence_value(&key, name)?
+        let mut state = self.sequence_state(&key, name)?;
+        state.last = state
+            .last
             .checked_add(1)
             .ok_or_else(|| EngineError::Corrupt(format!("sequence {name} is exhausted")))?;
-        self.meta.insert(&key, &next.to_le_bytes())?;
-        Ok(next)
+        self.meta.insert(&key, &state.encode())?;
+        Ok(state.last)
     }
 
     /// Sets the last value handed out (the next call returns `value + 1`).
     pub fn set_sequence(&self, name: &str, value: i64) -> Result<()> {
         let _guard = self.sequences.lock();
         let key = sequence_key(name);
-        self.sequence_value(&key, name)?;
-        self.meta.insert(&key, &value.to_le_bytes())?;
+        let mut state = self.sequence_state(&key, name)?;
+        state.last = value;
+        self.meta.insert(&key, &state.encode())?;
         Ok(())
+    }
+
+    /// The first value sequence `name` hands out (its `START WITH`).
+    pub fn sequence_start(&self, name: &str) -> Result<i64> {
+        Ok(self.sequence_state(&sequence_key(name), name)?.start)
     }
 
     /// Whether sequence `name` exists.

@@ -18,8 +18,8 @@ use crate::execution::functions::Function;
 use crate::execution::plan::{Column, Plan};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
 use crate::system::functions::{
-    ANY_EQUAL, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, REGCLASS_IN, REGCLASS_OUT, REGNAMESPACE_IN,
-    REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SUBSCRIPT,
+    ANY_EQUAL, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, ARRAY_OF, REGCLASS_IN, REGCLASS_OUT,
+    REGNAMESPACE_IN, REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SUBSCRIPT,
 };
 use crate::system::pg_type::{format_type, type_oid};
 use crate::types::ops::{as_i64, category, Category};
@@ -140,6 +140,22 @@ pub fn bind_any_array(
         Expr::Call(&ANY_EQUAL, vec![needle, array]),
         Some(DataType::Boolean),
     ))
+}
+
+/// `ARRAY[a, b, ...]`, one dimension: the array's text form (`{a,b}`), as arrays are here.
+pub fn bind_array_constructor(
+    binder: &mut Binder<'_>,
+    array: &ast::Array,
+    scope: &Scope,
+) -> Result<Typed> {
+    if array.elem.iter().any(|e| matches!(e, AstExpr::Array(_))) {
+        return Err(SqlError::unsupported("multidimensional arrays"));
+    }
+    let mut elements = Vec::with_capacity(array.elem.len());
+    for element in &array.elem {
+        elements.push(binder.bind_expr(element, scope)?.0);
+    }
+    Ok((Expr::Call(&ARRAY_OF, elements), Some(DataType::Text)))
 }
 
 /// `array[i]`: its type is unknown (the element's, which the text does not record).

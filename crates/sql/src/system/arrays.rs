@@ -128,6 +128,12 @@ pub fn array_element_text(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(quote_element(&args[0])))
 }
 
+/// `ARRAY[a, b, ...]`: the array's text from its elements.
+pub fn array_of(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let elements: Vec<String> = args.iter().map(quote_element).collect();
+    Ok(Value::Text(format!("{{{}}}", elements.join(","))))
+}
+
 /// `ARRAY(subquery)` from its elements' texts joined by commas (NULL when there were none).
 pub fn array_from_elements(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(match &args[0] {

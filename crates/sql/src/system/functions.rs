@@ -55,6 +55,12 @@ pub static ARRAY_ELEMENT_TEXT: Function = lenient(pure(
     text,
     arrays::array_element_text,
 ));
+pub static ARRAY_OF: Function = lenient(pure(
+    "array_constructor",
+    (0, 10_000),
+    text,
+    arrays::array_of,
+));
 pub static ARRAY_FROM_ELEMENTS: Function = lenient(pure(
     "array_from_elements",
     (1, 1),
@@ -93,6 +99,7 @@ static FUNCTIONS: &[&Function] = &[
     &catalog("pg_get_userbyid", (1, 1), text, get_userbyid),
     &pure("pg_table_is_visible", (1, 1), boolean, table_is_visible),
     &pure("pg_type_is_visible", (1, 1), boolean, always),
+    &pure("pg_collation_is_visible", (1, 1), boolean, always),
     &lenient(pure("format_type", (2, 2), text, format_type_fn)),
     &catalog("pg_get_indexdef", (1, 3), text, get_indexdef),
     &catalog("pg_get_constraintdef", (1, 2), text, get_constraintdef),

@@ -89,6 +89,21 @@ pub const VIEWS: &[SystemTable] = &[
     },
     SystemTable {
         schema: "pg_catalog",
+        name: "pg_sequence",
+        columns: &[
+            ("seqrelid", BigInt),
+            ("seqtypid", BigInt),
+            ("seqstart", BigInt),
+            ("seqincrement", BigInt),
+            ("seqmax", BigInt),
+            ("seqmin", BigInt),
+            ("seqcache", BigInt),
+            ("seqcycle", Boolean),
+        ],
+        rows: pg_sequence,
+    },
+    SystemTable {
+        schema: "pg_catalog",
         name: "pg_attrdef",
         columns: &[
             ("oid", BigInt),
@@ -321,6 +336,26 @@ fn attribute_row(relid: i64, position: usize, attribute: &model::Attribute) -> V
             _ => "i",
         }),
     ]
+}
+
+/// Every sequence is a bigint one counting up by 1 from its start, without a cache or cycling
+/// (the options CREATE SEQUENCE accepts).
+fn pg_sequence(ctx: &mut ExecCtx) -> Result<Rows> {
+    let engine = ctx.engine()?.clone();
+    let mut rows = Vec::new();
+    for (n, name) in engine.sequences()?.into_iter().enumerate() {
+        rows.push(vec![
+            oid(oids::sequence(n)),
+            oid(i64::from(type_oid(&BigInt))),
+            Value::BigInt(engine.sequence_start(&name)?),
+            Value::BigInt(1),
+            Value::BigInt(i64::MAX),
+            Value::BigInt(1),
+            Value::BigInt(1),
+            Value::Boolean(false),
+        ]);
+    }
+    Ok(rows)
 }
 
 fn pg_attrdef(ctx: &mut ExecCtx) -> Result<Rows> {

@@ -228,6 +228,9 @@ impl Binder<'_> {
                 compare_op,
                 right,
             } => self.bind_quantified(left, compare_op, right, true, scope),
+            AstExpr::Array(array) => {
+                crate::planner::binding::bind_array_constructor(self, array, scope)
+            }
             AstExpr::CompoundFieldAccess { root, access_chain } => {
                 crate::planner::binding::bind_subscript(self, root, access_chain, scope)
             }
@@ -814,9 +817,9 @@ impl Binder<'_> {
     /// A CASE branch (or COALESCE argument) brought to the expression's type.
     fn coerce_branch(&mut self, expr: Expr, from: Option<DataType>, to: DataType) -> Result<Expr> {
         match from {
-            Some(f) if !comparable(&f, &to) => Err(SqlError::datatype_mismatch(format!(
-                "CASE types {to} and {f} cannot be matched"
-            ))),
+            Some(f) if ops::category(&f) != ops::category(&to) => Err(SqlError::datatype_mismatch(
+                format!("CASE types {to} and {f} cannot be matched"),
+            )),
             Some(f) if f != to && ops::category(&to) == Category::Numeric => {
                 Ok(Expr::Cast(Box::new(expr), to))
             }

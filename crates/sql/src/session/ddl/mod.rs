@@ -112,7 +112,7 @@ struct TableSpec {
     primary_key: Option<Vec<usize>>,
     unique: Vec<(Option<String>, Vec<usize>)>,
     foreign_keys: Vec<PendingForeignKey>,
-    /// The sequences of serial and identity columns: name and the last value handed out.
+    /// The sequences of serial and identity columns: name and first value.
     sequences: Vec<(String, i64)>,
     checks: Vec<check::WrittenCheck>,
 }
@@ -280,7 +280,7 @@ impl Ddl<'_> {
         let index = spec.columns.len();
         let mut def = column_def(table, &name, &column.data_type)?;
         if serial_type(&column.data_type).is_some() {
-            spec.sequences.push((sequence_name(table, &name), 0));
+            spec.sequences.push((sequence_name(table, &name), 1));
         }
         for option in &column.options {
             match &option.option {
@@ -295,9 +295,9 @@ impl Ddl<'_> {
                         _ => Identity::ByDefault,
                     };
                     let options = sequence_options.as_deref().unwrap_or(&[]);
-                    let last = sequence::SequenceSpec::new(None, options)?.start - 1;
+                    let start = sequence::SequenceSpec::new(None, options)?.start;
                     identity::make_identity(table, &mut def, identity)?;
-                    spec.sequences.push((sequence_name(table, &name), last));
+                    spec.sequences.push((sequence_name(table, &name), start));
                 }
                 ColumnOption::Null => def.nullable = true,
                 ColumnOption::NotNull => def.nullable = false,

@@ -68,10 +68,7 @@ impl Ddl<'_> {
         if let Some(skipped) = self.existing_relation(name, if_not_exists, "CREATE SEQUENCE")? {
             return Ok(skipped);
         }
-        self.engine().create_sequence(name)?;
-        if spec.start != 1 {
-            self.engine().set_sequence(name, spec.start - 1)?;
-        }
+        self.engine().create_sequence(name, spec.start)?;
         Ok(QueryResult::command("CREATE SEQUENCE"))
     }
 
@@ -129,12 +126,9 @@ impl Ddl<'_> {
 
     /// Creates the sequences of a new table's (or column's) serial and identity columns.
     pub(super) fn create_owned_sequences(&self, spec: &TableSpec) -> Result<()> {
-        for (sequence, last) in &spec.sequences {
+        for (sequence, start) in &spec.sequences {
             self.engine().drop_sequence(sequence)?;
-            self.engine().create_sequence(sequence)?;
-            if *last != 0 {
-                self.engine().set_sequence(sequence, *last)?;
-            }
+            self.engine().create_sequence(sequence, *start)?;
         }
         Ok(())
     }

@@ -1,0 +1,58 @@
+"""The server every test module runs against: `steady serve` (STEADY_BIN) on a fresh data
+directory and a free port on 127.0.0.1, with TLS on (a self-signed certificate made by openssl),
+so clients that prefer SSL (libpq's default) use it. One server per test module.
+"""
+
+import os
+import socket
+import subprocess
+import tempfile
+import time
+
+import psycopg
+import pytest
+
+BIN = os.environ.get("STEADY_BIN", "target/release/steady")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    data = tempfile.mkdtemp(prefix="steady-py-")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-subj", "/CN=localhost", "-keyout", os.path.join(data, "server.key"),
+         "-out", os.path.join(data, "server.crt")],
+        check=True, capture_output=True,
+    )
+    with open(os.path.join(data, "steady.toml"), "w") as config:
+        config.write("ssl = true\n")
+    port = free_port()
+    proc = subprocess.Popen(
+        [BIN, "serve", "--data", data, "--listen", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            psycopg.connect(f"host=127.0.0.1 port={port} user=steady dbname=steady").close()
+            break
+        except psycopg.OperationalError:
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stdout.read().decode())
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        raise RuntimeError("the server did not start")
+    yield f"host=127.0.0.1 port={port} user=steady dbname=steady"
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
