@@ -1,9 +1,11 @@
 """The server every test module runs against: `steady serve` (STEADY_BIN) on a fresh data
-directory and a free port on 127.0.0.1, with TLS on (a self-signed certificate made by openssl),
-so clients that prefer SSL (libpq's default) use it. One server per test module.
+directory (removed afterwards) and a free port on 127.0.0.1, with TLS on (a self-signed
+certificate made by openssl), so clients that prefer SSL (libpq's default) use it. One server per
+test module.
 """
 
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -56,3 +58,5 @@ def server():
         proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
+    shutil.rmtree(data, ignore_errors=True)

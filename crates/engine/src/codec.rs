@@ -219,7 +219,7 @@ fn read_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::Real => Value::Real(f32::from_bits(u32::from_le_bytes(reader.array()?))),
         DataType::Double => Value::Double(f64::from_bits(u64::from_le_bytes(reader.array()?))),
         DataType::Numeric { .. } => Value::Numeric(read_row_numeric(reader)?),
-        DataType::Char(_) | DataType::Varchar(_) | DataType::Text => {
+        DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray => {
             Value::Text(utf8(reader.length_prefixed()?.to_vec())?)
         }
         DataType::Bytea => Value::Bytea(reader.length_prefixed()?.to_vec()),
@@ -249,6 +249,7 @@ fn skip_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<(), CodecErro
         DataType::Char(_)
         | DataType::Varchar(_)
         | DataType::Text
+        | DataType::TextArray
         | DataType::Bytea
         | DataType::Json
         | DataType::Jsonb => {
@@ -378,7 +379,7 @@ fn read_key_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::Real => Value::Real(real_from_key(u32::from_be_bytes(reader.array()?))),
         DataType::Double => Value::Double(double_from_key(u64::from_be_bytes(reader.array()?))),
         DataType::Numeric { scale, .. } => Value::Numeric(read_key_numeric(reader, *scale)?),
-        DataType::Char(_) | DataType::Varchar(_) | DataType::Text => {
+        DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray => {
             Value::Text(utf8(read_key_bytes(reader)?)?)
         }
         DataType::Bytea => Value::Bytea(read_key_bytes(reader)?),
@@ -691,7 +692,7 @@ mod tests {
             DataType::Real => double().prop_map(|x| Value::Real(x as f32)).boxed(),
             DataType::Double => double().prop_map(Value::Double).boxed(),
             DataType::Numeric { .. } => decimal(ty).prop_map(Value::Numeric).boxed(),
-            DataType::Char(_) | DataType::Varchar(_) | DataType::Text => {
+            DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray => {
                 prop_oneof!["[ab\\x00]{0,3}", any::<String>()]
                     .prop_map(Value::Text)
                     .boxed()

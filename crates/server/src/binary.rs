@@ -13,6 +13,7 @@
 //! | timestamp             | i64 µs since 2000-01-01 00:00:00 (the engine's own representation) |
 //! | json                  | the UTF-8 text                                                 |
 //! | jsonb                 | version byte 1, then the UTF-8 text                            |
+//! | text[]                | i32 dimensions (0 or 1), i32 has-nulls, u32 element type 25, then for one dimension i32 length and i32 lower bound 1, each element i32 length (-1: NULL) and its bytes |
 //!
 //! Integers decode by their length, whatever the declared type, and are then cast to the
 //! parameter's type, so a client sending an int8 for an integer parameter gets PostgreSQL's
@@ -20,6 +21,7 @@
 
 use bytes::{BufMut, BytesMut};
 use rust_decimal::Decimal;
+use steady_sql::types::array_text::{quote_element, TextArray};
 use steady_sql::values::{DataType, Interval, Value};
 use steady_sql::SqlError;
 
@@ -28,6 +30,8 @@ const NUMERIC_POSITIVE: u16 = 0x0000;
 const NUMERIC_NEGATIVE: u16 = 0x4000;
 /// The version byte before jsonb's text in its binary form.
 const JSONB_VERSION: u8 = 1;
+/// `pg_type.oid` of text, the element type of a binary text[].
+const TEXT_OID: u32 = 25;
 
 /// Appends the binary form of `value` as a value of column type `ty` (a different value type is
 /// cast first). NULL is the caller's business (it has no bytes).
@@ -61,6 +65,7 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
         }
         (DataType::Bytea, Value::Bytea(b)) => out.put_slice(b),
         (DataType::Json, Value::Json(text)) => out.put_slice(text.as_bytes()),
+        (DataType::TextArray, Value::Text(text)) => return encode_text_array(text, out),
         (DataType::Jsonb, Value::Jsonb(text)) => {
             out.put_u8(JSONB_VERSION);
             out.put_slice(text.as_bytes())
@@ -74,6 +79,72 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
         _ => return false,
     }
     true
+}
+
+/// A `text[]` in its binary form, from its text form; false if that text is not an array.
+fn encode_text_array(text: &str, out: &mut BytesMut) -> bool {
+    let Ok(array) = TextArray::parse(text) else {
+        return false;
+    };
+    let dimensions = i32::from(!array.elements.is_empty());
+    out.put_i32(dimensions);
+    out.put_i32(i32::from(array.elements.iter().any(Option::is_none)));
+    out.put_u32(TEXT_OID);
+    if dimensions == 0 {
+        return true;
+    }
+    out.put_i32(array.elements.len() as i32);
+    out.put_i32(1);
+    for element in &array.elements {
+        match element {
+            Some(e) => {
+                out.put_i32(e.len() as i32);
+                out.put_slice(e.as_bytes());
+            }
+            None => out.put_i32(-1),
+        }
+    }
+    true
+}
+
+/// A binary `text[]` parameter as its text form.
+fn decode_text_array(bytes: &[u8], ty: &DataType) -> Result<Value, SqlError> {
+    let mut reader = bytes;
+    let dimensions = take_i32(&mut reader, ty)?;
+    let _has_nulls = take_i32(&mut reader, ty)?;
+    let _element_type = take_i32(&mut reader, ty)?;
+    if dimensions == 0 {
+        return Ok(Value::Text("{}".to_owned()));
+    }
+    if dimensions != 1 {
+        return Err(SqlError::unsupported("multidimensional arrays"));
+    }
+    let length = take_i32(&mut reader, ty)?;
+    let _lower = take_i32(&mut reader, ty)?;
+    let mut elements = Vec::with_capacity(length.clamp(0, 1024) as usize);
+    for _ in 0..length {
+        let len = take_i32(&mut reader, ty)?;
+        if len < 0 {
+            elements.push(Value::Null);
+            continue;
+        }
+        let (element, rest) = reader
+            .split_at_checked(len as usize)
+            .ok_or_else(|| malformed(ty))?;
+        reader = rest;
+        elements.push(Value::Text(utf8(element)?.to_owned()));
+    }
+    let quoted: Vec<String> = elements.iter().map(quote_element).collect();
+    Ok(Value::Text(format!("{{{}}}", quoted.join(","))))
+}
+
+/// The next big-endian i32 of a binary value.
+fn take_i32(reader: &mut &[u8], ty: &DataType) -> Result<i32, SqlError> {
+    let (head, rest) = reader
+        .split_first_chunk::<4>()
+        .ok_or_else(|| malformed(ty))?;
+    *reader = rest;
+    Ok(i32::from_be_bytes(*head))
 }
 
 /// The numeric wire form: base-10000 digit groups aligned on the decimal point.
@@ -133,6 +204,7 @@ pub fn decode(bytes: &[u8], ty: Option<&DataType>) -> Result<Value, SqlError> {
         DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::Json => {
             return Value::parse(ty, utf8(bytes)?).map_err(Into::into)
         }
+        DataType::TextArray => return decode_text_array(bytes, ty),
         DataType::Jsonb => match bytes.split_first() {
             Some((&JSONB_VERSION, text)) => {
                 return Value::parse(ty, utf8(text)?).map_err(Into::into)

@@ -54,6 +54,7 @@ pub fn declared_type(ty: Option<&Type>) -> Option<DataType> {
         Type::INTERVAL => DataType::Interval,
         Type::JSON => DataType::Json,
         Type::JSONB => DataType::Jsonb,
+        Type::TEXT_ARRAY => DataType::TextArray,
         _ => return None,
     })
 }

@@ -27,6 +27,7 @@
 //! | `Interval`                    | `interval`                    | `Interval(Interval)` | months, days, µs; ordered by span (see [`interval`]) |
 //! | `Json`                        | `json`                        | `Json(String)`     | the JSON text as given (see [`json`])        |
 //! | `Jsonb`                       | `jsonb`                       | `Jsonb(String)`    | canonical JSON text; jsonb's order (see [`json`]) |
+//! | `TextArray`                   | `text[]`                      | `Text(String)`     | the array's text form, one dimension (`array_agg` of strings) |
 //!
 //! `Null` belongs to every type. Dates run from 4714-11-24 BC to 5874897-12-31 and timestamps from
 //! 4714-11-24 BC to 294276-12-31, as in PostgreSQL; the calendar is the proleptic Gregorian one, and

@@ -33,6 +33,8 @@ pub enum DataType {
     Interval,
     Json,
     Jsonb,
+    /// `text[]`, one dimension, held as its text form (`{a,"b c",NULL}`) in a `Value::Text`.
+    TextArray,
 }
 
 impl fmt::Display for DataType {
@@ -61,6 +63,7 @@ impl fmt::Display for DataType {
             DataType::Uuid => f.write_str("uuid"),
             DataType::Json => f.write_str("json"),
             DataType::Jsonb => f.write_str("jsonb"),
+            DataType::TextArray => f.write_str("text[]"),
             DataType::Interval => f.write_str("interval"),
         }
     }
@@ -240,7 +243,7 @@ impl Value {
             DataType::Numeric { precision, scale } => {
                 apply_numeric_typmod(parse_numeric(text)?, *precision, *scale).map(Value::Numeric)
             }
-            DataType::Char(_) | DataType::Varchar(_) | DataType::Text => {
+            DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray => {
                 fit_string(text.to_owned(), ty, true).map(Value::Text)
             }
             DataType::Bytea => parse_bytea(text).map(Value::Bytea),

@@ -15,13 +15,13 @@
 use std::cmp::Ordering;
 
 use rust_decimal::Decimal;
-use steady_types::json::Json;
 use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::expr::Expr;
 use crate::execution::json;
 use crate::execution::plan::SortKey;
+use crate::types::array_text::quote_element;
 use crate::types::ops::{self, ArithOp};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +43,7 @@ pub enum AggFunc {
     JsonbAgg,
     JsonObjectAgg,
     JsonbObjectAgg,
+    ArrayAgg,
 }
 
 impl AggFunc {
@@ -65,6 +66,7 @@ impl AggFunc {
             "jsonb_agg" => AggFunc::JsonbAgg,
             "json_object_agg" => AggFunc::JsonObjectAgg,
             "jsonb_object_agg" => AggFunc::JsonbObjectAgg,
+            "array_agg" => AggFunc::ArrayAgg,
             _ => return None,
         })
     }
@@ -87,6 +89,7 @@ impl AggFunc {
             AggFunc::JsonbAgg => "jsonb_agg",
             AggFunc::JsonObjectAgg => "json_object_agg",
             AggFunc::JsonbObjectAgg => "jsonb_object_agg",
+            AggFunc::ArrayAgg => "array_agg",
         }
     }
 
@@ -98,11 +101,16 @@ impl AggFunc {
         }
     }
 
-    /// The json aggregates: they take NULL inputs in (as JSON null), in input order.
-    fn is_json(self) -> bool {
+    /// The aggregates that collect their inputs, NULLs too, in input order: the json ones and
+    /// array_agg.
+    fn collects(self) -> bool {
         matches!(
             self,
-            AggFunc::JsonAgg | AggFunc::JsonbAgg | AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg
+            AggFunc::JsonAgg
+                | AggFunc::JsonbAgg
+                | AggFunc::JsonObjectAgg
+                | AggFunc::JsonbObjectAgg
+                | AggFunc::ArrayAgg
         )
     }
 
@@ -138,6 +146,8 @@ impl AggFunc {
             (AggFunc::StringAgg, _) => Some(Text),
             (AggFunc::JsonAgg | AggFunc::JsonObjectAgg, _) => Some(Json),
             (AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg, _) => Some(Jsonb),
+            (AggFunc::ArrayAgg, Some(Char(_) | Varchar(_) | Text | TextArray)) => Some(TextArray),
+            (AggFunc::ArrayAgg, _) => Some(Text),
             (AggFunc::BoolAnd | AggFunc::BoolOr, _) => Some(Boolean),
             (f, Some(Real | Double)) if f.is_spread() => Some(Double),
             (f, Some(SmallInt | Integer | BigInt | Numeric { .. })) if f.is_spread() => {
@@ -179,8 +189,9 @@ pub struct Accumulator {
     integer_sum: i128,
     /// The variance family's running sums.
     spread: Spread,
-    /// The json aggregates' members so far (keys only for the object aggregates).
-    documents: Vec<(String, Json)>,
+    /// The collecting aggregates' inputs so far: (key, value), the key only for the json object
+    /// aggregates.
+    collected: Vec<(Value, Value)>,
 }
 
 /// The running sums of the variance family: Youngs-Cramer's (n, Σx, Sxx) over floats, or the
@@ -201,7 +212,7 @@ impl Accumulator {
             keeps_inputs: call.distinct || !call.order_by.is_empty(),
             integer_sum: 0,
             spread: Spread::default(),
-            documents: Vec::new(),
+            collected: Vec::new(),
         }
     }
 
@@ -226,8 +237,8 @@ impl Accumulator {
             self.count += 1;
             return Ok(());
         }
-        if self.func.is_json() {
-            return self.add_document(args);
+        if self.func.collects() {
+            return self.collect(args);
         }
         let input = &args[0];
         if input.is_null() {
@@ -259,21 +270,43 @@ impl Accumulator {
         Ok(())
     }
 
-    /// A json aggregate's input: the value (NULL too) as a document, under its key for the
-    /// object aggregates.
-    fn add_document(&mut self, args: &[Value]) -> Result<()> {
+    /// A collecting aggregate's input (NULL too), under its key for the json object aggregates.
+    fn collect(&mut self, args: &[Value]) -> Result<()> {
         self.count += 1;
-        let (key, value) = match self.func {
+        let pair = match self.func {
             AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg => {
                 if args[0].is_null() {
                     return Err(SqlError::new("22004", "field name must not be null"));
                 }
-                (args[0].to_string(), &args[1])
+                (args[0].clone(), args[1].clone())
             }
-            _ => (String::new(), &args[0]),
+            _ => (Value::Null, args[0].clone()),
         };
-        self.documents.push((key, json::to_document(value)?));
+        self.collected.push(pair);
         Ok(())
+    }
+
+    /// A collecting aggregate's value over its inputs.
+    fn collected_value(self) -> Result<Value> {
+        let values = self.collected.into_iter();
+        Ok(match self.func {
+            AggFunc::ArrayAgg => {
+                let elements: Vec<String> = values.map(|(_, v)| quote_element(&v)).collect();
+                Value::Text(format!("{{{}}}", elements.join(",")))
+            }
+            AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg => {
+                let members = values
+                    .map(|(k, v)| Ok((k.to_string(), json::to_document(&v)?)))
+                    .collect::<Result<_>>()?;
+                json::object_aggregate(members, self.func == AggFunc::JsonbObjectAgg)
+            }
+            _ => {
+                let items = values
+                    .map(|(_, v)| json::to_document(&v))
+                    .collect::<Result<_>>()?;
+                json::aggregate(items, self.func == AggFunc::JsonbAgg)
+            }
+        })
     }
 
     /// Whether states of `call` over parts of its input can be merged ([`Accumulator::merge`]):
@@ -284,7 +317,7 @@ impl Accumulator {
             && call.order_by.is_empty()
             && call.func != AggFunc::StringAgg
             && !call.func.is_spread()
-            && !call.func.is_json()
+            && !call.func.collects()
     }
 
     /// Folds in the state of the same aggregate over another part of the input (a call that is
@@ -333,14 +366,8 @@ impl Accumulator {
             AggFunc::Avg if self.count == 0 => Value::Null,
             AggFunc::Avg => avg_result(self.value, self.count)?,
             f if f.is_spread() => self.spread.result(f, self.count)?,
-            _ if self.count == 0 && self.func.is_json() => Value::Null,
-            AggFunc::JsonAgg | AggFunc::JsonbAgg => json::aggregate(
-                self.documents.into_iter().map(|(_, d)| d).collect(),
-                self.func == AggFunc::JsonbAgg,
-            ),
-            AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg => {
-                json::object_aggregate(self.documents, self.func == AggFunc::JsonbObjectAgg)
-            }
+            _ if self.count == 0 && self.func.collects() => Value::Null,
+            f if f.collects() => self.collected_value()?,
             _ => self.value,
         })
     }

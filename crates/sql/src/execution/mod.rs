@@ -16,6 +16,7 @@ pub mod functions;
 pub mod json;
 pub mod plan;
 pub mod sequences;
+pub mod set_functions;
 pub mod settings;
 pub mod window;
 pub mod write;

@@ -15,6 +15,7 @@ use crate::error::Result;
 use crate::execution::aggregate::AggCall;
 use crate::execution::executor::{ExecCtx, Row};
 use crate::execution::expr::Expr;
+use crate::execution::set_functions::SetCall;
 use crate::execution::write::{DeletePlan, InsertPlan, InsertSource, UpdatePlan};
 
 /// A column of a plan's output.
@@ -124,6 +125,12 @@ pub enum Plan {
     Project {
         input: Box<Plan>,
         exprs: Vec<Expr>,
+    },
+    /// Set-returning functions of a select list: the input's columns, then one per call (see
+    /// [`crate::execution::set_functions`]).
+    ProjectSet {
+        input: Box<Plan>,
+        calls: Vec<SetCall>,
     },
     /// Output: the group values, then the aggregate values.
     Aggregate {
@@ -252,6 +259,7 @@ impl Plan {
             Plan::Series { .. } => "Function Scan on generate_series".into(),
             Plan::Filter { .. } => "Filter".into(),
             Plan::Project { .. } => "Project".into(),
+            Plan::ProjectSet { .. } => "ProjectSet".into(),
             Plan::Aggregate { groups, .. } if groups.is_empty() => "Aggregate".into(),
             Plan::Aggregate { .. } => "HashAggregate".into(),
             Plan::Sort { .. } => "Sort".into(),
@@ -432,6 +440,11 @@ impl Plan {
                 .into_iter()
                 .chain((0..calls.len()).map(|i| format!("window{i}")))
                 .collect(),
+            Plan::ProjectSet { input, calls } => input
+                .output_names()
+                .into_iter()
+                .chain((0..calls.len()).map(|i| format!("set{i}")))
+                .collect(),
             Plan::Join { left, right, .. } | Plan::Lateral { left, right, .. } => left
                 .output_names()
                 .into_iter()
@@ -460,6 +473,7 @@ impl Plan {
             | Plan::Aggregate { input, .. }
             | Plan::Sort { input, .. }
             | Plan::Window { input, .. }
+            | Plan::ProjectSet { input, .. }
             | Plan::Limit { input, .. }
             | Plan::LockRows { input, .. }
             | Plan::Distinct { input } => vec![input],
@@ -546,6 +560,7 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
             prune_scan_columns(input, needed);
         }
         Plan::Window { input, .. }
+        | Plan::ProjectSet { input, .. }
         | Plan::Distinct { input }
         | Plan::LockRows { input, .. }
         | Plan::Materialized { input, .. } => prune_scan_columns(input, None),

@@ -178,6 +178,20 @@ pub const VIEWS: &[SystemTable] = &[
         ],
     ),
     empty(
+        "pg_opclass",
+        &[
+            ("oid", BigInt),
+            ("opcmethod", BigInt),
+            ("opcname", Text),
+            ("opcnamespace", BigInt),
+            ("opcowner", BigInt),
+            ("opcfamily", BigInt),
+            ("opcintype", BigInt),
+            ("opcdefault", Boolean),
+            ("opckeytype", BigInt),
+        ],
+    ),
+    empty(
         "pg_description",
         &[
             ("objoid", BigInt),

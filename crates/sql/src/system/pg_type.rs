@@ -62,6 +62,7 @@ pub const UUID: u32 = 2950;
 pub const INTERVAL: u32 = 1186;
 pub const JSON: u32 = 114;
 pub const JSONB: u32 = 3802;
+pub const TEXT_ARRAY: u32 = 1009;
 
 pub static TYPES: &[TypeInfo] = &[
     base(16, "bool", "boolean", 1, "B", 1000),
@@ -135,6 +136,7 @@ pub fn type_oid(ty: &DataType) -> u32 {
         DataType::Interval => INTERVAL,
         DataType::Json => JSON,
         DataType::Jsonb => JSONB,
+        DataType::TextArray => TEXT_ARRAY,
     }
 }
 

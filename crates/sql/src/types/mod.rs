@@ -195,6 +195,7 @@ pub fn type_output_name(data_type: &ast::DataType) -> String {
         Ok(DataType::Interval) => "interval".into(),
         Ok(DataType::Json) => "json".into(),
         Ok(DataType::Jsonb) => "jsonb".into(),
+        Ok(DataType::TextArray) => "text".into(),
         Err(_) => "?column?".into(),
     }
 }

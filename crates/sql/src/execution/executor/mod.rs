@@ -32,6 +32,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall, AggFunc};
 use crate::execution::expr::{Expr, Subquery};
 use crate::execution::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
+use crate::execution::set_functions::SetCall;
 use crate::execution::write::Written;
 
 pub type Row = Vec<Value>;
@@ -425,6 +426,11 @@ fn open_node<'p>(
             let mut input = open(input, ctx, numbering)?;
             Box::new(RowsSource::new(sort(&mut input, keys, ctx)?))
         }
+        Plan::ProjectSet { input, calls } => Box::new(ProjectSetSource {
+            input: open(input, ctx, numbering)?,
+            calls,
+            pending: std::collections::VecDeque::new(),
+        }),
         Plan::Window { input, calls } => {
             let mut input = open(input, ctx, numbering)?;
             Box::new(RowsSource::new(window::window(&mut input, calls, ctx)?))
@@ -1228,4 +1234,40 @@ fn set_operation(
         .into_iter()
         .filter(|r| seen.insert(RowKey(r.clone()), ()).is_none())
         .collect())
+}
+
+/// The [`Plan::ProjectSet`] node: each input row followed by its calls' rows (see
+/// [`crate::execution::set_functions`]).
+struct ProjectSetSource<'p> {
+    input: BoxedSource<'p>,
+    calls: &'p [SetCall],
+    /// Rows of the current input row not given out yet.
+    pending: std::collections::VecDeque<Row>,
+}
+
+impl Source for ProjectSetSource<'_> {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        loop {
+            if let Some(row) = self.pending.pop_front() {
+                return Ok(Some(row));
+            }
+            let Some(row) = self.input.next(ctx)? else {
+                return Ok(None);
+            };
+            let mut sets = Vec::with_capacity(self.calls.len());
+            for call in self.calls {
+                let args = eval_each(call.args.iter(), &row, ctx)?;
+                sets.push(call.function.values(&args)?);
+            }
+            let rows = sets.iter().map(Vec::len).max().unwrap_or(0);
+            for at in 0..rows {
+                let mut out = row.clone();
+                out.extend(
+                    sets.iter()
+                        .map(|set| set.get(at).cloned().unwrap_or(Value::Null)),
+                );
+                self.pending.push_back(out);
+            }
+        }
+    }
 }

@@ -23,6 +23,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::aggregate::AggCall;
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Column, JoinKind, Plan, SetOpKind, SortKey};
+use crate::execution::set_functions::SetCall;
 use crate::execution::window::{Frame, WindowCall, WindowFunc};
 use crate::planner::stats::Statistics;
 use crate::system::{self, SystemTable};
@@ -116,6 +117,9 @@ pub struct Binder<'a> {
     windows: Option<Vec<crate::execution::window::WindowCall>>,
     /// The `WINDOW name AS (...)` definitions of the select being bound.
     named_windows: Vec<ast::NamedWindowDefinition>,
+    /// Set-returning calls met while binding a select list (`None` where none may be), and the
+    /// input width their columns follow.
+    pub(crate) set_calls: Option<(usize, Vec<SetCall>)>,
     /// The user tables and views the statement names (a view's dependencies).
     pub relations_read: Vec<String>,
     /// How many views deep the binding is.
@@ -144,6 +148,7 @@ impl<'a> Binder<'a> {
             aggregates: None,
             windows: None,
             named_windows: Vec::new(),
+            set_calls: None,
             relations_read: Vec::new(),
             view_depth: 0,
             next_subquery: 0,
@@ -508,7 +513,11 @@ impl Binder<'_> {
         self.aggregates = Some(Vec::new());
         let outer_windows = self.windows.replace(Vec::new());
         let outer_named = std::mem::replace(&mut self.named_windows, select.named_window.clone());
+        let outer_sets = self.set_calls.replace((scope.columns.len(), Vec::new()));
         let projection = self.bind_projection(&select.projection, scope);
+        let set_calls = std::mem::replace(&mut self.set_calls, outer_sets)
+            .map(|(_, calls)| calls)
+            .unwrap_or_default();
         let windows = self.windows.take();
         let having = select
             .having
@@ -535,12 +544,24 @@ impl Binder<'_> {
                 (!aggregates.is_empty(), "aggregate functions"),
                 (distinct, "DISTINCT clause"),
                 (!windows.is_empty(), "window functions"),
+                (!set_calls.is_empty(), "set-returning functions"),
             ];
             if let Some((_, what)) = refused.iter().find(|(refused, _)| *refused) {
                 return Err(lock.not_allowed_with(what));
             }
             let input = (plan, where_predicate);
             return self.finish_locking_select(lock, &select.from, input, projection, order_keys);
+        }
+        if !set_calls.is_empty() {
+            if grouped || !windows.is_empty() || select.distinct.is_some() {
+                return Err(SqlError::unsupported(
+                    "set-returning functions in a select list with aggregates, window functions or DISTINCT",
+                ));
+            }
+            plan = Plan::ProjectSet {
+                input: Box::new(plan),
+                calls: set_calls,
+            };
         }
         let mut width = scope.columns.len();
         if grouped {
@@ -1029,6 +1050,9 @@ pub fn coerce_to(expr: Expr, from: Option<DataType>, target: DataType) -> Result
         {
             Ok(Expr::Cast(Box::new(expr), target))
         }
+        // An untyped value computed at run time (`arr[i]`, `unnest(arr)`) takes the type its
+        // context asks for, as an untyped literal does.
+        (expr, None) => Ok(Expr::Cast(Box::new(expr), target)),
         (expr, _) => Ok(expr),
     }
 }

@@ -24,6 +24,18 @@ impl Binder<'_> {
         if function.over.is_some() {
             return self.bind_window(&name, function, list, scope);
         }
+        if let Some(set_function) = SetFunction::by_name(&name) {
+            if self.set_calls.is_none() {
+                return Err(SqlError::unsupported(
+                    "set-returning functions outside a select list or FROM",
+                ));
+            }
+            let args: Vec<&AstExpr> = list
+                .map(|l| l.args.iter().map(plain_arg).collect::<Result<Vec<_>>>())
+                .transpose()?
+                .unwrap_or_default();
+            return self.bind_set_call(set_function, &name, &args, scope);
+        }
         if let Some(func) = AggFunc::by_name(&name) {
             return self.bind_aggregate(func, function, list, scope);
         }
@@ -37,6 +49,36 @@ impl Binder<'_> {
             "nextval" | "currval" | "setval" => self.bind_call(&name, &args, scope),
             _ => self.bind_call(&name, &args, scope),
         }
+    }
+
+    /// A set-returning call in a select list: its column after the input's (see
+    /// [`crate::execution::set_functions`]); set-returning calls in its arguments are refused.
+    fn bind_set_call(
+        &mut self,
+        function: SetFunction,
+        name: &str,
+        args: &[&AstExpr],
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let (min, max) = function.arguments();
+        if !(min..=max).contains(&args.len()) {
+            return Err(SqlError::undefined_function(format!(
+                "function {name} with {} arguments does not exist",
+                args.len()
+            )));
+        }
+        let level = self.set_calls.take();
+        let bound: Result<Vec<Typed>> = args.iter().map(|a| self.bind_expr(a, scope)).collect();
+        self.set_calls = level;
+        let (exprs, types): (Vec<Expr>, Vec<Option<DataType>>) = bound?.into_iter().unzip();
+        let ty = function.result_type(&types);
+        let (base, calls) = self.set_calls.as_mut().expect("a select list's set calls");
+        let column = *base + calls.len();
+        calls.push(SetCall {
+            function,
+            args: exprs,
+        });
+        Ok((Expr::Column(column), ty))
     }
 
     /// A call of a scalar function by name.

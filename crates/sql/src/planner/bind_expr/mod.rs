@@ -14,6 +14,7 @@ use crate::execution::aggregate::{AggCall, AggFunc};
 use crate::execution::expr::{Expr, Subquery, SubqueryKind};
 use crate::execution::functions;
 use crate::execution::plan::{Plan, SortKey};
+use crate::execution::set_functions::{SetCall, SetFunction};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
 use crate::types::ops::{self, ArithOp, Category, CmpOp};
 use crate::types::{convert_type, normalize_ident, object_name, parse_number};

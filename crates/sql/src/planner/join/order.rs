@@ -388,6 +388,7 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
         Plan::Project { input, .. }
         | Plan::Sort { input, .. }
         | Plan::Window { input, .. }
+        | Plan::ProjectSet { input, .. }
         | Plan::Distinct { input }
         | Plan::LockRows { input, .. }
         | Plan::Materialized { input, .. } => estimate_rows(input, stats),
