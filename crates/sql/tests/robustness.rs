@@ -139,6 +139,14 @@ const TOKENS: &[&str] = &[
     "jsonb_agg(b)",
     "jsonb_set(",
     "::jsonb",
+    "unnest(ARRAY[1, NULL])",
+    "generate_subscripts('{a,b}', 1)",
+    "array_agg(b)",
+    "to_char(now(), 'FMDay HH24:MI')",
+    "to_char(1.5, '9,999.00MI')",
+    "to_date('2024-02-31', 'YYYY-MM-DD')",
+    "format('%s %I %L', b, b, b)",
+    "string_to_array(b, '')",
 ];
 
 /// FROM items of generated queries: tables, WITH queries, a subquery, a table function.

@@ -40,6 +40,7 @@ pub fn lookup(name: &str, args: usize) -> Result<&'static Function> {
     let candidates: Vec<&Function> = FUNCTIONS
         .iter()
         .chain(crate::execution::json::FUNCTIONS)
+        .chain(crate::execution::formatting::FUNCTIONS)
         .filter(|f| f.name == name)
         .collect();
     if candidates.is_empty() {
@@ -234,6 +235,18 @@ static FUNCTIONS: &[Function] = &[
     strict("lpad", (2, 3), text, lpad),
     strict("rpad", (2, 3), text, rpad),
     strict("repeat", (2, 2), text, repeat),
+    strict("md5", (1, 1), text, md5_hex),
+    strict("translate", (3, 3), text, translate),
+    lenient("string_to_array", (2, 3), text, string_to_array),
+    strict("quote_ident", (1, 1), text, quote_ident),
+    strict("quote_literal", (1, 1), text, quote_literal),
+    lenient("quote_nullable", (1, 1), text, quote_nullable),
+    lenient("num_nulls", (1, 100), integer, num_nulls),
+    lenient("num_nonnulls", (1, 100), integer, num_nonnulls),
+    strict("make_date", (3, 3), date, make_date),
+    strict("gcd", (2, 2), same_as_first, gcd),
+    strict("lcm", (2, 2), same_as_first, lcm),
+    strict("cbrt", (1, 1), double, cbrt),
     strict("reverse", (1, 1), text, reverse),
     lenient("concat", (1, 100), text, concat),
     lenient("concat_ws", (2, 100), text, concat_ws),
@@ -781,7 +794,7 @@ fn nullif(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 /// The calendar fields of a date or timestamp: (year, month, day, micros into the day).
 /// Year, month, day and microseconds of the day of a date or timestamp (a `timestamptz` in
 /// the session zone).
-fn fields(value: &Value) -> Result<(i64, i64, i64, i64)> {
+pub(crate) fn fields(value: &Value) -> Result<(i64, i64, i64, i64)> {
     let (days, micros) = match value {
         Value::Date(d) => (i64::from(*d), 0),
         Value::Timestamp(t) => (t.div_euclid(USECS_PER_DAY), t.rem_euclid(USECS_PER_DAY)),
@@ -1039,4 +1052,157 @@ fn starts_with(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Boolean(
         string(&args[0]).starts_with(&string(&args[1])),
     ))
+}
+
+fn md5_hex(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let bytes = match &args[0] {
+        Value::Bytea(b) => md5::compute(b),
+        other => md5::compute(string(other).as_bytes()),
+    };
+    Ok(Value::Text(format!("{bytes:x}")))
+}
+
+/// `translate(s, from, to)`: each character of `from` in `s` replaced by the one at the same
+/// place in `to`, or removed when `to` is shorter.
+fn translate(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (from, to): (Vec<char>, Vec<char>) = (
+        string(&args[1]).chars().collect(),
+        string(&args[2]).chars().collect(),
+    );
+    let out = string(&args[0])
+        .chars()
+        .filter_map(|c| match from.iter().position(|&f| f == c) {
+            Some(at) => to.get(at).copied(),
+            None => Some(c),
+        })
+        .collect();
+    Ok(Value::Text(out))
+}
+
+/// `string_to_array(s, delimiter [, null_string])`, as an array's text form; a NULL
+/// delimiter splits into characters, an empty one gives `s` whole.
+fn string_to_array(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args[0].is_null() {
+        return Ok(Value::Null);
+    }
+    let s = string(&args[0]);
+    let null_string = args.get(2).filter(|v| !v.is_null()).map(string);
+    let parts: Vec<String> = match &args[1] {
+        Value::Null => s.chars().map(String::from).collect(),
+        d if string(d).is_empty() => vec![s.clone()],
+        d => s.split(string(d).as_str()).map(str::to_owned).collect(),
+    };
+    if s.is_empty() {
+        return Ok(Value::Text("{}".to_owned()));
+    }
+    let elements: Vec<String> = parts
+        .into_iter()
+        .map(|p| match &null_string {
+            Some(n) if *n == p => Value::Null,
+            _ => Value::Text(p),
+        })
+        .map(|v| crate::types::array_text::quote_element(&v))
+        .collect();
+    Ok(Value::Text(format!("{{{}}}", elements.join(","))))
+}
+
+fn quote_ident(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(crate::types::quote_ident(&string(&args[0]))))
+}
+
+fn quote_literal(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(crate::execution::formatting::quote_literal(
+        &string(&args[0]),
+    )))
+}
+
+fn quote_nullable(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    match &args[0] {
+        Value::Null => Ok(Value::Text("NULL".to_owned())),
+        _ => quote_literal(args, ctx),
+    }
+}
+
+fn num_nulls(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Integer(
+        args.iter().filter(|v| v.is_null()).count() as i32
+    ))
+}
+
+fn num_nonnulls(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Integer(
+        args.iter().filter(|v| !v.is_null()).count() as i32
+    ))
+}
+
+fn make_date(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (year, month, day) = (as_i64(&args[0]), as_i64(&args[1]), as_i64(&args[2]));
+    let era = if year < 0 { " BC" } else { "" };
+    let text = format!("{:04}-{month:02}-{day:02}{era}", year.abs());
+    let out_of_range = || {
+        SqlError::new(
+            "22008",
+            format!("date field value out of range: {year}-{month:02}-{day:02}"),
+        )
+    };
+    if year == 0 {
+        return Err(out_of_range());
+    }
+    Value::parse(&DataType::Date, &text).map_err(|_| out_of_range())
+}
+
+fn gcd_of(a: i128, b: i128) -> i128 {
+    let (mut a, mut b) = (a.abs(), b.abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// An integer result in the type of `like` (22003 when it does not fit).
+fn integer_like(like: &Value, n: i128) -> Result<Value> {
+    let out_of_range = || {
+        SqlError::new(
+            "22003",
+            format!(
+                "{} out of range",
+                like.data_type().map_or("integer".into(), |t| t.to_string())
+            ),
+        )
+    };
+    Ok(match like {
+        Value::SmallInt(_) => Value::SmallInt(i16::try_from(n).map_err(|_| out_of_range())?),
+        Value::Integer(_) => Value::Integer(i32::try_from(n).map_err(|_| out_of_range())?),
+        _ => Value::BigInt(i64::try_from(n).map_err(|_| out_of_range())?),
+    })
+}
+
+fn gcd(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    refuse_numeric(args, "gcd")?;
+    let (a, b) = (i128::from(as_i64(&args[0])), i128::from(as_i64(&args[1])));
+    integer_like(&args[0], gcd_of(a, b))
+}
+
+fn lcm(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    refuse_numeric(args, "lcm")?;
+    let (a, b) = (i128::from(as_i64(&args[0])), i128::from(as_i64(&args[1])));
+    let g = gcd_of(a, b);
+    integer_like(&args[0], if g == 0 { 0 } else { (a / g * b).abs() })
+}
+
+/// gcd and lcm take integers only (PostgreSQL's numeric forms are not here).
+fn refuse_numeric(args: &[Value], name: &str) -> Result<()> {
+    match args
+        .iter()
+        .any(|a| !matches!(a, Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_)))
+    {
+        true => Err(SqlError::unsupported(format!(
+            "{name} of non-integer values"
+        ))),
+        false => Ok(()),
+    }
+}
+
+fn cbrt(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Double(as_f64(&args[0]).cbrt()))
 }

@@ -12,6 +12,7 @@ pub mod cancel;
 pub mod constraints;
 pub mod executor;
 pub mod expr;
+pub mod formatting;
 pub mod functions;
 pub mod json;
 pub mod plan;

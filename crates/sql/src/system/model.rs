@@ -308,21 +308,7 @@ pub fn split_qualified(text: &str) -> Vec<String> {
     parts
 }
 
-/// An identifier as PostgreSQL prints it: quoted unless it is lower-case letters, digits and `_`.
-pub fn quote_ident(name: &str) -> String {
-    let plain = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain {
-        name.to_owned()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
-}
+pub use crate::types::quote_ident;
 
 #[cfg(test)]
 mod tests {

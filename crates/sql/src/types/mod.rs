@@ -217,3 +217,20 @@ pub fn parse_number(text: &str) -> Result<Value> {
         .map(Value::Numeric)
         .map_err(|_| SqlError::new("22003", format!("value out of range: {text}")))
 }
+
+/// An identifier as PostgreSQL prints it: quoted unless it is lower-case letters, digits and `_`
+/// not starting with a digit.
+pub fn quote_ident(name: &str) -> String {
+    let plain = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        name.to_owned()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
+}

@@ -1,0 +1,523 @@
+//! Formatting functions: `to_char` of dates, timestamps and numbers, `to_date` and
+//! `to_timestamp` reading text by a template, `to_timestamp(epoch)`, and `format`.
+//!
+//! Template patterns (PostgreSQL's names): `YYYY YYY YY Y`, `MM`, `Mon MON mon`, `Month MONTH
+//! month`, `DD`, `DDD`, `D`, `Dy DY dy`, `Day DAY day`, `HH HH12 HH24`, `MI`, `SS`, `MS`, `US`,
+//! `AM PM am pm`, `Q`, the `FM` prefix (no padding), and `"quoted text"`; any other character
+//! is copied. Number templates: `9`, `0`, `.`, `D`, `,`, `G`, `FM`, and `S` / `MI` / `PL` for
+//! the sign. A pattern this module does not know is an error (22007), never copied silently
+//! into the output as if it were text.
+
+use rust_decimal::Decimal;
+use steady_types::{days_from_civil, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+
+use crate::error::{Result, SqlError};
+use crate::execution::executor::ExecCtx;
+use crate::execution::functions::{fields, strict, text, Function};
+use crate::types::ops::as_decimal;
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const DAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+
+fn date(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Date)
+}
+fn timestamptz(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::TimestampTz)
+}
+
+pub static FUNCTIONS: &[Function] = &[
+    strict("to_char", (2, 2), text, to_char),
+    strict("to_date", (2, 2), date, to_date),
+    strict("to_timestamp", (1, 2), timestamptz, to_timestamp),
+    crate::execution::functions::lenient("format", (1, 100), text, format),
+];
+
+fn bad_format(what: impl std::fmt::Display) -> SqlError {
+    SqlError::new("22007", format!("invalid format: {what}"))
+}
+
+/// The datetime patterns, longest first so that `MONTH` wins over `MON` and `MM`.
+const PATTERNS: &[&str] = &[
+    "MONTH", "Month", "month", "HH24", "HH12", "YYYY", "DAY", "Day", "day", "YYY", "MON", "Mon",
+    "mon", "DDD", "HH", "MI", "SS", "MS", "US", "AM", "PM", "am", "pm", "YY", "MM", "DD", "DY",
+    "Dy", "dy", "Y", "D", "Q",
+];
+
+/// One piece of a parsed template.
+enum Piece<'t> {
+    Pattern { name: &'static str, fill: bool },
+    Text(&'t str),
+}
+
+fn parse_template(template: &str) -> Result<Vec<Piece<'_>>> {
+    let mut pieces = Vec::new();
+    let mut rest = template;
+    while !rest.is_empty() {
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted
+                .find('"')
+                .ok_or_else(|| bad_format("unterminated quote"))?;
+            pieces.push(Piece::Text(&quoted[..end]));
+            rest = &quoted[end + 1..];
+            continue;
+        }
+        let (fill, body) = match rest.strip_prefix("FM") {
+            Some(body) => (false, body),
+            None => (true, rest),
+        };
+        if let Some(name) = PATTERNS.iter().find(|p| body.starts_with(**p)) {
+            pieces.push(Piece::Pattern { name, fill });
+            rest = &body[name.len()..];
+            continue;
+        }
+        let c = rest.chars().next().expect("not empty");
+        if c.is_ascii_alphabetic() {
+            return Err(bad_format(format!(
+                "pattern \"{}\" is not supported",
+                &rest[..1]
+            )));
+        }
+        pieces.push(Piece::Text(&rest[..c.len_utf8()]));
+        rest = &rest[c.len_utf8()..];
+    }
+    Ok(pieces)
+}
+
+fn cased(name: &str, word: &str) -> String {
+    let upper = name
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    let lower = name.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+    if upper && name.len() > 1 {
+        word.to_uppercase()
+    } else if lower {
+        word.to_lowercase()
+    } else {
+        word.to_owned()
+    }
+}
+
+fn padded(value: i64, width: usize, fill: bool) -> String {
+    if fill {
+        format!("{value:0width$}")
+    } else {
+        value.to_string()
+    }
+}
+
+/// `to_char(date | timestamp | timestamptz | number, template)`.
+fn to_char(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let template = args[1].to_string();
+    match &args[0] {
+        Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => {
+            datetime_text(&args[0], &template).map(Value::Text)
+        }
+        Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_) | Value::Numeric(_) => {
+            number_text(as_decimal(&args[0])?, &template).map(Value::Text)
+        }
+        Value::Real(_) | Value::Double(_) => {
+            let x = crate::types::ops::as_f64(&args[0]);
+            let d = Decimal::try_from(x).map_err(|_| bad_format("a float out of range"))?;
+            number_text(d, &template).map(Value::Text)
+        }
+        other => Err(SqlError::undefined_function(format!(
+            "function to_char({}, text) does not exist",
+            other
+                .data_type()
+                .map_or("unknown".into(), |t| t.to_string())
+        ))),
+    }
+}
+
+fn datetime_text(value: &Value, template: &str) -> Result<String> {
+    if matches!(
+        value,
+        Value::Timestamp(i64::MIN | i64::MAX)
+            | Value::TimestampTz(i64::MIN | i64::MAX)
+            | Value::Date(i32::MIN | i32::MAX)
+    ) {
+        return Ok(String::new());
+    }
+    let (year, month, day, micros) = fields(value)?;
+    let days = days_from_civil(year, month, day);
+    let weekday = (days + 4).rem_euclid(7) as usize;
+    let day_of_year = days - days_from_civil(year, 1, 1) + 1;
+    let (hour, minute, second) = (
+        micros / 3_600_000_000,
+        micros / 60_000_000 % 60,
+        micros / 1_000_000 % 60,
+    );
+    let mut out = String::new();
+    for piece in parse_template(template)? {
+        let (name, fill) = match piece {
+            Piece::Text(t) => {
+                out.push_str(t);
+                continue;
+            }
+            Piece::Pattern { name, fill } => (name, fill),
+        };
+        let hour12 = (hour + 11) % 12 + 1;
+        let word = |words: &[&str], at: usize, short: bool| {
+            let w = if short { &words[at][..3] } else { words[at] };
+            let w = cased(name, w);
+            if fill && !short {
+                format!("{w:<9}")
+            } else {
+                w
+            }
+        };
+        out.push_str(&match name {
+            "YYYY" => padded(year, 4, fill),
+            "YYY" => padded(year % 1000, 3, fill),
+            "YY" => padded(year % 100, 2, fill),
+            "Y" => (year % 10).to_string(),
+            "MM" => padded(month, 2, fill),
+            "DD" => padded(day, 2, fill),
+            "DDD" => padded(day_of_year, 3, fill),
+            "D" => (weekday + 1).to_string(),
+            "Q" => ((month - 1) / 3 + 1).to_string(),
+            "HH" | "HH12" => padded(hour12, 2, fill),
+            "HH24" => padded(hour, 2, fill),
+            "MI" => padded(minute, 2, fill),
+            "SS" => padded(second, 2, fill),
+            "MS" => padded(micros / 1000 % 1000, 3, fill),
+            "US" => padded(micros % 1_000_000, 6, fill),
+            "AM" | "PM" => (if hour < 12 { "AM" } else { "PM" }).to_owned(),
+            "am" | "pm" => (if hour < 12 { "am" } else { "pm" }).to_owned(),
+            "Month" | "MONTH" | "month" => word(&MONTHS, month as usize - 1, false),
+            "Mon" | "MON" | "mon" => word(&MONTHS, month as usize - 1, true),
+            "Day" | "DAY" | "day" => word(&DAYS, weekday, false),
+            _ => word(&DAYS, weekday, true),
+        });
+    }
+    Ok(out)
+}
+
+/// A number by a template of `9` / `0` digits, a decimal point, group separators and a sign.
+fn number_text(value: Decimal, template: &str) -> Result<String> {
+    let fill = !template.starts_with("FM");
+    let body = template.trim_start_matches("FM");
+    let explicit_sign = body.starts_with('S') || body.ends_with('S');
+    let (sign_end, body) = match (body.strip_suffix("MI"), body.strip_suffix("PL")) {
+        (Some(b), _) | (_, Some(b)) => (true, b),
+        _ => (false, body),
+    };
+    let body = body.trim_matches('S');
+    if let Some(c) = body.chars().find(|c| !"90.D,G".contains(*c)) {
+        return Err(bad_format(format!(
+            "\"{c}\" in a number template is not supported"
+        )));
+    }
+    let (int_template, frac_template) = match body.find(['.', 'D']) {
+        Some(at) => (&body[..at], &body[at + 1..]),
+        None => (body, ""),
+    };
+    let frac_digits = frac_template
+        .chars()
+        .filter(|c| matches!(c, '9' | '0'))
+        .count();
+    let rounded = value.round_dp(frac_digits as u32).abs();
+    let text = format!("{rounded:.frac_digits$}");
+    let (int_part, frac_part) = text.split_once('.').unwrap_or((&text, ""));
+    let int_slots = int_template
+        .chars()
+        .filter(|c| matches!(c, '9' | '0'))
+        .count();
+    if int_part.trim_start_matches('0').len() > int_slots {
+        let hashes: String = body
+            .chars()
+            .map(|c| if matches!(c, '9' | '0') { '#' } else { c })
+            .collect();
+        return Ok(format!(" {hashes}"));
+    }
+    let digits: Vec<char> = match int_part {
+        "0" => Vec::new(),
+        digits => digits.chars().collect(),
+    };
+    let mut int_out = String::new();
+    let mut next = digits.len() as isize - 1;
+    let mut significant = true;
+    for c in int_template.chars().rev() {
+        match c {
+            '9' | '0' => {
+                let digit = (next >= 0).then(|| digits[next as usize]);
+                next -= 1;
+                match digit {
+                    Some(d) => int_out.insert(0, d),
+                    _ if c == '0' => int_out.insert(0, '0'),
+                    _ => {
+                        significant = false;
+                        int_out.insert(0, ' ');
+                    }
+                }
+            }
+            _ => int_out.insert(0, if significant { ',' } else { ' ' }),
+        }
+    }
+    let negative = value.is_sign_negative() && !rounded.is_zero();
+    let mut out = int_out;
+    if !frac_template.is_empty() {
+        out.push('.');
+        out.push_str(frac_part);
+    }
+    let sign = match (negative, explicit_sign) {
+        (true, _) => "-",
+        (false, true) => "+",
+        (false, false) => " ",
+    };
+    let start = out.len() - out.trim_start().len();
+    let mut out = if sign_end {
+        format!("{out}{}", if negative { "-" } else { " " })
+    } else {
+        format!("{}{sign}{}", &out[..start], &out[start..])
+    };
+    if !fill {
+        out = out.trim().to_owned();
+        if out.contains('.') {
+            out = out.trim_end_matches('0').to_owned();
+        }
+    }
+    Ok(out)
+}
+
+/// Reads `text` by `template`: (year, month, day, micros into the day).
+fn read_by_template(text: &str, template: &str) -> Result<(i64, i64, i64, i64)> {
+    let bad = || {
+        SqlError::new(
+            "22007",
+            format!("invalid value \"{text}\" for template \"{template}\""),
+        )
+    };
+    let (mut year, mut month, mut day, mut micros) = (1i64, 1i64, 1i64, 0i64);
+    let mut pm = None;
+    let mut rest = text.trim_start();
+    for piece in parse_template(template)? {
+        let name = match piece {
+            Piece::Text(_) => {
+                rest = rest.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
+                continue;
+            }
+            Piece::Pattern { name, .. } => name,
+        };
+        rest = rest.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
+        if matches!(name, "Month" | "MONTH" | "month" | "Mon" | "MON" | "mon") {
+            let lower = rest.to_lowercase();
+            let at = MONTHS
+                .iter()
+                .position(|m| lower.starts_with(&m[..3].to_lowercase()))
+                .ok_or_else(bad)?;
+            let full = lower.starts_with(&MONTHS[at].to_lowercase());
+            rest = &rest[if full && name.len() > 3 {
+                MONTHS[at].len()
+            } else {
+                3
+            }..];
+            month = at as i64 + 1;
+            continue;
+        }
+        if matches!(name, "AM" | "PM" | "am" | "pm") {
+            let word = rest.get(..2).ok_or_else(bad)?.to_uppercase();
+            pm = Some(word == "PM");
+            rest = &rest[2..];
+            continue;
+        }
+        let width = match name {
+            "YYYY" => 4,
+            "MS" => 3,
+            "US" => 6,
+            "DDD" | "YYY" => 3,
+            _ => 2,
+        };
+        let end = rest
+            .char_indices()
+            .take_while(|(i, c)| *i < width && c.is_ascii_digit())
+            .count();
+        let n: i64 = rest[..end].parse().map_err(|_| bad())?;
+        rest = &rest[end..];
+        match name {
+            "YYYY" | "YYY" => year = n,
+            "YY" => year = 2000 + n - if n >= 70 { 100 } else { 0 },
+            "MM" => month = n,
+            "DD" => day = n,
+            "HH" | "HH12" | "HH24" => micros += n * 3_600_000_000,
+            "MI" => micros += n * 60_000_000,
+            "SS" => micros += n * 1_000_000,
+            "MS" => micros += n * 1000,
+            "US" => micros += n,
+            other => return Err(bad_format(format!("pattern \"{other}\" cannot be read"))),
+        }
+    }
+    if pm == Some(true) && micros < 12 * 3_600_000_000 {
+        micros += 12 * 3_600_000_000;
+    }
+    let real_day = (1..=12).contains(&month)
+        && (1..=31).contains(&day)
+        && steady_types::civil_from_days(days_from_civil(year, month, day)) == (year, month, day);
+    if !real_day {
+        return Err(SqlError::new(
+            "22008",
+            format!("date/time field value out of range: \"{text}\""),
+        ));
+    }
+    Ok((year, month, day, micros))
+}
+
+fn days_of(year: i64, month: i64, day: i64) -> i64 {
+    days_from_civil(year, month, day) - PG_EPOCH_UNIX_DAYS
+}
+
+fn to_date(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (year, month, day, _) = read_by_template(&args[0].to_string(), &args[1].to_string())?;
+    let days = i32::try_from(days_of(year, month, day))
+        .map_err(|_| SqlError::new("22008", "date out of range"))?;
+    Ok(Value::Date(days))
+}
+
+/// `to_timestamp(seconds since 1970)` or `to_timestamp(text, template)` (in the session zone).
+fn to_timestamp(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args.len() == 1 {
+        let seconds = crate::types::ops::as_f64(&args[0]);
+        if !seconds.is_finite() {
+            return Ok(Value::TimestampTz(if seconds > 0.0 {
+                i64::MAX
+            } else {
+                i64::MIN
+            }));
+        }
+        let unix_micros = (seconds * 1e6).round();
+        let micros = unix_micros - (PG_EPOCH_UNIX_DAYS * USECS_PER_DAY) as f64;
+        if micros.abs() > 9.2e18 {
+            return Err(SqlError::new("22008", "timestamp out of range"));
+        }
+        return Ok(Value::TimestampTz(micros as i64));
+    }
+    let (year, month, day, micros) = read_by_template(&args[0].to_string(), &args[1].to_string())?;
+    let local = days_of(year, month, day) * USECS_PER_DAY + micros;
+    Ok(Value::TimestampTz(
+        steady_types::zone::session_zone().to_utc(local),
+    ))
+}
+
+/// `format(template, args...)`: `%s` (text, NULL as empty), `%I` (an identifier, quoted when
+/// needed), `%L` (a literal, NULL as NULL), `%%`, with optional `n$` positions.
+fn format(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let Some(template) = args.first().filter(|t| !t.is_null()) else {
+        return Ok(Value::Null);
+    };
+    let template = template.to_string();
+    let mut out = String::new();
+    let mut chars = template.chars().peekable();
+    let mut next_arg = 1;
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut spec = String::new();
+        while let Some(&d) = chars.peek() {
+            if d.is_ascii_digit() || d == '$' {
+                spec.push(d);
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let kind = chars
+            .next()
+            .ok_or_else(|| SqlError::new("22023", "unterminated format() type specifier"))?;
+        if kind == '%' {
+            out.push('%');
+            continue;
+        }
+        let at = match spec.strip_suffix('$') {
+            Some(n) => n
+                .parse::<usize>()
+                .map_err(|_| SqlError::new("22023", "invalid format() position"))?,
+            None if spec.is_empty() => next_arg,
+            None => return Err(SqlError::unsupported("format() widths")),
+        };
+        next_arg = at + 1;
+        let value = args
+            .get(at)
+            .ok_or_else(|| SqlError::new("22023", "too few arguments for format()"))?;
+        match kind {
+            's' => out.push_str(&value.to_pg_text().unwrap_or_default()),
+            'I' => {
+                let text = value.to_pg_text().ok_or_else(|| {
+                    SqlError::new(
+                        "22004",
+                        "null values cannot be formatted as an SQL identifier",
+                    )
+                })?;
+                out.push_str(&crate::types::quote_ident(&text));
+            }
+            'L' => out.push_str(
+                &value
+                    .to_pg_text()
+                    .map_or("NULL".to_owned(), |t| quote_literal(&t)),
+            ),
+            other => {
+                return Err(SqlError::new(
+                    "22023",
+                    format!("unrecognized format() type specifier \"{other}\""),
+                ))
+            }
+        }
+    }
+    Ok(Value::Text(out))
+}
+
+/// A string as a SQL literal (`E'...'` when it holds a backslash).
+pub fn quote_literal(text: &str) -> String {
+    let quoted = text.replace('\'', "''");
+    if text.contains('\\') {
+        format!("E'{}'", quoted.replace('\\', "\\\\"))
+    } else {
+        format!("'{quoted}'")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_follow_their_templates() {
+        let n = |v: &str, t: &str| number_text(v.parse().unwrap(), t).unwrap();
+        assert_eq!(n("123.456", "999.99"), " 123.46");
+        assert_eq!(n("5", "000"), " 005");
+        assert_eq!(n("-5", "999"), "  -5");
+        assert_eq!(n("1234567", "9,999,999"), " 1,234,567");
+        assert_eq!(n("12.5", "FM999.99"), "12.5");
+        assert_eq!(n("1000", "99"), " ##");
+        assert_eq!(n("7", "FM00"), "07");
+        assert!(number_text(Decimal::ONE, "99X").is_err());
+        assert_eq!(n("0.5", "0.99"), " 0.50");
+        assert_eq!(n("0.5", "9.99"), "  .50");
+        assert_eq!(n("-12.5", "S999.9"), " -12.5");
+        assert_eq!(n("12", "999MI"), " 12 ");
+        assert_eq!(n("-12", "999MI"), " 12-");
+    }
+}
