@@ -164,6 +164,14 @@ def test_serialization_failure(server):
     b.close()
 
 
+def lock_waits(dsn):
+    with connect(dsn, autocommit=True) as conn:
+        (waits,) = conn.execute(
+            "SELECT value FROM steady_metrics WHERE name = 'lock_waits'"
+        ).fetchone()
+        return int(waits)
+
+
 def test_deadlock(server):
     with connect(server, autocommit=True) as setup:
         setup.execute("DROP TABLE IF EXISTS dl")
@@ -183,9 +191,11 @@ def test_deadlock(server):
             outcome["b"] = err.sqlstate
         b.rollback()
 
+    waits = lock_waits(server)
     thread = threading.Thread(target=second)
     thread.start()
-    time.sleep(0.3)
+    while lock_waits(server) == waits:  # b waits for a's row lock before a asks for b's
+        time.sleep(0.01)
     try:
         a.execute("UPDATE dl SET v = 1 WHERE id = 2")
         outcome["a"] = "ok"

@@ -40,6 +40,7 @@ fn metrics(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
     let pool = engine.store().pool().stats();
     let wal = engine.store().wal_stats();
     let stats = engine.stats();
+    let locks = engine.locks().stats();
     Ok(vec![
         metric("buffer_pool_frames", pool.frames as u64),
         metric("buffer_pool_read_requests", pool.read_requests),
@@ -61,6 +62,10 @@ fn metrics(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
         metric("history_length", stats.history_length),
         metric("purge_lag", stats.purge_lag as u64),
         metric("graveyard_length", stats.graveyard_length),
+        metric("locks_held", locks.locks_held as u64),
+        metric("lock_waits", locks.lock_waits),
+        metric("lock_timeouts", locks.timeouts),
+        metric("deadlocks", locks.deadlocks),
         metric(
             "parallel_scan_parts",
             crate::execution::executor::parallel_parts_scanned(),
