@@ -91,6 +91,27 @@ def test_json_and_jsonb(server):
             conn.execute("SELECT %s::jsonb", ("{not json",))
 
 
+def test_text_arrays(server):
+    with connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS tagged")
+        conn.execute("CREATE TABLE tagged (id integer PRIMARY KEY, tags text[])")
+        conn.execute("INSERT INTO tagged VALUES (%s, %s), (%s, %s)", (1, ["a", "b c", None], 2, []))
+        with conn.cursor(binary=True) as cur:
+            cur.execute("INSERT INTO tagged VALUES (%s, %s)", (3, ['q"uote', "x,y"]))
+            cur.execute("SELECT tags FROM tagged ORDER BY id")
+            assert [r[0] for r in cur.fetchall()] == [["a", "b c", None], [], ['q"uote', "x,y"]]
+        rows = conn.execute(
+            "SELECT id FROM tagged WHERE id = ANY(%s) ORDER BY id", ([1, 3],)
+        ).fetchall()
+        assert rows == [(1,), (3,)]
+        (names,) = conn.execute(
+            "SELECT array_agg(t ORDER BY t) FROM unnest(%s::text[]) t", (["b", "a"],)
+        ).fetchone()
+        assert names == ["a", "b"]
+        with pytest.raises(errors.FeatureNotSupported):
+            conn.execute("CREATE TABLE bad (x integer[])")
+
+
 def test_parameters_and_prepared_statements(server):
     with connect(server, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS p")

@@ -21,7 +21,7 @@
 
 use bytes::{BufMut, BytesMut};
 use rust_decimal::Decimal;
-use steady_sql::types::array_text::{quote_element, TextArray};
+use steady_sql::values::array::{quote_element, TextArray};
 use steady_sql::values::{DataType, Interval, Value};
 use steady_sql::SqlError;
 

@@ -9,10 +9,10 @@ impl Value {
     pub(crate) fn convert(&self, ty: &DataType, assignment: bool) -> Result<Value, TypeError> {
         match (self, ty) {
             (Value::Null, _) => Ok(Value::Null),
-            (
-                _,
-                DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray,
-            ) => fit_string(self.cast_text(), ty, assignment).map(Value::Text),
+            (_, DataType::Char(_) | DataType::Varchar(_) | DataType::Text) => {
+                fit_string(self.cast_text(), ty, assignment).map(Value::Text)
+            }
+            (_, DataType::TextArray) => Value::parse(ty, &self.cast_text()),
             (Value::Text(s), _) => Value::parse(ty, s),
             (Value::Json(text), DataType::Jsonb) => Value::parse(ty, text),
             (Value::Jsonb(text), DataType::Json) => Ok(Value::Json(text.clone())),

@@ -68,6 +68,7 @@
 //! Modules: [`value`] (types, values, errors), [`output`] and [`input`] (text forms),
 //! [`calendar`], [`cast`] and [`compare`].
 
+pub mod array;
 mod calendar;
 mod cast;
 mod compare;

@@ -243,9 +243,10 @@ impl Value {
             DataType::Numeric { precision, scale } => {
                 apply_numeric_typmod(parse_numeric(text)?, *precision, *scale).map(Value::Numeric)
             }
-            DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray => {
+            DataType::Char(_) | DataType::Varchar(_) | DataType::Text => {
                 fit_string(text.to_owned(), ty, true).map(Value::Text)
             }
+            DataType::TextArray => crate::array::canonical_text_array(text).map(Value::Text),
             DataType::Bytea => parse_bytea(text).map(Value::Bytea),
             DataType::Date => parse_date(text).map(Value::Date),
             DataType::Timestamp => parse_timestamp(text).map(Value::Timestamp),

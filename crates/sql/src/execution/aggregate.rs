@@ -21,8 +21,8 @@ use crate::error::{Result, SqlError};
 use crate::execution::expr::Expr;
 use crate::execution::json;
 use crate::execution::plan::SortKey;
-use crate::types::array_text::quote_element;
 use crate::types::ops::{self, ArithOp};
+use steady_types::array::quote_element;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AggFunc {

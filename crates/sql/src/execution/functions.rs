@@ -1101,7 +1101,7 @@ fn string_to_array(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
             Some(n) if *n == p => Value::Null,
             _ => Value::Text(p),
         })
-        .map(|v| crate::types::array_text::quote_element(&v))
+        .map(|v| steady_types::array::quote_element(&v))
         .collect();
     Ok(Value::Text(format!("{{{}}}", elements.join(","))))
 }

@@ -14,7 +14,7 @@ use steady_types::{DataType, Value};
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
 use crate::execution::functions::{boolean, integer, lenient, strict, text, Function};
-use crate::types::array_text::TextArray;
+use steady_types::array::TextArray;
 
 fn json(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Json)

@@ -5,7 +5,7 @@
 //! per call, a shorter call's column NULL past its end (PostgreSQL 10's rule); an input row whose
 //! calls all give no rows gives none.
 //!
-//! Arrays are their text form (see `types::array_text`): `unnest` gives each element as an
+//! Arrays are their text form (see `steady_types::array`): `unnest` gives each element as an
 //! untyped value (its type is the one the context asks for, as for `arr[i]`).
 
 use steady_types::json::Json;
@@ -14,8 +14,8 @@ use steady_types::{DataType, Value};
 use crate::error::{Result, SqlError};
 use crate::execution::expr::Expr;
 use crate::execution::json;
-use crate::types::array_text::TextArray;
 use crate::types::ops::as_i64;
+use steady_types::array::TextArray;
 
 /// A set-returning function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -97,11 +97,18 @@ fn text_operand(binder: &mut Binder<'_>, expr: Expr, ty: Option<DataType>) -> Re
     coerce_to(expr, ty, DataType::Text)
 }
 
+/// Whether an array type is `text[]` (or `varchar[]`), which has its own engine type.
+fn is_text_array(element: &ast::ArrayElemTypeDef) -> bool {
+    let element = crate::types::array_element(element).map(crate::types::convert_type);
+    matches!(element, Some(Ok(DataType::Text | DataType::Varchar(None))))
+}
+
 /// The engine type standing for a type the engine lacks or the parser leaves schema-qualified
 /// (`pg_catalog.text`, `"char"`, `int2[]`).
 fn plain_type(data_type: &ast::DataType) -> Option<ast::DataType> {
     use ast::DataType as T;
     match data_type {
+        T::Array(element) if is_text_array(element) => None,
         T::Array(_) => Some(T::Text),
         T::Custom(name, _) => Some(match object_name(name).1.as_str() {
             "text" | "char" | "int2vector" | "oidvector" | "regproc" => T::Text,

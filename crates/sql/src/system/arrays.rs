@@ -1,17 +1,17 @@
 //! Arrays as the catalog has them: text in PostgreSQL's array syntax (`{a,"b c",NULL}`, 1-based),
 //! or in the `int2vector` / `oidvector` form (`1 3`, 0-based), one dimension only (read and
-//! written by `types::array_text`). This module implements the array functions and operators client catalog
+//! written by `steady_types::array`). This module implements the array functions and operators client catalog
 //! queries use on it: `array_to_string`, `array_upper`, `x = ANY(arr)`, `arr[i]`, `ARRAY(...)`.
 
 use steady_types::Value;
 
 use crate::error::Result;
 use crate::execution::executor::ExecCtx;
-use crate::types::array_text::{quote_element, TextArray};
 use crate::types::ops::text_of;
+use steady_types::array::{quote_element, TextArray};
 
 fn array_arg(value: &Value) -> Result<TextArray> {
-    TextArray::parse(&text_of(value))
+    Ok(TextArray::parse(&text_of(value))?)
 }
 
 /// An integer argument, also from text (arguments of catalog functions may be untyped literals).

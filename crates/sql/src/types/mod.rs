@@ -1,7 +1,6 @@
 //! SQL names and type names ([`ops`]: operations on values): identifier case folding, qualified names, the mapping of type names
 //! (`int4`, `varchar(10)`, `serial`...) to engine [`DataType`]s, and numeric literals.
 
-pub mod array_text;
 pub mod ops;
 
 use rust_decimal::Decimal;
@@ -128,6 +127,7 @@ pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
             DataType::TimestampTz
         }
         T::Custom(name, modifiers) => custom_type(&object_name(name).1, modifiers)?,
+        T::Array(element) => array_type(element)?,
         other => {
             return Err(SqlError::new(
                 "42704",
@@ -138,6 +138,28 @@ pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
             ))
         }
     })
+}
+
+/// The element type an array type names (`text[]`, `varchar ARRAY`).
+pub fn array_element(array: &ast::ArrayElemTypeDef) -> Option<&ast::DataType> {
+    match array {
+        ast::ArrayElemTypeDef::None => None,
+        ast::ArrayElemTypeDef::AngleBracket(element)
+        | ast::ArrayElemTypeDef::SquareBracket(element, _)
+        | ast::ArrayElemTypeDef::Parenthesis(element)
+        | ast::ArrayElemTypeDef::Qualified(element, _) => Some(element),
+    }
+}
+
+/// An array type: `text[]` (of any string type) is one; arrays of other types are refused as
+/// a column or cast type (a value of one stays its text form elsewhere).
+fn array_type(array: &ast::ArrayElemTypeDef) -> Result<DataType> {
+    let element = array_element(array).map(convert_type).transpose()?;
+    match element {
+        Some(DataType::Text | DataType::Varchar(None)) => Ok(DataType::TextArray),
+        Some(other) => Err(SqlError::unsupported(format!("arrays of {other}"))),
+        None => Err(SqlError::unsupported("arrays without an element type")),
+    }
 }
 
 fn custom_type(name: &str, modifiers: &[String]) -> Result<DataType> {

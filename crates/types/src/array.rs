@@ -1,11 +1,9 @@
 //! The text form of one-dimensional arrays, as SteadyDB's arrays are their text: PostgreSQL's
 //! array syntax (`{a,"b c",NULL}`, 1-based) or the `int2vector` / `oidvector` form (`1 3`,
-//! 0-based). Catalog array functions (`system::arrays`) and json paths (`'{a,0}'`) read it.
+//! 0-based). `text[]` values are kept in their canonical form; the SQL layer's catalog array
+//! functions and json paths (`'{a,0}'`) read this form too.
 
-use steady_types::Value;
-
-use crate::error::{Result, SqlError};
-use crate::types::ops::text_of;
+use crate::{TypeError, Value};
 
 /// A one-dimensional array read from its text form.
 #[derive(Debug, PartialEq)]
@@ -16,7 +14,7 @@ pub struct TextArray {
 }
 
 impl TextArray {
-    pub fn parse(text: &str) -> Result<TextArray> {
+    pub fn parse(text: &str) -> Result<TextArray, TypeError> {
         let text = text.trim();
         let Some(body) = text.strip_prefix('{') else {
             let elements = text
@@ -39,9 +37,23 @@ impl TextArray {
     }
 }
 
-fn malformed(text: &str, detail: &str) -> SqlError {
-    SqlError::new("22P02", format!("malformed array literal: \"{text}\""))
-        .with_detail(detail.to_owned())
+fn malformed(text: &str, detail: &str) -> TypeError {
+    TypeError::InvalidTextRepresentation(format!("malformed array literal: \"{text}\" ({detail})"))
+}
+
+/// The canonical text of a `text[]` given as text (`{a, "b"}` is `{a,b}`): PostgreSQL's array
+/// input, braces required (22P02 without them).
+pub fn canonical_text_array(text: &str) -> Result<String, TypeError> {
+    if !text.trim_start().starts_with('{') {
+        return Err(malformed(text, "array value must start with \"{\""));
+    }
+    let array = TextArray::parse(text)?;
+    let elements: Vec<String> = array
+        .elements
+        .into_iter()
+        .map(|e| quote_element(&e.map_or(Value::Null, Value::Text)))
+        .collect();
+    Ok(format!("{{{}}}", elements.join(",")))
 }
 
 /// The elements between the braces: quoted (`"a,b"`, with `\` escapes) or bare (`NULL` is null).
@@ -65,6 +77,8 @@ fn split_elements(body: &str) -> Vec<Option<String>> {
                 current.clear();
                 was_quoted = false;
             }
+            // Space around a quoted element is not part of it.
+            c if !quoted && c.is_whitespace() && (was_quoted || current.is_empty()) => {}
             c => current.push(c),
         }
     }
@@ -85,7 +99,7 @@ pub fn quote_element(value: &Value) -> String {
     if value.is_null() {
         return "NULL".to_owned();
     }
-    let text = text_of(value);
+    let text = value.to_string();
     let special = |c: char| c.is_whitespace() || "{},\"\\".contains(c);
     if text.is_empty() || text.eq_ignore_ascii_case("null") || text.chars().any(special) {
         format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
