@@ -21,7 +21,7 @@
 
 use bytes::{BufMut, BytesMut};
 use rust_decimal::Decimal;
-use steady_sql::values::array::{quote_element, TextArray};
+use steady_sql::values::array::{array_text, TextArray};
 use steady_sql::values::{DataType, Interval, Value};
 use steady_sql::SqlError;
 
@@ -134,8 +134,7 @@ fn decode_text_array(bytes: &[u8], ty: &DataType) -> Result<Value, SqlError> {
         reader = rest;
         elements.push(Value::Text(utf8(element)?.to_owned()));
     }
-    let quoted: Vec<String> = elements.iter().map(quote_element).collect();
-    Ok(Value::Text(format!("{{{}}}", quoted.join(","))))
+    Ok(Value::Text(array_text(&elements)))
 }
 
 /// The next big-endian i32 of a binary value.

@@ -75,6 +75,18 @@ impl SqlError {
         SqlError::new("42883", message)
     }
 
+    /// 42883 `operator does not exist: left op right`, with PostgreSQL's hint.
+    pub fn no_operator(
+        left: &dyn fmt::Display,
+        op: &dyn fmt::Display,
+        right: &dyn fmt::Display,
+    ) -> Self {
+        SqlError::undefined_function(format!("operator does not exist: {left} {op} {right}"))
+            .with_hint(
+                "No operator matches the given name and argument types. You might need to add explicit type casts.",
+            )
+    }
+
     /// Whether the transaction may simply be retried (serialization failure, deadlock).
     pub fn is_retryable(&self) -> bool {
         matches!(self.code, "40001" | "40P01")

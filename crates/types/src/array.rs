@@ -47,13 +47,18 @@ pub fn canonical_text_array(text: &str) -> Result<String, TypeError> {
     if !text.trim_start().starts_with('{') {
         return Err(malformed(text, "array value must start with \"{\""));
     }
-    let array = TextArray::parse(text)?;
-    let elements: Vec<String> = array
-        .elements
+    let elements = TextArray::parse(text)?.elements;
+    let values: Vec<Value> = elements
         .into_iter()
-        .map(|e| quote_element(&e.map_or(Value::Null, Value::Text)))
+        .map(|e| e.map_or(Value::Null, Value::Text))
         .collect();
-    Ok(format!("{{{}}}", elements.join(",")))
+    Ok(array_text(&values))
+}
+
+/// The text of the one-dimensional array of `values`, each quoted as it needs (`{a,"b c",NULL}`).
+pub fn array_text<'v>(values: impl IntoIterator<Item = &'v Value>) -> String {
+    let elements: Vec<String> = values.into_iter().map(quote_element).collect();
+    format!("{{{}}}", elements.join(","))
 }
 
 /// The elements between the braces: quoted (`"a,b"`, with `\` escapes) or bare (`NULL` is null).

@@ -22,7 +22,7 @@ use crate::execution::expr::Expr;
 use crate::execution::json;
 use crate::execution::plan::SortKey;
 use crate::types::ops::{self, ArithOp};
-use steady_types::array::quote_element;
+use steady_types::array::array_text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AggFunc {
@@ -291,8 +291,8 @@ impl Accumulator {
         let values = self.collected.into_iter();
         Ok(match self.func {
             AggFunc::ArrayAgg => {
-                let elements: Vec<String> = values.map(|(_, v)| quote_element(&v)).collect();
-                Value::Text(format!("{{{}}}", elements.join(",")))
+                let elements: Vec<Value> = values.map(|(_, v)| v).collect();
+                Value::Text(array_text(&elements))
             }
             AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg => {
                 let members = values

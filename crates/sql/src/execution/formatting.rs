@@ -9,11 +9,11 @@
 //! into the output as if it were text.
 
 use rust_decimal::Decimal;
-use steady_types::{days_from_civil, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+use steady_types::{days_from_civil, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
-use crate::execution::functions::{fields, strict, text, Function};
+use crate::execution::functions::{date, fields, strict, text, timestamptz, Function};
 use crate::types::ops::as_decimal;
 
 const MONTHS: [&str; 12] = [
@@ -39,13 +39,6 @@ const DAYS: [&str; 7] = [
     "Friday",
     "Saturday",
 ];
-
-fn date(_: &[Option<DataType>]) -> Option<DataType> {
-    Some(DataType::Date)
-}
-fn timestamptz(_: &[Option<DataType>]) -> Option<DataType> {
-    Some(DataType::TimestampTz)
-}
 
 pub static FUNCTIONS: &[Function] = &[
     strict("to_char", (2, 2), text, to_char),

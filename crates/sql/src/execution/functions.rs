@@ -153,7 +153,7 @@ fn uuid(_: &[Option<DataType>]) -> Option<DataType> {
 fn timestamp(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Timestamp)
 }
-fn timestamptz(_: &[Option<DataType>]) -> Option<DataType> {
+pub(crate) fn timestamptz(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::TimestampTz)
 }
 /// `timestamptz` for a `timestamptz` second argument (date_trunc), else `timestamp`.
@@ -163,7 +163,7 @@ fn timestamp_like_second(args: &[Option<DataType>]) -> Option<DataType> {
         _ => Some(DataType::Timestamp),
     }
 }
-fn date(_: &[Option<DataType>]) -> Option<DataType> {
+pub(crate) fn date(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Date)
 }
 /// Numeric for numeric input, double for anything else (power, sqrt, exp, ln: PostgreSQL picks
@@ -1095,15 +1095,14 @@ fn string_to_array(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     if s.is_empty() {
         return Ok(Value::Text("{}".to_owned()));
     }
-    let elements: Vec<String> = parts
+    let values: Vec<Value> = parts
         .into_iter()
         .map(|p| match &null_string {
             Some(n) if *n == p => Value::Null,
             _ => Value::Text(p),
         })
-        .map(|v| steady_types::array::quote_element(&v))
         .collect();
-    Ok(Value::Text(format!("{{{}}}", elements.join(","))))
+    Ok(Value::Text(steady_types::array::array_text(&values)))
 }
 
 fn quote_ident(args: &[Value], _: &mut ExecCtx) -> Result<Value> {

@@ -14,6 +14,7 @@ use steady_types::{DataType, Value};
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
 use crate::execution::functions::{boolean, integer, lenient, strict, text, Function};
+use crate::types::ops::text_of;
 use steady_types::array::TextArray;
 
 fn json(_: &[Option<DataType>]) -> Option<DataType> {
@@ -88,10 +89,6 @@ fn iso_timestamp(value: &Value) -> String {
     }
 }
 
-fn text_arg(value: &Value) -> String {
-    value.to_string()
-}
-
 /// `->`: an object's member (text key) or an array's element (integer index).
 fn arrow<const B: bool>(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(step(args)?.map_or(Value::Null, output::<B>))
@@ -110,14 +107,14 @@ fn step(args: &[Value]) -> Result<Option<Json>> {
         Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_) => {
             doc.element(crate::types::ops::as_i64(&args[1]))
         }
-        key => doc.member(&text_arg(key)),
+        key => doc.member(&text_of(key)),
     };
     Ok(found.cloned())
 }
 
 /// The path steps of a text-array argument (`'{a,0}'`).
 fn path_steps(value: &Value) -> Result<Vec<String>> {
-    let array = TextArray::parse(&text_arg(value))?;
+    let array = TextArray::parse(&text_of(value))?;
     array
         .elements
         .into_iter()
@@ -145,7 +142,7 @@ fn extract_path_text(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn variadic_steps(args: &[Value]) -> Vec<String> {
-    args[1..].iter().map(text_arg).collect()
+    args[1..].iter().map(text_of).collect()
 }
 
 /// The element of `doc` at `steps`, as json or jsonb (NULL where there is none).
@@ -182,13 +179,13 @@ fn jsonb_doc(value: &Value) -> Result<Json> {
 /// `?`.
 fn exists(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let doc = jsonb_doc(&args[0])?;
-    Ok(Value::Boolean(doc.has_key(&text_arg(&args[1]))))
+    Ok(Value::Boolean(doc.has_key(&text_of(&args[1]))))
 }
 
 /// `?|` (`ALL` false) and `?&` (`ALL` true).
 fn exists_keys<const ALL: bool>(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let doc = jsonb_doc(&args[0])?;
-    let keys = TextArray::parse(&text_arg(&args[1]))?.elements;
+    let keys = TextArray::parse(&text_of(&args[1]))?.elements;
     let mut present = keys.iter().flatten().map(|k| doc.has_key(k));
     Ok(Value::Boolean(if ALL {
         present.all(|p| p)
@@ -240,11 +237,11 @@ fn delete(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
             ))
         }
         (Json::Object(members), key) => {
-            let key = text_arg(key);
+            let key = text_of(key);
             Json::Object(members.into_iter().filter(|(k, _)| *k != key).collect())
         }
         (Json::Array(items), key) => {
-            let key = text_arg(key);
+            let key = text_of(key);
             Json::Array(
                 items
                     .into_iter()
@@ -274,7 +271,7 @@ fn build_object<const B: bool>(args: &[Value], _: &mut ExecCtx) -> Result<Value>
                 format!("argument {}: key must not be null", 2 * i + 1),
             ));
         }
-        members.push((text_arg(&pair[0]), to_document(&pair[1])?));
+        members.push((text_of(&pair[0]), to_document(&pair[1])?));
     }
     Ok(built::<B>(Json::Object(members)))
 }

@@ -34,16 +34,9 @@ fn is_json(ty: Option<DataType>) -> bool {
     matches!(ty, Some(DataType::Json | DataType::Jsonb))
 }
 
-fn no_operator(op: &BinaryOperator, at: Option<DataType>, bt: Option<DataType>) -> SqlError {
+fn no_operator(op: &dyn std::fmt::Display, at: Option<DataType>, bt: Option<DataType>) -> SqlError {
     let name = |t: Option<DataType>| t.map_or("unknown".to_owned(), |t| t.to_string());
-    SqlError::undefined_function(format!(
-        "operator does not exist: {} {op} {}",
-        name(at),
-        name(bt)
-    ))
-    .with_hint(
-        "No operator matches the given name and argument types. You might need to add explicit type casts.",
-    )
+    SqlError::no_operator(&name(at), op, &name(bt))
 }
 
 /// `left op right` for a json operator.
@@ -106,45 +99,42 @@ fn call(function: &'static Function, a: Expr, b: Expr, ty: DataType) -> Typed {
     (Expr::Call(function, vec![a, b]), Some(ty))
 }
 
-/// `jsonb || jsonb` (an untyped side read as jsonb) and `jsonb - text|integer`; `None` for any
-/// other arithmetic, which binds as usual (`jsonb || text` is text concatenation, as in
-/// PostgreSQL).
+fn jsonb_or_unknown(t: Option<DataType>) -> bool {
+    matches!(t, None | Some(DataType::Jsonb))
+}
+
+/// Whether `at op bt` is jsonb arithmetic ([`bind_jsonb_arith`]): `jsonb || jsonb` (an untyped
+/// side read as jsonb) or `jsonb - text|integer`. False for any other arithmetic, which binds as
+/// usual (`jsonb || text` is text concatenation, as in PostgreSQL); an error for arithmetic on
+/// json that PostgreSQL has no operator for.
+pub fn is_jsonb_arith(op: ArithOp, at: Option<DataType>, bt: Option<DataType>) -> Result<bool> {
+    let jsonb = Some(DataType::Jsonb);
+    match op {
+        ArithOp::Concat => {
+            Ok(jsonb_or_unknown(at) && jsonb_or_unknown(bt) && (at == jsonb || bt == jsonb))
+        }
+        ArithOp::Sub if at == jsonb => Ok(true),
+        _ if is_json(at) || is_json(bt) => Err(no_operator(&op.symbol(), at, bt)),
+        _ => Ok(false),
+    }
+}
+
+/// Binds the jsonb arithmetic [`is_jsonb_arith`] accepted.
 pub fn bind_jsonb_arith(
     binder: &mut Binder<'_>,
     op: ArithOp,
     (a, at): Typed,
     (b, bt): Typed,
-) -> Result<Option<Typed>> {
-    let jsonb_or_unknown = |t: Option<DataType>| matches!(t, None | Some(DataType::Jsonb));
-    match op {
-        ArithOp::Concat
-            if jsonb_or_unknown(at)
-                && jsonb_or_unknown(bt)
-                && (at == Some(DataType::Jsonb) || bt == Some(DataType::Jsonb)) =>
-        {
-            let a = binder.settle(a, at, DataType::Jsonb)?;
-            let b = binder.settle(b, bt, DataType::Jsonb)?;
-            Ok(Some(call(&json::CONCAT, a, b, DataType::Jsonb)))
-        }
-        ArithOp::Sub if at == Some(DataType::Jsonb) => {
-            let b = match bt {
-                None => binder.settle(b, None, DataType::Text)?,
-                Some(
-                    DataType::SmallInt | DataType::Integer | DataType::BigInt | DataType::Text,
-                ) => b,
-                Some(_) => return Err(no_operator(&BinaryOperator::Minus, at, bt)),
-            };
-            Ok(Some(call(&json::DELETE, a, b, DataType::Jsonb)))
-        }
-        _ if is_json(at) || is_json(bt) => match op {
-            ArithOp::Concat => Ok(None),
-            _ => Err(SqlError::undefined_function(format!(
-                "operator does not exist: {} {} {}",
-                at.map_or("unknown".into(), |t| t.to_string()),
-                op.symbol(),
-                bt.map_or("unknown".into(), |t| t.to_string())
-            ))),
-        },
-        _ => Ok(None),
+) -> Result<Typed> {
+    if op == ArithOp::Concat {
+        let a = binder.settle(a, at, DataType::Jsonb)?;
+        let b = binder.settle(b, bt, DataType::Jsonb)?;
+        return Ok(call(&json::CONCAT, a, b, DataType::Jsonb));
     }
+    let b = match bt {
+        None => binder.settle(b, None, DataType::Text)?,
+        Some(DataType::SmallInt | DataType::Integer | DataType::BigInt | DataType::Text) => b,
+        Some(_) => return Err(no_operator(&BinaryOperator::Minus, at, bt)),
+    };
+    Ok(call(&json::DELETE, a, b, DataType::Jsonb))
 }

@@ -130,8 +130,7 @@ pub fn array_element_text(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 
 /// `ARRAY[a, b, ...]`: the array's text from its elements.
 pub fn array_of(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let elements: Vec<String> = args.iter().map(quote_element).collect();
-    Ok(Value::Text(format!("{{{}}}", elements.join(","))))
+    Ok(Value::Text(steady_types::array::array_text(args)))
 }
 
 /// `ARRAY(subquery)` from its elements' texts joined by commas (NULL when there were none).

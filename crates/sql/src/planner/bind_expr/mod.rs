@@ -353,12 +353,7 @@ impl Binder<'_> {
                 Ok((a, b, Some(DataType::Text)))
             }
             (Some(x), Some(y)) if comparable(&x, &y) => Ok((a, b, Some(x))),
-            (Some(x), Some(y)) => Err(SqlError::undefined_function(format!(
-                "operator does not exist: {x} {op} {y}"
-            ))
-            .with_hint(
-                "No operator matches the given name and argument types. You might need to add explicit type casts.",
-            )),
+            (Some(x), Some(y)) => Err(SqlError::no_operator(&x, &op, &y)),
         }
     }
 
@@ -547,10 +542,8 @@ impl Binder<'_> {
         };
         let (a, at) = self.bind_expr(left, scope)?;
         let (b, bt) = self.bind_expr(right, scope)?;
-        if let Some(bound) =
-            crate::planner::json::bind_jsonb_arith(self, arith, (a.clone(), at), (b.clone(), bt))?
-        {
-            return Ok(bound);
+        if crate::planner::json::is_jsonb_arith(arith, at, bt)? {
+            return crate::planner::json::bind_jsonb_arith(self, arith, (a, at), (b, bt));
         }
         self.bind_arith(arith, a, at, b, bt)
     }
@@ -605,10 +598,8 @@ impl Binder<'_> {
             }
         };
         let (lt, rt) = (at.unwrap_or(DataType::Text), bt.unwrap_or(DataType::Text));
-        let ty = ops::arith_type(op, &lt, &rt).ok_or_else(|| {
-            SqlError::undefined_function(format!("operator does not exist: {lt} {} {rt}", op.symbol()))
-                .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
-        })?;
+        let ty = ops::arith_type(op, &lt, &rt)
+            .ok_or_else(|| SqlError::no_operator(&lt, &op.symbol(), &rt))?;
         let expr = Expr::Arith(op, Box::new(a), Box::new(b));
         Ok((fold(expr)?, Some(ty)))
     }
