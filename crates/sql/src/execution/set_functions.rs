@@ -14,7 +14,9 @@ use steady_types::{DataType, Value};
 use crate::error::{Result, SqlError};
 use crate::execution::expr::Expr;
 use crate::execution::json;
-use crate::types::ops::as_i64;
+use std::cmp::Ordering;
+
+use crate::types::ops::{arith, as_i64, ArithOp};
 use steady_types::array::TextArray;
 
 /// A set-returning function.
@@ -76,9 +78,9 @@ impl SetFunction {
         match self {
             SetFunction::Unnest => None,
             SetFunction::GenerateSubscripts => Some(DataType::Integer),
-            SetFunction::GenerateSeries => match args.iter().flatten().next() {
-                Some(DataType::BigInt) => Some(DataType::BigInt),
-                _ => Some(DataType::Integer),
+            SetFunction::GenerateSeries => match args.first().copied().flatten() {
+                Some(DataType::SmallInt) | None => Some(DataType::Integer),
+                first => first,
             },
             SetFunction::JsonArrayElements { text: true, .. } | SetFunction::JsonObjectKeys => {
                 Some(DataType::Text)
@@ -142,27 +144,58 @@ impl SetFunction {
 const MAX_SERIES: i64 = 100_000_000;
 
 fn series(args: &[Value]) -> Result<Vec<Value>> {
-    let (start, stop) = (as_i64(&args[0]), as_i64(&args[1]));
-    let step = args.get(2).map_or(1, as_i64);
-    if step == 0 {
-        return Err(SqlError::new("22023", "step size cannot equal zero"));
+    let mut series = Series::new(args[0].clone(), args[1].clone(), args.get(2).cloned())?;
+    let mut values = Vec::new();
+    while let Some(value) = series.next_value() {
+        if values.len() as i64 >= MAX_SERIES {
+            return Err(SqlError::new(
+                "54000",
+                format!("generate_series in a select list gives at most {MAX_SERIES} rows"),
+            ));
+        }
+        values.push(value);
     }
-    let count = ((stop - start) / step + 1).max(0);
-    if count > MAX_SERIES {
-        return Err(SqlError::new(
-            "54000",
-            format!("generate_series in a select list gives at most {MAX_SERIES} rows"),
-        ));
-    }
-    let wide = matches!(args[0], Value::BigInt(_)) || matches!(args[1], Value::BigInt(_));
-    Ok((0..count)
-        .map(|i| start + i * step)
-        .map(|v| {
-            if wide {
-                Value::BigInt(v)
-            } else {
-                Value::Integer(v as i32)
-            }
+    Ok(values)
+}
+
+/// `generate_series`'s values: from `start` to `stop` by `step` (1 when none), of whatever type
+/// `start + step` is (in FROM and in a select list alike).
+pub struct Series {
+    next: Value,
+    stop: Value,
+    step: Value,
+}
+
+impl Series {
+    pub fn new(start: Value, stop: Value, step: Option<Value>) -> Result<Series> {
+        let step = step.unwrap_or(Value::Integer(1));
+        if step.compare(&Value::Integer(0)) == Some(Ordering::Equal) {
+            return Err(SqlError::new("22023", "step size cannot equal zero"));
+        }
+        Ok(Series {
+            next: start,
+            stop,
+            step,
         })
-        .collect())
+    }
+
+    pub fn next_value(&mut self) -> Option<Value> {
+        let ascending = self.step.compare(&Value::Integer(0)) == Some(Ordering::Greater);
+        let done = match self.next.compare(&self.stop) {
+            None => true,
+            Some(o) if ascending => o == Ordering::Greater,
+            Some(o) => o == Ordering::Less,
+        };
+        if done {
+            return None;
+        }
+        let current = self.next.clone();
+        self.next = match arith(ArithOp::Add, &current, &self.step) {
+            Ok(v) => v
+                .cast_to(&current.data_type().unwrap_or(DataType::BigInt))
+                .unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        Some(current)
+    }
 }

@@ -32,7 +32,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall, AggFunc};
 use crate::execution::expr::{Expr, Subquery};
 use crate::execution::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
-use crate::execution::set_functions::SetCall;
+use crate::execution::set_functions::{Series, SetCall};
 use crate::execution::write::Written;
 
 pub type Row = Vec<Value>;
@@ -761,27 +761,16 @@ impl Source for ValuesSource<'_> {
 }
 
 struct SeriesSource {
-    next: Value,
-    stop: Value,
-    step: Value,
+    series: Series,
 }
 
 impl SeriesSource {
     fn new(start: &Expr, stop: &Expr, step: Option<&Expr>, ctx: &mut ExecCtx) -> Result<Self> {
         let start = start.eval(&[], ctx)?;
         let stop = stop.eval(&[], ctx)?;
-        let step = match step {
-            Some(s) => s.eval(&[], ctx)?,
-            None => Value::Integer(1),
-        };
-        let zero = Value::Integer(0);
-        if step.compare(&zero) == Some(std::cmp::Ordering::Equal) {
-            return Err(SqlError::new("22023", "step size cannot equal zero"));
-        }
+        let step = step.map(|s| s.eval(&[], ctx)).transpose()?;
         Ok(SeriesSource {
-            next: start,
-            stop,
-            step,
+            series: Series::new(start, stop, step)?,
         })
     }
 }
@@ -789,24 +778,7 @@ impl SeriesSource {
 impl Source for SeriesSource {
     fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
         ctx.check_interrupt()?;
-        let ascending = self.step.compare(&Value::Integer(0)) == Some(std::cmp::Ordering::Greater);
-        let done = match self.next.compare(&self.stop) {
-            None => true,
-            Some(o) if ascending => o == std::cmp::Ordering::Greater,
-            Some(o) => o == std::cmp::Ordering::Less,
-        };
-        if done {
-            return Ok(None);
-        }
-        let current = self.next.clone();
-        self.next =
-            match crate::types::ops::arith(crate::types::ops::ArithOp::Add, &current, &self.step) {
-                Ok(v) => v
-                    .cast_to(&current.data_type().unwrap_or(DataType::BigInt))
-                    .unwrap_or(Value::Null),
-                Err(_) => Value::Null,
-            };
-        Ok(Some(vec![current]))
+        Ok(self.series.next_value().map(|v| vec![v]))
     }
 }
 
