@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use steady_sql::execution::activity::State;
 use steady_sql::execution::cancel::CancelReason;
 use steady_sql::{Database, Session};
 
@@ -38,19 +39,42 @@ fn statement_timeout_stops_a_long_query_and_the_session_goes_on() {
     assert_eq!(cell(&mut session, "SELECT 1 + 1"), "2");
 }
 
+/// Waits (bounded) until the lock manager has queued one more wait than `before`; a cancel or a
+/// commit from then on finds the waiter.
+fn wait_for_lock_wait(db: &Database, before: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while db.engine().locks().stats().lock_waits == before {
+        assert!(Instant::now() < deadline, "no statement began to wait");
+        thread::yield_now();
+    }
+}
+
+/// Cancels `session`'s query as soon as `pg_stat_activity` shows it active, as a client that
+/// watched it would: the cancel may land before the statement has been parsed and planned.
+fn cancel_once_active(session: &Session) -> thread::JoinHandle<()> {
+    let handle = session.cancel_handle();
+    let activity = Arc::clone(session.activity());
+    thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while activity.doing().state != State::Active {
+            assert!(Instant::now() < deadline, "the query never became active");
+            std::hint::spin_loop();
+        }
+        handle.cancel(CancelReason::UserRequest);
+    })
+}
+
 #[test]
-fn a_cancel_request_stops_the_running_statement() {
+fn a_cancel_request_stops_the_running_statement_however_early_it_lands() {
     let (_dir, db) = open();
     let mut session = db.session("s");
-    let handle = session.cancel_handle();
-    let canceller = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(200));
-        handle.cancel(CancelReason::UserRequest);
-    });
-    let err = run(&mut session, LONG_QUERY).unwrap_err();
-    canceller.join().unwrap();
-    assert_eq!(err.code, "57014", "{err}");
-    assert_eq!(cell(&mut session, "SELECT 'still here'"), "still here");
+    for _ in 0..50 {
+        let canceller = cancel_once_active(&session);
+        let err = run(&mut session, LONG_QUERY).unwrap_err();
+        canceller.join().unwrap();
+        assert_eq!(err.code, "57014", "{err}");
+        assert_eq!(cell(&mut session, "SELECT 'still here'"), "still here");
+    }
 }
 
 #[test]
@@ -66,8 +90,10 @@ fn a_cancel_request_wakes_a_statement_waiting_for_a_row_lock() {
     ok(&mut holder, "BEGIN");
     ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
     let handle = waiter.cancel_handle();
+    let waits_before = db.engine().locks().stats().lock_waits;
+    let observer = Arc::clone(&db);
     let canceller = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(300));
+        wait_for_lock_wait(&observer, waits_before);
         handle.cancel(CancelReason::UserRequest);
     });
     let err = run(&mut waiter, "UPDATE t SET v = 2 WHERE id = 1").unwrap_err();
@@ -110,11 +136,12 @@ fn read_committed_update_waits_for_the_writer_and_applies_to_the_newest_row() {
     ok(&mut a, "INSERT INTO c VALUES (1, 0)");
     ok(&mut a, "BEGIN");
     ok(&mut a, "UPDATE c SET n = n + 1 WHERE id = 1");
+    let waits_before = db.engine().locks().stats().lock_waits;
     let waiter = thread::spawn(move || {
         let result = ok(&mut b, "UPDATE c SET n = n + 10 WHERE id = 1");
         result.tag
     });
-    thread::sleep(Duration::from_millis(200));
+    wait_for_lock_wait(&db, waits_before);
     ok(&mut a, "COMMIT");
     assert_eq!(waiter.join().unwrap(), "UPDATE 1");
     assert_eq!(cell(&mut a, "SELECT n FROM c WHERE id = 1"), "11");
@@ -131,13 +158,14 @@ fn crossing_updates_end_in_a_deadlock_error_for_one_session() {
     ok(&mut b, "BEGIN");
     ok(&mut a, "UPDATE d SET n = 1 WHERE id = 1");
     ok(&mut b, "UPDATE d SET n = 2 WHERE id = 2");
+    let waits_before = db.engine().locks().stats().lock_waits;
     let second = thread::spawn(move || {
         let result = run(&mut b, "UPDATE d SET n = 2 WHERE id = 1");
         let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
         ok(&mut b, end);
         result.map(|r| r.tag)
     });
-    thread::sleep(Duration::from_millis(200));
+    wait_for_lock_wait(&db, waits_before);
     let first = run(&mut a, "UPDATE d SET n = 1 WHERE id = 2");
     let end = if first.is_ok() { "COMMIT" } else { "ROLLBACK" };
     ok(&mut a, end);

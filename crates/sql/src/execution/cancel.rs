@@ -2,9 +2,9 @@
 //! timeout, a client that hung up, or the server shutting down. The request is a flag the executor checks between rows (and in key-ordered writes);
 //! a statement waiting for a row lock is woken through the engine's lock manager at once.
 //!
-//! A cancel request or a timeout only affects the statement running when it arrives: each
-//! statement clears them when it starts, as PostgreSQL ignores a cancel that finds the session
-//! idle. A hung-up client and a termination stay (PostgreSQL's `ProcDiePending`): they end
+//! A cancel request or a timeout only affects the query running when it arrives: each query
+//! message clears them when it arrives, before `pg_stat_activity` shows it active, as PostgreSQL
+//! ignores a cancel that finds the session idle. A hung-up client and a termination stay (PostgreSQL's `ProcDiePending`): they end
 //! whatever statement runs next, so one that arrives between a statement's registration with the
 //! hang-up watch and its start is not lost (the watch reports a hang-up once).
 
@@ -91,9 +91,11 @@ impl CancelHandle {
         }
     }
 
-    /// A statement starts (in transaction `txn`): earlier cancel requests and timeouts no longer
-    /// apply; a hang-up or a termination still does.
-    pub(crate) fn start(&self, engine: &Arc<Engine>, txn: TxnId, timeout: Option<Duration>) {
+    /// A query message arrives, before it shows as active in `pg_stat_activity`: earlier cancel
+    /// requests and timeouts no longer apply; a hang-up or a termination still does. A cancel
+    /// sent by someone who saw the query active therefore always reaches it, however long its
+    /// parse and plan take before [`CancelHandle::start`].
+    pub(crate) fn arm(&self) {
         let transient = [CancelReason::UserRequest, CancelReason::StatementTimeout];
         let _ = self
             .state
@@ -101,6 +103,11 @@ impl CancelHandle {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |code| {
                 transient.iter().any(|r| r.code() == code).then_some(NONE)
             });
+    }
+
+    /// A statement of the armed query starts (in transaction `txn`): a lock wait can now be
+    /// woken, and its timeout runs.
+    pub(crate) fn start(&self, engine: &Arc<Engine>, txn: TxnId, timeout: Option<Duration>) {
         *self.state.running.lock() = Some((Arc::clone(engine), txn));
         *self.state.deadline.lock() = timeout.map(|t| Instant::now() + t);
     }

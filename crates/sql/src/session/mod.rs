@@ -390,6 +390,7 @@ impl Session {
         let now = now_micros();
         let xact_start = *self.xact_start.get_or_insert(now);
         let activity = Arc::clone(self.registered.activity());
+        self.info.cancel.arm();
         activity.statement_started(query, now, xact_start);
         let result = run(self);
         let state = match self.transaction_status() {
