@@ -128,6 +128,28 @@ fn repeatable_read_sees_its_snapshot_and_a_concurrent_update_fails_with_40001() 
 }
 
 #[test]
+fn a_cancel_request_ends_a_lock_wait_however_early_it_lands() {
+    let (_dir, db) = open();
+    let mut holder = db.session("holder");
+    let mut waiter = db.session("waiter");
+    ok(
+        &mut holder,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
+    ok(&mut holder, "INSERT INTO t VALUES (1, 0)");
+    ok(&mut holder, "BEGIN");
+    ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
+    for _ in 0..50 {
+        let canceller = cancel_once_active(&waiter);
+        let err = run(&mut waiter, "UPDATE t SET v = 2 WHERE id = 1").unwrap_err();
+        canceller.join().unwrap();
+        assert_eq!(err.code, "57014", "{err}");
+    }
+    ok(&mut holder, "COMMIT");
+    assert_eq!(cell(&mut waiter, "SELECT v FROM t WHERE id = 1"), "1");
+}
+
+#[test]
 fn read_committed_update_waits_for_the_writer_and_applies_to_the_newest_row() {
     let (_dir, db) = open();
     let mut a = db.session("a");

@@ -51,16 +51,18 @@
 //! **Timeouts and cancellation.** `lock` takes an optional timeout ([`LockError::Timeout`], 55P03);
 //! a zero timeout never waits (NOWAIT). [`LockManager::cancel`] ends the wait a transaction is in
 //! right now with [`LockError::Cancelled`] (57014) and tells whether there was one; a transaction
-//! that is not waiting is not affected, so a caller that must not lose a cancel arriving just
-//! before a wait bounds the wait with `timeout` as well (statement_timeout: the statement's
-//! remaining time) or repeats the cancel while the statement runs.
+//! that is not waiting is not affected. [`LockManager::interrupt`] is the cancel that cannot be
+//! lost: it ends the current wait, or else is remembered (under the waits-for mutex, which every
+//! wait registers under) and ends the transaction's next wait at once, until
+//! [`LockManager::forget_interrupt`] or `release_all`. A statement's cancel request uses it, so a
+//! cancel that lands between the statement's last look at its flag and a lock wait still ends it.
 //!
 //! One thread at a time acts for a transaction (`lock` and `release_all` are not called
 //! concurrently for the same `TxnId`); `cancel`, `holds`, `waiting_for` and `stats` may be called
 //! from any thread.
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -159,6 +161,9 @@ pub struct LockManager {
     shards: Box<[Mutex<Table>]>,
     txns: Box<[Mutex<HeldKeys>]>,
     waits: Mutex<Waits>,
+    /// Transactions whose next wait ends at once ([`LockManager::interrupt`]); taken only while
+    /// holding `waits`, or alone.
+    interrupted: Mutex<HashSet<TxnId, RandomState>>,
     counters: Counters,
 }
 
@@ -380,6 +385,7 @@ impl LockManager {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             txns: (0..SHARDS).map(|_| Mutex::default()).collect(),
             waits: Mutex::default(),
+            interrupted: Mutex::default(),
             counters: Counters::default(),
         }
     }
@@ -414,6 +420,7 @@ impl LockManager {
 
     /// Releases every lock of `txn` and grants what that unblocks.
     pub fn release_all(&self, txn: TxnId) {
+        self.forget_interrupt(txn);
         let keys = self.txn_shard(txn).lock().remove(&txn).unwrap_or_default();
         self.counters.locks_held.fetch_sub(keys.len(), Relaxed);
         for key in keys {
@@ -465,7 +472,10 @@ impl LockManager {
     /// Ends the wait `txn` is in right now with [`LockError::Cancelled`]; false if it was not
     /// waiting (nothing is remembered for a later wait).
     pub fn cancel(&self, txn: TxnId) -> bool {
-        let mut waits = self.waits.lock();
+        self.cancel_wait(&mut self.waits.lock(), txn)
+    }
+
+    fn cancel_wait(&self, waits: &mut Waits, txn: TxnId) -> bool {
         let Some(wait) = waits.get(&txn) else {
             return false;
         };
@@ -474,6 +484,20 @@ impl LockManager {
             waits.remove(&txn);
         }
         cancelled
+    }
+
+    /// Ends the wait `txn` is in right now with [`LockError::Cancelled`], or else its next wait,
+    /// until [`LockManager::forget_interrupt`] (its statement ended) or `release_all`.
+    pub fn interrupt(&self, txn: TxnId) {
+        let mut waits = self.waits.lock();
+        if !self.cancel_wait(&mut waits, txn) {
+            self.interrupted.lock().insert(txn);
+        }
+    }
+
+    /// `txn` no longer wants its next wait interrupted.
+    pub fn forget_interrupt(&self, txn: TxnId) {
+        self.interrupted.lock().remove(&txn);
     }
 
     pub fn stats(&self) -> LockStats {
@@ -540,6 +564,11 @@ impl LockManager {
             Step::Granted(grant) => return Ok(grant),
             Step::Wait { slot, grant } => (slot, grant),
         };
+        if self.interrupted.lock().remove(&txn) {
+            return self
+                .abandon(&mut waits, txn, key, &slot, LockError::Cancelled)
+                .map(|()| grant);
+        }
         self.counters.lock_waits.fetch_add(1, Relaxed);
         let wait = Wait {
             key: key.clone(),

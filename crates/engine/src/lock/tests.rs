@@ -39,6 +39,7 @@ fn assert_clean(lm: &LockManager) {
     assert!(lm.shards.iter().all(|s| s.lock().is_empty()), "lock table");
     assert!(lm.txns.iter().all(|s| s.lock().is_empty()), "txn table");
     assert!(lm.waits.lock().is_empty(), "waits-for view");
+    assert!(lm.interrupted.lock().is_empty(), "interrupts");
     assert_eq!(lm.stats().locks_held, 0);
 }
 
@@ -237,6 +238,42 @@ fn cancel_ends_the_current_wait() {
     assert_eq!(lm.waiting_for(2), None);
     lm.release_all(1);
     lm.release_all(2);
+    assert_clean(&lm);
+}
+
+#[test]
+fn an_interrupt_before_a_wait_ends_that_wait_at_once_until_forgotten() {
+    let lm = Arc::new(LockManager::new());
+    lm.lock(1, key(0), Exclusive, None).unwrap();
+    lm.interrupt(2);
+    // A grant needs no wait: the interrupt stays for the next wait.
+    lm.lock(2, key(1), Exclusive, None).unwrap();
+    assert_eq!(
+        lm.lock(2, key(0), Exclusive, None),
+        Err(LockError::Cancelled)
+    );
+    assert_eq!(lm.waiting_for(2), None);
+    // Used up: the next wait waits, and a plain interrupt ends it.
+    let t2 = spawn_lock(&lm, 2, key(0), Exclusive, None);
+    wait_blocked(&lm, 2, &[1]);
+    lm.interrupt(2);
+    assert_eq!(t2.join().unwrap().unwrap_err(), LockError::Cancelled);
+    // Forgotten (the statement ended) or released with the transaction: a wait runs its course.
+    lm.interrupt(2);
+    lm.forget_interrupt(2);
+    lm.interrupt(3);
+    lm.release_all(3);
+    assert_eq!(
+        lm.lock(2, key(0), Exclusive, Some(Duration::from_millis(20))),
+        Err(LockError::Timeout)
+    );
+    assert_eq!(
+        lm.lock(3, key(0), Exclusive, Some(Duration::from_millis(20))),
+        Err(LockError::Timeout)
+    );
+    lm.release_all(1);
+    lm.release_all(2);
+    lm.release_all(3);
     assert_clean(&lm);
 }
 

@@ -1,6 +1,7 @@
 //! Stopping a running statement from another thread: a client's cancel request, a statement
 //! timeout, a client that hung up, or the server shutting down. The request is a flag the executor checks between rows (and in key-ordered writes);
-//! a statement waiting for a row lock is woken through the engine's lock manager at once.
+//! a statement waiting for a row lock is woken through the engine's lock manager at once, and one
+//! about to wait does not start to (`LockManager::interrupt`).
 //!
 //! A cancel request or a timeout only affects the query running when it arrives: each query
 //! message clears them when it arrives, before `pg_stat_activity` shows it active, as PostgreSQL
@@ -87,7 +88,7 @@ impl CancelHandle {
     pub fn cancel(&self, reason: CancelReason) {
         self.state.reason.store(reason.code(), Ordering::Release);
         if let Some((engine, txn)) = self.state.running.lock().as_ref() {
-            engine.locks().cancel(*txn);
+            engine.locks().interrupt(*txn);
         }
     }
 
@@ -108,13 +109,20 @@ impl CancelHandle {
     /// A statement of the armed query starts (in transaction `txn`): a lock wait can now be
     /// woken, and its timeout runs.
     pub(crate) fn start(&self, engine: &Arc<Engine>, txn: TxnId, timeout: Option<Duration>) {
-        *self.state.running.lock() = Some((Arc::clone(engine), txn));
+        let mut running = self.state.running.lock();
+        *running = Some((Arc::clone(engine), txn));
+        if self.state.reason.load(Ordering::Acquire) != NONE {
+            engine.locks().interrupt(txn);
+        }
+        drop(running);
         *self.state.deadline.lock() = timeout.map(|t| Instant::now() + t);
     }
 
     /// The statement ended.
     pub(crate) fn finish(&self) {
-        *self.state.running.lock() = None;
+        if let Some((engine, txn)) = self.state.running.lock().take() {
+            engine.locks().forget_interrupt(txn);
+        }
     }
 
     /// Fails with 57014 if the statement was asked to stop.
