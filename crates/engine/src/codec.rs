@@ -89,7 +89,9 @@ pub enum CodecError {
 
 /// Encodes a row (see the module documentation for the format).
 pub fn encode_row(values: &[Value]) -> Vec<u8> {
-    let mut out = Vec::new();
+    // Room for a count, the null bitmap and a fixed-width value per column: most rows of
+    // numbers then never grow their buffer.
+    let mut out = Vec::with_capacity(4 + values.len().div_ceil(8) + values.len() * 9);
     put_varint(&mut out, values.len() as u128);
     let bitmap = out.len();
     out.resize(bitmap + values.len().div_ceil(8), 0);

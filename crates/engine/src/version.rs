@@ -9,6 +9,9 @@
 //!                          kind 1: the transaction inserted the row (no previous version)
 //!                          kind 2: the previous version went to history under its start csn
 //!                          kind 3: the transaction added a secondary-index entry (pk = its key)
+//!                          kind 4: the transaction inserted rows under keys pk..=last, where no
+//!                                  key was when it logged this: remove its versions there
+//!                          (kind 4 ends with last length u32 | last instead of the start csn)
 //! ```
 //!
 //! A version's *start* is the CSN of the transaction that wrote it. History keys put the versions of
@@ -174,6 +177,12 @@ pub enum UndoAction {
     Replaced { previous_start: Csn },
     /// A secondary-index entry (`pk` holds its whole key) was added: remove it.
     IndexEntry,
+    /// Rows were inserted under keys from `pk` to `last`, a range that held no key when this was
+    /// logged: remove every version of this transaction there. A bulk load logs one such entry
+    /// per batch of ascending new keys instead of one per row; a version of another transaction
+    /// in the range is never its, and one of its own that an older entry must restore cannot be
+    /// there (the range was empty), while newer entries are undone first.
+    InsertedRange { last: Vec<u8> },
 }
 
 /// One write of a transaction, as logged for rollback and purge.
@@ -187,6 +196,7 @@ pub struct UndoEntry {
 const KIND_INSERTED: u8 = 1;
 const KIND_REPLACED: u8 = 2;
 const KIND_INDEX_ENTRY: u8 = 3;
+const KIND_INSERTED_RANGE: u8 = 4;
 /// The sequence number of a transaction's commit marker.
 pub const COMMIT_MARKER: u64 = u64::MAX;
 
@@ -213,31 +223,49 @@ pub fn split_undo_key(key: &[u8]) -> Result<(TxnId, u64)> {
 impl UndoEntry {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(21 + self.pk.len());
-        let (kind, start) = match self.action {
+        let (kind, start) = match &self.action {
             UndoAction::Inserted => (KIND_INSERTED, 0),
-            UndoAction::Replaced { previous_start } => (KIND_REPLACED, previous_start),
+            UndoAction::Replaced { previous_start } => (KIND_REPLACED, *previous_start),
             UndoAction::IndexEntry => (KIND_INDEX_ENTRY, 0),
+            UndoAction::InsertedRange { .. } => (KIND_INSERTED_RANGE, 0),
         };
         out.push(kind);
         out.extend_from_slice(&self.index.to_le_bytes());
         out.extend_from_slice(&(self.pk.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.pk);
-        out.extend_from_slice(&start.to_le_bytes());
+        match &self.action {
+            UndoAction::InsertedRange { last } => {
+                out.extend_from_slice(&(last.len() as u32).to_le_bytes());
+                out.extend_from_slice(last);
+            }
+            _ => out.extend_from_slice(&start.to_le_bytes()),
+        }
         out
     }
 
     pub fn decode(bytes: &[u8]) -> Result<UndoEntry> {
         let corrupt = || EngineError::Corrupt(format!("undo entry of {} bytes", bytes.len()));
-        if bytes.len() < 21 {
+        if bytes.len() < 13 {
             return Err(corrupt());
         }
         let index = u64::from_le_bytes(bytes[1..9].try_into().expect("8 bytes"));
         let pk_len = u32::from_le_bytes(bytes[9..13].try_into().expect("4 bytes")) as usize;
-        if bytes.len() != 21 + pk_len {
+        let pk = bytes.get(13..13 + pk_len).ok_or_else(corrupt)?.to_vec();
+        let tail = &bytes[13 + pk_len..];
+        if bytes[0] == KIND_INSERTED_RANGE {
+            let last_len = tail.get(..4).ok_or_else(corrupt)?;
+            let last_len = u32::from_le_bytes(last_len.try_into().expect("4 bytes")) as usize;
+            if tail.len() != 4 + last_len {
+                return Err(corrupt());
+            }
+            let last = tail[4..].to_vec();
+            let action = UndoAction::InsertedRange { last };
+            return Ok(UndoEntry { index, pk, action });
+        }
+        if tail.len() != 8 {
             return Err(corrupt());
         }
-        let pk = bytes[13..13 + pk_len].to_vec();
-        let start = u64::from_le_bytes(bytes[13 + pk_len..].try_into().expect("8 bytes"));
+        let start = u64::from_le_bytes(tail.try_into().expect("8 bytes"));
         let action = match bytes[0] {
             KIND_INSERTED => UndoAction::Inserted,
             KIND_REPLACED => UndoAction::Replaced {
@@ -283,6 +311,16 @@ mod tests {
             action: UndoAction::Replaced { previous_start: 42 },
         };
         assert_eq!(UndoEntry::decode(&entry.encode()).unwrap(), entry);
+        let range = UndoEntry {
+            index: 3,
+            pk: b"a".to_vec(),
+            action: UndoAction::InsertedRange {
+                last: b"zz".to_vec(),
+            },
+        };
+        assert_eq!(UndoEntry::decode(&range.encode()).unwrap(), range);
+        let encoded = range.encode();
+        assert!((0..encoded.len()).all(|n| UndoEntry::decode(&encoded[..n]).is_err()));
         let old = OldVersion {
             version: version.clone(),
             superseded_by: 11,

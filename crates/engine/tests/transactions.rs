@@ -342,6 +342,84 @@ fn rows_inserted_in_runs_are_undone_by_savepoints_and_their_delete_marks_purged(
     assert_eq!(engine.index_records(table).unwrap(), 2000);
 }
 
+/// The rows of table `def` a new transaction sees, as (id, v).
+fn loaded_rows(engine: &Arc<Engine>, def: &steady_engine::catalog::TableDef) -> Vec<(i32, i32)> {
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    let rows = txn
+        .scan_rows(def, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|r| match r.unwrap().1[..] {
+            [Value::Integer(id), Value::Integer(v)] => (id, v),
+            ref other => panic!("unexpected row {other:?}"),
+        })
+        .collect();
+    txn.commit().unwrap();
+    rows
+}
+
+/// A load of ascending new keys is undone by one range entry (see `UndoAction::InsertedRange`):
+/// whether the transaction rolls back or dies in a crash, another transaction's row that arrived
+/// inside the range meanwhile stays — as it was before this transaction updated it — and every
+/// loaded row goes, the one it deleted included. Committed, its delete of a loaded row is purged.
+#[test]
+fn a_load_in_key_order_is_undone_around_rows_other_transactions_put_in_its_range() {
+    for ending in ["rollback", "crash", "commit"] {
+        let (vfs, engine) = engine();
+        let column = |name: &str| ColumnDef {
+            name: name.into(),
+            data_type: DataType::Integer,
+            nullable: false,
+            default: None,
+            missing: None,
+            identity: None,
+        };
+        let def = engine
+            .create_table("loaded", vec![column("id"), column("v")], vec![0])
+            .unwrap();
+        let row = |id: i32, v: i32| vec![Value::Integer(id), Value::Integer(v)];
+        let key = |id: i32| primary_key(&def, &[Value::Integer(id)]);
+        let evens: Vec<Vec<Value>> = (0..50).map(|i| row(2 * i, 0)).collect();
+        let mut load = engine.begin(Isolation::ReadCommitted).unwrap();
+        load.insert_rows(&def, &evens).unwrap();
+        let mut other = engine.begin(Isolation::ReadCommitted).unwrap();
+        other.insert_rows(&def, &[row(3, 3)]).unwrap();
+        other.commit().unwrap();
+        load.begin_statement();
+        assert!(load.update_row(&def, &key(3), &row(3, -3)).unwrap());
+        assert!(load.delete_row(&def, &key(4)).unwrap());
+        let loaded: Vec<(i32, i32)> = (0..50)
+            .map(|i| (2 * i, 0))
+            .filter(|&(id, _)| id != 4)
+            .chain([(3, -3)])
+            .collect();
+        let mut expected_loaded = loaded.clone();
+        expected_loaded.sort_unstable();
+        match ending {
+            "rollback" => load.rollback().unwrap(),
+            "crash" => {
+                engine.store().sync_log().unwrap();
+                std::mem::forget(load);
+                drop(engine);
+                let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
+                assert_eq!(loaded_rows(&engine, &def), [(3, 3)], "after the crash");
+                assert_eq!(engine.index_records(def.id).unwrap(), 1);
+                engine.close().unwrap();
+                continue;
+            }
+            _ => {
+                load.commit().unwrap();
+                engine.purge().unwrap();
+                assert_eq!(loaded_rows(&engine, &def), expected_loaded, "committed");
+                assert_eq!(engine.index_records(def.id).unwrap(), 50, "purged");
+                continue;
+            }
+        }
+        assert_eq!(loaded_rows(&engine, &def), [(3, 3)], "after {ending}");
+        engine.purge().unwrap();
+        assert_eq!(engine.index_records(def.id).unwrap(), 1);
+    }
+}
+
 #[test]
 fn a_crash_keeps_committed_transactions_and_rolls_back_the_rest() {
     let (vfs, engine) = engine();

@@ -3,7 +3,8 @@
 //! rollbacks to them, then a commit or a rollback. Throughout, the transaction sees the model's
 //! rows, and a snapshot taken before it began sees the rows as they were; after it ends, every
 //! new transaction sees the outcome (by primary key and through the secondary index), before
-//! and after purge and after a restart.
+//! and after purge and after a restart. The table has a secondary index or none (then inserts
+//! take the path without row locks, and batches of ascending new keys log one range entry).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -63,7 +64,9 @@ fn config() -> EngineConfig {
     }
 }
 
-fn table(engine: &Engine) -> Arc<TableDef> {
+/// Table `t`; with `indexed`, a secondary index on `v` (without one, inserts go without row locks
+/// and a batch of ascending new keys is undone by one range entry).
+fn table(engine: &Engine, indexed: bool) -> Arc<TableDef> {
     let column = |name: &str| ColumnDef {
         name: name.into(),
         data_type: DataType::Integer,
@@ -72,9 +75,12 @@ fn table(engine: &Engine) -> Arc<TableDef> {
         missing: None,
         identity: None,
     };
-    engine
+    let table = engine
         .create_table("t", vec![column("id"), column("v")], vec![0])
         .unwrap();
+    if !indexed {
+        return table;
+    }
     engine
         .create_secondary_index("t", "by_v", vec![1], false)
         .unwrap()
@@ -106,9 +112,12 @@ fn scanned(txn: &mut Transaction, table: &TableDef) -> Rows {
         .collect()
 }
 
-/// The rows `txn` sees through the secondary index, one lookup per value of `v`.
+/// The rows `txn` sees through the secondary index, one lookup per value of `v` (by a scan if
+/// the table has no index).
 fn by_index(txn: &mut Transaction, table: &TableDef) -> Rows {
-    let index = table.index("by_v").unwrap();
+    let Some(index) = table.index("by_v") else {
+        return scanned(txn, table);
+    };
     let mut rows = Rows::new();
     for v in 0..4 {
         let k = encode_key(&[Value::Integer(v)]);
@@ -197,10 +206,10 @@ fn check_committed(engine: &Arc<Engine>, table: &TableDef, expected: &Rows, when
     txn.commit().unwrap();
 }
 
-fn run(initial: Rows, ops: Vec<Op>, commit: bool) {
+fn run(initial: Rows, ops: Vec<Op>, commit: bool, indexed: bool) {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
-    let table = table(&engine);
+    let table = table(&engine, indexed);
     let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
     let rows: Vec<Vec<Value>> = initial.iter().map(|(&id, &v)| row(id, v)).collect();
     setup.insert_rows(&table, &rows).unwrap();
@@ -273,7 +282,8 @@ proptest! {
         initial in prop::collection::btree_map(0..KEYS, 0..4, 0..KEYS as usize),
         ops in prop::collection::vec(op(), 1..24),
         commit in any::<bool>(),
+        indexed in any::<bool>(),
     ) {
-        run(initial, ops, commit);
+        run(initial, ops, commit, indexed);
     }
 }

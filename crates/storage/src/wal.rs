@@ -89,6 +89,10 @@ struct Buffer {
     /// LSN of the first byte in `bytes`.
     start: Lsn,
     bytes: Vec<u8>,
+    /// The buffer last written out, emptied, that takes the place of `bytes` at the next write:
+    /// appends reuse its memory instead of growing a new buffer (and faulting in its pages)
+    /// after every write-out, which cost a bulk load several percent.
+    spare: Vec<u8>,
 }
 
 /// What the log writer thread is asked to do.
@@ -203,6 +207,7 @@ impl Wal {
             buffer: Mutex::new(Buffer {
                 start: end,
                 bytes: Vec::new(),
+                spare: Vec::new(),
             }),
             current: AtomicU64::new(end),
             flushed: AtomicU64::new(end),
@@ -352,7 +357,8 @@ impl Wal {
         let (start, bytes) = {
             let mut buffer = self.buffer.lock();
             let start = buffer.start;
-            let bytes = std::mem::take(&mut buffer.bytes);
+            let spare = std::mem::take(&mut buffer.spare);
+            let bytes = std::mem::replace(&mut buffer.bytes, spare);
             buffer.start = start + bytes.len() as u64;
             (start, bytes)
         };
@@ -360,9 +366,15 @@ impl Wal {
             self.write_failed.store(true, Ordering::Release);
             return Err(err);
         }
-        self.bytes_written
-            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        Ok(start + bytes.len() as u64)
+        let written = bytes.len() as u64;
+        self.bytes_written.fetch_add(written, Ordering::Relaxed);
+        let mut emptied = bytes;
+        emptied.clear();
+        let mut buffer = self.buffer.lock();
+        if emptied.capacity() > buffer.spare.capacity() {
+            buffer.spare = emptied;
+        }
+        Ok(start + written)
     }
 
     /// Starts a checkpoint: returns its redo point (the current LSN) and makes it the full-page-image

@@ -113,6 +113,7 @@ impl Engine {
         self.delete_undo(leftover.rolled_back)?;
         let mut queue = self.purge_queue.lock();
         for (txn, writes) in leftover.committed {
+            let writes = self.rows_of_ranges(txn, writes)?;
             let deleted = writes
                 .iter()
                 .any(|w| matches!(w.action, UndoAction::Replaced { .. }));

@@ -2,8 +2,38 @@
 //! savepoint puts back the transaction's own versions and undoes the undo entries logged since,
 //! newest first.
 
-use super::write::written_by;
+use super::write::{keys_written_by, written_by};
+
 use super::*;
+
+impl Engine {
+    /// `writes` with each `InsertedRange` replaced by the `Inserted` rows it covers that hold
+    /// `txn`'s version (purge looks for delete marks row by row).
+    pub(super) fn rows_of_ranges(
+        &self,
+        txn: TxnId,
+        writes: Vec<UndoEntry>,
+    ) -> Result<Vec<UndoEntry>> {
+        let mut rows = Vec::with_capacity(writes.len());
+        for write in writes {
+            let UndoAction::InsertedRange { last } = &write.action else {
+                rows.push(write);
+                continue;
+            };
+            let Ok(tree) = self.tree(write.index) else {
+                continue;
+            };
+            for pk in keys_written_by(&tree, &write.pk, last, txn)? {
+                rows.push(UndoEntry {
+                    index: write.index,
+                    pk,
+                    action: UndoAction::Inserted,
+                });
+            }
+        }
+        Ok(rows)
+    }
+}
 
 impl Transaction {
     /// Marks the current point of the transaction, to come back to with
@@ -70,7 +100,8 @@ impl Transaction {
     /// runs included, read back from the undo tree).
     pub(super) fn writes_to_purge(&mut self) -> Result<Vec<(UndoEntry, bool)>> {
         let mut writes = if self.deleted && self.undo_runs {
-            self.logged_writes(0)?
+            let logged = self.logged_writes(0)?;
+            self.engine.rows_of_ranges(self.id, logged)?
         } else {
             std::mem::take(&mut self.writes)
         };
@@ -113,8 +144,17 @@ impl Transaction {
             if let Some(key) = undo_in_place(&self.engine.history, trees, self.id, entry)? {
                 self.replaced.insert(key, entry.clone());
             }
-            if entry.action != UndoAction::IndexEntry {
-                self.written.remove(&(entry.index, entry.pk.clone()));
+            match &entry.action {
+                UndoAction::IndexEntry => {}
+                UndoAction::InsertedRange { last } => {
+                    let (index, first) = (entry.index, &entry.pk);
+                    self.written.retain(|(i, pk), _| {
+                        *i != index || pk.as_slice() < first.as_slice() || pk > last
+                    });
+                }
+                _ => {
+                    self.written.remove(&(entry.index, entry.pk.clone()));
+                }
             }
         }
         Ok(())
@@ -148,7 +188,7 @@ pub(super) fn undo_in_place(
     let Some(tree) = trees.get(&entry.index) else {
         return Ok(None);
     };
-    match entry.action {
+    match &entry.action {
         UndoAction::IndexEntry => {
             tree.delete(&entry.pk)?;
             Ok(None)
@@ -159,8 +199,14 @@ pub(super) fn undo_in_place(
             }
             Ok(None)
         }
+        UndoAction::InsertedRange { last } => {
+            for key in keys_written_by(tree, &entry.pk, last, txn)? {
+                tree.delete(&key)?;
+            }
+            Ok(None)
+        }
         UndoAction::Replaced { previous_start } => {
-            let key = history_key(entry.index, &entry.pk, previous_start);
+            let key = history_key(entry.index, &entry.pk, *previous_start);
             let Some(bytes) = history.get(&key)? else {
                 return Ok(None);
             };

@@ -189,7 +189,9 @@ impl Transaction {
         self.snapshot().map_err(at_start)?;
         self.hold_own_lock().map_err(at_start)?;
         let first_undo = self.undo_length;
-        self.append_undo_run(index, rows).map_err(at_start)?;
+        let per_row_undo = self
+            .append_insert_undo(&tree, index, rows)
+            .map_err(at_start)?;
         let versions: Vec<(Vec<u8>, Vec<u8>)> = rows
             .iter()
             .map(|(pk, row)| (pk.clone(), Version::encode_live(self.id, row)))
@@ -204,7 +206,7 @@ impl Transaction {
             self.note_inserted(index, run.iter().map(|(pk, _)| pk), generation);
             at += inserted;
             if inserted == 0 {
-                let undo = first_undo + at as u64;
+                let undo = per_row_undo.then_some(first_undo + at as u64);
                 self.insert_one_of_many(&tree, index, &rows[at], &versions[at].1, undo, generation)
                     .map_err(|e| (at, e))?;
                 at += 1;
@@ -214,24 +216,29 @@ impl Transaction {
     }
 
     /// One row of [`Transaction::insert_many`] that did not go in a run (its undo entry, number
-    /// `undo` of this transaction, is written): on its own without a row lock if its key is
-    /// absent, else by the locking path — after removing that undo entry, which says the row was
-    /// not there: a rollback would remove whatever version is in place (this transaction's own
-    /// update of the row, say) instead of putting back what the locking path replaces.
+    /// `undo` of this transaction, is written, or a range entry covers it): on its own without a
+    /// row lock if its key is absent, else by the locking path — after removing a row's own undo
+    /// entry, which says the row was not there: a rollback would remove whatever version is in
+    /// place (this transaction's own update of the row, say) instead of putting back what the
+    /// locking path replaces. A range entry stays: its range held no key when it was logged, so
+    /// the key present now is another transaction's, and the locking path's own undo entry,
+    /// newer, puts that version back before the range entry is undone.
     fn insert_one_of_many(
         &mut self,
         tree: &BTree,
         index: IndexId,
         (pk, row): &(Vec<u8>, Vec<u8>),
         version: &[u8],
-        undo: u64,
+        undo: Option<u64>,
         generation: u64,
     ) -> Result<()> {
         if tree.insert_if_absent(pk, version)? {
             self.note_inserted(index, [pk], generation);
             return Ok(());
         }
-        self.engine.undo.delete(&undo_key(self.id, undo))?;
+        if let Some(undo) = undo {
+            self.engine.undo.delete(&undo_key(self.id, undo))?;
+        }
         self.write_locked(index, pk, Some(row), WriteKind::Insert)
             .map(drop)
     }
@@ -254,10 +261,29 @@ impl Transaction {
         }
     }
 
-    /// The undo entries of inserts of `rows` into `index`, written as one ascending run. They stay
-    /// only in the undo tree: purge needs none of them unless the transaction deletes a row it
-    /// inserted (then commit reads them back), and rollback reads the undo tree.
-    fn append_undo_run(&mut self, index: IndexId, rows: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+    /// The undo of inserts of `rows` into `index`. Rows whose keys ascend into a range of the
+    /// tree that holds no key yet (a bulk load in key order, or appending) get one
+    /// `InsertedRange` entry; other batches one entry per row, written as one ascending run.
+    /// Returns whether the entries are per row. They stay only in the undo tree: purge needs none
+    /// of them unless the transaction deletes a row it inserted (then commit reads them back),
+    /// and rollback reads the undo tree.
+    fn append_insert_undo(
+        &mut self,
+        tree: &BTree,
+        index: IndexId,
+        rows: &[(Vec<u8>, Vec<u8>)],
+    ) -> Result<bool> {
+        self.undo_runs = true;
+        if let Some(range) = new_key_range(tree, rows)? {
+            self.write_undo_run(&[UndoEntry {
+                index,
+                pk: range.0.to_vec(),
+                action: UndoAction::InsertedRange {
+                    last: range.1.to_vec(),
+                },
+            }])?;
+            return Ok(false);
+        }
         let entries: Vec<UndoEntry> = rows
             .iter()
             .map(|(pk, _)| UndoEntry {
@@ -266,8 +292,8 @@ impl Transaction {
                 action: UndoAction::Inserted,
             })
             .collect();
-        self.undo_runs = true;
-        self.write_undo_run(&entries)
+        self.write_undo_run(&entries)?;
+        Ok(true)
     }
 
     /// Appends `entries` to the undo log as one ascending run of undo records (one
@@ -734,6 +760,45 @@ impl Transaction {
 pub(super) fn written_by(tree: &BTree, pk: &[u8], txn: TxnId) -> Result<bool> {
     let current = tree.get(pk)?.map(|b| Version::decode(&b)).transpose()?;
     Ok(current.is_some_and(|v| v.writer == txn))
+}
+
+/// The first and last keys of `rows` if there are several, they strictly ascend, and `tree` holds
+/// no key between them (both included): then one `InsertedRange` undoes them all.
+fn new_key_range<'r>(
+    tree: &BTree,
+    rows: &'r [(Vec<u8>, Vec<u8>)],
+) -> Result<Option<(&'r [u8], &'r [u8])>> {
+    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        return Ok(None);
+    };
+    let ascending = rows.windows(2).all(|pair| pair[0].0 < pair[1].0);
+    if rows.len() < 2 || !ascending {
+        return Ok(None);
+    }
+    let (first, last) = (first.0.as_slice(), last.0.as_slice());
+    let mut present = tree.range(Bound::Included(first), Bound::Included(last));
+    Ok(present
+        .next()
+        .transpose()?
+        .is_none()
+        .then_some((first, last)))
+}
+
+/// The keys from `first` to `last` whose version in place `txn` wrote (an `InsertedRange`).
+pub(super) fn keys_written_by(
+    tree: &BTree,
+    first: &[u8],
+    last: &[u8],
+    txn: TxnId,
+) -> Result<Vec<Vec<u8>>> {
+    let mut keys = Vec::new();
+    for record in tree.range(Bound::Included(first), Bound::Included(last)) {
+        let (key, bytes) = record?;
+        if Version::in_record(&bytes)?.0 == txn {
+            keys.push(key);
+        }
+    }
+    Ok(keys)
 }
 
 /// The undo entry of a row's first write, and the replaced version with its history key.

@@ -98,7 +98,11 @@ pub fn leaf_value(record: &[u8]) -> StoredValue<'_> {
 }
 
 pub fn encode_leaf(key: &[u8], value: StoredValue<'_>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(LEAF_OVERHEAD + key.len() + OVERFLOW_REF);
+    let value_len = match value {
+        StoredValue::Inline(bytes) => bytes.len(),
+        StoredValue::Overflow { .. } => OVERFLOW_REF,
+    };
+    let mut out = Vec::with_capacity(LEAF_OVERHEAD + key.len() + value_len);
     out.extend_from_slice(&(key.len() as u16).to_le_bytes());
     out.extend_from_slice(key);
     match value {
