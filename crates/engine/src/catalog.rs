@@ -9,6 +9,7 @@
 //! A table is a clustered index (its id is the table's id) keyed by the primary-key columns in the
 //! memcomparable encoding of [`crate::codec`] (a hidden 8-byte row id when no primary key is
 //! declared), plus secondary indexes keyed by `(index columns ++ primary key)`, all in one space.
+//! A secondary entry's value names the row's primary key as its [`EntryFormat`] says.
 //! Catalog changes are made durable before they take effect (DDL commits on its own, outside user
 //! transactions).
 
@@ -56,6 +57,22 @@ pub struct IndexDef {
     pub unique: bool,
     /// Snapshots older than this CSN must not use the index: it was built after their time.
     pub valid_from: u64,
+    /// How its entries' values name their rows (indexes built before the format existed read as
+    /// [`EntryFormat::PkInValue`]).
+    #[serde(default)]
+    pub entry_format: EntryFormat,
+}
+
+/// How a secondary entry, keyed `index key ++ primary key`, names its row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EntryFormat {
+    /// The value is the primary key again (the key's tail).
+    #[default]
+    PkInValue,
+    /// The value is the primary key's length (LEB128, one byte below 128); the key's tail of that
+    /// length is the primary key. Every index built or rebuilt now: about 4 bytes an entry less
+    /// on disk and in the redo log than `PkInValue` for an integer key.
+    PkLength,
 }
 
 /// A table: its columns, primary key and secondary indexes.

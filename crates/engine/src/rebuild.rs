@@ -19,11 +19,11 @@ use std::sync::Arc;
 use steady_storage::btree::BTree;
 use steady_storage::space::Space;
 
-use crate::catalog::{RowDecoder, TableDef};
+use crate::catalog::{EntryFormat, IndexDef, RowDecoder, TableDef};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::sorter::KeySorter;
-use crate::table::{corrupt_row, entry_key, has_null, index_key, wanted_columns};
+use crate::table::{corrupt_row, entry_key, entry_value, has_null, index_key, wanted_columns};
 use crate::version::{IndexId, Version};
 
 /// A clustered record with its key: `(key, record)`.
@@ -89,6 +89,9 @@ impl Engine {
     ) -> Result<BuiltTable> {
         let space = self.store.create_space()?;
         table.space = space.id();
+        for index in &mut table.indexes {
+            index.entry_format = EntryFormat::PkLength;
+        }
         match self.build_trees(&table, &space, records) {
             Ok(trees) => Ok(BuiltTable { table, trees }),
             Err(err) => {
@@ -110,7 +113,7 @@ impl Engine {
         let mut indexes: Vec<SecondaryEntries> = table
             .indexes
             .iter()
-            .map(|index| SecondaryEntries::new(table, index.id, index.columns.clone()))
+            .map(|index| SecondaryEntries::new(table, index))
             .collect();
         let mut failure = None;
         let tapped = records.map_while(|record| {
@@ -212,16 +215,18 @@ impl NewKey {
 struct SecondaryEntries {
     id: IndexId,
     columns: Vec<usize>,
+    format: EntryFormat,
     decoder: RowDecoder,
     entries: KeySorter,
 }
 
 impl SecondaryEntries {
-    fn new(table: &TableDef, id: IndexId, columns: Vec<usize>) -> Self {
+    fn new(table: &TableDef, index: &IndexDef) -> Self {
         SecondaryEntries {
-            id,
-            decoder: table.decoder(Some(wanted_columns(table, &columns))),
-            columns,
+            id: index.id,
+            decoder: table.decoder(Some(wanted_columns(table, &index.columns))),
+            columns: index.columns.clone(),
+            format: index.entry_format,
             entries: KeySorter::default(),
         }
     }
@@ -236,8 +241,12 @@ impl SecondaryEntries {
         Ok(())
     }
 
-    fn sorted(&mut self) -> impl Iterator<Item = (&[u8], &[u8])> {
+    /// The entries `(key, value)`, sorted.
+    fn sorted(&mut self) -> impl Iterator<Item = (&[u8], Vec<u8>)> {
         self.entries.sort();
-        self.entries.iter().map(|(key, pk, _)| (key, pk))
+        let format = self.format;
+        self.entries
+            .iter()
+            .map(move |(key, pk, _)| (key, entry_value(format, pk)))
     }
 }

@@ -27,7 +27,7 @@ use parking_lot::RwLockWriteGuard;
 use steady_storage::btree::{BTree, Partition};
 use steady_storage::mtr::Mtr;
 
-use crate::catalog::{table_key, ColumnDef, IndexDef, RowDecoder, TableDef};
+use crate::catalog::{table_key, ColumnDef, EntryFormat, IndexDef, RowDecoder, TableDef};
 use crate::codec::{encode_key, encode_row};
 use crate::engine::row_lock::{RowLockMode, RowLockWait, RowLocked};
 use crate::engine::{Engine, Transaction};
@@ -176,11 +176,14 @@ impl Engine {
             .store
             .space(table.space)
             .ok_or(EngineError::NoSuchIndex(table.id))?;
+        let format = EntryFormat::PkLength;
         let tree = BTree::bulk_build(
             self.store.pool().clone(),
             space,
             id,
-            entries.iter().map(|(key, pk, _)| Ok((key, pk))),
+            entries
+                .iter()
+                .map(|(key, pk, _)| Ok((key, entry_value(format, pk)))),
             &mut |_| {},
         )?;
         let mut altered = (*table).clone();
@@ -190,6 +193,7 @@ impl Engine {
             columns,
             unique,
             valid_from: self.txns.stats().last_csn,
+            entry_format: format,
         });
         self.save_table(&altered)?;
         self.indexes.write().insert(id, Arc::new(tree));
@@ -412,6 +416,43 @@ pub(crate) fn entry_key(sk: &[u8], pk: &[u8]) -> Vec<u8> {
     key.extend_from_slice(sk);
     key.extend_from_slice(pk);
     key
+}
+
+/// The value of a secondary entry for the row under `pk`, in `format`.
+pub(crate) fn entry_value(format: EntryFormat, pk: &[u8]) -> Vec<u8> {
+    match format {
+        EntryFormat::PkInValue => pk.to_vec(),
+        EntryFormat::PkLength => {
+            let (mut out, mut n) = (Vec::with_capacity(2), pk.len());
+            while n >= 0x80 {
+                out.push(n as u8 | 0x80);
+                n >>= 7;
+            }
+            out.push(n as u8);
+            out
+        }
+    }
+}
+
+/// The primary key a secondary entry `(key, value)` in `format` names.
+pub(crate) fn entry_pk(format: EntryFormat, key: &[u8], value: Vec<u8>) -> Result<Vec<u8>> {
+    if format == EntryFormat::PkInValue {
+        return Ok(value);
+    }
+    let corrupt = || EngineError::Corrupt(format!("secondary entry value {value:?}"));
+    let mut length = 0usize;
+    for (at, byte) in value.iter().enumerate() {
+        length |= usize::from(byte & 0x7f)
+            .checked_shl(7 * at as u32)
+            .ok_or_else(corrupt)?;
+        if byte & 0x80 == 0 {
+            let valid = at + 1 == value.len() && length <= key.len();
+            return valid
+                .then(|| key[key.len() - length..].to_vec())
+                .ok_or_else(corrupt);
+        }
+    }
+    Err(corrupt())
 }
 
 /// Whether a row has a NULL in one of the columns (NULLs never collide in a unique index).
@@ -740,7 +781,13 @@ impl Transaction {
         let tree = self.engine.tree(index.id)?;
         let end = entry_end(end);
         let range = tree.range(start, end.as_ref().map(Vec::as_slice));
-        Ok(range.collect::<std::result::Result<_, _>>()?)
+        range
+            .map(|entry| {
+                let (key, value) = entry?;
+                let pk = entry_pk(index.entry_format, &key, value)?;
+                Ok((key, pk))
+            })
+            .collect()
     }
 
     /// The primary keys of the entries of `index` in the range, sorted and without repeats, read
@@ -790,7 +837,7 @@ impl Transaction {
                 continue;
             }
             self.log_index_entry(index.id, &key)?;
-            tree.insert(&key, pk)?;
+            tree.insert(&key, &entry_value(index.entry_format, pk))?;
         }
         Ok(())
     }
@@ -830,10 +877,11 @@ impl Transaction {
         let tree = engine.tree(index.id)?;
         let clustered = engine.tree(table.id)?;
         for entry in tree.range(Bound::Included(sk), Bound::Unbounded) {
-            let (key, other) = entry?;
+            let (key, value) = entry?;
             if !key.starts_with(sk) {
                 break;
             }
+            let other = entry_pk(index.entry_format, &key, value)?;
             if other == pk || key.len() != sk.len() + other.len() {
                 continue;
             }
@@ -873,5 +921,30 @@ fn entry_end(end: Bound<&[u8]>) -> Bound<Vec<u8>> {
         },
         Bound::Excluded(key) => Bound::Excluded(key.to_vec()),
         Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_name_their_rows_in_either_format() {
+        for pk_len in [1, 5, 127, 128, 300] {
+            let pk: Vec<u8> = (0..pk_len).map(|i| i as u8).collect();
+            let key = entry_key(b"sk", &pk);
+            for format in [EntryFormat::PkInValue, EntryFormat::PkLength] {
+                let value = entry_value(format, &pk);
+                assert_eq!(entry_pk(format, &key, value).unwrap(), pk, "{format:?}");
+            }
+            let short = entry_value(EntryFormat::PkLength, &pk);
+            assert_eq!(short.len(), if pk_len < 128 { 1 } else { 2 });
+        }
+        let corrupt = |value: &[u8]| entry_pk(EntryFormat::PkLength, b"abc", value.to_vec());
+        assert!(corrupt(&[4]).is_err(), "longer than the key");
+        assert!(corrupt(&[]).is_err(), "empty");
+        assert!(corrupt(&[0x81]).is_err(), "unterminated");
+        assert!(corrupt(&[1, 0]).is_err(), "trailing bytes");
+        assert!(corrupt(&[0xff; 12]).is_err(), "overlong");
     }
 }

@@ -269,7 +269,7 @@ fn deleting_through_an_index_reads_each_clustered_page_once() {
     ];
     engine.create_table("t", columns, vec![0]).unwrap();
     let table = engine.table("t").unwrap();
-    let rows = 20_000;
+    let rows = 22_000;
     let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
     for id in 0..rows {
         let values = vec![
