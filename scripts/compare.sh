@@ -208,10 +208,24 @@ redo_bytes() {
   fi
 }
 
+# settle_purge SYSTEM: on SteadyDB, waits (at most 60 s) until purge has caught up with earlier
+# steps, so that a step's time and redo are its own and not partly the background purge of the
+# step before (PostgreSQL's autovacuum of earlier steps is not counted either).
+settle_purge() {
+  [ "$1" = steady ] || return 0
+  local i
+  for i in $(seq 1 600); do
+    [ "$(sql -c "SELECT value FROM steady_metrics WHERE name = 'purge_lag'")" = 0 ] && return 0
+    sleep 0.1
+  done
+  echo "compare: purge still behind after 60 s" >&2
+}
+
 # bulk_step SYSTEM NAME SCRIPT: runs SCRIPT (one statement after `\timing on`) and records its
 # time and its redo bytes per row affected (the row count of its command tag, else ROWS).
 bulk_step() {
   local system=$1 name=$2 script=$3 before after out ms rows
+  settle_purge "$system"
   progress "bulk $name on $system"
   before="$(redo_bytes "$system")"
   run_client "$WORK/bulk.log" "$PG_BIN/psql" -X -h 127.0.0.1 -p "$PORT" -U "$USER_NAME" -d postgres \
