@@ -444,14 +444,18 @@ impl Binder<'_> {
         if bound.columns.len() != 1 {
             return Err(SqlError::syntax("subquery has too many columns"));
         }
-        let (needle, _, _) = self.unify(
-            needle,
-            ty,
-            Expr::Literal(Value::Null),
-            bound.columns[0].ty,
-            op,
-        )?;
-        Ok((needle, bound.plan, correlated))
+        let column_ty = bound.columns[0].ty;
+        let (needle, _, _) = self.unify(needle, ty, Expr::Literal(Value::Null), column_ty, op)?;
+        // An untyped column (`unnest(arr)`, `arr[i]`) takes the operand's type, as an untyped
+        // literal would: compared as text with a number it would never be equal.
+        let plan = match (column_ty, ty) {
+            (None, Some(target)) => Plan::Project {
+                input: Box::new(bound.plan),
+                exprs: vec![coerce_to(Expr::Column(0), None, target)?],
+            },
+            _ => bound.plan,
+        };
+        Ok((needle, plan, correlated))
     }
 
     fn bind_subquery_full(
