@@ -109,7 +109,35 @@ def test_text_arrays(server):
         ).fetchone()
         assert names == ["a", "b"]
         with pytest.raises(errors.FeatureNotSupported):
-            conn.execute("CREATE TABLE bad (x integer[])")
+            conn.execute("CREATE TABLE bad (x date[])")
+
+
+def test_number_and_boolean_arrays(server):
+    """Lists of ints, floats, decimals and bools go in and come back as lists, in text and in
+    binary, with the element types PostgreSQL gives them."""
+    with connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS nums")
+        conn.execute(
+            "CREATE TABLE nums (id integer PRIMARY KEY, xs integer[], big bigint[],"
+            " fs double precision[], ds numeric[], bs boolean[])"
+        )
+        row = ([1, None, -3], [10**12], [1.5, -0.25], [Decimal("1.50"), None], [True, False])
+        conn.execute("INSERT INTO nums VALUES (1, %s, %s, %s, %s, %s)", row)
+        for binary in (False, True):
+            with conn.cursor(binary=binary) as cur:
+                cur.execute("INSERT INTO nums VALUES (%s, %s, %s, %s, %s, %s)", (2 + binary, *row))
+                cur.execute("SELECT xs, big, fs, ds, bs FROM nums WHERE id = %s", (2 + binary,))
+                assert cur.fetchone() == row
+        (total,) = conn.execute(
+            "SELECT sum(x) FROM (SELECT unnest(xs) AS x FROM nums WHERE id = 1) s"
+        ).fetchone()
+        assert total == -2
+        (agg,) = conn.execute("SELECT array_agg(id ORDER BY id) FROM nums").fetchone()
+        assert agg == [1, 2, 3]
+        (first,) = conn.execute("SELECT xs[1] + 1 FROM nums WHERE id = 1").fetchone()
+        assert first == 2
+        with pytest.raises(errors.InvalidTextRepresentation):
+            conn.execute("INSERT INTO nums (id, xs) VALUES (9, '{1,x}')")
 
 
 def test_parameters_and_prepared_statements(server):

@@ -221,9 +221,11 @@ fn read_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::Real => Value::Real(f32::from_bits(u32::from_le_bytes(reader.array()?))),
         DataType::Double => Value::Double(f64::from_bits(u64::from_le_bytes(reader.array()?))),
         DataType::Numeric { .. } => Value::Numeric(read_row_numeric(reader)?),
-        DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray => {
-            Value::Text(utf8(reader.length_prefixed()?.to_vec())?)
-        }
+        DataType::Char(_)
+        | DataType::Varchar(_)
+        | DataType::Text
+        | DataType::TextArray
+        | DataType::Array(_) => Value::Text(utf8(reader.length_prefixed()?.to_vec())?),
         DataType::Bytea => Value::Bytea(reader.length_prefixed()?.to_vec()),
         DataType::Json => Value::Json(utf8(reader.length_prefixed()?.to_vec())?),
         DataType::Jsonb => Value::Jsonb(utf8(reader.length_prefixed()?.to_vec())?),
@@ -252,6 +254,7 @@ fn skip_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<(), CodecErro
         | DataType::Varchar(_)
         | DataType::Text
         | DataType::TextArray
+        | DataType::Array(_)
         | DataType::Bytea
         | DataType::Json
         | DataType::Jsonb => {
@@ -381,9 +384,11 @@ fn read_key_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::Real => Value::Real(real_from_key(u32::from_be_bytes(reader.array()?))),
         DataType::Double => Value::Double(double_from_key(u64::from_be_bytes(reader.array()?))),
         DataType::Numeric { scale, .. } => Value::Numeric(read_key_numeric(reader, *scale)?),
-        DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray => {
-            Value::Text(utf8(read_key_bytes(reader)?)?)
-        }
+        DataType::Char(_)
+        | DataType::Varchar(_)
+        | DataType::Text
+        | DataType::TextArray
+        | DataType::Array(_) => Value::Text(utf8(read_key_bytes(reader)?)?),
         DataType::Bytea => Value::Bytea(read_key_bytes(reader)?),
         DataType::Json => Value::Json(utf8(read_key_bytes(reader)?)?),
         DataType::Jsonb => Value::Jsonb(utf8(read_key_bytes(reader)?)?),
@@ -694,11 +699,13 @@ mod tests {
             DataType::Real => double().prop_map(|x| Value::Real(x as f32)).boxed(),
             DataType::Double => double().prop_map(Value::Double).boxed(),
             DataType::Numeric { .. } => decimal(ty).prop_map(Value::Numeric).boxed(),
-            DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray => {
-                prop_oneof!["[ab\\x00]{0,3}", any::<String>()]
-                    .prop_map(Value::Text)
-                    .boxed()
-            }
+            DataType::Char(_)
+            | DataType::Varchar(_)
+            | DataType::Text
+            | DataType::TextArray
+            | DataType::Array(_) => prop_oneof!["[ab\\x00]{0,3}", any::<String>()]
+                .prop_map(Value::Text)
+                .boxed(),
             DataType::Bytea => prop_oneof![
                 proptest::collection::vec(prop::sample::select(vec![0u8, 1, 0xff]), 0..4),
                 proptest::collection::vec(any::<u8>(), 0..24),

@@ -391,8 +391,8 @@ pub fn index_key(values: &[Value], columns: &[usize]) -> Vec<u8> {
 /// are: an interval's key is its span, so `'1 mon'` and `'30 days'` would be one key.
 pub(crate) fn check_key_columns(columns: &[ColumnDef], positions: &[usize]) -> Result<()> {
     let refused = positions.iter().map(|&p| &columns[p]).find(|c| {
-        use steady_types::DataType::{Interval, Json, Jsonb, TextArray};
-        matches!(c.data_type, Interval | Json | Jsonb | TextArray)
+        use steady_types::DataType::{Array, Interval, Json, Jsonb, TextArray};
+        matches!(c.data_type, Interval | Json | Jsonb | TextArray | Array(_))
     });
     match refused {
         Some(column) => Err(EngineError::UnsupportedKeyType {

@@ -2,6 +2,8 @@
 //! row-lock waits, rollback, savepoints, one-seek history reads, purge (also between open
 //! snapshots), and recovery after a crash that leaves a transaction unfinished.
 
+mod common;
+
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
@@ -289,14 +291,7 @@ fn purge_of_an_insert_only_transaction_visits_no_row() {
 #[test]
 fn rows_inserted_in_runs_are_undone_by_savepoints_and_their_delete_marks_purged() {
     let (_, engine) = engine();
-    let column = |name: &str| ColumnDef {
-        name: name.into(),
-        data_type: DataType::Integer,
-        nullable: false,
-        default: None,
-        missing: None,
-        identity: None,
-    };
+    let column = common::int_column;
     let def = engine
         .create_table("loaded", vec![column("id"), column("v")], vec![0])
         .unwrap();
@@ -365,14 +360,7 @@ fn loaded_rows(engine: &Arc<Engine>, def: &steady_engine::catalog::TableDef) -> 
 fn a_load_in_key_order_is_undone_around_rows_other_transactions_put_in_its_range() {
     for ending in ["rollback", "crash", "commit"] {
         let (vfs, engine) = engine();
-        let column = |name: &str| ColumnDef {
-            name: name.into(),
-            data_type: DataType::Integer,
-            nullable: false,
-            default: None,
-            missing: None,
-            identity: None,
-        };
+        let column = common::int_column;
         let def = engine
             .create_table("loaded", vec![column("id"), column("v")], vec![0])
             .unwrap();

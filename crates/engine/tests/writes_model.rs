@@ -6,19 +6,21 @@
 //! and after purge and after a restart. The table has a secondary index or none (then inserts
 //! take the path without row locks, and batches of ascending new keys log one range entry).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use steady_engine::catalog::{ColumnDef, TableDef};
+use steady_engine::catalog::TableDef;
 use steady_engine::codec::encode_key;
 use steady_engine::engine::{Engine, EngineConfig, Isolation, Transaction};
 use steady_engine::table::primary_key;
 use steady_storage::io::{MemVfs, Vfs};
 use steady_storage::store::StoreConfig;
-use steady_types::{DataType, Value};
+use steady_types::Value;
 
 /// Rows by id: the value of column `v`.
 type Rows = BTreeMap<i32, i32>;
@@ -67,14 +69,7 @@ fn config() -> EngineConfig {
 /// Table `t`; with `indexed`, a secondary index on `v` (without one, inserts go without row locks
 /// and a batch of ascending new keys is undone by one range entry).
 fn table(engine: &Engine, indexed: bool) -> Arc<TableDef> {
-    let column = |name: &str| ColumnDef {
-        name: name.into(),
-        data_type: DataType::Integer,
-        nullable: false,
-        default: None,
-        missing: None,
-        identity: None,
-    };
+    let column = common::int_column;
     let table = engine
         .create_table("t", vec![column("id"), column("v")], vec![0])
         .unwrap();

@@ -13,7 +13,7 @@
 //! | timestamp             | i64 µs since 2000-01-01 00:00:00 (the engine's own representation) |
 //! | json                  | the UTF-8 text                                                 |
 //! | jsonb                 | version byte 1, then the UTF-8 text                            |
-//! | text[]                | i32 dimensions (0 or 1), i32 has-nulls, u32 element type 25, then for one dimension i32 length and i32 lower bound 1, each element i32 length (-1: NULL) and its bytes |
+//! | text[], integer[]...  | i32 dimensions (0 or 1), i32 has-nulls, u32 element type oid, then for one dimension i32 length and i32 lower bound 1, each element i32 length (-1: NULL) and its binary form |
 //!
 //! Integers decode by their length, whatever the declared type, and are then cast to the
 //! parameter's type, so a client sending an int8 for an integer parameter gets PostgreSQL's
@@ -21,7 +21,8 @@
 
 use bytes::{BufMut, BytesMut};
 use rust_decimal::Decimal;
-use steady_sql::values::array::{array_text, TextArray};
+use steady_sql::system::type_oid;
+use steady_sql::values::array::{array_text, array_values};
 use steady_sql::values::{DataType, Interval, Value};
 use steady_sql::SqlError;
 
@@ -30,8 +31,6 @@ const NUMERIC_POSITIVE: u16 = 0x0000;
 const NUMERIC_NEGATIVE: u16 = 0x4000;
 /// The version byte before jsonb's text in its binary form.
 const JSONB_VERSION: u8 = 1;
-/// `pg_type.oid` of text, the element type of a binary text[].
-const TEXT_OID: u32 = 25;
 
 /// Appends the binary form of `value` as a value of column type `ty` (a different value type is
 /// cast first). NULL is the caller's business (it has no bytes).
@@ -65,7 +64,9 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
         }
         (DataType::Bytea, Value::Bytea(b)) => out.put_slice(b),
         (DataType::Json, Value::Json(text)) => out.put_slice(text.as_bytes()),
-        (DataType::TextArray, Value::Text(text)) => return encode_text_array(text, out),
+        (DataType::TextArray | DataType::Array(_), Value::Text(text)) => {
+            return encode_array(text, ty, out)
+        }
         (DataType::Jsonb, Value::Jsonb(text)) => {
             out.put_u8(JSONB_VERSION);
             out.put_slice(text.as_bytes())
@@ -81,38 +82,45 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
     true
 }
 
-/// A `text[]` in its binary form, from its text form; false if that text is not an array.
-fn encode_text_array(text: &str, out: &mut BytesMut) -> bool {
-    let Ok(array) = TextArray::parse(text) else {
+/// An array (`ty`: `text[]` or `Array`) in its binary form, from its text form; false if that
+/// text is not an array of `ty`'s elements.
+fn encode_array(text: &str, ty: &DataType, out: &mut BytesMut) -> bool {
+    let element = ty.element_type().expect("an array type");
+    let Ok(elements) = array_values(text, &element) else {
         return false;
     };
-    let dimensions = i32::from(!array.elements.is_empty());
+    let dimensions = i32::from(!elements.is_empty());
     out.put_i32(dimensions);
-    out.put_i32(i32::from(array.elements.iter().any(Option::is_none)));
-    out.put_u32(TEXT_OID);
+    out.put_i32(i32::from(elements.iter().any(Value::is_null)));
+    out.put_u32(type_oid(&element));
     if dimensions == 0 {
         return true;
     }
-    out.put_i32(array.elements.len() as i32);
+    out.put_i32(elements.len() as i32);
     out.put_i32(1);
-    for element in &array.elements {
-        match element {
-            Some(e) => {
-                out.put_i32(e.len() as i32);
-                out.put_slice(e.as_bytes());
-            }
-            None => out.put_i32(-1),
+    for value in &elements {
+        if value.is_null() {
+            out.put_i32(-1);
+            continue;
         }
+        let at = out.len();
+        out.put_i32(0);
+        if !encode_same(value, &element, out) {
+            return false;
+        }
+        let length = (out.len() - at - 4) as i32;
+        out[at..at + 4].copy_from_slice(&length.to_be_bytes());
     }
     true
 }
 
-/// A binary `text[]` parameter as its text form.
-fn decode_text_array(bytes: &[u8], ty: &DataType) -> Result<Value, SqlError> {
+/// A binary array parameter of type `ty` (`text[]` or `Array`) as its text form.
+fn decode_array(bytes: &[u8], ty: &DataType) -> Result<Value, SqlError> {
+    let element_type = ty.element_type().expect("an array type");
     let mut reader = bytes;
     let dimensions = take_i32(&mut reader, ty)?;
     let _has_nulls = take_i32(&mut reader, ty)?;
-    let _element_type = take_i32(&mut reader, ty)?;
+    let _element_oid = take_i32(&mut reader, ty)?;
     if dimensions == 0 {
         return Ok(Value::Text("{}".to_owned()));
     }
@@ -132,7 +140,7 @@ fn decode_text_array(bytes: &[u8], ty: &DataType) -> Result<Value, SqlError> {
             .split_at_checked(len as usize)
             .ok_or_else(|| malformed(ty))?;
         reader = rest;
-        elements.push(Value::Text(utf8(element)?.to_owned()));
+        elements.push(decode(element, Some(&element_type))?);
     }
     Ok(Value::Text(array_text(&elements)))
 }
@@ -203,7 +211,7 @@ pub fn decode(bytes: &[u8], ty: Option<&DataType>) -> Result<Value, SqlError> {
         DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::Json => {
             return Value::parse(ty, utf8(bytes)?).map_err(Into::into)
         }
-        DataType::TextArray => return decode_text_array(bytes, ty),
+        DataType::TextArray | DataType::Array(_) => return decode_array(bytes, ty),
         DataType::Jsonb => match bytes.split_first() {
             Some((&JSONB_VERSION, text)) => {
                 return Value::parse(ty, utf8(text)?).map_err(Into::into)

@@ -15,7 +15,7 @@ use pgwire::api::Type;
 use pgwire::messages::data::{DataRow, RowDescription};
 use steady_sql::execution::plan::Column;
 use steady_sql::system::{type_modifier, type_oid};
-use steady_sql::values::{DataType, Value};
+use steady_sql::values::{ArrayElement, DataType, Value};
 use steady_sql::SqlError;
 
 use crate::binary;
@@ -54,7 +54,14 @@ pub fn declared_type(ty: Option<&Type>) -> Option<DataType> {
         Type::INTERVAL => DataType::Interval,
         Type::JSON => DataType::Json,
         Type::JSONB => DataType::Jsonb,
-        Type::TEXT_ARRAY => DataType::TextArray,
+        Type::TEXT_ARRAY | Type::VARCHAR_ARRAY => DataType::TextArray,
+        Type::BOOL_ARRAY => DataType::Array(ArrayElement::Boolean),
+        Type::INT2_ARRAY => DataType::Array(ArrayElement::SmallInt),
+        Type::INT4_ARRAY => DataType::Array(ArrayElement::Integer),
+        Type::INT8_ARRAY => DataType::Array(ArrayElement::BigInt),
+        Type::FLOAT4_ARRAY => DataType::Array(ArrayElement::Real),
+        Type::FLOAT8_ARRAY => DataType::Array(ArrayElement::Double),
+        Type::NUMERIC_ARRAY => DataType::Array(ArrayElement::Numeric),
         _ => return None,
     })
 }

@@ -77,11 +77,10 @@ fn a_cancel_request_stops_the_running_statement_however_early_it_lands() {
     }
 }
 
-#[test]
-fn a_cancel_request_wakes_a_statement_waiting_for_a_row_lock() {
-    let (_dir, db) = open();
+/// Two sessions on table `t`: the holder has updated its row 1 in an open transaction.
+fn holder_and_waiter(db: &Arc<Database>) -> (Session, Session) {
     let mut holder = db.session("holder");
-    let mut waiter = db.session("waiter");
+    let waiter = db.session("waiter");
     ok(
         &mut holder,
         "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
@@ -89,6 +88,13 @@ fn a_cancel_request_wakes_a_statement_waiting_for_a_row_lock() {
     ok(&mut holder, "INSERT INTO t VALUES (1, 0)");
     ok(&mut holder, "BEGIN");
     ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
+    (holder, waiter)
+}
+
+#[test]
+fn a_cancel_request_wakes_a_statement_waiting_for_a_row_lock() {
+    let (_dir, db) = open();
+    let (mut holder, mut waiter) = holder_and_waiter(&db);
     let handle = waiter.cancel_handle();
     let waits_before = db.engine().locks().stats().lock_waits;
     let observer = Arc::clone(&db);
@@ -130,15 +136,7 @@ fn repeatable_read_sees_its_snapshot_and_a_concurrent_update_fails_with_40001() 
 #[test]
 fn a_cancel_request_ends_a_lock_wait_however_early_it_lands() {
     let (_dir, db) = open();
-    let mut holder = db.session("holder");
-    let mut waiter = db.session("waiter");
-    ok(
-        &mut holder,
-        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
-    );
-    ok(&mut holder, "INSERT INTO t VALUES (1, 0)");
-    ok(&mut holder, "BEGIN");
-    ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
+    let (mut holder, mut waiter) = holder_and_waiter(&db);
     for _ in 0..50 {
         let canceller = cancel_once_active(&waiter);
         let err = run(&mut waiter, "UPDATE t SET v = 2 WHERE id = 1").unwrap_err();

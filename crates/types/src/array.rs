@@ -3,7 +3,7 @@
 //! 0-based). `text[]` values are kept in their canonical form; the SQL layer's catalog array
 //! functions and json paths (`'{a,0}'`) read this form too.
 
-use crate::{TypeError, Value};
+use crate::{DataType, TypeError, Value};
 
 /// A one-dimensional array read from its text form.
 #[derive(Debug, PartialEq)]
@@ -44,15 +44,25 @@ fn malformed(text: &str, detail: &str) -> TypeError {
 /// The canonical text of a `text[]` given as text (`{a, "b"}` is `{a,b}`): PostgreSQL's array
 /// input, braces required (22P02 without them).
 pub fn canonical_text_array(text: &str) -> Result<String, TypeError> {
+    canonical_array(text, &DataType::Text)
+}
+
+/// The canonical text of an array of `element` given as text: each element read as its type
+/// reads input (`{ 1, 02}` is `{1,2}` for integers; a bad element is that type's error).
+pub fn canonical_array(text: &str, element: &DataType) -> Result<String, TypeError> {
+    Ok(array_text(&array_values(text, element)?))
+}
+
+/// The elements of an array of `element` given as text, as values of that type.
+pub fn array_values(text: &str, element: &DataType) -> Result<Vec<Value>, TypeError> {
     if !text.trim_start().starts_with('{') {
         return Err(malformed(text, "array value must start with \"{\""));
     }
-    let elements = TextArray::parse(text)?.elements;
-    let values: Vec<Value> = elements
+    TextArray::parse(text)?
+        .elements
         .into_iter()
-        .map(|e| e.map_or(Value::Null, Value::Text))
-        .collect();
-    Ok(array_text(&values))
+        .map(|e| e.map_or(Ok(Value::Null), |e| Value::parse(element, &e)))
+        .collect()
 }
 
 /// The text of the one-dimensional array of `values`, each quoted as it needs (`{a,"b c",NULL}`).

@@ -12,7 +12,7 @@ impl Value {
             (_, DataType::Char(_) | DataType::Varchar(_) | DataType::Text) => {
                 fit_string(self.cast_text(), ty, assignment).map(Value::Text)
             }
-            (_, DataType::TextArray) => Value::parse(ty, &self.cast_text()),
+            (_, DataType::TextArray | DataType::Array(_)) => Value::parse(ty, &self.cast_text()),
             (Value::Text(s), _) => Value::parse(ty, s),
             (Value::Json(text), DataType::Jsonb) => Value::parse(ty, text),
             (Value::Jsonb(text), DataType::Json) => Ok(Value::Json(text.clone())),

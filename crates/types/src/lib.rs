@@ -28,6 +28,7 @@
 //! | `Json`                        | `json`                        | `Json(String)`     | the JSON text as given (see [`json`])        |
 //! | `Jsonb`                       | `jsonb`                       | `Jsonb(String)`    | canonical JSON text; jsonb's order (see [`json`]) |
 //! | `TextArray`                   | `text[]`                      | `Text(String)`     | the array's text form, one dimension (`array_agg` of strings) |
+//! | `Array(e)`                    | `integer[]`, `boolean[]`, ... | `Text(String)`     | canonical text form, each element as type `e` writes it |
 //!
 //! `Null` belongs to every type. Dates run from 4714-11-24 BC to 5874897-12-31 and timestamps from
 //! 4714-11-24 BC to 294276-12-31, as in PostgreSQL; the calendar is the proleptic Gregorian one, and
@@ -85,7 +86,7 @@ pub mod zone;
 pub use calendar::{civil_from_days, days_from_civil, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 pub use interval::Interval;
 pub use uuid::random_uuid;
-pub use value::{DataType, TypeError, Value};
+pub use value::{ArrayElement, DataType, TypeError, Value};
 
 // The modules share their crate-visible helpers through the crate root.
 use calendar::*;

@@ -35,6 +35,74 @@ pub enum DataType {
     Jsonb,
     /// `text[]`, one dimension, held as its text form (`{a,"b c",NULL}`) in a `Value::Text`.
     TextArray,
+    /// An array of numbers or booleans (`integer[]`, ...), one dimension, held as its canonical
+    /// text form (`{1,2,NULL}`, each element as its type writes it) in a `Value::Text`.
+    Array(ArrayElement),
+}
+
+/// The element types of [`DataType::Array`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum ArrayElement {
+    Boolean,
+    SmallInt,
+    Integer,
+    BigInt,
+    Real,
+    Double,
+    Numeric,
+}
+
+impl ArrayElement {
+    /// The element type of arrays of `ty`, if it has one here (`text[]` is `DataType::TextArray`;
+    /// a numeric with a precision has none: its modifier would not be kept).
+    pub fn of(ty: &DataType) -> Option<ArrayElement> {
+        Some(match ty {
+            DataType::Boolean => ArrayElement::Boolean,
+            DataType::SmallInt => ArrayElement::SmallInt,
+            DataType::Integer => ArrayElement::Integer,
+            DataType::BigInt => ArrayElement::BigInt,
+            DataType::Real => ArrayElement::Real,
+            DataType::Double => ArrayElement::Double,
+            DataType::Numeric {
+                precision: None, ..
+            } => ArrayElement::Numeric,
+            _ => return None,
+        })
+    }
+
+    pub fn data_type(self) -> DataType {
+        match self {
+            ArrayElement::Boolean => DataType::Boolean,
+            ArrayElement::SmallInt => DataType::SmallInt,
+            ArrayElement::Integer => DataType::Integer,
+            ArrayElement::BigInt => DataType::BigInt,
+            ArrayElement::Real => DataType::Real,
+            ArrayElement::Double => DataType::Double,
+            ArrayElement::Numeric => DataType::Numeric {
+                precision: None,
+                scale: None,
+            },
+        }
+    }
+}
+
+impl DataType {
+    /// The type of an array's elements: `text` for `text[]`, the element type of `Array`.
+    pub fn element_type(&self) -> Option<DataType> {
+        match self {
+            DataType::TextArray => Some(DataType::Text),
+            DataType::Array(element) => Some(element.data_type()),
+            _ => None,
+        }
+    }
+
+    /// The array type whose elements are `self`, if there is one.
+    pub fn array_type(&self) -> Option<DataType> {
+        match self {
+            DataType::Char(_) | DataType::Varchar(_) | DataType::Text => Some(DataType::TextArray),
+            other => ArrayElement::of(other).map(DataType::Array),
+        }
+    }
 }
 
 impl fmt::Display for DataType {
@@ -64,6 +132,7 @@ impl fmt::Display for DataType {
             DataType::Json => f.write_str("json"),
             DataType::Jsonb => f.write_str("jsonb"),
             DataType::TextArray => f.write_str("text[]"),
+            DataType::Array(element) => write!(f, "{}[]", element.data_type()),
             DataType::Interval => f.write_str("interval"),
         }
     }
@@ -247,6 +316,9 @@ impl Value {
                 fit_string(text.to_owned(), ty, true).map(Value::Text)
             }
             DataType::TextArray => crate::array::canonical_text_array(text).map(Value::Text),
+            DataType::Array(element) => {
+                crate::array::canonical_array(text, &element.data_type()).map(Value::Text)
+            }
             DataType::Bytea => parse_bytea(text).map(Value::Bytea),
             DataType::Date => parse_date(text).map(Value::Date),
             DataType::Timestamp => parse_timestamp(text).map(Value::Timestamp),

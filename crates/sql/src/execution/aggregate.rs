@@ -15,7 +15,7 @@
 use std::cmp::Ordering;
 
 use rust_decimal::Decimal;
-use steady_types::{DataType, Value};
+use steady_types::{ArrayElement, DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::expr::Expr;
@@ -147,6 +147,8 @@ impl AggFunc {
             (AggFunc::JsonAgg | AggFunc::JsonObjectAgg, _) => Some(Json),
             (AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg, _) => Some(Jsonb),
             (AggFunc::ArrayAgg, Some(Char(_) | Varchar(_) | Text | TextArray)) => Some(TextArray),
+            (AggFunc::ArrayAgg, Some(Numeric { .. })) => Some(Array(ArrayElement::Numeric)),
+            (AggFunc::ArrayAgg, Some(ty)) if ArrayElement::of(&ty).is_some() => ty.array_type(),
             (AggFunc::ArrayAgg, _) => Some(Text),
             (AggFunc::BoolAnd | AggFunc::BoolOr, _) => Some(Boolean),
             (f, Some(Real | Double)) if f.is_spread() => Some(Double),

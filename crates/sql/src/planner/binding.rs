@@ -9,7 +9,7 @@
 //! the name (`c.oid::regclass` in a select list). Arrays are text (see [`crate::system::arrays`]).
 
 use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr};
-use steady_types::{DataType, Value};
+use steady_types::{ArrayElement, DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{AggCall, AggFunc};
@@ -18,8 +18,8 @@ use crate::execution::functions::Function;
 use crate::execution::plan::{Column, Plan};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
 use crate::system::functions::{
-    ANY_EQUAL, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, ARRAY_OF, REGCLASS_IN, REGCLASS_OUT,
-    REGNAMESPACE_IN, REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SUBSCRIPT,
+    ANY_EQUAL, ARRAY_CAT, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, ARRAY_OF, REGCLASS_IN,
+    REGCLASS_OUT, REGNAMESPACE_IN, REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SUBSCRIPT,
 };
 use crate::system::pg_type::{format_type, type_oid};
 use crate::types::ops::{as_i64, category, Category};
@@ -97,10 +97,15 @@ fn text_operand(binder: &mut Binder<'_>, expr: Expr, ty: Option<DataType>) -> Re
     coerce_to(expr, ty, DataType::Text)
 }
 
-/// Whether an array type is `text[]` (or `varchar[]`), which has its own engine type.
-fn is_text_array(element: &ast::ArrayElemTypeDef) -> bool {
+/// Whether an array type has an engine type (`text[]`, `varchar[]`, arrays of numbers and
+/// booleans); arrays of other types are read as their text.
+fn is_engine_array(element: &ast::ArrayElemTypeDef) -> bool {
     let element = crate::types::array_element(element).map(crate::types::convert_type);
-    matches!(element, Some(Ok(DataType::Text | DataType::Varchar(None))))
+    match element {
+        Some(Ok(DataType::Text | DataType::Varchar(None))) => true,
+        Some(Ok(other)) => ArrayElement::of(&other).is_some(),
+        _ => false,
+    }
 }
 
 /// The engine type standing for a type the engine lacks or the parser leaves schema-qualified
@@ -108,7 +113,7 @@ fn is_text_array(element: &ast::ArrayElemTypeDef) -> bool {
 fn plain_type(data_type: &ast::DataType) -> Option<ast::DataType> {
     use ast::DataType as T;
     match data_type {
-        T::Array(element) if is_text_array(element) => None,
+        T::Array(element) if is_engine_array(element) => None,
         T::Array(_) => Some(T::Text),
         T::Custom(name, _) => Some(match object_name(name).1.as_str() {
             "text" | "char" | "int2vector" | "oidvector" | "regproc" => T::Text,
@@ -159,10 +164,32 @@ pub fn bind_array_constructor(
         return Err(SqlError::unsupported("multidimensional arrays"));
     }
     let mut elements = Vec::with_capacity(array.elem.len());
+    let mut types = Vec::with_capacity(array.elem.len());
     for element in &array.elem {
-        elements.push(binder.bind_expr(element, scope)?.0);
+        let (expr, ty) = binder.bind_expr(element, scope)?;
+        elements.push(expr);
+        types.push(ty);
     }
-    Ok((Expr::Call(&ARRAY_OF, elements), Some(DataType::Text)))
+    let untyped = types.iter().all(Option::is_none);
+    let ty = match constructed_array_type(&types) {
+        Some(ty) => ty,
+        // `ARRAY['a', NULL]`: PostgreSQL makes untyped elements text.
+        None if untyped => DataType::TextArray,
+        None => DataType::Text,
+    };
+    Ok((Expr::Call(&ARRAY_OF, elements), Some(ty)))
+}
+
+/// The array type of elements of `types` when they all have one type that has an array type
+/// (untyped ones aside): `ARRAY[1, 2]` is an `integer[]`, `ARRAY['a']` a `text[]`;
+/// `ARRAY[1, 2.5]` keeps its text form.
+fn constructed_array_type(types: &[Option<DataType>]) -> Option<DataType> {
+    let mut known = types.iter().flatten();
+    let first = known.next()?;
+    if known.any(|t| t.array_type() != first.array_type()) {
+        return None;
+    }
+    first.array_type()
 }
 
 /// `array[i]`: its type is unknown (the element's, which the text does not record).
@@ -178,9 +205,48 @@ pub fn bind_subscript(
             access.iter().map(|a| a.to_string()).collect::<String>()
         )));
     };
-    let (array, _) = binder.bind_expr(root, scope)?;
+    let (array, ty) = binder.bind_expr(root, scope)?;
     let (index, _) = binder.bind_expr_as(index, scope, DataType::Integer)?;
-    Ok((Expr::Call(&SUBSCRIPT, vec![array, index]), None))
+    let element = Expr::Call(&SUBSCRIPT, vec![array, index]);
+    Ok(typed_element(element, ty))
+}
+
+/// `a || b` where one side is an array: the arrays joined, an element operand appended or
+/// prepended (an untyped literal beside an array is read as an array, as PostgreSQL resolves
+/// it), cast to the array's type. None when neither side is an array; 42883 for an element of
+/// another kind than the array's (`integer[] || text`).
+pub fn array_concat(
+    (a, at): (&Expr, Option<DataType>),
+    (b, bt): (&Expr, Option<DataType>),
+) -> Result<Option<Typed>> {
+    let is_array = |ty: Option<DataType>| ty.and_then(|t| t.element_type()).is_some();
+    let Some(ty) = [at, bt].into_iter().flatten().find(|t| is_array(Some(*t))) else {
+        return Ok(None);
+    };
+    let element = ty.element_type().expect("an array type");
+    let operand = |expr: &Expr, operand_ty: Option<DataType>| -> Result<Expr> {
+        match operand_ty {
+            None if matches!(expr, Expr::Literal(_)) => Ok(expr.clone()),
+            Some(t) if is_array(Some(t)) => Ok(expr.clone()),
+            Some(t) if category(&t) != category(&element) => Err(SqlError::no_operator(
+                &at.map_or("unknown".into(), |t| t.to_string()),
+                &"||",
+                &bt.map_or("unknown".into(), |t| t.to_string()),
+            )),
+            _ => Ok(Expr::Call(&ARRAY_OF, vec![expr.clone()])),
+        }
+    };
+    let joined = Expr::Call(&ARRAY_CAT, vec![operand(a, at)?, operand(b, bt)?]);
+    Ok(Some((Expr::Cast(Box::new(joined), ty), Some(ty))))
+}
+
+/// An element of an array of type `array` (given as its text): of the element type when the
+/// array's type has one, else untyped.
+pub fn typed_element(element: Expr, array: Option<DataType>) -> Typed {
+    match array.as_ref().and_then(DataType::element_type) {
+        Some(DataType::Text) | None => (element, None),
+        Some(ty) => (Expr::Cast(Box::new(element), ty), Some(ty)),
+    }
 }
 
 /// `ARRAY(subquery)`: the subquery's values, quoted and joined into the array's text.
@@ -242,7 +308,7 @@ pub fn bind_unnest(
     alias: Option<&ast::TableAlias>,
     with_ordinality: bool,
 ) -> Result<(Plan, Scope)> {
-    let (array, _) = binder.bind_expr_with_level(arg, &Scope::default())?;
+    let (array, array_ty) = binder.bind_expr_with_level(arg, &Scope::default())?;
     let bound = |name: &str| -> Result<Expr> {
         let function = crate::system::function(name, 2)
             .ok_or_else(|| SqlError::new("XX000", format!("{name} is missing")))?;
@@ -256,8 +322,13 @@ pub fn bind_unnest(
         stop: bound("array_upper")?,
         step: None,
     };
-    let mut exprs = vec![Expr::Call(&SUBSCRIPT, vec![array.clone(), Expr::Column(0)])];
-    let mut columns = vec![Column::new("unnest", Some(DataType::Text))];
+    let element = Expr::Call(&SUBSCRIPT, vec![array.clone(), Expr::Column(0)]);
+    let (element, element_ty) = typed_element(element, array_ty);
+    let mut exprs = vec![element];
+    let mut columns = vec![Column::new(
+        "unnest",
+        Some(element_ty.unwrap_or(DataType::Text)),
+    )];
     if with_ordinality {
         exprs.push(Expr::Arith(
             crate::types::ops::ArithOp::Add,

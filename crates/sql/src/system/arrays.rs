@@ -133,6 +133,20 @@ pub fn array_of(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(steady_types::array::array_text(args)))
 }
 
+/// `a || b` of two arrays (an element operand comes as a one-element array): their elements one
+/// after the other; a NULL array counts as empty, and two give NULL.
+pub fn array_cat(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args.iter().all(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let mut elements = Vec::new();
+    for array in args.iter().filter(|a| !a.is_null()) {
+        let parsed = array_arg(array)?.elements.into_iter();
+        elements.extend(parsed.map(|e| e.map_or(Value::Null, Value::Text)));
+    }
+    Ok(Value::Text(steady_types::array::array_text(&elements)))
+}
+
 /// `ARRAY(subquery)` from its elements' texts joined by commas (NULL when there were none).
 pub fn array_from_elements(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(match &args[0] {

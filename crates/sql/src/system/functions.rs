@@ -61,6 +61,7 @@ pub static ARRAY_OF: Function = lenient(pure(
     text,
     arrays::array_of,
 ));
+pub static ARRAY_CAT: Function = lenient(pure("array_cat", (2, 2), text, arrays::array_cat));
 pub static ARRAY_FROM_ELEMENTS: Function = lenient(pure(
     "array_from_elements",
     (1, 1),

@@ -137,6 +137,10 @@ pub fn type_oid(ty: &DataType) -> u32 {
         DataType::Json => JSON,
         DataType::Jsonb => JSONB,
         DataType::TextArray => TEXT_ARRAY,
+        DataType::Array(element) => {
+            let element = type_oid(&element.data_type());
+            lookup(element).map_or(0, |(info, _)| info.array)
+        }
     }
 }
 

@@ -5,7 +5,7 @@ pub mod ops;
 
 use rust_decimal::Decimal;
 use sqlparser::ast::{self, CharacterLength, ExactNumberInfo};
-use steady_types::{DataType, Value};
+use steady_types::{ArrayElement, DataType, Value};
 
 use crate::error::{Result, SqlError};
 
@@ -157,7 +157,9 @@ fn array_type(array: &ast::ArrayElemTypeDef) -> Result<DataType> {
     let element = array_element(array).map(convert_type).transpose()?;
     match element {
         Some(DataType::Text | DataType::Varchar(None)) => Ok(DataType::TextArray),
-        Some(other) => Err(SqlError::unsupported(format!("arrays of {other}"))),
+        Some(other) => ArrayElement::of(&other)
+            .map(DataType::Array)
+            .ok_or_else(|| SqlError::unsupported(format!("arrays of {other}"))),
         None => Err(SqlError::unsupported("arrays without an element type")),
     }
 }
@@ -198,27 +200,32 @@ fn parse_modifier(modifiers: &[String]) -> Result<Option<u32>> {
 
 /// The column name PostgreSQL gives `CAST(literal AS type)`: the type's name.
 pub fn type_output_name(data_type: &ast::DataType) -> String {
-    match convert_type(data_type) {
-        Ok(DataType::Boolean) => "bool".into(),
-        Ok(DataType::SmallInt) => "int2".into(),
-        Ok(DataType::Integer) => "int4".into(),
-        Ok(DataType::BigInt) => "int8".into(),
-        Ok(DataType::Real) => "float4".into(),
-        Ok(DataType::Double) => "float8".into(),
-        Ok(DataType::Numeric { .. }) => "numeric".into(),
-        Ok(DataType::Char(_)) => "bpchar".into(),
-        Ok(DataType::Varchar(_)) => "varchar".into(),
-        Ok(DataType::Text) => "text".into(),
-        Ok(DataType::Bytea) => "bytea".into(),
-        Ok(DataType::Date) => "date".into(),
-        Ok(DataType::Timestamp) => "timestamp".into(),
-        Ok(DataType::TimestampTz) => "timestamptz".into(),
-        Ok(DataType::Uuid) => "uuid".into(),
-        Ok(DataType::Interval) => "interval".into(),
-        Ok(DataType::Json) => "json".into(),
-        Ok(DataType::Jsonb) => "jsonb".into(),
-        Ok(DataType::TextArray) => "text".into(),
-        Err(_) => "?column?".into(),
+    convert_type(data_type).map_or_else(|_| "?column?".into(), |ty| internal_name(&ty))
+}
+
+/// The internal name of a type (an array's is its element's, as PostgreSQL names a cast column).
+fn internal_name(ty: &DataType) -> String {
+    match ty {
+        DataType::Array(element) => internal_name(&element.data_type()),
+        DataType::Boolean => "bool".into(),
+        DataType::SmallInt => "int2".into(),
+        DataType::Integer => "int4".into(),
+        DataType::BigInt => "int8".into(),
+        DataType::Real => "float4".into(),
+        DataType::Double => "float8".into(),
+        DataType::Numeric { .. } => "numeric".into(),
+        DataType::Char(_) => "bpchar".into(),
+        DataType::Varchar(_) => "varchar".into(),
+        DataType::Text => "text".into(),
+        DataType::Bytea => "bytea".into(),
+        DataType::Date => "date".into(),
+        DataType::Timestamp => "timestamp".into(),
+        DataType::TimestampTz => "timestamptz".into(),
+        DataType::Uuid => "uuid".into(),
+        DataType::Interval => "interval".into(),
+        DataType::Json => "json".into(),
+        DataType::Jsonb => "jsonb".into(),
+        DataType::TextArray => "text".into(),
     }
 }
 

@@ -115,9 +115,11 @@ pub fn category(ty: &DataType) -> Category {
         | DataType::Real
         | DataType::Double
         | DataType::Numeric { .. } => Category::Numeric,
-        DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::TextArray => {
-            Category::String
-        }
+        DataType::Char(_)
+        | DataType::Varchar(_)
+        | DataType::Text
+        | DataType::TextArray
+        | DataType::Array(_) => Category::String,
         DataType::Bytea => Category::Bytea,
         DataType::Date | DataType::Timestamp | DataType::TimestampTz => Category::DateTime,
         DataType::Uuid => Category::Uuid,

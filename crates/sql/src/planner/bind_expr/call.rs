@@ -78,6 +78,13 @@ impl Binder<'_> {
             function,
             args: exprs,
         });
+        if matches!(function, SetFunction::Unnest) {
+            let array = types.first().copied().flatten();
+            return Ok(crate::planner::binding::typed_element(
+                Expr::Column(column),
+                array,
+            ));
+        }
         Ok((Expr::Column(column), ty))
     }
 

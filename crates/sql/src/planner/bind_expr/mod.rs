@@ -546,6 +546,11 @@ impl Binder<'_> {
         };
         let (a, at) = self.bind_expr(left, scope)?;
         let (b, bt) = self.bind_expr(right, scope)?;
+        if arith == ArithOp::Concat {
+            if let Some(array) = crate::planner::binding::array_concat((&a, at), (&b, bt))? {
+                return Ok(array);
+            }
+        }
         if crate::planner::json::is_jsonb_arith(arith, at, bt)? {
             return crate::planner::json::bind_jsonb_arith(self, arith, (a, at), (b, bt));
         }

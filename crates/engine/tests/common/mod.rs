@@ -1,0 +1,16 @@
+//! Helpers shared by the engine's test binaries.
+
+use steady_engine::catalog::ColumnDef;
+use steady_types::DataType;
+
+/// A NOT NULL integer column named `name`.
+pub fn int_column(name: &str) -> ColumnDef {
+    ColumnDef {
+        name: name.into(),
+        data_type: DataType::Integer,
+        nullable: false,
+        default: None,
+        missing: None,
+        identity: None,
+    }
+}
