@@ -147,6 +147,13 @@ const TOKENS: &[&str] = &[
     "to_date('2024-02-31', 'YYYY-MM-DD')",
     "format('%s %I %L', b, b, b)",
     "string_to_array(b, '')",
+    "'{1,x}'::int[]",
+    "'{1, NULL}'::bigint[]",
+    "'{t,NULL}'::boolean[]",
+    "ARRAY[1, 2] || 3",
+    "ARRAY[a] || ARRAY[b]",
+    "(ARRAY[1.5, 2])[a]",
+    "::numeric[]",
 ];
 
 /// FROM items of generated queries: tables, WITH queries, a subquery, a table function.
