@@ -2,9 +2,8 @@
 relationship, a uuid key, a jsonb column and a timestamptz column; create_all and reflection;
 lazy and eager loads; a CTE; a window function; a bulk insert; an upsert; drop_all.
 
-The reflected columns, keys, unique constraints and foreign keys are what PostgreSQL 15 reflects
-for the same models (checked against it when this module was written). `get_indexes` is not
-reflected yet: its query reads arrays of booleans and oids (issue 16).
+The reflected columns, keys, unique constraints, foreign keys and indexes are what PostgreSQL 15
+reflects for the same models (checked against it when this module was written).
 """
 
 import uuid
@@ -92,6 +91,15 @@ def test_reflection_matches_postgresql(engine):
     assert (fk["constrained_columns"], fk["referred_table"], fk["referred_columns"]) == (
         ["author_id"], "author", ["id"],
     )
+    include = {"postgresql_include": []}
+    assert inspector.get_indexes("book") == [
+        {"name": "book_title", "unique": False, "column_names": ["title"],
+         "dialect_options": include},
+    ]
+    assert inspector.get_indexes("author") == [
+        {"name": "author_name_key", "unique": True, "column_names": ["name"],
+         "duplicates_constraint": "author_name_key", "dialect_options": include},
+    ]
 
 
 def test_orm_loads_queries_and_writes(engine):

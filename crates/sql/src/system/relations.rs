@@ -133,6 +133,9 @@ pub const VIEWS: &[SystemTable] = &[
             ("indislive", Boolean),
             ("indisreplident", Boolean),
             ("indkey", Text),
+            ("indcollation", Text),
+            ("indclass", Text),
+            ("indoption", Text),
             ("indexprs", Text),
             ("indpred", Text),
         ],
@@ -405,9 +408,19 @@ fn index_row(table_oid: i64, index: &IndexInfo) -> Vec<Value> {
         flag(true),
         flag(false),
         attnum_vector(&index.columns),
+        // Collations, operator classes (pg_opclass lists no non-default one) and options
+        // (ascending, NULLS LAST): every column the default.
+        zero_vector(index.columns.len()),
+        zero_vector(index.columns.len()),
+        zero_vector(index.columns.len()),
         Value::Null,
         Value::Null,
     ]
+}
+
+/// An `oidvector` / `int2vector` of `n` zeros.
+fn zero_vector(n: usize) -> Value {
+    Value::Text(vec!["0"; n].join(" "))
 }
 
 fn pg_constraint(ctx: &mut ExecCtx) -> Result<Rows> {
