@@ -1,5 +1,8 @@
 //! `ALTER TABLE t ALTER [COLUMN] c` forms that change only the catalog: SET DEFAULT, DROP
-//! DEFAULT, DROP NOT NULL, and SET NOT NULL after a scan that finds no NULL (23502 otherwise).
+//! DEFAULT, DROP NOT NULL, SET NOT NULL after a scan that finds no NULL (23502 otherwise), and
+//! TYPE where every stored value is already a value of the new type in the same bytes — a string
+//! column made longer or unlimited (`varchar(30)` to `varchar(150)` or `text`), as PostgreSQL
+//! also does without a rewrite. A change of type that needs a rewrite is refused (0A000; issue 15).
 //! Rows are never rewritten: a new default applies to rows inserted later, as in PostgreSQL
 //! (rows stored before an ADD COLUMN keep reading their `missing` value).
 //!
@@ -67,6 +70,20 @@ impl Ddl<'_> {
                 def.nullable = false;
                 self.refuse_nulls(table, position)?;
             }
+            AlterColumnOperation::SetDataType {
+                data_type,
+                using: None,
+                ..
+            } => {
+                let new = crate::types::convert_type(data_type)?;
+                if !widens_in_place(&def.data_type, &new) {
+                    return Err(SqlError::unsupported(format!(
+                        "ALTER COLUMN ... TYPE from {} to {new} (it needs a rewrite of the table)",
+                        def.data_type
+                    )));
+                }
+                def.data_type = new;
+            }
             other => return Err(SqlError::unsupported(format!("ALTER COLUMN ... {other}"))),
         }
         self.engine().alter_table(altered)?;
@@ -91,5 +108,17 @@ impl Ddl<'_> {
         }
         txn.rollback()?;
         Ok(())
+    }
+}
+
+/// Whether every value of type `old` is, in the same stored bytes, a value of type `new`: a
+/// string type whose length limit stays or grows (`varchar(n)` to `varchar(m)`, m >= n, or to
+/// `varchar` / `text`). Strings are stored and keyed alike whatever their limit.
+fn widens_in_place(old: &steady_types::DataType, new: &steady_types::DataType) -> bool {
+    use steady_types::DataType::{Text, Varchar};
+    match (old, new) {
+        (Varchar(Some(n)), Varchar(Some(m))) => m >= n,
+        (Varchar(_) | Text, Varchar(None) | Text) => true,
+        _ => false,
     }
 }
