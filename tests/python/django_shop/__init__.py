@@ -1,0 +1,1 @@
+"""A small Django app for test_django.py: authors, books and orders."""
