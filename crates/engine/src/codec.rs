@@ -286,7 +286,8 @@ fn utf8(bytes: Vec<u8>) -> Result<String, CodecError> {
     String::from_utf8(bytes).map_err(|_| CodecError::Invalid("UTF-8 text"))
 }
 
-fn put_varint(out: &mut Vec<u8>, mut n: u128) {
+/// Appends `n` as a LEB128 varint (7 bits a byte, low first; one byte below 128).
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut n: u128) {
     while n >= 0x80 {
         out.push(n as u8 | 0x80);
         n >>= 7;
@@ -541,6 +542,16 @@ fn read_key_bytes(reader: &mut Reader<'_>) -> Result<Vec<u8>, CodecError> {
 // ---------------------------------------------------------------------------------------------
 // Reading
 // ---------------------------------------------------------------------------------------------
+
+/// The varint that is the whole of `bytes` (see [`put_varint`]).
+pub(crate) fn read_whole_varint(bytes: &[u8]) -> Result<u128, CodecError> {
+    let mut reader = Reader { rest: bytes };
+    let n = reader.varint()?;
+    if !reader.rest.is_empty() {
+        return Err(CodecError::Invalid("bytes after a varint"));
+    }
+    Ok(n)
+}
 
 /// A cursor over encoded bytes that fails instead of running past the end.
 struct Reader<'a> {

@@ -28,7 +28,7 @@ use steady_storage::btree::{BTree, Partition};
 use steady_storage::mtr::Mtr;
 
 use crate::catalog::{table_key, ColumnDef, EntryFormat, IndexDef, RowDecoder, TableDef};
-use crate::codec::{encode_key, encode_row};
+use crate::codec::{encode_key, encode_row, put_varint, read_whole_varint};
 use crate::engine::row_lock::{RowLockMode, RowLockWait, RowLocked};
 use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
@@ -423,12 +423,8 @@ pub(crate) fn entry_value(format: EntryFormat, pk: &[u8]) -> Vec<u8> {
     match format {
         EntryFormat::PkInValue => pk.to_vec(),
         EntryFormat::PkLength => {
-            let (mut out, mut n) = (Vec::with_capacity(2), pk.len());
-            while n >= 0x80 {
-                out.push(n as u8 | 0x80);
-                n >>= 7;
-            }
-            out.push(n as u8);
+            let mut out = Vec::with_capacity(2);
+            put_varint(&mut out, pk.len() as u128);
             out
         }
     }
@@ -439,20 +435,12 @@ pub(crate) fn entry_pk(format: EntryFormat, key: &[u8], value: Vec<u8>) -> Resul
     if format == EntryFormat::PkInValue {
         return Ok(value);
     }
-    let corrupt = || EngineError::Corrupt(format!("secondary entry value {value:?}"));
-    let mut length = 0usize;
-    for (at, byte) in value.iter().enumerate() {
-        length |= usize::from(byte & 0x7f)
-            .checked_shl(7 * at as u32)
-            .ok_or_else(corrupt)?;
-        if byte & 0x80 == 0 {
-            let valid = at + 1 == value.len() && length <= key.len();
-            return valid
-                .then(|| key[key.len() - length..].to_vec())
-                .ok_or_else(corrupt);
-        }
-    }
-    Err(corrupt())
+    let length = read_whole_varint(&value)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n <= key.len())
+        .ok_or_else(|| EngineError::Corrupt(format!("secondary entry value {value:?}")))?;
+    Ok(key[key.len() - length..].to_vec())
 }
 
 /// Whether a row has a NULL in one of the columns (NULLs never collide in a unique index).
