@@ -9,7 +9,7 @@
 //! the name (`c.oid::regclass` in a select list). Arrays are text (see [`crate::system::arrays`]).
 
 use sqlparser::ast::{self, BinaryOperator, Expr as AstExpr};
-use steady_types::{ArrayElement, DataType, Value};
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{AggCall, AggFunc};
@@ -100,12 +100,7 @@ fn text_operand(binder: &mut Binder<'_>, expr: Expr, ty: Option<DataType>) -> Re
 /// Whether an array type has an engine type (`text[]`, `varchar[]`, arrays of numbers and
 /// booleans); arrays of other types are read as their text.
 fn is_engine_array(element: &ast::ArrayElemTypeDef) -> bool {
-    let element = crate::types::array_element(element).map(crate::types::convert_type);
-    match element {
-        Some(Ok(DataType::Text | DataType::Varchar(None))) => true,
-        Some(Ok(other)) => ArrayElement::of(&other).is_some(),
-        _ => false,
-    }
+    crate::types::array_type(element).is_ok()
 }
 
 /// The engine type standing for a type the engine lacks or the parser leaves schema-qualified

@@ -153,7 +153,7 @@ pub fn array_element(array: &ast::ArrayElemTypeDef) -> Option<&ast::DataType> {
 
 /// An array type: `text[]` (of any string type) is one; arrays of other types are refused as
 /// a column or cast type (a value of one stays its text form elsewhere).
-fn array_type(array: &ast::ArrayElemTypeDef) -> Result<DataType> {
+pub fn array_type(array: &ast::ArrayElemTypeDef) -> Result<DataType> {
     let element = array_element(array).map(convert_type).transpose()?;
     match element {
         Some(DataType::Text | DataType::Varchar(None)) => Ok(DataType::TextArray),
