@@ -118,9 +118,15 @@ impl CancelHandle {
         *self.state.deadline.lock() = timeout.map(|t| Instant::now() + t);
     }
 
-    /// The statement ended.
+    /// The statement ended. The lock manager holds an interrupt for it only if a reason was set
+    /// (`cancel` sets one before it interrupts, under the same `running` lock), so a statement
+    /// nobody stopped does not touch the lock manager's interrupts.
     pub(crate) fn finish(&self) {
-        if let Some((engine, txn)) = self.state.running.lock().take() {
+        let mut running = self.state.running.lock();
+        let Some((engine, txn)) = running.take() else {
+            return;
+        };
+        if self.state.reason.load(Ordering::Acquire) != NONE {
             engine.locks().forget_interrupt(txn);
         }
     }
