@@ -13,7 +13,16 @@
 //!
 //! After its first allocation or free in a space, an mtr latches no tree page of that space other than
 //! pages it has just allocated.
+//!
+//! An mtr may be opened while the same thread holds another (a *nested* one): the engine logs a
+//! row's undo entry and history copy in other trees while the row's clustered leaf stays latched
+//! (`BTree::replace_run_where`), so that no other writer can change the row in between. Only the
+//! outermost mtr of a thread waits for redo log room ([`BufferPool::reserve_log`], with no page
+//! latched); a nested one must not (the checkpoint it would wait for may need the page the outer
+//! one holds) and uses the room the outer one reserved — a quarter of the log, far more than a
+//! leaf's worth of rows. Nested mtrs latch pages of other trees only.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use parking_lot::{lock_api::ArcMutexGuard, RawMutex};
@@ -35,9 +44,17 @@ pub struct Mtr<'a> {
     allocation_locks: Vec<(SpaceId, ArcMutexGuard<RawMutex, ()>)>,
 }
 
+thread_local! {
+    /// How many mtrs this thread holds open (see the module documentation on nested mtrs).
+    static OPEN_MTRS: Cell<usize> = const { Cell::new(0) };
+}
+
 impl<'a> Mtr<'a> {
     pub fn new(pool: &'a BufferPool) -> Self {
-        pool.reserve_log();
+        if OPEN_MTRS.get() == 0 {
+            pool.reserve_log();
+        }
+        OPEN_MTRS.set(OPEN_MTRS.get() + 1);
         Mtr {
             pool,
             pages: Vec::new(),
@@ -153,6 +170,12 @@ impl<'a> Mtr<'a> {
         while self.pages.pop().is_some() {}
         self.allocation_locks.clear();
         lsn
+    }
+}
+
+impl Drop for Mtr<'_> {
+    fn drop(&mut self) {
+        OPEN_MTRS.set(OPEN_MTRS.get() - 1);
     }
 }
 

@@ -13,6 +13,9 @@
 //!   `insert_run_if_absent` (sorted, or in any order so that runs meet keys that do not ascend),
 //!   with single inserts, deletes, reads and scans between them; every run inserts only absent,
 //!   ascending keys.
+//! - `conditional_runs_replace_only_what_is_accepted_and_prepare_first`: `replace_run_where`
+//!   replaces only the entries its condition accepts, runs its nested writes to another tree
+//!   once per run with the leaf latched, and leaves the leaf untouched when they fail.
 //! - `runs_of_ascending_keys_go_in_one_call_per_leaf`: appending ascending keys in runs takes at
 //!   most two calls per leaf; filling in keys between present ones takes fewer calls than keys;
 //!   a present key stops a run at once.
@@ -789,6 +792,67 @@ fn replacing_and_reading_runs_of_present_keys_go_a_leaf_at_a_time() -> Result<()
         "a run over an absent key replaced {replaced}, expected 1"
     );
     verify_clean(&tree)?;
+    Ok(())
+}
+
+/// `replace_run_where` replaces only what `accept` lets through (a refused first entry is not
+/// replaced, a refused later one ends the run), runs `prepare` once per run with the count about
+/// to be replaced while the leaf is latched — its writes to another tree of the same pool are
+/// nested mini-transactions, and land — and a failing `prepare` leaves the leaf as it was.
+#[test]
+fn conditional_runs_replace_only_what_is_accepted_and_prepare_first() -> Result<(), String> {
+    let (store, tree) = small_tree()?;
+    let space = store.create_space().map_err(err("create_space"))?;
+    let side = BTree::create(store.pool().clone(), space, INDEX + 1).map_err(err("create"))?;
+    let key = |k: u64| k.to_be_bytes().to_vec();
+    for k in 0..10 {
+        tree.insert(&key(k), &[k as u8]).map_err(err("insert"))?;
+    }
+    let run: Entries = (0..10).map(|k| (key(k), vec![100 + k as u8])).collect();
+    let accept = |_: usize, present: &[u8]| present[0] != 3 && present[0] != 6;
+    let (mut at, mut prepared) = (0, Vec::new());
+    while at < run.len() {
+        let replaced = tree
+            .replace_run_where(&run[at..], accept, |count| {
+                prepared.push((at, count));
+                side.insert(&key(at as u64), &[count as u8])?;
+                Ok::<(), StorageError>(())
+            })
+            .map_err(err("replace_run_where"))?;
+        at += replaced.max(1);
+    }
+    ensure!(
+        prepared == vec![(0, 3), (4, 2), (7, 3)],
+        "prepare saw runs {prepared:?}"
+    );
+    for k in 0..10u64 {
+        let expected = if k == 3 || k == 6 {
+            k as u8
+        } else {
+            100 + k as u8
+        };
+        let found = tree.get(&key(k)).map_err(err("get"))?;
+        ensure!(found == Some(vec![expected]), "key {k} holds {found:?}");
+    }
+    for (start, count) in &prepared {
+        let found = side.get(&key(*start as u64)).map_err(err("get"))?;
+        ensure!(
+            found == Some(vec![*count as u8]),
+            "the nested write of run {start} is {found:?}"
+        );
+    }
+    let failed = tree.replace_run_where(
+        &run,
+        |_, _| true,
+        |_| Err(StorageError::Config("prepare failed".into())),
+    );
+    ensure!(failed.is_err(), "a failing prepare did not fail the run");
+    ensure!(
+        tree.get(&key(0)).map_err(err("get"))? == Some(vec![100]),
+        "a failing prepare changed the leaf"
+    );
+    verify_clean(&tree)?;
+    verify_clean(&side)?;
     Ok(())
 }
 

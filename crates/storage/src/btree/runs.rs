@@ -1,6 +1,7 @@
 //! Operations on runs of sorted keys, one mini-transaction per leaf: a run costs one descent, one
 //! latch and one redo record per leaf instead of one per key. Bulk inserts (`insert_run_if_absent`),
-//! reads and in-place replacements of locked rows (`get_many`, `replace_run`), and deletes of many
+//! reads and in-place replacements of rows (`get_many`, `replace_run`, and `replace_run_where`
+//! for rows that must still be as they were read), and deletes of many
 //! keys or key ranges (`delete_sorted`, `delete_ranges`, which merge pages as single deletes do).
 //! Each leaves the tree exactly as the same operations one key at a time would.
 
@@ -98,6 +99,21 @@ impl BTree {
     /// inline, that is too large, or whose new record does not fit in what room is left. 0 means
     /// the first entry was not replaced: the caller writes it on its own ([`BTree::insert`]).
     pub fn replace_run(&self, entries: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
+        self.replace_run_where(entries, |_, _| true, |_| Ok(()))
+    }
+
+    /// [`BTree::replace_run`], where the run also stops before an entry whose present value
+    /// `accept` (given the entry's position in `entries` and that value) refuses. With the leaf
+    /// still latched — so no one else changes those entries meanwhile — `prepare` is told how
+    /// many entries are about to be replaced (at least one) and may write to *other* trees first
+    /// (nested mini-transactions: their redo comes before the leaf's); if it fails, the leaf is
+    /// left as it was. 0 means the first entry was refused and nothing was written.
+    pub fn replace_run_where<E: From<crate::StorageError>>(
+        &self,
+        entries: &[(Vec<u8>, Vec<u8>)],
+        accept: impl Fn(usize, &[u8]) -> bool,
+        prepare: impl FnOnce(usize) -> std::result::Result<(), E>,
+    ) -> std::result::Result<usize, E> {
         let Some((first, _)) = entries.first() else {
             return Ok(0);
         };
@@ -107,7 +123,7 @@ impl BTree {
         let mut room = page.free_space();
         let mut slots = Vec::new();
         let mut previous: Option<&[u8]> = None;
-        for (key, value) in entries {
+        for (at, (key, value)) in entries.iter().enumerate() {
             let ascends = previous.is_none_or(|p| p < key.as_slice());
             if !ascends
                 || self.check_sizes(key, value).is_err()
@@ -122,13 +138,18 @@ impl BTree {
             let needed =
                 Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
             let freed = Page::record_footprint(old.len());
-            let inline = matches!(node::leaf_value(old), StoredValue::Inline(_));
-            if !inline || needed > room + freed {
+            let StoredValue::Inline(present) = node::leaf_value(old) else {
+                break;
+            };
+            if needed > room + freed || !accept(at, present) {
                 break;
             }
             room = room + freed - needed;
             slots.push(slot);
             previous = Some(key);
+        }
+        if !slots.is_empty() {
+            prepare(slots.len())?;
         }
         Ok(commit_run(mtr, leaf, entries, &slots, Placing::Replace))
     }
