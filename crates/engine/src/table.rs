@@ -30,7 +30,7 @@ use steady_storage::mtr::Mtr;
 use crate::catalog::{table_key, ColumnDef, EntryFormat, IndexDef, RowDecoder, TableDef};
 use crate::codec::{encode_key, encode_row, put_varint, read_whole_varint};
 use crate::engine::row_lock::{RowLockMode, RowLockWait, RowLocked};
-use crate::engine::{Engine, Transaction};
+use crate::engine::{Engine, InPlace, Transaction, UnlockedChange};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
 use crate::sorter::{KeySorter, Sorted};
@@ -367,6 +367,14 @@ impl Engine {
     }
 }
 
+/// A row read for a change: its values, and its version in place where a change may go without a
+/// row lock ([`Transaction::get_rows_for_change`]).
+pub type RowForChange = (Vec<Value>, Option<InPlace>);
+
+/// A change without a row lock ([`Transaction::change_rows_unlocked`]): the row's primary key, the
+/// version read, and its new values (None deletes it).
+pub type RowChange = (Vec<u8>, InPlace, Option<Vec<Value>>);
+
 /// Holds a table's lock exclusively for a DDL statement; releases it when dropped.
 pub(crate) struct TableDdlGuard<'e> {
     engine: &'e Engine,
@@ -683,6 +691,59 @@ impl Transaction {
     ) -> Result<Vec<Option<Vec<Value>>>> {
         let rows = self.get_many(table.id, pks)?;
         decode_rows(table, rows)
+    }
+
+    /// The rows under `pks` (ascending), as [`Transaction::get_rows`] sees them, each with the
+    /// version in place where [`Transaction::change_rows_unlocked`] may change it without a row
+    /// lock (see `Transaction::get_many_for_change`).
+    pub fn get_rows_for_change(
+        &mut self,
+        table: &TableDef,
+        pks: &[Vec<u8>],
+    ) -> Result<Vec<Option<RowForChange>>> {
+        let decoder = table.decoder(None);
+        let rows = self.get_many_for_change(table.id, pks)?;
+        rows.into_iter()
+            .map(|seen| {
+                seen.map(|seen| {
+                    let values = decoder.decode(seen.row()).map_err(corrupt_row)?;
+                    Ok((values, seen.in_place()))
+                })
+                .transpose()
+            })
+            .collect()
+    }
+
+    /// Deletes (None) or replaces (primary keys unchanged) rows read by
+    /// [`Transaction::get_rows_for_change`], keys ascending, without row locks where each is still
+    /// as read and unlocked (see `Transaction::write_many_unlocked`), then adds the new index
+    /// entries of the rows replaced. Returns which rows it wrote: the others changed since they
+    /// were read, or someone holds their row lock, and must be locked and checked again. Replacing
+    /// rows of a table with a unique secondary index writes none (a row's unique check must see the
+    /// rows before it in place: `update_rows` takes those one by one).
+    pub fn change_rows_unlocked(
+        &mut self,
+        table: &TableDef,
+        changes: &[RowChange],
+    ) -> Result<Vec<bool>> {
+        let unique = table.indexes.iter().any(|index| index.unique);
+        if unique && changes.iter().any(|(_, _, values)| values.is_some()) {
+            return Ok(vec![false; changes.len()]);
+        }
+        self.lock_table_for_write(table)?;
+        let engine = Arc::clone(&self.engine);
+        let _ddl = engine.ddl.read();
+        let encoded: Vec<UnlockedChange<'_>> = changes
+            .iter()
+            .map(|(pk, read, values)| (pk.as_slice(), read, values.as_deref().map(encode_row)))
+            .collect();
+        let written = self.write_many_unlocked(table.id, &encoded)?;
+        for ((pk, _, values), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
+            if let Some(values) = values {
+                self.add_index_entries(table, pk, values)?;
+            }
+        }
+        Ok(written)
     }
 
     /// Locks the rows under `pks` (ascending) for writing and returns their newest versions, as

@@ -839,3 +839,179 @@ fn rollback_to_a_savepoint_removes_secondary_entries_and_frees_unique_keys() {
     assert_eq!(engine.index_records(table.id).unwrap(), 3);
     assert_eq!(engine.stats().history_length, 0);
 }
+
+/// Commits `rows` (key, value) to `index`.
+fn committed_rows(engine: &Arc<Engine>, index: IndexId, rows: &[(&str, &str)]) {
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    for (key, value) in rows {
+        setup
+            .insert(index, key.as_bytes(), value.as_bytes())
+            .unwrap();
+    }
+    setup.commit().unwrap();
+}
+
+/// Reads `keys` for a change and changes each as `changes` says (None deletes) without row
+/// locks; returns which were written.
+fn change_unlocked(
+    txn: &mut Transaction,
+    index: IndexId,
+    keys: &[&str],
+    changes: &[Option<&str>],
+) -> Vec<bool> {
+    let pks: Vec<Vec<u8>> = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
+    let seen = txn.get_many_for_change(index, &pks).unwrap();
+    let in_place: Vec<_> = seen
+        .into_iter()
+        .map(|s| s.and_then(|s| s.in_place()).expect("seen in place"))
+        .collect();
+    let writes: Vec<_> = pks
+        .iter()
+        .zip(&in_place)
+        .zip(changes)
+        .map(|((pk, read), row)| (pk.as_slice(), read, row.map(|r| r.as_bytes().to_vec())))
+        .collect();
+    txn.write_many_unlocked(index, &writes).unwrap()
+}
+
+/// A row read for a change is written without a row lock only if it is still as read and nobody
+/// holds its row lock: one changed by a commit since, and one another transaction locked, are
+/// refused (left to the locking path) and keep what they had; the others are written, an older
+/// snapshot still reads what they were, and the transaction's rollback or commit ends them as
+/// for locked writes.
+#[test]
+fn rows_changed_without_row_locks_are_refused_once_changed_or_locked_since_read() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    let four = [("a", "0"), ("b", "0"), ("c", "0"), ("d", "0")];
+    committed_rows(&engine, table, &four);
+    let mut old_reader = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(contents(&mut old_reader, table).len(), 4);
+    let mut changer = engine.begin(Isolation::ReadCommitted).unwrap();
+    let keys = ["a", "b", "c", "d"];
+    let pks: Vec<Vec<u8>> = keys.iter().map(|k| k.as_bytes().to_vec()).collect();
+    let seen = changer.get_many_for_change(table, &pks).unwrap();
+    let mut other = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert!(other.update(table, b"b", b"other").unwrap());
+    other.commit().unwrap();
+    let mut locker = engine.begin(Isolation::ReadCommitted).unwrap();
+    locker.lock_row(table, b"c").unwrap();
+    let in_place: Vec<_> = seen
+        .into_iter()
+        .map(|s| s.unwrap().in_place().unwrap())
+        .collect();
+    let rows = [
+        Some(b"1".to_vec()),
+        Some(b"1".to_vec()),
+        Some(b"1".to_vec()),
+        None,
+    ];
+    let writes: Vec<_> = pks
+        .iter()
+        .zip(&in_place)
+        .zip(rows)
+        .map(|((pk, read), row)| (pk.as_slice(), read, row))
+        .collect();
+    let written = changer.write_many_unlocked(table, &writes).unwrap();
+    assert_eq!(written, vec![true, false, false, true]);
+    changer.begin_statement();
+    assert_eq!(contents(&mut changer, table), vec!["a=1", "b=other", "c=0"]);
+    assert_eq!(
+        contents(&mut old_reader, table),
+        vec!["a=0", "b=0", "c=0", "d=0"],
+        "an older snapshot reads the versions replaced"
+    );
+    locker.rollback().unwrap();
+    changer.rollback().unwrap();
+    assert_eq!(
+        committed_contents(&engine, table),
+        vec!["a=0", "b=other", "c=0", "d=0"]
+    );
+    let mut changer = engine.begin(Isolation::ReadCommitted).unwrap();
+    let written = change_unlocked(&mut changer, table, &["a", "d"], &[Some("2"), None]);
+    assert_eq!(written, vec![true, true]);
+    changer.commit().unwrap();
+    assert_eq!(
+        contents(&mut old_reader, table),
+        vec!["a=0", "b=0", "c=0", "d=0"]
+    );
+    old_reader.commit().unwrap();
+    engine.purge().unwrap();
+    assert_eq!(
+        committed_contents(&engine, table),
+        vec!["a=2", "b=other", "c=0"]
+    );
+    assert_eq!(
+        engine.stats().history_length,
+        0,
+        "purge removed the history"
+    );
+}
+
+/// A row changed without a row lock belongs to its writer until it ends: a READ COMMITTED writer
+/// waits for it and then changes the new version; a REPEATABLE READ one whose snapshot predates
+/// the commit fails with a serialization failure; a reader never waits.
+#[test]
+fn a_row_changed_without_a_row_lock_is_its_writers_until_it_ends() {
+    let (_, engine) = engine();
+    let table = engine.create_index().unwrap();
+    committed_rows(&engine, table, &[("k", "0")]);
+    let mut repeatable = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(
+        value(repeatable.get(table, b"k").unwrap()).as_deref(),
+        Some("0")
+    );
+    let mut first = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert_eq!(
+        change_unlocked(&mut first, table, &["k"], &[Some("1")]),
+        vec![true]
+    );
+    let waits_before = engine.locks().stats().lock_waits;
+    std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            let mut second = engine.begin(Isolation::ReadCommitted).unwrap();
+            assert!(second.update(table, b"k", b"2").unwrap());
+            second.commit().unwrap();
+        });
+        while engine.locks().stats().lock_waits == waits_before {
+            std::thread::yield_now();
+        }
+        assert!(
+            !waiter.is_finished(),
+            "the second writer waits for the first"
+        );
+        let mut reader = engine.begin(Isolation::ReadCommitted).unwrap();
+        assert_eq!(
+            value(reader.get(table, b"k").unwrap()).as_deref(),
+            Some("0")
+        );
+        first.commit().unwrap();
+        waiter.join().unwrap();
+    });
+    let err = repeatable.update(table, b"k", b"3").unwrap_err();
+    assert!(matches!(err, EngineError::SerializationFailure), "{err}");
+    assert_eq!(committed_contents(&engine, table), vec!["k=2"]);
+}
+
+/// Changes made without row locks by a transaction that never ended are rolled back by recovery,
+/// and the directory checks clean.
+#[test]
+fn a_crash_rolls_back_changes_made_without_row_locks() {
+    let (vfs, engine) = engine();
+    let table = engine.create_index().unwrap();
+    committed_rows(&engine, table, &[("a", "0"), ("b", "0"), ("c", "0")]);
+    let mut unfinished = engine.begin(Isolation::ReadCommitted).unwrap();
+    let written = change_unlocked(&mut unfinished, table, &["a", "c"], &[Some("x"), None]);
+    assert_eq!(written, vec![true, true]);
+    engine.store().sync_log().unwrap();
+    std::mem::forget(unfinished);
+    drop(engine);
+    let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
+    assert_eq!(
+        committed_contents(&engine, table),
+        vec!["a=0", "b=0", "c=0"]
+    );
+    engine.close().unwrap();
+    let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}

@@ -63,9 +63,11 @@ pub mod row_lock;
 mod savepoint;
 mod scan;
 mod transaction;
+mod unlocked;
 mod write;
 
 use open::read_counter;
+pub use unlocked::{InPlace, SeenRow, UnlockedChange};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Bound;

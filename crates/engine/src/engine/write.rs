@@ -1,7 +1,8 @@
 //! A transaction's writes: a row lock (or, for inserts into tables without secondary indexes, the
 //! writer's own transaction lock), the first-updater-wins check, the undo entry and the replaced
 //! version saved to history, then the new version in place — in that order, each its own
-//! mini-transaction, so recovery can undo any prefix.
+//! mini-transaction, so recovery can undo any prefix. Updates and deletes of rows read for a
+//! change may skip the row lock (`unlocked.rs`).
 //!
 //! Bulk inserts keep that order per batch: `insert_many` writes the undo entries of a batch of
 //! rows first, then the rows in runs of ascending keys, one mini-transaction per leaf; an undo
@@ -86,17 +87,9 @@ impl Transaction {
 
     /// The version a write puts in place: `row` by this transaction, or its delete mark (noted in
     /// `deleted`).
-    fn new_version(&mut self, row: Option<&[u8]>) -> Vec<u8> {
+    pub(super) fn new_version(&mut self, row: Option<&[u8]>) -> Vec<u8> {
         self.deleted |= row.is_none();
-        match row {
-            Some(row) => Version::encode_live(self.id, row),
-            None => Version {
-                writer: self.id,
-                deleted: true,
-                row: Vec::new(),
-            }
-            .encode(),
-        }
+        version_by(self.id, row)
     }
 
     /// The common insert of a new key into a table without secondary indexes, with no row lock:
@@ -343,28 +336,43 @@ impl Transaction {
         }
         self.locked_writes.insert(index);
         let mut written: Vec<bool> = vec![false; rows.len()];
-        let (mut undo, mut history, mut in_place) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut replaced, mut in_place) = (Vec::new(), Vec::new());
         for (at, pk, row, current) in changing {
             written[at] = true;
-            if let Some((entry, old)) = self.first_write_log(index, pk, current)? {
-                undo.push(entry);
-                history.extend(old.map(|(key, old)| (key, old.encode())));
-            }
-            let version = self.new_version(row.as_deref());
-            in_place.push((pk.clone(), version));
+            replaced.push((pk.as_slice(), current));
+            in_place.push((pk.clone(), self.new_version(row.as_deref())));
         }
-        self.write_undo_run(&undo)?;
-        self.writes.extend(undo);
-        history.sort_unstable();
-        let added = insert_run(&engine.history, &history)?;
-        engine
-            .history_length
-            .fetch_add(added as i64, Ordering::Relaxed);
+        self.log_first_writes(index, replaced)?;
         replace_run(&tree, &in_place)?;
         for (pk, _) in &in_place {
             engine.unbury(index, pk)?;
         }
         Ok(written)
+    }
+
+    /// Logs what the first writes of rows (`(pk, version in place)`) replace, each kind as one
+    /// run: the undo entries, then the committed versions they replace into history (see
+    /// `first_write_log`).
+    pub(super) fn log_first_writes<'k>(
+        &mut self,
+        index: IndexId,
+        replaced: impl IntoIterator<Item = (&'k [u8], Option<Version>)>,
+    ) -> Result<()> {
+        let (mut undo, mut history) = (Vec::new(), Vec::new());
+        for (pk, current) in replaced {
+            if let Some((entry, old)) = self.first_write_log(index, pk, current)? {
+                undo.push(entry);
+                history.extend(old.map(|(key, old)| (key, old.encode())));
+            }
+        }
+        self.write_undo_run(&undo)?;
+        self.writes.extend(undo);
+        history.sort_unstable();
+        let added = insert_run(&self.engine.history, &history)?;
+        self.engine
+            .history_length
+            .fetch_add(added as i64, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The newest versions of the rows under `pks` (ascending), locked: those `lock_row` kept,
@@ -753,6 +761,19 @@ impl Transaction {
         self.engine.undo.insert(&key, &entry.encode())?;
         self.writes.push(entry);
         Ok(())
+    }
+}
+
+/// The version in place that `writer` writes: `row`, or a delete mark.
+pub(super) fn version_by(writer: TxnId, row: Option<&[u8]>) -> Vec<u8> {
+    match row {
+        Some(row) => Version::encode_live(writer, row),
+        None => Version {
+            writer,
+            deleted: true,
+            row: Vec::new(),
+        }
+        .encode(),
     }
 }
 

@@ -459,6 +459,14 @@ impl LockManager {
         self.shard(key).lock().get(key)?.held_by(txn)
     }
 
+    /// Whether any transaction holds `key` or waits for it. A writer that changes a row without
+    /// a row lock asks this with the row's leaf latched: a lock granted before it looked is seen,
+    /// and a holder that locks later reads the row after the change (see the engine's
+    /// `Transaction::write_many_unlocked`).
+    pub fn is_locked(&self, key: &LockKey) -> bool {
+        self.shard(key).lock().contains_key(key)
+    }
+
     /// The transactions `txn` waits for (sorted), or None if it is not waiting.
     pub fn waiting_for(&self, txn: TxnId) -> Option<Vec<TxnId>> {
         let waits = self.waits.lock();

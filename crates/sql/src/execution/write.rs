@@ -14,7 +14,11 @@
 //! else from a scan in key order — sort them, and then visit each row once, in primary-key order:
 //! the row must be visible to the statement's snapshot and match the WHERE clause, then it is
 //! locked and the clause re-checked on the newest version (READ COMMITTED's re-check), and only
-//! then changed. Rows are read and locked [`READ_BATCH`] at a time and written [`WRITE_BATCH`]
+//! then changed. Index and primary-key candidates of a statement that writes in batches skip the
+//! lock where they can (`Target::write_unlocked`): a row whose version in place is the one the
+//! snapshot saw is changed if it is still there and unlocked when written (the engine checks
+//! that under the leaf's latch; the new version is the writer's implicit lock), and only the
+//! rows refused go through the lock and the re-check. Rows are read and locked [`READ_BATCH`] at a time and written [`WRITE_BATCH`]
 //! at a time (the engine writes a batch in runs, a mini-transaction per leaf); both batches are
 //! small, so the pages of a batch are still in the pool when it is written, and each clustered
 //! page is read about once per statement.
@@ -555,13 +559,18 @@ impl Target {
         } else {
             batch.min(READ_BATCH)
         };
+        let unlocked = check_snapshot && batch > 1;
         let (mut taken, mut pending) = (0, 0);
         for candidates in keys.chunks(chunk) {
             ctx.check_interrupt()?;
             if limit.is_some_and(|l| taken >= l) {
                 break;
             }
-            let candidates = if check_snapshot {
+            let candidates = if unlocked {
+                let (written, rest) = self.write_unlocked(candidates, &others, writer, ctx)?;
+                taken += written;
+                rest
+            } else if check_snapshot {
                 self.seen_matching(candidates, &others, ctx)?
             } else {
                 candidates.to_vec()
@@ -584,6 +593,61 @@ impl Target {
         }
         writer.flush(ctx)?;
         Ok(taken)
+    }
+
+    /// Writes the index candidates whose row the statement's snapshot sees in place and matches
+    /// the WHERE clause without row locks, where the engine can (the row is still as read and
+    /// nobody holds its lock: `Transaction::change_rows_unlocked`), and `writer` allows it (its
+    /// checks need no other row). Returns how many it wrote, and the matching candidates left to
+    /// the locking path (which locks them and checks the clause again on their newest versions;
+    /// an UPDATE then evaluates its SET expressions again, as PostgreSQL's re-check does).
+    fn write_unlocked(
+        &self,
+        candidates: &[Vec<u8>],
+        others: &[Row],
+        writer: &mut dyn RowWriter,
+        ctx: &mut ExecCtx,
+    ) -> Result<(usize, Vec<Vec<u8>>)> {
+        let seen = ctx.txn()?.get_rows_for_change(&self.table, candidates)?;
+        let (mut changes, mut rows, mut locked) = (Vec::new(), Vec::new(), Vec::new());
+        for (pk, seen) in candidates.iter().zip(seen) {
+            let Some((values, in_place)) = seen else {
+                continue;
+            };
+            let Some(row) = self.matching(&values, others, ctx)? else {
+                continue;
+            };
+            let change = match in_place {
+                Some(in_place) => writer
+                    .unlocked_change(ctx, pk, &values, &row)?
+                    .map(|change| (in_place, change)),
+                None => None,
+            };
+            match change {
+                Some((in_place, change)) => {
+                    changes.push((pk.clone(), in_place, change));
+                    rows.push(row);
+                }
+                None => locked.push(pk.clone()),
+            }
+        }
+        if changes.is_empty() {
+            return Ok((0, locked));
+        }
+        let written = ctx.txn()?.change_rows_unlocked(&self.table, &changes)?;
+        let mut count = 0;
+        for ((pk, _, change), (row, written)) in
+            changes.into_iter().zip(rows.into_iter().zip(written))
+        {
+            if written {
+                writer.note_unlocked(row, change);
+                count += 1;
+            } else {
+                locked.push(pk);
+            }
+        }
+        locked.sort_unstable();
+        Ok((count, locked))
     }
 
     /// The index candidates whose row, as the statement's snapshot sees it, matches the WHERE
@@ -614,6 +678,18 @@ trait RowWriter {
     /// How many rows may wait for a flush: one where a check of a row must see the rows before it
     /// written (foreign keys between rows of the table, unique secondary indexes).
     fn batch(&self, ctx: &mut ExecCtx) -> Result<usize>;
+    /// The change of a row the statement's snapshot sees in place (its key, values, and the row
+    /// the statement's expressions see) if it may be written without a row lock: its new values,
+    /// or None for a delete. None (the outer one) leaves the row to the locking path.
+    fn unlocked_change(
+        &mut self,
+        ctx: &mut ExecCtx,
+        pk: &[u8],
+        values: &Row,
+        row: &Row,
+    ) -> Result<Option<Option<Row>>>;
+    /// Notes a change [`RowWriter::unlocked_change`] gave that was written (for RETURNING).
+    fn note_unlocked(&mut self, row: Row, change: Option<Row>);
     /// Takes a locked row (its key, newest values, and the row the statement's expressions see);
     /// returns whether it changes it.
     fn take(&mut self, ctx: &mut ExecCtx, pk: Vec<u8>, current: Row, row: Row) -> Result<bool>;
@@ -688,6 +764,29 @@ impl RowWriter for UpdateWriter<'_> {
         } else {
             1
         })
+    }
+
+    fn unlocked_change(
+        &mut self,
+        ctx: &mut ExecCtx,
+        pk: &[u8],
+        values: &Row,
+        row: &Row,
+    ) -> Result<Option<Option<Row>>> {
+        let table = &self.plan.target.table;
+        if self.moved.iter().any(|moved| moved == pk) {
+            return Ok(None);
+        }
+        let plan = self.plan;
+        let new = apply_assignments(table, &plan.checks, values, &plan.assignments, row, ctx)?;
+        let same_key = table.primary_key.is_empty() || primary_key(table, &new) == pk;
+        Ok(same_key.then_some(Some(new)))
+    }
+
+    fn note_unlocked(&mut self, _: Row, change: Option<Row>) {
+        if let (Some(new), Some(_)) = (change, &self.plan.returning) {
+            self.written.push(new);
+        }
     }
 
     fn take(&mut self, ctx: &mut ExecCtx, pk: Vec<u8>, old: Row, row: Row) -> Result<bool> {
@@ -777,6 +876,22 @@ impl RowWriter for DeleteWriter<'_> {
         } else {
             1
         })
+    }
+
+    fn unlocked_change(
+        &mut self,
+        _: &mut ExecCtx,
+        _: &[u8],
+        _: &Row,
+        _: &Row,
+    ) -> Result<Option<Option<Row>>> {
+        Ok(Some(None))
+    }
+
+    fn note_unlocked(&mut self, row: Row, _: Option<Row>) {
+        if self.keep_rows {
+            self.deleted.push(row);
+        }
     }
 
     fn take(&mut self, ctx: &mut ExecCtx, pk: Vec<u8>, old: Row, row: Row) -> Result<bool> {

@@ -1,0 +1,156 @@
+//! Updates and deletes without row locks — InnoDB's implicit locks, for the rows a statement
+//! reads before it changes them.
+//!
+//! A row this transaction read as its snapshot sees it, from the version in place
+//! ([`Transaction::get_many_for_change`]), is changed without a row lock if that version is still
+//! in place when the write comes ([`Transaction::write_many_unlocked`]). The check is made with
+//! the row's leaf latched, and the undo entry and the history copy are written under that same
+//! latch (nested mini-transactions, `BTree::replace_run_where`), so no one changes the row between
+//! the check and the write; the redo order per row is still undo, history, in place. The new
+//! version names this transaction as its writer, and that is its lock: whoever wants the row
+//! afterwards finds a running writer in place and waits for this transaction's own lock
+//! (`Transaction::lock_current`), as for rows inserted without a row lock.
+//!
+//! **Refused rows.** A row is left unwritten — the caller then locks it and checks it again, the
+//! locking path — when its version in place is not the one read (someone changed it since), or
+//! someone holds or waits for its row lock (`SELECT ... FOR UPDATE / SHARE`, a writer on the
+//! locking path, purge). A row lock taken before the check is seen by it (the lock table is asked
+//! with the leaf latched); one taken after it reads the row after the write (under the same
+//! latch) and waits for this transaction. SERIALIZABLE transactions always take the locking path,
+//! where their reads and writes go to the dependency tracker.
+//!
+//! **Invariants.** A row is changed only by its row lock's holder or by a writer that found, under
+//! its leaf latch, the version it read in place and no row lock on it; the version read was
+//! committed before this transaction's snapshot (or is its own), so first-updater-wins has
+//! nothing to refuse.
+
+use super::write::version_by;
+use super::*;
+
+/// A row read for a change: the version in place when this transaction's snapshot sees it, which
+/// [`Transaction::write_many_unlocked`] may replace without a row lock; otherwise the row as the
+/// snapshot sees it, an older version that only the locking path may change.
+pub enum SeenRow {
+    InPlace(InPlace),
+    Older(Vec<u8>),
+}
+
+/// The version in place a change without a row lock must find still there.
+#[derive(Clone)]
+pub struct InPlace(Version);
+
+impl SeenRow {
+    pub fn row(&self) -> &[u8] {
+        match self {
+            SeenRow::InPlace(InPlace(version)) => &version.row,
+            SeenRow::Older(row) => row,
+        }
+    }
+
+    pub fn in_place(self) -> Option<InPlace> {
+        match self {
+            SeenRow::InPlace(version) => Some(version),
+            SeenRow::Older(_) => None,
+        }
+    }
+}
+
+/// A change without a row lock: the row's key, the version read, and its new row (None deletes).
+pub type UnlockedChange<'c> = (&'c [u8], &'c InPlace, Option<Vec<u8>>);
+
+impl Transaction {
+    /// The rows under `pks` (ascending) in `index`, as [`Transaction::get_many`] sees them, each
+    /// marked as the version in place where this transaction may change it without a row lock.
+    pub fn get_many_for_change(
+        &mut self,
+        index: IndexId,
+        pks: &[Vec<u8>],
+    ) -> Result<Vec<Option<SeenRow>>> {
+        self.check_open()?;
+        let engine = Arc::clone(&self.engine);
+        let tree = engine.tree(index)?;
+        let snapshot = self.snapshot()?;
+        let mut rows = Vec::with_capacity(pks.len());
+        for (pk, current) in pks.iter().zip(engine.current_versions(&tree, index, pks)?) {
+            self.track_read(index, Bound::Included(pk), Bound::Included(pk))?;
+            let changeable = current
+                .as_ref()
+                .is_some_and(|version| self.may_change_unlocked(version, snapshot));
+            rows.push(match current {
+                Some(version) if changeable => Some(SeenRow::InPlace(InPlace(version))),
+                current => engine
+                    .visible(&tree, index, pk, current, self.id, snapshot)?
+                    .map(SeenRow::Older),
+            });
+        }
+        Ok(rows)
+    }
+
+    /// Whether `version`, in place, is live and seen by `snapshot` as the row's newest version, so
+    /// that this transaction may replace it without a row lock.
+    fn may_change_unlocked(&self, version: &Version, snapshot: Option<Csn>) -> bool {
+        let seen = version.writer == self.id
+            || matches!(self.engine.txns.status(version.writer),
+                TxnStatus::Committed(csn) if snapshot.is_none_or(|s| csn <= s));
+        seen && !version.deleted && self.isolation != Isolation::Serializable
+    }
+
+    /// Writes `changes` (keys ascending, each read by [`Transaction::get_many_for_change`]) without
+    /// row locks, in runs of one mini-transaction per leaf, where each row's version in place is
+    /// still the one read and nobody holds or waits for its row lock; see the module
+    /// documentation. Returns which rows it wrote; the caller takes the others by the locking path.
+    pub fn write_many_unlocked(
+        &mut self,
+        index: IndexId,
+        changes: &[UnlockedChange<'_>],
+    ) -> Result<Vec<bool>> {
+        self.check_open()?;
+        let engine = Arc::clone(&self.engine);
+        let tree = engine.tree(index)?;
+        self.snapshot()?;
+        let mut written = vec![false; changes.len()];
+        if changes.is_empty() || self.isolation == Isolation::Serializable {
+            return Ok(written);
+        }
+        self.hold_own_lock()?;
+        self.locked_writes.insert(index);
+        let entries: Vec<(Vec<u8>, Vec<u8>)> = changes
+            .iter()
+            .map(|(pk, _, row)| (pk.to_vec(), version_by(self.id, row.as_deref())))
+            .collect();
+        let mut at = 0;
+        while at < entries.len() {
+            let run = &changes[at..];
+            let unchanged = |i: usize, present: &[u8]| {
+                let (pk, InPlace(read), _) = &run[i];
+                let in_place = Version::in_record(present).ok();
+                in_place == Some((read.writer, false))
+                    && !engine.locks.is_locked(&LockKey::new(index, *pk))
+            };
+            let replaced = tree.replace_run_where(&entries[at..], unchanged, |count| {
+                self.log_unlocked_writes(index, &run[..count])
+            })?;
+            written[at..at + replaced].fill(true);
+            at += replaced.max(1);
+        }
+        for ((pk, _, _), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
+            engine.unbury(index, pk)?;
+        }
+        Ok(written)
+    }
+
+    /// With the leaf of `changes` latched, before they go in place: what their first writes
+    /// replace, logged (see `log_first_writes`). Their versions were checked when read
+    /// (`may_change_unlocked`) and are still in place, so there is nothing to check again.
+    fn log_unlocked_writes(
+        &mut self,
+        index: IndexId,
+        changes: &[UnlockedChange<'_>],
+    ) -> Result<()> {
+        self.deleted |= changes.iter().any(|(_, _, row)| row.is_none());
+        let replaced = changes
+            .iter()
+            .map(|(pk, InPlace(read), _)| (*pk, Some(read.clone())));
+        self.log_first_writes(index, replaced)
+    }
+}
