@@ -34,7 +34,7 @@ use crate::engine::{Engine, InPlace, Transaction, UnlockedChange};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
 use crate::sorter::{KeySorter, Sorted};
-use crate::version::{history_prefix, IndexId, OldVersion, UndoAction, UndoEntry, Version};
+use crate::version::{history_last, history_prefix, IndexId, OldVersion, UndoAction, UndoEntry, Version};
 use steady_types::Value;
 
 impl Engine {
@@ -335,15 +335,12 @@ impl Engine {
         if let Some(bytes) = self.tree(table.id)?.get(pk)? {
             others.push(Version::decode(&bytes)?);
         }
-        let prefix = history_prefix(table.id, pk);
+        let (prefix, last) = (history_prefix(table.id, pk), history_last(table.id, pk));
         for entry in self
             .history
-            .range(Bound::Included(&prefix), Bound::Unbounded)
+            .range(Bound::Included(&prefix), Bound::Included(&last))
         {
-            let (key, value) = entry?;
-            if !key.starts_with(&prefix) {
-                break;
-            }
+            let (_, value) = entry?;
             others.push(OldVersion::decode(&value)?.version);
         }
         let other_values: Vec<Vec<Value>> = others
@@ -925,11 +922,9 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         let tree = engine.tree(index.id)?;
         let clustered = engine.tree(table.id)?;
-        for entry in tree.range(Bound::Included(sk), Bound::Unbounded) {
+        let end = entry_end(Bound::Included(sk));
+        for entry in tree.range(Bound::Included(sk), end.as_ref().map(Vec::as_slice)) {
             let (key, value) = entry?;
-            if !key.starts_with(sk) {
-                break;
-            }
             let other = entry_pk(index.entry_format, &key, value)?;
             if other == pk || key.len() != sk.len() + other.len() {
                 continue;

@@ -163,6 +163,13 @@ pub fn history_key(index: IndexId, pk: &[u8], start: Csn) -> Vec<u8> {
     key
 }
 
+/// The largest history key a version of the row can have (that of start CSN 0): the inclusive end
+/// of a range over the row's versions, so that a read of them stops at the row's last one instead
+/// of copying the rest of the leaf.
+pub fn history_last(index: IndexId, pk: &[u8]) -> Vec<u8> {
+    history_key(index, pk, 0)
+}
+
 /// The start CSN in a history key.
 pub fn history_start(key: &[u8]) -> Csn {
     !u64::from_be_bytes(key[key.len() - 8..].try_into().expect("8 bytes"))

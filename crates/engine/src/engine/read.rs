@@ -105,17 +105,15 @@ impl Engine {
         snapshot: Csn,
     ) -> Result<Option<Vec<u8>>> {
         let from = history_key(index, pk, snapshot);
+        let last = history_last(index, pk);
         let Some(entry) = self
             .history
-            .range(Bound::Included(&from), Bound::Unbounded)
+            .range(Bound::Included(&from), Bound::Included(&last))
             .next()
         else {
             return Ok(None);
         };
-        let (key, value) = entry?;
-        if !key.starts_with(&history_prefix(index, pk)) {
-            return Ok(None);
-        }
+        let (_, value) = entry?;
         let old = OldVersion::decode(&value)?;
         Ok((!old.version.deleted).then_some(old.version.row))
     }
