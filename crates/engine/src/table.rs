@@ -34,7 +34,9 @@ use crate::engine::{Engine, InPlace, Transaction, UnlockedChange};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
 use crate::sorter::{KeySorter, Sorted};
-use crate::version::{history_last, history_prefix, IndexId, OldVersion, UndoAction, UndoEntry, Version};
+use crate::version::{
+    history_last, history_prefix, IndexId, OldVersion, UndoAction, UndoEntry, Version,
+};
 use steady_types::Value;
 
 impl Engine {
@@ -333,7 +335,9 @@ impl Engine {
             .map_err(corrupt_row)?;
         let mut others = Vec::new();
         if let Some(bytes) = self.tree(table.id)?.get(pk)? {
-            others.push(Version::decode(&bytes)?);
+            let in_place = Version::decode(&bytes)?;
+            others.extend(in_place.kept_version());
+            others.push(in_place);
         }
         let (prefix, last) = (history_prefix(table.id, pk), history_last(table.id, pk));
         for entry in self

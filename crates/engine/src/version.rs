@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! clustered record value   flags u8 | writer txn u64 | row bytes        flags bit 0: deleted
+//!                          a kept mark (bits 0 and 1): flags | writer | kept row's writer txn
+//!                          u64 | kept row's start csn u64 | the row it deleted
 //! history key              index u64 BE | pk length u32 BE | pk | !start csn u64 BE
 //! history value            flags u8 | writer txn u64 | superseded by txn u64 | row bytes
 //! undo key                 txn u64 BE | sequence u64 BE        (sequence u64::MAX: commit marker)
@@ -26,23 +28,40 @@ use crate::txn::{Csn, TxnId};
 pub type IndexId = u64;
 
 const DELETED: u8 = 1;
+/// With DELETED: the mark keeps the row it deleted (see [`Kept`]).
+const KEPT: u8 = 2;
 const HEADER: usize = 9;
+/// What a mark that keeps its row adds to the header: the row's writer and start.
+const KEPT_HEADER: usize = 16;
 
 /// A clustered record: who wrote it, whether it is a delete mark, and the row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {
     pub writer: TxnId,
     pub deleted: bool,
+    /// For a delete mark that keeps the row it deleted: that row's writer and start (`row` is
+    /// then that row).
+    pub kept: Option<Kept>,
     pub row: Vec<u8>,
+}
+
+/// The version a delete mark replaced, kept in the mark itself (as InnoDB's delete-marked
+/// records keep their fields): snapshots older than the delete read the row there, so a delete
+/// writes no copy of the row to history. A kept row leaves its mark only to history (when the
+/// mark is replaced: `Transaction::first_write`, `save_version`) or with it (purge).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kept {
+    pub writer: TxnId,
+    pub start: Csn,
 }
 
 impl Version {
     pub fn encode(&self) -> Vec<u8> {
-        encode_with_header(
-            if self.deleted { DELETED } else { 0 },
-            self.writer,
-            &self.row,
-        )
+        match (self.deleted, self.kept) {
+            (true, Some(kept)) => encode_kept_mark(self.writer, kept, &self.row),
+            (true, None) => encode_with_header(DELETED, self.writer, &[]),
+            (false, _) => encode_with_header(0, self.writer, &self.row),
+        }
     }
 
     /// The encoding of a live (not deleted) version of `row` by `writer`, without building a
@@ -51,11 +70,22 @@ impl Version {
         encode_with_header(0, writer, row)
     }
 
+    /// A delete mark by `writer` keeping `row`, written by `kept`.
+    pub fn encode_kept_mark(writer: TxnId, kept: Kept, row: &[u8]) -> Vec<u8> {
+        encode_kept_mark(writer, kept, row)
+    }
+
+    /// A delete mark by `writer` that keeps no row.
+    pub fn encode_mark(writer: TxnId) -> Vec<u8> {
+        encode_with_header(DELETED, writer, &[])
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<Version> {
-        let (flags, writer, row) = split_header(bytes, "row version")?;
+        let (flags, writer, kept, row) = split_record(bytes, "row version")?;
         Ok(Version {
             writer,
             deleted: flags & DELETED != 0,
+            kept,
             row: row.to_vec(),
         })
     }
@@ -63,13 +93,39 @@ impl Version {
     /// As [`Version::decode`], keeping the record's own buffer for the row (no copy of it into
     /// a new one: scans decode every record they read).
     pub fn from_record(mut record: Vec<u8>) -> Result<Version> {
-        let (flags, writer, _) = split_header(&record, "row version")?;
-        record.drain(..HEADER);
+        let (flags, writer, kept, row) = split_record(&record, "row version")?;
+        let header = record.len() - row.len();
+        record.drain(..header);
         Ok(Version {
             writer,
             deleted: flags & DELETED != 0,
+            kept,
             row: record,
         })
+    }
+
+    /// The row a kept mark keeps, as the live version its writer wrote.
+    pub fn kept_version(&self) -> Option<Version> {
+        let kept = self.kept.filter(|_| self.deleted)?;
+        Some(Version {
+            writer: kept.writer,
+            deleted: false,
+            kept: None,
+            row: self.row.clone(),
+        })
+    }
+
+    /// This version without a kept row (a kept mark becomes a plain mark).
+    pub fn without_kept(&self) -> Version {
+        match self.kept {
+            Some(_) => Version {
+                writer: self.writer,
+                deleted: self.deleted,
+                kept: None,
+                row: Vec::new(),
+            },
+            None => self.clone(),
+        }
     }
 }
 
@@ -90,9 +146,9 @@ impl Version {
         split_header(record, "row version").map(|(flags, writer, _)| (writer, flags & DELETED != 0))
     }
 
-    /// The row bytes of a clustered record, read in place.
+    /// The row bytes of a live clustered record (a kept mark's row), read in place.
     pub fn record_row(record: &[u8]) -> Result<&[u8]> {
-        split_header(record, "row version").map(|(_, _, row)| row)
+        split_record(record, "row version").map(|(_, _, _, row)| row)
     }
 }
 
@@ -104,8 +160,9 @@ pub struct OldVersion {
 }
 
 impl OldVersion {
+    /// History keeps no kept row in a mark: the row goes in under its own start (see [`Kept`]).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = self.version.encode();
+        let mut out = self.version.without_kept().encode();
         out.splice(HEADER..HEADER, self.superseded_by.to_le_bytes());
         out
     }
@@ -134,6 +191,35 @@ fn encode_with_header(flags: u8, txn: TxnId, row: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&txn.to_le_bytes());
     out.extend_from_slice(row);
     out
+}
+
+fn encode_kept_mark(writer: TxnId, kept: Kept, row: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER + KEPT_HEADER + row.len());
+    out.push(DELETED | KEPT);
+    out.extend_from_slice(&writer.to_le_bytes());
+    out.extend_from_slice(&kept.writer.to_le_bytes());
+    out.extend_from_slice(&kept.start.to_le_bytes());
+    out.extend_from_slice(row);
+    out
+}
+
+/// A clustered record's flags, writer, kept row's writer and start (a kept mark), and row bytes.
+fn split_record<'b>(bytes: &'b [u8], what: &str) -> Result<(u8, TxnId, Option<Kept>, &'b [u8])> {
+    let (flags, writer, rest) = split_header(bytes, what)?;
+    if flags & KEPT == 0 {
+        return Ok((flags, writer, None, rest));
+    }
+    if rest.len() < KEPT_HEADER || flags & DELETED == 0 {
+        return Err(EngineError::Corrupt(format!(
+            "{what} with flags {flags:#x} and {} bytes",
+            bytes.len()
+        )));
+    }
+    let kept = Kept {
+        writer: u64::from_le_bytes(rest[..8].try_into().expect("8 bytes")),
+        start: u64::from_le_bytes(rest[8..16].try_into().expect("8 bytes")),
+    };
+    Ok((flags, writer, Some(kept), &rest[KEPT_HEADER..]))
 }
 
 fn split_header<'b>(bytes: &'b [u8], what: &str) -> Result<(u8, TxnId, &'b [u8])> {
@@ -294,12 +380,29 @@ mod tests {
         let version = Version {
             writer: 9,
             deleted: true,
-            row: b"row".to_vec(),
+            kept: None,
+            row: Vec::new(),
         };
         assert_eq!(Version::decode(&version.encode()).unwrap(), version);
+        let kept = Version {
+            kept: Some(Kept {
+                writer: 4,
+                start: 17,
+            }),
+            row: b"row".to_vec(),
+            ..version.clone()
+        };
+        let encoded = kept.encode();
+        assert_eq!(Version::decode(&encoded).unwrap(), kept);
+        assert_eq!(Version::from_record(encoded.clone()).unwrap(), kept);
+        assert_eq!(Version::in_record(&encoded).unwrap(), (9, true));
+        assert_eq!(Version::record_row(&encoded).unwrap(), b"row");
+        assert_eq!(kept.kept_version().unwrap().writer, 4);
+        assert!(Version::decode(&encoded[..HEADER + 3]).is_err());
         assert_eq!(Version::from_record(version.encode()).unwrap(), version);
         let live = Version {
             deleted: false,
+            row: b"row".to_vec(),
             ..version.clone()
         };
         assert_eq!(Version::encode_live(9, b"row"), live.encode());

@@ -144,6 +144,8 @@ impl Engine {
         Ok(removed.unwrap_or(false))
     }
 
+    /// Removes the row's delete mark by `txn` from its clustered index or the graveyard, and then
+    /// the secondary entries only the row the mark kept had (with the row locked by purge).
     pub(super) fn delete_if_marked_by(
         &self,
         index: IndexId,
@@ -153,26 +155,39 @@ impl Engine {
         let Ok(tree) = self.tree(index) else {
             return Ok(false);
         };
-        let marked = |bytes: &[u8]| -> Result<bool> {
+        let marked = |bytes: &[u8]| -> Result<Option<Version>> {
             let version = Version::decode(bytes)?;
-            Ok(version.deleted && version.writer == txn)
+            Ok((version.deleted && version.writer == txn).then_some(version))
         };
-        if let Some(bytes) = tree.get(pk)? {
-            if marked(&bytes)? {
-                tree.delete(pk)?;
-                return Ok(true);
-            }
-            return Ok(false);
+        let mark = if let Some(bytes) = tree.get(pk)? {
+            let Some(mark) = marked(&bytes)? else {
+                return Ok(false);
+            };
+            tree.delete(pk)?;
+            mark
+        } else {
+            let key = graveyard_key(index, pk);
+            let Some(mark) = self
+                .graveyard
+                .get(&key)?
+                .map(|b| marked(&b))
+                .transpose()?
+                .flatten()
+            else {
+                return Ok(false);
+            };
+            self.graveyard.delete(&key)?;
+            self.graveyard_length.fetch_sub(1, Ordering::AcqRel);
+            mark
+        };
+        if let (Some(kept), Some(table)) = (mark.kept_version(), self.table_by_id(index)) {
+            let old = OldVersion {
+                version: kept,
+                superseded_by: txn,
+            };
+            self.remove_stale_entries(&table, pk, &old)?;
         }
-        let key = graveyard_key(index, pk);
-        match self.graveyard.get(&key)? {
-            Some(bytes) if marked(&bytes)? => {
-                self.graveyard.delete(&key)?;
-                self.graveyard_length.fetch_sub(1, Ordering::AcqRel);
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
+        Ok(true)
     }
 
     /// Moves the delete marks of committed transactions that some snapshot still keeps from being

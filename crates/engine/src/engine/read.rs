@@ -36,7 +36,7 @@ impl Engine {
             if version.writer == reader || seen {
                 return Ok((!version.deleted).then_some(version.row));
             }
-            let old = self.history_version(index, pk, snapshot)?;
+            let old = self.older_version(index, pk, &version, snapshot)?;
             if matches!(status, TxnStatus::Committed(_)) {
                 return Ok(old);
             }
@@ -95,6 +95,21 @@ impl Engine {
     /// Whether `writer` committed at or before `snapshot`.
     pub(crate) fn committed_by(&self, writer: TxnId, snapshot: Csn) -> bool {
         matches!(self.txns.status(writer), TxnStatus::Committed(csn) if csn <= snapshot)
+    }
+
+    /// The row as `snapshot` sees it when it does not see `version`, the newest: the row a delete
+    /// mark keeps if the snapshot sees that, else from the history store.
+    fn older_version(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        version: &Version,
+        snapshot: Csn,
+    ) -> Result<Option<Vec<u8>>> {
+        match version.kept.filter(|_| version.deleted) {
+            Some(kept) if kept.start <= snapshot => Ok(Some(version.row.clone())),
+            _ => self.history_version(index, pk, snapshot),
+        }
     }
 
     /// The row as `snapshot` saw it, from the history store: one seek.

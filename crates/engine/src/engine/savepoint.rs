@@ -207,17 +207,26 @@ pub(super) fn undo_in_place(
         }
         UndoAction::Replaced { previous_start } => {
             let key = history_key(entry.index, &entry.pk, *previous_start);
-            let Some(bytes) = history.get(&key)? else {
-                return Ok(None);
+            let saved = match history.get(&key)? {
+                Some(bytes) => {
+                    Some(OldVersion::decode(&bytes)?).filter(|old| old.superseded_by == txn)
+                }
+                None => None,
             };
-            let old = OldVersion::decode(&bytes)?;
-            if old.superseded_by != txn {
-                return Ok(None);
+            let in_place = tree
+                .get(&entry.pk)?
+                .map(|b| Version::decode(&b))
+                .transpose()?;
+            if let Some(in_place) = in_place.filter(|v| v.writer == txn) {
+                // The row this transaction's delete mark keeps, or else the one it sent to history.
+                let restored = in_place
+                    .kept_version()
+                    .or_else(|| saved.as_ref().map(|old| old.version.clone()));
+                if let Some(restored) = restored {
+                    tree.insert(&entry.pk, &restored.encode())?;
+                }
             }
-            if written_by(tree, &entry.pk, txn)? {
-                tree.insert(&entry.pk, &old.version.encode())?;
-            }
-            Ok(Some(key))
+            Ok(saved.map(|_| key))
         }
     }
 }

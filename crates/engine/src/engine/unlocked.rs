@@ -24,7 +24,6 @@
 //! committed before this transaction's snapshot (or is its own), so first-updater-wins has
 //! nothing to refuse.
 
-use super::write::version_by;
 use super::*;
 
 /// A row read for a change: the version in place when this transaction's snapshot sees it, which
@@ -114,9 +113,44 @@ impl Transaction {
         }
         self.hold_own_lock()?;
         self.locked_writes.insert(index);
+        self.write_runs_unlocked(&tree, index, changes, &mut written, true)?;
+        // Deletes a full leaf refused a mark that keeps the row (16 bytes longer than the row)
+        // go again with plain marks, their rows copied to history.
+        let again: Vec<usize> = (0..changes.len())
+            .filter(|&at| !written[at] && changes[at].2.is_none())
+            .collect();
+        if !again.is_empty() {
+            let retried: Vec<UnlockedChange<'_>> =
+                again.iter().map(|&at| changes[at].clone()).collect();
+            let mut retried_written = vec![false; retried.len()];
+            self.write_runs_unlocked(&tree, index, &retried, &mut retried_written, false)?;
+            for (&at, done) in again.iter().zip(retried_written) {
+                written[at] = done;
+            }
+        }
+        for ((pk, _, _), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
+            engine.unbury(index, pk)?;
+        }
+        Ok(written)
+    }
+
+    /// Writes the rows of `changes` that are still as read and unlocked, in runs, noting them in
+    /// `written`; deletes with marks that keep their rows where `keep_in_mark`.
+    fn write_runs_unlocked(
+        &mut self,
+        tree: &BTree,
+        index: IndexId,
+        changes: &[UnlockedChange<'_>],
+        written: &mut [bool],
+        keep_in_mark: bool,
+    ) -> Result<()> {
+        let engine = Arc::clone(&self.engine);
         let entries: Vec<(Vec<u8>, Vec<u8>)> = changes
             .iter()
-            .map(|(pk, _, row)| (pk.to_vec(), version_by(self.id, row.as_deref())))
+            .map(|(pk, InPlace(read), row)| {
+                let version = self.unlocked_version(read, row.as_deref(), keep_in_mark);
+                (pk.to_vec(), version)
+            })
             .collect();
         let mut at = 0;
         while at < entries.len() {
@@ -128,15 +162,31 @@ impl Transaction {
                     && !engine.locks.is_locked(&LockKey::new(index, *pk))
             };
             let replaced = tree.replace_run_where(&entries[at..], unchanged, |count| {
-                self.log_unlocked_writes(index, &run[..count])
+                self.log_unlocked_writes(index, &run[..count], keep_in_mark)
             })?;
             written[at..at + replaced].fill(true);
             at += replaced.max(1);
         }
-        for ((pk, _, _), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
-            engine.unbury(index, pk)?;
-        }
-        Ok(written)
+        Ok(())
+    }
+
+    /// The version a change without a row lock puts in place over `read`: `row`, or a delete
+    /// mark, which keeps `read` where `keep_in_mark` if another transaction committed it (as
+    /// `first_write` decides for every write).
+    fn unlocked_version(&self, read: &Version, row: Option<&[u8]>, keep_in_mark: bool) -> Vec<u8> {
+        let Some(row) = row else {
+            return match self.engine.txns.status(read.writer) {
+                TxnStatus::Committed(start) if keep_in_mark && read.writer != self.id => {
+                    let kept = Kept {
+                        writer: read.writer,
+                        start,
+                    };
+                    Version::encode_kept_mark(self.id, kept, &read.row)
+                }
+                _ => Version::encode_mark(self.id),
+            };
+        };
+        Version::encode_live(self.id, row)
     }
 
     /// With the leaf of `changes` latched, before they go in place: what their first writes
@@ -146,11 +196,12 @@ impl Transaction {
         &mut self,
         index: IndexId,
         changes: &[UnlockedChange<'_>],
+        keep_in_mark: bool,
     ) -> Result<()> {
         self.deleted |= changes.iter().any(|(_, _, row)| row.is_none());
-        let replaced = changes
-            .iter()
-            .map(|(pk, InPlace(read), _)| (*pk, Some(read.clone())));
-        self.log_first_writes(index, replaced)
+        let replaced = changes.iter().map(|(pk, InPlace(read), row)| {
+            (*pk, Some(read.clone()), keep_in_mark && row.is_none())
+        });
+        self.log_first_writes(index, replaced).map(drop)
     }
 }

@@ -60,8 +60,9 @@ impl Transaction {
             return Ok(false);
         }
         self.locked_writes.insert(index);
-        self.save_version(index, pk, current)?;
-        tree.insert(pk, &self.new_version(row))?;
+        let keep = self.save_version(index, pk, current, row.is_none())?;
+        let version = self.new_version(row, keep);
+        self.place_alone(&tree, index, pk, &version)?;
         self.engine.unbury(index, pk)?;
         Ok(true)
     }
@@ -86,10 +87,14 @@ impl Transaction {
     }
 
     /// The version a write puts in place: `row` by this transaction, or its delete mark (noted in
-    /// `deleted`).
-    pub(super) fn new_version(&mut self, row: Option<&[u8]>) -> Vec<u8> {
+    /// `deleted`), keeping the row it deletes where `keep` says (see `first_write`).
+    pub(super) fn new_version(&mut self, row: Option<&[u8]>, keep: Option<KeptRow>) -> Vec<u8> {
         self.deleted |= row.is_none();
-        version_by(self.id, row)
+        match (row, keep) {
+            (Some(row), _) => Version::encode_live(self.id, row),
+            (None, Some((kept, row))) => Version::encode_kept_mark(self.id, kept, &row),
+            (None, None) => Version::encode_mark(self.id),
+        }
     }
 
     /// The common insert of a new key into a table without secondary indexes, with no row lock:
@@ -336,34 +341,90 @@ impl Transaction {
         }
         self.locked_writes.insert(index);
         let mut written: Vec<bool> = vec![false; rows.len()];
-        let (mut replaced, mut in_place) = (Vec::new(), Vec::new());
-        for (at, pk, row, current) in changing {
-            written[at] = true;
-            replaced.push((pk.as_slice(), current));
-            in_place.push((pk.clone(), self.new_version(row.as_deref())));
+        let mut replaced = Vec::new();
+        for (at, pk, row, current) in &changing {
+            written[*at] = true;
+            replaced.push((pk.as_slice(), current.clone(), row.is_none()));
         }
-        self.log_first_writes(index, replaced)?;
-        replace_run(&tree, &in_place)?;
+        let keeps = self.log_first_writes(index, replaced)?;
+        let mut in_place = Vec::with_capacity(changing.len());
+        for ((_, pk, row, _), keep) in changing.into_iter().zip(keeps) {
+            in_place.push((pk.clone(), self.new_version(row.as_deref(), keep)));
+        }
+        self.replace_in_runs(&tree, index, &in_place)?;
         for (pk, _) in &in_place {
             engine.unbury(index, pk)?;
         }
         Ok(written)
     }
 
-    /// Logs what the first writes of rows (`(pk, version in place)`) replace, each kind as one
-    /// run: the undo entries, then the committed versions they replace into history (see
-    /// `first_write_log`).
+    /// Replaces the versions in place of rows of `index` (keys ascending) by `records` in runs, a
+    /// record whose run stops on its own (`place_alone`).
+    fn replace_in_runs(
+        &self,
+        tree: &BTree,
+        index: IndexId,
+        records: &[(Vec<u8>, Vec<u8>)],
+    ) -> Result<()> {
+        let mut at = 0;
+        while at < records.len() {
+            let replaced = tree.replace_run(&records[at..])?;
+            at += replaced;
+            if replaced == 0 {
+                let (pk, version) = &records[at];
+                self.place_alone(tree, index, pk, version)?;
+                at += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Puts `version` in place of the row under `pk` on its own. A delete mark that keeps its row
+    /// goes in only where it fits in the row's leaf: it is 16 bytes longer than the row it keeps,
+    /// and must not split a full leaf (seed 000: a delete reads and writes each page once).
+    /// Otherwise the kept row goes to history (as `first_write` sends any other version there)
+    /// and a plain mark in place.
+    fn place_alone(&self, tree: &BTree, index: IndexId, pk: &[u8], version: &[u8]) -> Result<()> {
+        if !Version::in_record(version)?.1 {
+            tree.insert(pk, version)?;
+            return Ok(());
+        }
+        let mark = Version::decode(version)?;
+        let (Some(kept), Some(row)) = (mark.kept, mark.kept_version()) else {
+            tree.insert(pk, version)?;
+            return Ok(());
+        };
+        if tree.replace_run(&[(pk.to_vec(), version.to_vec())])? == 1 {
+            return Ok(());
+        }
+        let old = OldVersion {
+            version: row,
+            superseded_by: self.id,
+        };
+        self.engine
+            .history_insert(&history_key(index, pk, kept.start), &old)?;
+        tree.insert(pk, &Version::encode_mark(self.id))?;
+        Ok(())
+    }
+
+    /// Logs what the writes of rows (`(pk, version in place, whether a delete whose mark may keep
+    /// the row)`) replace, each kind as one run: the undo entries, then the versions that go to
+    /// history (see `first_write_log`). Returns, per row, the row its delete mark keeps.
     pub(super) fn log_first_writes<'k>(
         &mut self,
         index: IndexId,
-        replaced: impl IntoIterator<Item = (&'k [u8], Option<Version>)>,
-    ) -> Result<()> {
-        let (mut undo, mut history) = (Vec::new(), Vec::new());
-        for (pk, current) in replaced {
-            if let Some((entry, old)) = self.first_write_log(index, pk, current)? {
-                undo.push(entry);
-                history.extend(old.map(|(key, old)| (key, old.encode())));
-            }
+        replaced: impl IntoIterator<Item = (&'k [u8], Option<Version>, bool)>,
+    ) -> Result<Vec<Option<KeptRow>>> {
+        let (mut undo, mut history, mut keeps) = (Vec::new(), Vec::new(), Vec::new());
+        for (pk, current, keep_in_mark) in replaced {
+            let log = self.first_write_log(index, pk, current, keep_in_mark)?;
+            undo.extend(log.undo);
+            history.extend(
+                log.history
+                    .into_iter()
+                    .map(|(key, old)| (key, old.encode())),
+            );
+            keeps.push(log.keep);
         }
         self.write_undo_run(&undo)?;
         self.writes.extend(undo);
@@ -372,7 +433,7 @@ impl Transaction {
         self.engine
             .history_length
             .fetch_add(added as i64, Ordering::Relaxed);
-        Ok(())
+        Ok(keeps)
     }
 
     /// The newest versions of the rows under `pks` (ascending), locked: those `lock_row` kept,
@@ -650,43 +711,58 @@ impl Transaction {
         Ok(self.engine.locks.lock(self.id, key, mode, timeout)?)
     }
 
-    /// Saves what a write of the row replaces, once per savepoint generation: the first write logs
-    /// it (`log_first_write`), a write in a later generation keeps the own version in `rewrites`.
+    /// Saves what a write of the row replaces (`first_write_log`): the undo entry, then what goes
+    /// to history. Returns the row a delete mark keeps.
     pub(super) fn save_version(
         &mut self,
         index: IndexId,
         pk: &[u8],
         current: Option<Version>,
-    ) -> Result<()> {
-        match self.first_write_log(index, pk, current)? {
-            Some((entry, old)) => self.log_first_write(entry, old),
-            None => Ok(()),
+        delete: bool,
+    ) -> Result<Option<KeptRow>> {
+        let log = self.first_write_log(index, pk, current, delete)?;
+        if let Some(entry) = log.undo {
+            self.append_undo(entry)?;
         }
+        for (key, old) in &log.history {
+            self.engine.history_insert(key, old)?;
+        }
+        Ok(log.keep)
     }
 
-    /// What saving the version a write of the row replaces needs logged, if anything: on the
-    /// row's first write (in this savepoint generation) the undo entry and, if a committed version
-    /// is replaced, that version with its history key. A write in a later generation keeps the own
-    /// version in `rewrites` instead; the row is noted as written in the current generation
-    /// (before any savepoint nothing is noted: an own version in place was saved in generation 0).
+    /// What saving the version a write of the row replaces needs logged (`keep_in_mark`: the write
+    /// is a delete whose mark may keep the row):
+    /// on the row's first write (in this savepoint generation) the undo entry and what
+    /// `first_write` says; a write in a later generation keeps the own version in `rewrites`
+    /// instead; the row is noted as written in the current generation (before any savepoint
+    /// nothing is noted: an own version in place was saved in generation 0). An own delete mark
+    /// that keeps a row, replaced, sends that row to history first (old snapshots read it there
+    /// once the mark is gone).
     fn first_write_log(
         &mut self,
         index: IndexId,
         pk: &[u8],
         current: Option<Version>,
-    ) -> Result<Option<FirstWrite>> {
+        keep_in_mark: bool,
+    ) -> Result<WriteLog> {
         let generation = self.generation.load(Ordering::Relaxed);
         let own = current.as_ref().is_some_and(|v| v.writer == self.id);
+        let mut log = WriteLog::default();
+        if own {
+            let version = current.as_ref().expect("own version");
+            log.history
+                .extend(kept_to_history(index, pk, version, self.id));
+        }
         if generation == 0 {
             return if own {
-                Ok(None)
+                Ok(log)
             } else {
-                self.first_write(index, pk, current).map(Some)
+                self.first_write(index, pk, current, keep_in_mark)
             };
         }
         let saved = self.written.insert((index, pk.to_vec()), generation);
         match saved.or(own.then_some(0)) {
-            None => self.first_write(index, pk, current).map(Some),
+            None => self.first_write(index, pk, current, keep_in_mark),
             Some(saved_in) if saved_in < generation => {
                 let version = current.ok_or_else(|| {
                     EngineError::Corrupt(format!("a row written by {} is gone", self.id))
@@ -697,27 +773,32 @@ impl Transaction {
                     version,
                     saved_in,
                 });
-                Ok(None)
+                Ok(log)
             }
-            Some(_) => Ok(None),
+            Some(_) => Ok(log),
         }
     }
 
-    /// The undo entry of a row's first write and the committed version it replaces (with its
-    /// history key), if any.
+    /// The undo entry of a row's first write and the committed version it replaces: a delete's
+    /// mark keeps that version where `keep_in_mark` (no copy to history), any other write sends
+    /// it to history under its start. A committed delete mark replaced goes to history as a plain mark, the row it
+    /// kept under that row's own start.
     fn first_write(
         &self,
         index: IndexId,
         pk: &[u8],
         current: Option<Version>,
-    ) -> Result<FirstWrite> {
+        keep_in_mark: bool,
+    ) -> Result<WriteLog> {
         let Some(version) = current else {
-            let entry = UndoEntry {
-                index,
-                pk: pk.to_vec(),
-                action: UndoAction::Inserted,
-            };
-            return Ok((entry, None));
+            return Ok(WriteLog {
+                undo: Some(UndoEntry {
+                    index,
+                    pk: pk.to_vec(),
+                    action: UndoAction::Inserted,
+                }),
+                ..WriteLog::default()
+            });
         };
         let previous_start = match self.engine.txns.status(version.writer) {
             TxnStatus::Committed(csn) => csn,
@@ -728,29 +809,31 @@ impl Transaction {
                 )))
             }
         };
-        let entry = UndoEntry {
-            index,
-            pk: pk.to_vec(),
-            action: UndoAction::Replaced { previous_start },
+        let mut log = WriteLog {
+            undo: Some(UndoEntry {
+                index,
+                pk: pk.to_vec(),
+                action: UndoAction::Replaced { previous_start },
+            }),
+            ..WriteLog::default()
         };
+        log.history
+            .extend(kept_to_history(index, pk, &version, version.writer));
+        if keep_in_mark && !version.deleted {
+            let kept = Kept {
+                writer: version.writer,
+                start: previous_start,
+            };
+            log.keep = Some((kept, version.row));
+            return Ok(log);
+        }
+        let key = history_key(index, pk, previous_start);
         let old = OldVersion {
             version,
             superseded_by: self.id,
         };
-        Ok((entry, Some((history_key(index, pk, previous_start), old))))
-    }
-
-    /// Before the first change of a row: the undo entry, then the replaced version into history.
-    fn log_first_write(
-        &mut self,
-        entry: UndoEntry,
-        old: Option<(Vec<u8>, OldVersion)>,
-    ) -> Result<()> {
-        self.append_undo(entry)?;
-        if let Some((key, old)) = old {
-            self.engine.history_insert(&key, &old)?;
-        }
-        Ok(())
+        log.history.push((key, old));
+        Ok(log)
     }
 
     /// Appends an entry to this transaction's undo log (durable with the next log flush).
@@ -764,17 +847,20 @@ impl Transaction {
     }
 }
 
-/// The version in place that `writer` writes: `row`, or a delete mark.
-pub(super) fn version_by(writer: TxnId, row: Option<&[u8]>) -> Vec<u8> {
-    match row {
-        Some(row) => Version::encode_live(writer, row),
-        None => Version {
-            writer,
-            deleted: true,
-            row: Vec::new(),
-        }
-        .encode(),
-    }
+/// The history entry of the row a kept delete mark keeps (superseded by `deleter`, the mark's
+/// writer), for when the mark leaves its place; None for any other version.
+fn kept_to_history(
+    index: IndexId,
+    pk: &[u8],
+    version: &Version,
+    deleter: TxnId,
+) -> Option<(Vec<u8>, OldVersion)> {
+    let kept = version.kept.filter(|_| version.deleted)?;
+    let old = OldVersion {
+        version: version.kept_version()?,
+        superseded_by: deleter,
+    };
+    Some((history_key(index, pk, kept.start), old))
 }
 
 /// Whether the in-place record of `pk` names writer `txn`.
@@ -822,8 +908,18 @@ pub(super) fn keys_written_by(
     Ok(keys)
 }
 
-/// The undo entry of a row's first write, and the replaced version with its history key.
-type FirstWrite = (UndoEntry, Option<(Vec<u8>, OldVersion)>);
+/// A row a delete mark keeps: its writer and start, and the row.
+pub(super) type KeptRow = (Kept, Vec<u8>);
+
+/// What a write of a row logs before it goes in place: its undo entry (a row's first write in its
+/// savepoint generation), the versions that go to history (with their keys), and the row its
+/// delete mark keeps.
+#[derive(Default)]
+struct WriteLog {
+    undo: Option<UndoEntry>,
+    history: Vec<(Vec<u8>, OldVersion)>,
+    keep: Option<KeptRow>,
+}
 
 /// Inserts `records` (ascending keys) into `tree` in runs, a record whose run stops on its own
 /// (replacing a present key); returns how many keys were new.
@@ -840,20 +936,4 @@ fn insert_run(tree: &BTree, records: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
         }
     }
     Ok(added)
-}
-
-/// Replaces the values of present keys of `records` (ascending) in runs, a record whose run
-/// stops on its own.
-fn replace_run(tree: &BTree, records: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
-    let mut at = 0;
-    while at < records.len() {
-        let replaced = tree.replace_run(&records[at..])?;
-        at += replaced;
-        if replaced == 0 {
-            let (key, value) = &records[at];
-            tree.insert(key, value)?;
-            at += 1;
-        }
-    }
-    Ok(())
 }
