@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! clustered record value   flags u8 | writer txn u64 | row bytes        flags bit 0: deleted
-//!                          a kept mark (bits 0 and 1): flags | writer | kept row's writer txn
-//!                          u64 | kept row's start csn u64 | the row it deleted
+//!                          bit 1 (with bit 0): the mark keeps the row it deleted, whose writer
+//!                          had settled (see `Version::kept`)
 //! history key              index u64 BE | pk length u32 BE | pk | !start csn u64 BE
 //! history value            flags u8 | writer txn u64 | superseded by txn u64 | row bytes
 //! undo key                 txn u64 BE | sequence u64 BE        (sequence u64::MAX: commit marker)
@@ -28,38 +28,34 @@ use crate::txn::{Csn, TxnId};
 pub type IndexId = u64;
 
 const DELETED: u8 = 1;
-/// With DELETED: the mark keeps the row it deleted (see [`Kept`]).
+/// With DELETED: the mark keeps the row it deleted (see [`Version::kept`]).
 const KEPT: u8 = 2;
 const HEADER: usize = 9;
-/// What a mark that keeps its row adds to the header: the row's writer and start.
-const KEPT_HEADER: usize = 16;
+
+/// The writer a kept row is restored with: an id no transaction gets, which every snapshot sees
+/// as committed (as it sees the kept row's own writer, which had settled: see `Version::kept`).
+pub const SETTLED_WRITER: TxnId = 0;
 
 /// A clustered record: who wrote it, whether it is a delete mark, and the row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Version {
     pub writer: TxnId,
     pub deleted: bool,
-    /// For a delete mark that keeps the row it deleted: that row's writer and start (`row` is
-    /// then that row).
-    pub kept: Option<Kept>,
+    /// A delete mark that keeps the row it deleted (`row`), as InnoDB's delete-marked records keep
+    /// their fields — only a row whose writer had settled (every snapshot sees it, its start is
+    /// 0), so the mark is exactly as long as the row's record was and needs no other field: a
+    /// snapshot that does not see the delete reads the row in the mark, and a delete writes no
+    /// copy of it to history. The row leaves its mark only to history under start 0 (when the
+    /// mark is replaced: `Transaction::first_write`, `first_write_log`) or with it (purge).
+    pub kept: bool,
     pub row: Vec<u8>,
-}
-
-/// The version a delete mark replaced, kept in the mark itself (as InnoDB's delete-marked
-/// records keep their fields): snapshots older than the delete read the row there, so a delete
-/// writes no copy of the row to history. A kept row leaves its mark only to history (when the
-/// mark is replaced: `Transaction::first_write`, `save_version`) or with it (purge).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kept {
-    pub writer: TxnId,
-    pub start: Csn,
 }
 
 impl Version {
     pub fn encode(&self) -> Vec<u8> {
         match (self.deleted, self.kept) {
-            (true, Some(kept)) => encode_kept_mark(self.writer, kept, &self.row),
-            (true, None) => encode_with_header(DELETED, self.writer, &[]),
+            (true, true) => encode_with_header(DELETED | KEPT, self.writer, &self.row),
+            (true, false) => encode_with_header(DELETED, self.writer, &[]),
             (false, _) => encode_with_header(0, self.writer, &self.row),
         }
     }
@@ -70,9 +66,9 @@ impl Version {
         encode_with_header(0, writer, row)
     }
 
-    /// A delete mark by `writer` keeping `row`, written by `kept`.
-    pub fn encode_kept_mark(writer: TxnId, kept: Kept, row: &[u8]) -> Vec<u8> {
-        encode_kept_mark(writer, kept, row)
+    /// A delete mark by `writer` keeping `row`, whose writer had settled.
+    pub fn encode_kept_mark(writer: TxnId, row: &[u8]) -> Vec<u8> {
+        encode_with_header(DELETED | KEPT, writer, row)
     }
 
     /// A delete mark by `writer` that keeps no row.
@@ -81,11 +77,11 @@ impl Version {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Version> {
-        let (flags, writer, kept, row) = split_record(bytes, "row version")?;
+        let (flags, writer, row) = split_record(bytes)?;
         Ok(Version {
             writer,
             deleted: flags & DELETED != 0,
-            kept,
+            kept: flags & KEPT != 0,
             row: row.to_vec(),
         })
     }
@@ -93,24 +89,22 @@ impl Version {
     /// As [`Version::decode`], keeping the record's own buffer for the row (no copy of it into
     /// a new one: scans decode every record they read).
     pub fn from_record(mut record: Vec<u8>) -> Result<Version> {
-        let (flags, writer, kept, row) = split_record(&record, "row version")?;
-        let header = record.len() - row.len();
-        record.drain(..header);
+        let (flags, writer, _) = split_record(&record)?;
+        record.drain(..HEADER);
         Ok(Version {
             writer,
             deleted: flags & DELETED != 0,
-            kept,
+            kept: flags & KEPT != 0,
             row: record,
         })
     }
 
-    /// The row a kept mark keeps, as the live version its writer wrote.
+    /// The row a kept mark keeps, as the live version it was (by [`SETTLED_WRITER`]).
     pub fn kept_version(&self) -> Option<Version> {
-        let kept = self.kept.filter(|_| self.deleted)?;
-        Some(Version {
-            writer: kept.writer,
+        (self.deleted && self.kept).then(|| Version {
+            writer: SETTLED_WRITER,
             deleted: false,
-            kept: None,
+            kept: false,
             row: self.row.clone(),
         })
     }
@@ -118,13 +112,13 @@ impl Version {
     /// This version without a kept row (a kept mark becomes a plain mark).
     pub fn without_kept(&self) -> Version {
         match self.kept {
-            Some(_) => Version {
+            true => Version {
                 writer: self.writer,
                 deleted: self.deleted,
-                kept: None,
+                kept: false,
                 row: Vec::new(),
             },
-            None => self.clone(),
+            false => self.clone(),
         }
     }
 }
@@ -148,7 +142,7 @@ impl Version {
 
     /// The row bytes of a live clustered record (a kept mark's row), read in place.
     pub fn record_row(record: &[u8]) -> Result<&[u8]> {
-        split_record(record, "row version").map(|(_, _, _, row)| row)
+        split_record(record).map(|(_, _, row)| row)
     }
 }
 
@@ -160,7 +154,8 @@ pub struct OldVersion {
 }
 
 impl OldVersion {
-    /// History keeps no kept row in a mark: the row goes in under its own start (see [`Kept`]).
+    /// History keeps no kept row in a mark: the row goes in under its own start, 0 (see
+    /// [`Version::kept`]).
     pub fn encode(&self) -> Vec<u8> {
         let mut out = self.version.without_kept().encode();
         out.splice(HEADER..HEADER, self.superseded_by.to_le_bytes());
@@ -193,33 +188,15 @@ fn encode_with_header(flags: u8, txn: TxnId, row: &[u8]) -> Vec<u8> {
     out
 }
 
-fn encode_kept_mark(writer: TxnId, kept: Kept, row: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + KEPT_HEADER + row.len());
-    out.push(DELETED | KEPT);
-    out.extend_from_slice(&writer.to_le_bytes());
-    out.extend_from_slice(&kept.writer.to_le_bytes());
-    out.extend_from_slice(&kept.start.to_le_bytes());
-    out.extend_from_slice(row);
-    out
-}
-
-/// A clustered record's flags, writer, kept row's writer and start (a kept mark), and row bytes.
-fn split_record<'b>(bytes: &'b [u8], what: &str) -> Result<(u8, TxnId, Option<Kept>, &'b [u8])> {
-    let (flags, writer, rest) = split_header(bytes, what)?;
-    if flags & KEPT == 0 {
-        return Ok((flags, writer, None, rest));
-    }
-    if rest.len() < KEPT_HEADER || flags & DELETED == 0 {
+/// A clustered record's flags, writer and row bytes (a kept mark is always a delete mark).
+fn split_record(bytes: &[u8]) -> Result<(u8, TxnId, &[u8])> {
+    let (flags, writer, row) = split_header(bytes, "row version")?;
+    if flags & KEPT != 0 && flags & DELETED == 0 {
         return Err(EngineError::Corrupt(format!(
-            "{what} with flags {flags:#x} and {} bytes",
-            bytes.len()
+            "row version with flags {flags:#x}"
         )));
     }
-    let kept = Kept {
-        writer: u64::from_le_bytes(rest[..8].try_into().expect("8 bytes")),
-        start: u64::from_le_bytes(rest[8..16].try_into().expect("8 bytes")),
-    };
-    Ok((flags, writer, Some(kept), &rest[KEPT_HEADER..]))
+    Ok((flags, writer, row))
 }
 
 fn split_header<'b>(bytes: &'b [u8], what: &str) -> Result<(u8, TxnId, &'b [u8])> {
@@ -380,15 +357,12 @@ mod tests {
         let version = Version {
             writer: 9,
             deleted: true,
-            kept: None,
+            kept: false,
             row: Vec::new(),
         };
         assert_eq!(Version::decode(&version.encode()).unwrap(), version);
         let kept = Version {
-            kept: Some(Kept {
-                writer: 4,
-                start: 17,
-            }),
+            kept: true,
             row: b"row".to_vec(),
             ..version.clone()
         };
@@ -397,8 +371,9 @@ mod tests {
         assert_eq!(Version::from_record(encoded.clone()).unwrap(), kept);
         assert_eq!(Version::in_record(&encoded).unwrap(), (9, true));
         assert_eq!(Version::record_row(&encoded).unwrap(), b"row");
-        assert_eq!(kept.kept_version().unwrap().writer, 4);
-        assert!(Version::decode(&encoded[..HEADER + 3]).is_err());
+        assert_eq!(encoded.len(), Version::encode_live(9, b"row").len());
+        assert_eq!(kept.kept_version().unwrap().writer, SETTLED_WRITER);
+        assert!(Version::decode(&[KEPT, 0, 0, 0, 0, 0, 0, 0, 0]).is_err());
         assert_eq!(Version::from_record(version.encode()).unwrap(), version);
         let live = Version {
             deleted: false,

@@ -1016,7 +1016,8 @@ fn a_crash_rolls_back_changes_made_without_row_locks() {
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
-/// A delete of a committed row keeps the row in its delete mark instead of copying it to history:
+/// A delete of a settled row (its writer committed before every open snapshot, and purge has
+/// passed) keeps the row in its delete mark instead of copying it to history:
 /// an older snapshot reads it there; when the mark is replaced — by a re-insert of the deleting
 /// transaction, or by another transaction's insert after the delete committed — the kept row
 /// goes to history first, so the older snapshot still reads it; rollbacks (to a savepoint and
@@ -1026,6 +1027,7 @@ fn a_delete_keeps_its_row_in_the_mark_for_older_snapshots() {
     let (vfs, engine) = engine();
     let table = engine.create_index().unwrap();
     committed_rows(&engine, table, &[("a", "0"), ("b", "0"), ("c", "0")]);
+    engine.purge().unwrap();
     let mut old_reader = engine.begin(Isolation::RepeatableRead).unwrap();
     let all_zero = vec!["a=0", "b=0", "c=0"];
     assert_eq!(contents(&mut old_reader, table), all_zero);
@@ -1076,52 +1078,62 @@ fn a_delete_keeps_its_row_in_the_mark_for_older_snapshots() {
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
-/// Deletes of rows in full leaves (a load in key order fills them): a mark that keeps its row is
-/// 16 bytes longer than the row, so where it does not fit the row goes to history and a plain
-/// mark in place instead of splitting the leaf — with and without row locks. Either way an older
-/// snapshot reads every row, a rollback restores them, and after the commit purge leaves neither
-/// history nor marks.
+/// A delete keeps a row whose writer has settled (every snapshot sees it) in its mark, and copies
+/// a row written since an open snapshot began to history, with and without row locks; the older
+/// snapshot reads every row as it was, a rollback restores them, and after the commit purge
+/// leaves neither history nor marks.
 #[test]
-fn deletes_in_full_leaves_copy_to_history_what_their_marks_cannot_keep() {
+fn deletes_keep_settled_rows_in_their_marks_and_copy_recent_ones_to_history() {
     let (vfs, engine) = engine();
     let table = engine.create_index().unwrap();
     let key = |k: u32| format!("k{k:05}");
     let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..3000)
-        .map(|k| (key(k).into_bytes(), vec![b'x'; 100]))
+        .map(|k| (key(k).into_bytes(), b"old".to_vec()))
         .collect();
     let mut load = engine.begin(Isolation::ReadCommitted).unwrap();
     load.insert_many(table, &rows).map_err(|(_, e)| e).unwrap();
     load.commit().unwrap();
     let mut old_reader = engine.begin(Isolation::RepeatableRead).unwrap();
-    assert_eq!(contents(&mut old_reader, table).len(), 3000);
+    let originals = contents(&mut old_reader, table);
+    engine.purge().unwrap();
+    let mut updater = engine.begin(Isolation::ReadCommitted).unwrap();
+    for k in 0..10 {
+        assert!(updater.update(table, key(k).as_bytes(), b"new").unwrap());
+    }
+    updater.commit().unwrap();
+    assert_eq!(engine.stats().history_length, 10);
+    assert_eq!(originals.len(), 3000);
+    assert!(originals.iter().all(|row| row.ends_with("=old")));
     for round in 0..2 {
         let mut deleter = engine.begin(Isolation::ReadCommitted).unwrap();
-        let unlocked: Vec<String> = (0..3000).step_by(3).map(key).collect();
+        let unlocked: Vec<String> = (0..3000).step_by(2).map(key).collect();
         let unlocked: Vec<&str> = unlocked.iter().map(String::as_str).collect();
         let written = change_unlocked(&mut deleter, table, &unlocked, &vec![None; unlocked.len()]);
         assert!(written.iter().all(|&w| w));
-        for k in (1..3000).step_by(3) {
+        for k in (1..3000).step_by(2) {
             assert!(deleter.delete(table, key(k).as_bytes()).unwrap());
         }
-        let copied = engine.stats().history_length;
-        assert!(
-            copied > 0 && copied < 1000,
-            "{copied} of 2,000 deleted rows copied to history"
+        assert_eq!(
+            engine.stats().history_length,
+            20,
+            "only the ten rows written since the old snapshot are copied"
         );
-        assert_eq!(contents(&mut old_reader, table).len(), 3000);
+        assert_eq!(contents(&mut old_reader, table), originals);
         deleter.begin_statement();
-        assert_eq!(contents(&mut deleter, table).len(), 1000);
+        assert!(contents(&mut deleter, table).is_empty());
         if round == 0 {
             deleter.rollback().unwrap();
-            assert_eq!(committed_contents(&engine, table).len(), 3000);
+            let restored = committed_contents(&engine, table);
+            assert_eq!(restored.len(), 3000);
+            assert_eq!(restored.iter().filter(|r| r.ends_with("=new")).count(), 10);
         } else {
             deleter.commit().unwrap();
         }
     }
-    assert_eq!(contents(&mut old_reader, table).len(), 3000);
+    assert_eq!(contents(&mut old_reader, table), originals);
     old_reader.commit().unwrap();
     engine.purge().unwrap();
-    assert_eq!(committed_contents(&engine, table).len(), 1000);
+    assert!(committed_contents(&engine, table).is_empty());
     assert_eq!(engine.stats().history_length, 0);
     engine.close().unwrap();
     let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();

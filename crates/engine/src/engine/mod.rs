@@ -90,7 +90,7 @@ use crate::lock::{LockKey, LockManager, LockMode};
 use crate::ssi::{Conflict, SsiTracker};
 use crate::txn::{Csn, Snapshot, TxnId, TxnManager, TxnStatus};
 use crate::version::{
-    history_key, history_last, split_undo_key, undo_key, IndexId, Kept, OldVersion, UndoAction,
+    history_key, history_last, split_undo_key, undo_key, IndexId, OldVersion, UndoAction,
     UndoEntry, Version, COMMIT_MARKER,
 };
 

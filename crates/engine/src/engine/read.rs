@@ -98,7 +98,7 @@ impl Engine {
     }
 
     /// The row as `snapshot` sees it when it does not see `version`, the newest: the row a delete
-    /// mark keeps if the snapshot sees that, else from the history store.
+    /// mark keeps (every snapshot sees that: see `Version::kept`), else from the history store.
     fn older_version(
         &self,
         index: IndexId,
@@ -106,9 +106,9 @@ impl Engine {
         version: &Version,
         snapshot: Csn,
     ) -> Result<Option<Vec<u8>>> {
-        match version.kept.filter(|_| version.deleted) {
-            Some(kept) if kept.start <= snapshot => Ok(Some(version.row.clone())),
-            _ => self.history_version(index, pk, snapshot),
+        match version.kept_version() {
+            Some(kept) => Ok(Some(kept.row)),
+            None => self.history_version(index, pk, snapshot),
         }
     }
 

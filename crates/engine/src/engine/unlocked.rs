@@ -113,42 +113,21 @@ impl Transaction {
         }
         self.hold_own_lock()?;
         self.locked_writes.insert(index);
-        self.write_runs_unlocked(&tree, index, changes, &mut written, true)?;
-        // Deletes a full leaf refused a mark that keeps the row (16 bytes longer than the row)
-        // go again with plain marks, their rows copied to history.
-        let again: Vec<usize> = (0..changes.len())
-            .filter(|&at| !written[at] && changes[at].2.is_none())
+        // Decided once per row: whether a delete's mark keeps the row (its writer had settled),
+        // which both the version in place and what is logged for it follow.
+        let keeps: Vec<bool> = changes
+            .iter()
+            .map(|(_, InPlace(read), row)| row.is_none() && self.may_keep(read))
             .collect();
-        if !again.is_empty() {
-            let retried: Vec<UnlockedChange<'_>> =
-                again.iter().map(|&at| changes[at].clone()).collect();
-            let mut retried_written = vec![false; retried.len()];
-            self.write_runs_unlocked(&tree, index, &retried, &mut retried_written, false)?;
-            for (&at, done) in again.iter().zip(retried_written) {
-                written[at] = done;
-            }
-        }
-        for ((pk, _, _), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
-            engine.unbury(index, pk)?;
-        }
-        Ok(written)
-    }
-
-    /// Writes the rows of `changes` that are still as read and unlocked, in runs, noting them in
-    /// `written`; deletes with marks that keep their rows where `keep_in_mark`.
-    fn write_runs_unlocked(
-        &mut self,
-        tree: &BTree,
-        index: IndexId,
-        changes: &[UnlockedChange<'_>],
-        written: &mut [bool],
-        keep_in_mark: bool,
-    ) -> Result<()> {
-        let engine = Arc::clone(&self.engine);
         let entries: Vec<(Vec<u8>, Vec<u8>)> = changes
             .iter()
-            .map(|(pk, InPlace(read), row)| {
-                let version = self.unlocked_version(read, row.as_deref(), keep_in_mark);
+            .zip(&keeps)
+            .map(|((pk, InPlace(read), row), &keep)| {
+                let version = match (row, keep) {
+                    (Some(row), _) => Version::encode_live(self.id, row),
+                    (None, true) => Version::encode_kept_mark(self.id, &read.row),
+                    (None, false) => Version::encode_mark(self.id),
+                };
                 (pk.to_vec(), version)
             })
             .collect();
@@ -162,46 +141,38 @@ impl Transaction {
                     && !engine.locks.is_locked(&LockKey::new(index, *pk))
             };
             let replaced = tree.replace_run_where(&entries[at..], unchanged, |count| {
-                self.log_unlocked_writes(index, &run[..count], keep_in_mark)
+                self.log_unlocked_writes(index, &run[..count], &keeps[at..at + count])
             })?;
             written[at..at + replaced].fill(true);
             at += replaced.max(1);
         }
-        Ok(())
+        for ((pk, _, _), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
+            engine.unbury(index, pk)?;
+        }
+        Ok(written)
     }
 
-    /// The version a change without a row lock puts in place over `read`: `row`, or a delete
-    /// mark, which keeps `read` where `keep_in_mark` if another transaction committed it (as
-    /// `first_write` decides for every write).
-    fn unlocked_version(&self, read: &Version, row: Option<&[u8]>, keep_in_mark: bool) -> Vec<u8> {
-        let Some(row) = row else {
-            return match self.engine.txns.status(read.writer) {
-                TxnStatus::Committed(start) if keep_in_mark && read.writer != self.id => {
-                    let kept = Kept {
-                        writer: read.writer,
-                        start,
-                    };
-                    Version::encode_kept_mark(self.id, kept, &read.row)
-                }
-                _ => Version::encode_mark(self.id),
-            };
-        };
-        Version::encode_live(self.id, row)
+    /// Whether a delete of `read` keeps it in the mark: another transaction wrote it and had
+    /// settled (see `Version::kept`; `first_write` decides the same way).
+    fn may_keep(&self, read: &Version) -> bool {
+        read.writer != self.id && self.engine.txns.status(read.writer) == TxnStatus::Committed(0)
     }
 
     /// With the leaf of `changes` latched, before they go in place: what their first writes
-    /// replace, logged (see `log_first_writes`). Their versions were checked when read
-    /// (`may_change_unlocked`) and are still in place, so there is nothing to check again.
+    /// replace, logged (see `log_first_writes`), deletes keeping their rows in their marks where
+    /// `keeps` says. Their versions were checked when read (`may_change_unlocked`) and are still
+    /// in place, so there is nothing to check again.
     fn log_unlocked_writes(
         &mut self,
         index: IndexId,
         changes: &[UnlockedChange<'_>],
-        keep_in_mark: bool,
+        keeps: &[bool],
     ) -> Result<()> {
         self.deleted |= changes.iter().any(|(_, _, row)| row.is_none());
-        let replaced = changes.iter().map(|(pk, InPlace(read), row)| {
-            (*pk, Some(read.clone()), keep_in_mark && row.is_none())
-        });
+        let replaced = changes
+            .iter()
+            .zip(keeps)
+            .map(|((pk, InPlace(read), _), &keep)| (*pk, Some(read.clone()), keep));
         self.log_first_writes(index, replaced).map(drop)
     }
 }

@@ -61,8 +61,7 @@ impl Transaction {
         }
         self.locked_writes.insert(index);
         let keep = self.save_version(index, pk, current, row.is_none())?;
-        let version = self.new_version(row, keep);
-        self.place_alone(&tree, index, pk, &version)?;
+        tree.insert(pk, &self.new_version(row, keep))?;
         self.engine.unbury(index, pk)?;
         Ok(true)
     }
@@ -87,12 +86,12 @@ impl Transaction {
     }
 
     /// The version a write puts in place: `row` by this transaction, or its delete mark (noted in
-    /// `deleted`), keeping the row it deletes where `keep` says (see `first_write`).
-    pub(super) fn new_version(&mut self, row: Option<&[u8]>, keep: Option<KeptRow>) -> Vec<u8> {
+    /// `deleted`), keeping the row it deletes where `keep` gives it (see `first_write`).
+    pub(super) fn new_version(&mut self, row: Option<&[u8]>, keep: Option<Vec<u8>>) -> Vec<u8> {
         self.deleted |= row.is_none();
         match (row, keep) {
             (Some(row), _) => Version::encode_live(self.id, row),
-            (None, Some((kept, row))) => Version::encode_kept_mark(self.id, kept, &row),
+            (None, Some(kept)) => Version::encode_kept_mark(self.id, &kept),
             (None, None) => Version::encode_mark(self.id),
         }
     }
@@ -351,60 +350,11 @@ impl Transaction {
         for ((_, pk, row, _), keep) in changing.into_iter().zip(keeps) {
             in_place.push((pk.clone(), self.new_version(row.as_deref(), keep)));
         }
-        self.replace_in_runs(&tree, index, &in_place)?;
+        replace_run(&tree, &in_place)?;
         for (pk, _) in &in_place {
             engine.unbury(index, pk)?;
         }
         Ok(written)
-    }
-
-    /// Replaces the versions in place of rows of `index` (keys ascending) by `records` in runs, a
-    /// record whose run stops on its own (`place_alone`).
-    fn replace_in_runs(
-        &self,
-        tree: &BTree,
-        index: IndexId,
-        records: &[(Vec<u8>, Vec<u8>)],
-    ) -> Result<()> {
-        let mut at = 0;
-        while at < records.len() {
-            let replaced = tree.replace_run(&records[at..])?;
-            at += replaced;
-            if replaced == 0 {
-                let (pk, version) = &records[at];
-                self.place_alone(tree, index, pk, version)?;
-                at += 1;
-            }
-        }
-        Ok(())
-    }
-
-    /// Puts `version` in place of the row under `pk` on its own. A delete mark that keeps its row
-    /// goes in only where it fits in the row's leaf: it is 16 bytes longer than the row it keeps,
-    /// and must not split a full leaf (seed 000: a delete reads and writes each page once).
-    /// Otherwise the kept row goes to history (as `first_write` sends any other version there)
-    /// and a plain mark in place.
-    fn place_alone(&self, tree: &BTree, index: IndexId, pk: &[u8], version: &[u8]) -> Result<()> {
-        if !Version::in_record(version)?.1 {
-            tree.insert(pk, version)?;
-            return Ok(());
-        }
-        let mark = Version::decode(version)?;
-        let (Some(kept), Some(row)) = (mark.kept, mark.kept_version()) else {
-            tree.insert(pk, version)?;
-            return Ok(());
-        };
-        if tree.replace_run(&[(pk.to_vec(), version.to_vec())])? == 1 {
-            return Ok(());
-        }
-        let old = OldVersion {
-            version: row,
-            superseded_by: self.id,
-        };
-        self.engine
-            .history_insert(&history_key(index, pk, kept.start), &old)?;
-        tree.insert(pk, &Version::encode_mark(self.id))?;
-        Ok(())
     }
 
     /// Logs what the writes of rows (`(pk, version in place, whether a delete whose mark may keep
@@ -780,9 +730,10 @@ impl Transaction {
     }
 
     /// The undo entry of a row's first write and the committed version it replaces: a delete's
-    /// mark keeps that version where `keep_in_mark` (no copy to history), any other write sends
-    /// it to history under its start. A committed delete mark replaced goes to history as a plain mark, the row it
-    /// kept under that row's own start.
+    /// mark keeps that version where `keep_in_mark` and its writer had settled (start 0: see
+    /// `Version::kept`), with no copy to history; any other write sends it to history under its
+    /// start. A committed delete mark replaced goes to history as a plain mark, the row it
+    /// kept under start 0.
     fn first_write(
         &self,
         index: IndexId,
@@ -819,12 +770,8 @@ impl Transaction {
         };
         log.history
             .extend(kept_to_history(index, pk, &version, version.writer));
-        if keep_in_mark && !version.deleted {
-            let kept = Kept {
-                writer: version.writer,
-                start: previous_start,
-            };
-            log.keep = Some((kept, version.row));
+        if keep_in_mark && !version.deleted && previous_start == 0 {
+            log.keep = Some(version.row);
             return Ok(log);
         }
         let key = history_key(index, pk, previous_start);
@@ -855,12 +802,11 @@ fn kept_to_history(
     version: &Version,
     deleter: TxnId,
 ) -> Option<(Vec<u8>, OldVersion)> {
-    let kept = version.kept.filter(|_| version.deleted)?;
     let old = OldVersion {
         version: version.kept_version()?,
         superseded_by: deleter,
     };
-    Some((history_key(index, pk, kept.start), old))
+    Some((history_key(index, pk, 0), old))
 }
 
 /// Whether the in-place record of `pk` names writer `txn`.
@@ -908,8 +854,24 @@ pub(super) fn keys_written_by(
     Ok(keys)
 }
 
-/// A row a delete mark keeps: its writer and start, and the row.
-pub(super) type KeptRow = (Kept, Vec<u8>);
+/// Replaces the values of present keys of `records` (ascending) in runs, a record whose run
+/// stops on its own.
+fn replace_run(tree: &BTree, records: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+    let mut at = 0;
+    while at < records.len() {
+        let replaced = tree.replace_run(&records[at..])?;
+        at += replaced;
+        if replaced == 0 {
+            let (key, value) = &records[at];
+            tree.insert(key, value)?;
+            at += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The row a delete mark keeps.
+pub(super) type KeptRow = Vec<u8>;
 
 /// What a write of a row logs before it goes in place: its undo entry (a row's first write in its
 /// savepoint generation), the versions that go to history (with their keys), and the row its
