@@ -10,6 +10,7 @@
 //! undo value               kind u8 | index u64 | pk length u32 | pk | previous start csn u64
 //!                          kind 1: the transaction inserted the row (no previous version)
 //!                          kind 2: the previous version went to history under its start csn
+//!                                  (or, start 0, stays in this transaction's delete mark)
 //!                          kind 3: the transaction added a secondary-index entry (pk = its key)
 //!                          kind 4: the transaction inserted rows under keys pk..=last, where no
 //!                                  key was when it logged this: remove its versions there
