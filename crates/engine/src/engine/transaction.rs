@@ -70,16 +70,11 @@ impl Transaction {
     /// The rows stored under `pks` (ascending) in `index`, as [`Transaction::get`] one by one
     /// sees them, the tree read in one walk.
     pub fn get_many(&mut self, index: IndexId, pks: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
-        self.check_open()?;
-        let engine = Arc::clone(&self.engine);
-        let tree = engine.tree(index)?;
-        let snapshot = self.snapshot()?;
-        let mut rows = Vec::with_capacity(pks.len());
-        for (pk, current) in pks.iter().zip(engine.current_versions(&tree, index, pks)?) {
-            rows.push(engine.visible(&tree, index, pk, current, self.id, snapshot)?);
-            self.track_read(index, Bound::Included(pk), Bound::Included(pk))?;
-        }
-        Ok(rows)
+        let rows = self.get_many_for_change(index, pks)?;
+        Ok(rows
+            .into_iter()
+            .map(|seen| seen.map(SeenRow::into_row))
+            .collect())
     }
 
     /// SERIALIZABLE: records a read for the dependency tracker, failing if it completes a

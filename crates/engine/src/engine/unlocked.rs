@@ -46,6 +46,13 @@ impl SeenRow {
         }
     }
 
+    pub fn into_row(self) -> Vec<u8> {
+        match self {
+            SeenRow::InPlace(InPlace(version)) => version.row,
+            SeenRow::Older(row) => row,
+        }
+    }
+
     pub fn in_place(self) -> Option<InPlace> {
         match self {
             SeenRow::InPlace(version) => Some(version),

@@ -661,16 +661,16 @@ impl Transaction {
         Ok(self.engine.locks.lock(self.id, key, mode, timeout)?)
     }
 
-    /// Saves what a write of the row replaces (`first_write_log`): the undo entry, then what goes
-    /// to history. Returns the row a delete mark keeps.
+    /// Saves what a write of the row replaces (`first_write_log`; `keep_in_mark`: the write is a
+    /// delete): the undo entry, then what goes to history. Returns the row its mark keeps.
     pub(super) fn save_version(
         &mut self,
         index: IndexId,
         pk: &[u8],
         current: Option<Version>,
-        delete: bool,
+        keep_in_mark: bool,
     ) -> Result<Option<KeptRow>> {
-        let log = self.first_write_log(index, pk, current, delete)?;
+        let log = self.first_write_log(index, pk, current, keep_in_mark)?;
         if let Some(entry) = log.undo {
             self.append_undo(entry)?;
         }
