@@ -18,10 +18,10 @@
 //! lock where they can (`Target::write_unlocked`): a row whose version in place is the one the
 //! snapshot saw is changed if it is still there and unlocked when written (the engine checks
 //! that under the leaf's latch; the new version is the writer's implicit lock), and only the
-//! rows refused go through the lock and the re-check. Rows are read and locked [`READ_BATCH`] at a time and written [`WRITE_BATCH`]
-//! at a time (the engine writes a batch in runs, a mini-transaction per leaf); both batches are
-//! small, so the pages of a batch are still in the pool when it is written, and each clustered
-//! page is read about once per statement.
+//! rows refused go through the lock and the re-check. Rows are read and locked [`READ_BATCH`] at
+//! a time and written [`WRITE_BATCH`] at a time (the engine writes a batch in runs, a
+//! mini-transaction per leaf); both batches are small, so the pages of a batch are still in the
+//! pool when it is written, and each clustered page is read about once per statement.
 
 use std::ops::Bound;
 use std::sync::Arc;
