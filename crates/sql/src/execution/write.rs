@@ -14,8 +14,8 @@
 //! else from a scan in key order — sort them, and then visit each row once, in primary-key order:
 //! the row must be visible to the statement's snapshot and match the WHERE clause, then it is
 //! locked and the clause re-checked on the newest version (READ COMMITTED's re-check), and only
-//! then changed. Index and primary-key candidates of a statement that writes in batches skip the
-//! lock where they can (`Target::write_unlocked`): a row whose version in place is the one the
+//! then changed. The candidates of a statement that writes in batches skip the lock where they
+//! can (`Target::write_unlocked`): a row whose version in place is the one the
 //! snapshot saw is changed if it is still there and unlocked when written (the engine checks
 //! that under the leaf's latch; the new version is the writer's implicit lock), and only the
 //! rows refused go through the lock and the re-check. Rows are read and locked [`READ_BATCH`] at
@@ -559,7 +559,7 @@ impl Target {
         } else {
             batch.min(READ_BATCH)
         };
-        let unlocked = check_snapshot && batch > 1;
+        let unlocked = batch > 1;
         let (mut taken, mut pending) = (0, 0);
         for candidates in keys.chunks(chunk) {
             ctx.check_interrupt()?;
@@ -595,8 +595,9 @@ impl Target {
         Ok(taken)
     }
 
-    /// Writes the index candidates whose row the statement's snapshot sees in place and matches
-    /// the WHERE clause without row locks, where the engine can (the row is still as read and
+    /// Writes the candidates whose row the statement's snapshot sees in place and matches the
+    /// WHERE clause (again, for candidates a scan already matched: the same snapshot gives the
+    /// same answer) without row locks, where the engine can (the row is still as read and
     /// nobody holds its lock: `Transaction::change_rows_unlocked`), and `writer` allows it (its
     /// checks need no other row). Returns how many it wrote, and the matching candidates left to
     /// the locking path (which locks them and checks the clause again on their newest versions;
