@@ -340,14 +340,15 @@ impl Transaction {
         }
         self.locked_writes.insert(index);
         let mut written: Vec<bool> = vec![false; rows.len()];
-        let mut replaced = Vec::new();
-        for (at, pk, row, current) in &changing {
-            written[*at] = true;
-            replaced.push((pk.as_slice(), current.clone(), row.is_none()));
+        let (mut replaced, mut targets) = (Vec::new(), Vec::new());
+        for (at, pk, row, current) in changing {
+            written[at] = true;
+            replaced.push((pk.as_slice(), current, row.is_none()));
+            targets.push((pk, row));
         }
         let keeps = self.log_first_writes(index, replaced)?;
-        let mut in_place = Vec::with_capacity(changing.len());
-        for ((_, pk, row, _), keep) in changing.into_iter().zip(keeps) {
+        let mut in_place = Vec::with_capacity(targets.len());
+        for ((pk, row), keep) in targets.into_iter().zip(keeps) {
             in_place.push((pk.clone(), self.new_version(row.as_deref(), keep)));
         }
         replace_run(&tree, &in_place)?;
