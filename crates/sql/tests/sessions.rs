@@ -308,6 +308,87 @@ fn a_prepared_write_keeps_its_plan_until_the_table_changes() {
     assert_eq!(cell(&mut session, "SELECT w FROM t WHERE id = 1"), "one");
 }
 
+/// Rows of parameters (COPY FROM's batches) run a prepared one-row INSERT as one statement: each
+/// value is converted to its parameter's type and then assigned to its column (char padded,
+/// numeric rounded), columns not named take their defaults, a failing row leaves none of the
+/// statement's rows, the row-at-a-time path (a foreign key) takes the same rows, and a statement
+/// that is not an INSERT of one row of parameters is refused before it runs.
+#[test]
+fn rows_of_parameters_run_a_prepared_insert_once_as_one_statement() {
+    use steady_types::{DataType, Value};
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    ok(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, name char(3), n numeric(5,1), d integer DEFAULT 7)",
+    );
+    let insert = session
+        .prepare(
+            "INSERT INTO t (id, name, n) VALUES ($1, $2, $3)",
+            &[Some(DataType::Integer), Some(DataType::Text), None],
+        )
+        .unwrap();
+    let text = |s: &str| Value::Text(s.to_owned());
+    let rows = vec![
+        vec![Value::Integer(1), text("a"), text("2.25")],
+        vec![Value::Integer(2), text("bb"), Value::Null],
+    ];
+    let result = session.execute_prepared_rows(&insert, rows).unwrap();
+    assert_eq!(result.tag, "INSERT 0 2");
+    let all = "SELECT string_agg(id || ':' || name || octet_length(name) || ':' || coalesce(n::text, '-') || ':' || d, ',' ORDER BY id) FROM t";
+    assert_eq!(cell(&mut session, all), "1:a3:2.3:7,2:bb3:-:7");
+
+    let failing = vec![
+        vec![Value::Integer(3), text("c"), Value::Null],
+        vec![Value::Integer(1), text("dup"), Value::Null],
+    ];
+    let err = session.execute_prepared_rows(&insert, failing).unwrap_err();
+    assert_eq!(err.code, "23505", "{err}");
+    let short = vec![vec![Value::Integer(4), text("d")]];
+    let err = session.execute_prepared_rows(&insert, short).unwrap_err();
+    assert_eq!(err.code, "08P01", "{err}");
+    let long = vec![vec![Value::Integer(5), text("long"), Value::Null]];
+    let err = session.execute_prepared_rows(&insert, long).unwrap_err();
+    assert_eq!(err.code, "22001", "{err}");
+    assert_eq!(cell(&mut session, "SELECT count(*) FROM t"), "2");
+
+    ok(
+        &mut session,
+        "CREATE TABLE c (id integer PRIMARY KEY, t_id integer REFERENCES t (id))",
+    );
+    let child = session
+        .prepare("INSERT INTO c VALUES ($1, $2)", &[])
+        .unwrap();
+    let pair = |a: i32, b: i32| vec![Value::Integer(a), Value::Integer(b)];
+    let result = session
+        .execute_prepared_rows(&child, vec![pair(1, 1), pair(2, 2)])
+        .unwrap();
+    assert_eq!(result.tag, "INSERT 0 2");
+    let err = session
+        .execute_prepared_rows(&child, vec![pair(3, 1), pair(4, 9)])
+        .unwrap_err();
+    assert_eq!(err.code, "23503", "{err}");
+    assert_eq!(cell(&mut session, "SELECT count(*) FROM c"), "2");
+
+    for sql in [
+        "INSERT INTO t (id) VALUES ($1), ($2)",
+        "INSERT INTO t (id, d) VALUES ($2, $1)",
+        "INSERT INTO t (id) VALUES ($1 + 10)",
+        "UPDATE t SET d = $1",
+        "SELECT $1::int",
+    ] {
+        let prepared = session.prepare(sql, &[]).unwrap();
+        let rows = vec![vec![Value::Integer(1), Value::Integer(2)]];
+        let err = session.execute_prepared_rows(&prepared, rows).unwrap_err();
+        assert_eq!(err.code, "XX000", "{sql}: {err}");
+    }
+    assert_eq!(
+        cell(&mut session, "SELECT sum(d) FROM t"),
+        "14",
+        "nothing ran"
+    );
+}
+
 /// ADD COLUMN with a constant default rewrites no row: rows stored before it read the default (in
 /// scans, through indexes, in aggregates), later writes store the column, a volatile default still
 /// gives each row its own value, and the default survives a restart.

@@ -342,6 +342,18 @@ impl Value {
         self.convert(ty, true)
     }
 
+    /// [`Value::assign_to`] for a value the caller gives up: a string is fitted in place and a
+    /// value already of a type without modifiers is kept as it is, without a copy.
+    pub fn assign_into(self, ty: &DataType) -> Result<Value, TypeError> {
+        match (self, ty) {
+            (Value::Text(s), DataType::Char(_) | DataType::Varchar(_) | DataType::Text) => {
+                fit_string(s, ty, true).map(Value::Text)
+            }
+            (value, ty) if value.data_type().as_ref() == Some(ty) => Ok(value),
+            (value, ty) => value.assign_to(ty),
+        }
+    }
+
     /// A date or timestamp as microseconds since 2000-01-01 on the one axis comparisons use
     /// (a date is its midnight; infinities at the ends); None for any other value.
     pub fn instant(&self) -> Option<i128> {

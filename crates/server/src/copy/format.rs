@@ -9,7 +9,10 @@
 //! data, and a `\r` before the newline is dropped.
 //!
 //! The reader is incremental: data arrives in CopyData chunks cut anywhere, even inside a UTF-8
-//! character or a quoted CSV field, so it keeps the unfinished tail until more comes.
+//! character or a quoted CSV field, so it keeps the unfinished tail until more comes. A text
+//! field without escapes is handed on as a slice of the reader's buffer, not copied.
+
+use std::borrow::Cow;
 
 use steady_sql::SqlError;
 
@@ -96,13 +99,17 @@ impl CopyOptions {
     }
 }
 
-/// One input row: a field per column, `None` for NULL.
-pub type Fields = Vec<Option<String>>;
+/// One input row: a field per column, `None` for NULL; borrowed from the reader's buffer where
+/// the field needed no unescaping.
+pub type Fields<'a> = Vec<Option<Cow<'a, str>>>;
 
 /// Splits a stream of COPY data into rows.
 pub struct RowReader {
     options: CopyOptions,
     buffer: Vec<u8>,
+    /// Bytes at the buffer's start already read as rows (dropped at the next append or read:
+    /// the rows of the last read borrow them until then).
+    consumed: usize,
     /// Rows read so far, the header included (for error messages).
     pub line: u64,
     header_pending: bool,
@@ -114,6 +121,7 @@ impl RowReader {
         RowReader {
             options: options.clone(),
             buffer: Vec::new(),
+            consumed: 0,
             line: 0,
             header_pending: options.header,
             ended: false,
@@ -122,6 +130,7 @@ impl RowReader {
 
     /// Adds a chunk of data (nothing once the end marker was seen).
     pub fn append(&mut self, data: &[u8]) {
+        self.drop_consumed();
         if !self.ended {
             self.buffer.extend_from_slice(data);
         }
@@ -129,22 +138,25 @@ impl RowReader {
 
     /// Bytes appended but not yet read as rows.
     pub fn buffered(&self) -> usize {
-        self.buffer.len()
+        self.buffer.len() - self.consumed
+    }
+
+    fn drop_consumed(&mut self) {
+        self.buffer.drain(..std::mem::take(&mut self.consumed));
     }
 
     /// The complete rows buffered; `at_end`: the data is over, so a last line may lack its
     /// newline.
-    pub fn rows(&mut self, at_end: bool) -> Result<Vec<Fields>, SqlError> {
+    /// Each row comes with its line number (the header counted), for error messages.
+    pub fn rows(&mut self, at_end: bool) -> Result<Vec<(u64, Fields<'_>)>, SqlError> {
+        self.drop_consumed();
         if self.ended {
             return Ok(Vec::new());
         }
-        self.drain(at_end)
-    }
-
-    fn drain(&mut self, at_end: bool) -> Result<Vec<Fields>, SqlError> {
         let mut rows = Vec::new();
         let mut start = 0;
-        while let Some(end) = self.record_end(start, at_end) {
+        while let Some(end) = record_end(&self.options, &self.buffer[start..], at_end) {
+            let end = start + end;
             let record = &self.buffer[start..end];
             start = (end + 1).min(self.buffer.len());
             let record = record.strip_suffix(b"\r").unwrap_or(record);
@@ -156,46 +168,51 @@ impl RowReader {
             if std::mem::take(&mut self.header_pending) {
                 continue;
             }
-            rows.push(self.fields(record)?);
+            rows.push((self.line, fields(&self.options, record)?));
         }
-        self.buffer.drain(..start);
+        self.consumed = start;
         Ok(rows)
-    }
-
-    /// Where the record starting at `start` ends (its newline, or the end of the data).
-    fn record_end(&self, start: usize, at_end: bool) -> Option<usize> {
-        let rest = &self.buffer[start..];
-        if rest.is_empty() {
-            return None;
-        }
-        let newline = if self.options.csv() {
-            csv_record_end(rest, self.options.quote(), self.options.escape())
-        } else {
-            rest.iter().position(|b| *b == b'\n')
-        };
-        match newline {
-            Some(i) => Some(start + i),
-            None if at_end => Some(self.buffer.len()),
-            None => None,
-        }
-    }
-
-    fn fields(&self, record: &[u8]) -> Result<Fields, SqlError> {
-        let fields = if self.options.csv() {
-            csv_fields(record, &self.options)
-        } else {
-            text_fields(record, self.options.delimiter(), self.options.null())
-        };
-        fields
-            .into_iter()
-            .map(|f| f.map(utf8).transpose())
-            .collect()
     }
 }
 
-fn utf8(bytes: Vec<u8>) -> Result<String, SqlError> {
-    String::from_utf8(bytes)
-        .map_err(|_| SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\""))
+/// Where the record at the start of `rest` ends (its newline, or the end of the data).
+fn record_end(options: &CopyOptions, rest: &[u8], at_end: bool) -> Option<usize> {
+    if rest.is_empty() {
+        return None;
+    }
+    let newline = if options.csv() {
+        csv_record_end(rest, options.quote(), options.escape())
+    } else {
+        rest.iter().position(|b| *b == b'\n')
+    };
+    match newline {
+        Some(i) => Some(i),
+        None if at_end => Some(rest.len()),
+        None => None,
+    }
+}
+
+fn fields<'a>(options: &CopyOptions, record: &'a [u8]) -> Result<Fields<'a>, SqlError> {
+    let fields = if options.csv() {
+        csv_fields(record, options)
+            .into_iter()
+            .map(|f| f.map(Cow::Owned))
+            .collect()
+    } else {
+        text_fields(record, options.delimiter(), options.null())
+    };
+    fields
+        .into_iter()
+        .map(|f| f.map(utf8).transpose())
+        .collect()
+}
+
+fn utf8(bytes: Cow<'_, [u8]>) -> Result<Cow<'_, str>, SqlError> {
+    let invalid = || SqlError::new("22021", "invalid byte sequence for encoding \"UTF8\"");
+    Ok(match bytes {
+        Cow::Borrowed(bytes) => Cow::Borrowed(std::str::from_utf8(bytes).map_err(|_| invalid())?),
+        Cow::Owned(bytes) => Cow::Owned(String::from_utf8(bytes).map_err(|_| invalid())?),
+    })
 }
 
 /// The offset of the first newline outside quotes.
@@ -219,8 +236,8 @@ fn csv_record_end(data: &[u8], quote: u8, escape: u8) -> Option<usize> {
 }
 
 /// The fields of a text-format line: split on delimiters that no backslash escapes.
-fn text_fields(line: &[u8], delimiter: u8, null: &str) -> Vec<Option<Vec<u8>>> {
-    let field = |raw: &[u8]| (raw != null.as_bytes()).then(|| unescape_text(raw));
+fn text_fields<'a>(line: &'a [u8], delimiter: u8, null: &str) -> Vec<Option<Cow<'a, [u8]>>> {
+    let field = |raw: &'a [u8]| (raw != null.as_bytes()).then(|| unescape_text(raw));
     let mut fields = Vec::new();
     let mut start = 0;
     let mut i = 0;
@@ -239,8 +256,11 @@ fn text_fields(line: &[u8], delimiter: u8, null: &str) -> Vec<Option<Vec<u8>>> {
     fields
 }
 
-/// Text format's backslash escapes.
-fn unescape_text(raw: &[u8]) -> Vec<u8> {
+/// Text format's backslash escapes (the field itself when it has none).
+fn unescape_text(raw: &[u8]) -> Cow<'_, [u8]> {
+    if !raw.contains(&b'\\') {
+        return Cow::Borrowed(raw);
+    }
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
@@ -284,7 +304,7 @@ fn unescape_text(raw: &[u8]) -> Vec<u8> {
             (None, None) => out.push(c),
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// The fields of a CSV record.
@@ -446,18 +466,22 @@ mod tests {
         }
     }
 
-    fn read_all(options: &CopyOptions, chunks: &[&[u8]]) -> Vec<Fields> {
+    type OwnedFields = Vec<Option<String>>;
+
+    fn read_all(options: &CopyOptions, chunks: &[&[u8]]) -> Vec<OwnedFields> {
+        let owned =
+            |(_, row): (u64, Fields)| row.into_iter().map(|f| f.map(Cow::into_owned)).collect();
         let mut reader = RowReader::new(options);
-        let mut rows = Vec::new();
+        let mut rows: Vec<OwnedFields> = Vec::new();
         for chunk in chunks {
             reader.append(chunk);
-            rows.extend(reader.rows(false).unwrap());
+            rows.extend(reader.rows(false).unwrap().into_iter().map(owned));
         }
-        rows.extend(reader.rows(true).unwrap());
+        rows.extend(reader.rows(true).unwrap().into_iter().map(owned));
         rows
     }
 
-    fn row(fields: &[Option<&str>]) -> Fields {
+    fn row(fields: &[Option<&str>]) -> OwnedFields {
         fields.iter().map(|f| f.map(str::to_owned)).collect()
     }
 

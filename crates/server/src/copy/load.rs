@@ -6,11 +6,11 @@
 //! leaves the block failed (25P02 until ROLLBACK), whether the session raised it (a constraint)
 //! or the server did (bad data, a cancel).
 //!
-//! Each batch is `INSERT INTO t (c1, …) VALUES ($1, …), (…)` prepared once per batch size with the
-//! columns' types declared, and run with values the server has already converted from text — so
-//! the SQL text is never re-parsed per batch and no value is ever spliced into SQL.
-
-use std::collections::HashMap;
+//! Each batch runs `INSERT INTO t (c1, …) VALUES ($1, …)`, prepared once per COPY with the
+//! columns' types declared, once per row of the batch (`Session::execute_prepared_rows`: one
+//! statement, the rows moved into the table and never cloned), with values the server has
+//! already converted from text — so no SQL is parsed per batch and no value is ever spliced
+//! into SQL.
 
 use steady_sql::values::{DataType, Value};
 use steady_sql::{Prepared, QueryResult, Session, SqlError, TransactionStatus};
@@ -19,22 +19,26 @@ use super::format::{CopyOptions, Fields, RowReader, RowWriter};
 
 /// The most rows one INSERT carries.
 const BATCH_ROWS: usize = 1000;
-/// The most parameters one INSERT carries.
-const BATCH_PARAMS: usize = 30_000;
+/// The most values one INSERT carries.
+const BATCH_VALUES: usize = 30_000;
 /// Data queued before it is parsed and loaded: each load is one call into the session, and
 /// pgbench sends every row in a CopyData message of its own.
 const LOAD_BYTES: usize = 256 << 10;
 
 /// A COPY FROM STDIN in progress.
 pub struct CopyIn {
+    reader: RowReader,
+    batches: Batches,
+    own_block: bool,
+}
+
+/// The rows converted and not yet inserted, and how they are inserted.
+struct Batches {
     table: String,
     columns: Vec<Column>,
-    reader: RowReader,
-    pending: Vec<Value>,
-    pending_rows: usize,
+    pending: Vec<Vec<Value>>,
     batch_rows: usize,
-    inserts: HashMap<usize, Prepared>,
-    own_block: bool,
+    insert: Prepared,
     copied: u64,
 }
 
@@ -58,26 +62,28 @@ impl CopyIn {
         }
         let table = qualified_name(table);
         let columns = describe(session, &table, columns)?;
+        let insert = prepare_insert(session, &table, &columns)?;
         let own_block = session.transaction_status() == TransactionStatus::Idle;
         if own_block {
             run(session, "BEGIN")?;
         }
-        let batch_rows = (BATCH_PARAMS / columns.len().max(1)).clamp(1, BATCH_ROWS);
+        let batch_rows = (BATCH_VALUES / columns.len().max(1)).clamp(1, BATCH_ROWS);
         Ok(CopyIn {
-            table,
-            columns,
             reader: RowReader::new(options),
-            pending: Vec::new(),
-            pending_rows: 0,
-            batch_rows,
-            inserts: HashMap::new(),
+            batches: Batches {
+                table,
+                columns,
+                pending: Vec::new(),
+                batch_rows,
+                insert,
+                copied: 0,
+            },
             own_block,
-            copied: 0,
         })
     }
 
     pub fn columns(&self) -> usize {
-        self.columns.len()
+        self.batches.columns.len()
     }
 
     /// Queues a chunk of data; true when enough is queued to be worth a [`CopyIn::load`].
@@ -89,18 +95,18 @@ impl CopyIn {
     /// Inserts every full batch the queued data completes.
     pub fn load(&mut self, session: &mut Session) -> Result<(), SqlError> {
         let rows = self.reader.rows(false)?;
-        self.add(session, rows)
+        self.batches.add(session, rows)
     }
 
     /// Inserts what is left, ends the COPY's own block, and returns the rows copied.
     pub fn finish(&mut self, session: &mut Session) -> Result<u64, SqlError> {
         let rows = self.reader.rows(true)?;
-        self.add(session, rows)?;
-        self.flush(session)?;
+        self.batches.add(session, rows)?;
+        self.batches.flush(session)?;
         if self.own_block {
             run(session, "COMMIT")?;
         }
-        Ok(self.copied)
+        Ok(self.batches.copied)
     }
 
     /// Undoes the COPY after an error: rolls its own block back, or fails the client's block.
@@ -111,13 +117,15 @@ impl CopyIn {
             fail_block(session);
         }
     }
+}
 
-    fn add(&mut self, session: &mut Session, rows: Vec<Fields>) -> Result<(), SqlError> {
-        let first_line = self.reader.line - rows.len() as u64 + 1;
-        for (line, row) in (first_line..).zip(rows) {
+impl Batches {
+    /// Converts and queues `rows` (each with its line number), inserting every full batch.
+    fn add(&mut self, session: &mut Session, rows: Vec<(u64, Fields)>) -> Result<(), SqlError> {
+        for (line, row) in rows {
             self.convert(row)
                 .map_err(|err| self.with_context(err, line))?;
-            if self.pending_rows == self.batch_rows {
+            if self.pending.len() == self.batch_rows {
                 self.flush(session)?;
             }
         }
@@ -139,14 +147,15 @@ impl CopyIn {
                 "extra data after last expected column",
             ));
         }
-        for (field, column) in fields.into_iter().zip(&self.columns) {
-            let value = match field {
-                None => Value::Null,
-                Some(text) => Value::parse(&column.ty, &text)?,
-            };
-            self.pending.push(value);
-        }
-        self.pending_rows += 1;
+        let row = fields
+            .into_iter()
+            .zip(&self.columns)
+            .map(|(field, column)| match field {
+                None => Ok(Value::Null),
+                Some(text) => Value::parse(&column.ty, &text),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.pending.push(row);
         Ok(())
     }
 
@@ -159,42 +168,32 @@ impl CopyIn {
 
     /// Inserts the queued rows.
     fn flush(&mut self, session: &mut Session) -> Result<(), SqlError> {
-        if self.pending_rows == 0 {
+        if self.pending.is_empty() {
             return Ok(());
         }
-        let rows = self.pending_rows;
-        if !self.inserts.contains_key(&rows) {
-            let prepared = self.prepare_insert(session, rows)?;
-            self.inserts.insert(rows, prepared);
-        }
-        session.execute_prepared(&self.inserts[&rows], &self.pending)?;
-        self.copied += rows as u64;
-        self.pending.clear();
-        self.pending_rows = 0;
+        let rows = std::mem::take(&mut self.pending);
+        let count = rows.len() as u64;
+        session.execute_prepared_rows(&self.insert, rows)?;
+        self.copied += count;
         Ok(())
     }
+}
 
-    fn prepare_insert(&self, session: &mut Session, rows: usize) -> Result<Prepared, SqlError> {
-        let names: Vec<&str> = self.columns.iter().map(|c| c.quoted.as_str()).collect();
-        let width = self.columns.len();
-        let tuples: Vec<String> = (0..rows)
-            .map(|r| {
-                let params: Vec<String> =
-                    (1..=width).map(|c| format!("${}", r * width + c)).collect();
-                format!("({})", params.join(", "))
-            })
-            .collect();
-        let sql = format!(
-            "INSERT INTO {} ({}) VALUES {}",
-            self.table,
-            names.join(", "),
-            tuples.join(", ")
-        );
-        let types: Vec<Option<DataType>> = (0..rows)
-            .flat_map(|_| self.columns.iter().map(|c| Some(param_type(c.ty))))
-            .collect();
-        session.prepare(&sql, &types)
-    }
+/// `INSERT INTO table (c1, …) VALUES ($1, …)` with the columns' parameter types declared.
+fn prepare_insert(
+    session: &mut Session,
+    table: &str,
+    columns: &[Column],
+) -> Result<Prepared, SqlError> {
+    let names: Vec<&str> = columns.iter().map(|c| c.quoted.as_str()).collect();
+    let params: Vec<String> = (1..=columns.len()).map(|c| format!("${c}")).collect();
+    let sql = format!(
+        "INSERT INTO {table} ({}) VALUES ({})",
+        names.join(", "),
+        params.join(", ")
+    );
+    let types: Vec<Option<DataType>> = columns.iter().map(|c| Some(param_type(c.ty))).collect();
+    session.prepare(&sql, &types)
 }
 
 /// The type a batch declares for a column's parameter: the column's own, but `text` for

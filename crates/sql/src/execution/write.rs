@@ -29,14 +29,16 @@ use std::sync::Arc;
 use steady_engine::catalog::TableDef;
 use steady_engine::error::EngineError;
 use steady_engine::table::primary_key;
-use steady_types::Value;
+use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::constraints::{
     check_constraints, check_no_children, check_not_null, check_parents, foreign_keys, referencing,
     write_error, CheckExpr,
 };
-use crate::execution::executor::{as_ref, collect, encode_range, open, single_key, ExecCtx, Row};
+use crate::execution::executor::{
+    as_ref, collect, encode_range, open, single_key, typed_param, ExecCtx, Row,
+};
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Access, Column, Plan};
 use crate::types::ops;
@@ -125,8 +127,24 @@ impl InsertPlan {
     pub fn run(&self, ctx: &mut ExecCtx) -> Result<Written> {
         let mut written = Vec::new();
         let in_runs = self.on_conflict.is_none() && foreign_keys(&self.table).is_empty();
-        let count = match &self.source {
-            InsertSource::Query(plan) if in_runs && reads_no_table(plan) => {
+        let count = match (&self.source, ctx.take_param_rows()) {
+            (_, Some(rows)) => {
+                let types = self.parameter_types()?;
+                let mut rows = rows.into_iter();
+                let mut next = |_: &mut ExecCtx| {
+                    rows.next()
+                        .map(|row| parameter_row(row, &types))
+                        .transpose()
+                };
+                if in_runs {
+                    self.insert_in_runs(&mut next, &mut written, ctx)?
+                } else {
+                    let sources =
+                        std::iter::from_fn(|| next(ctx).transpose()).collect::<Result<_>>()?;
+                    self.insert_each(sources, &mut written, ctx)?
+                }
+            }
+            (InsertSource::Query(plan), None) if in_runs && reads_no_table(plan) => {
                 let mut source = open(plan, ctx, &mut 0)?;
                 let mut next = |ctx: &mut ExecCtx| {
                     Ok(source
@@ -135,7 +153,7 @@ impl InsertPlan {
                 };
                 self.insert_in_runs(&mut next, &mut written, ctx)?
             }
-            _ => {
+            (_, None) => {
                 let sources = self.materialise(ctx)?;
                 if in_runs {
                     let mut sources = sources.into_iter();
@@ -147,6 +165,24 @@ impl InsertPlan {
         };
         let returned = returning_rows(&self.returning, &written, ctx)?;
         Ok(Written { count, returned })
+    }
+
+    /// The types of the parameters `$1, …` that are the one row of `VALUES`, in order — the
+    /// only source that rows of parameter values can replace (`ExecCtx::take_param_rows`).
+    pub(crate) fn parameter_types(&self) -> Result<Vec<Option<DataType>>> {
+        let InsertSource::Values(rows) = &self.source else {
+            return Err(not_a_parameter_row());
+        };
+        let [row] = rows.as_slice() else {
+            return Err(not_a_parameter_row());
+        };
+        row.iter()
+            .enumerate()
+            .map(|(i, expr)| match expr {
+                Some(Expr::Param { index, ty }) if *index == i => Ok(*ty),
+                _ => Err(not_a_parameter_row()),
+            })
+            .collect()
     }
 
     /// Every source row, evaluated before the first is inserted (a query reading the target table
@@ -246,6 +282,15 @@ impl InsertPlan {
 
     /// A whole table row from the target values, with defaults for the other columns.
     fn full_row(&self, source: Vec<Option<Value>>, ctx: &mut ExecCtx) -> Result<Row> {
+        if self.gives_every_column(&source) {
+            // Collected in place: no allocation (an Option<Value> is as large as a Value).
+            let mut values: Row = source
+                .into_iter()
+                .map(|v| v.unwrap_or(Value::Null))
+                .collect();
+            assign_types(&self.table, &mut values)?;
+            return Ok(values);
+        }
         let mut values = vec![Value::Null; self.table.columns.len()];
         let mut given = vec![false; values.len()];
         for (value, &target) in source.into_iter().zip(&self.targets) {
@@ -263,6 +308,13 @@ impl InsertPlan {
         }
         assign_types(&self.table, &mut values)?;
         Ok(values)
+    }
+
+    /// Whether `source` gives a value for every column of the table, in the table's order.
+    fn gives_every_column(&self, source: &[Option<Value>]) -> bool {
+        source.len() == self.table.columns.len()
+            && self.targets.iter().enumerate().all(|(i, &t)| i == t)
+            && source.iter().all(Option::is_some)
     }
 
     /// Inserts one row, or applies ON CONFLICT; returns the row written, if any. `updated` holds
@@ -378,10 +430,36 @@ fn conflicting_key(
 }
 
 /// Converts every value to its column's type (assignment rules: strings too long fail).
+/// A row of parameter values as an INSERT's source row.
+fn parameter_row(mut row: Vec<Value>, types: &[Option<DataType>]) -> Result<SourceRow> {
+    if row.len() != types.len() {
+        return Err(SqlError::new(
+            "08P01",
+            format!(
+                "{} parameter values for {} parameters",
+                row.len(),
+                types.len()
+            ),
+        ));
+    }
+    for (value, ty) in row.iter_mut().zip(types) {
+        *value = typed_param(std::mem::replace(value, Value::Null), ty.as_ref())?;
+    }
+    // Collected in place, as in `InsertPlan::full_row`.
+    Ok(row.into_iter().map(Some).collect())
+}
+
+pub(crate) fn not_a_parameter_row() -> SqlError {
+    SqlError::new(
+        "XX000",
+        "rows of parameters need an INSERT of one row of parameters $1, $2, … in order",
+    )
+}
+
 fn assign_types(table: &TableDef, values: &mut [Value]) -> Result<()> {
     for (value, column) in values.iter_mut().zip(&table.columns) {
         if !value.is_null() {
-            *value = value.assign_to(&column.data_type)?;
+            *value = std::mem::replace(value, Value::Null).assign_into(&column.data_type)?;
         }
     }
     Ok(())

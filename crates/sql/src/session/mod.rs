@@ -33,7 +33,7 @@ use steady_types::{DataType, Value};
 use crate::error::{Result, SqlError};
 use crate::execution::cancel::CancelHandle;
 use crate::execution::executor::{now_micros, ExecCtx, Row, SessionInfo};
-use crate::execution::plan::Column;
+use crate::execution::plan::{Column, Plan};
 use crate::execution::settings::Settings;
 use crate::parser::{parse, Statement};
 use crate::planner::bind::{Binder, BoundQuery};
@@ -357,6 +357,26 @@ impl Session {
         })
     }
 
+    /// Runs a prepared one-row `INSERT ... VALUES ($1, …)` once for each row of `rows`, as one
+    /// statement (COPY FROM's batches): each row gives the parameters' values in order and is
+    /// moved into the table row, never cloned. Any other statement is refused (XX000).
+    pub fn execute_prepared_rows(
+        &mut self,
+        prepared: &Prepared,
+        rows: Vec<Vec<Value>>,
+    ) -> Result<QueryResult> {
+        self.tracked(Arc::clone(&prepared.text), |session| {
+            let Some(statement) = prepared.planned() else {
+                return Err(crate::execution::write::not_a_parameter_row());
+            };
+            session.guarded(&prepared.statement, |session| {
+                session.in_transaction(|session, txn| {
+                    session.run_prepared_plan(prepared, statement, txn, &[], Some(rows))
+                })
+            })
+        })
+    }
+
     /// `result` with the reported parameters whose values differ from `before`.
     fn with_reported(
         &self,
@@ -426,16 +446,19 @@ impl Session {
         params: &[Value],
     ) -> Result<QueryResult> {
         self.in_transaction(|session, txn| {
-            session.run_prepared_plan(prepared, statement, txn, params)
+            session.run_prepared_plan(prepared, statement, txn, params, None)
         })
     }
 
+    /// Runs a prepared statement's kept plan with `params`, or with `param_rows` (see
+    /// [`Session::execute_prepared_rows`]).
     fn run_prepared_plan(
         &self,
         prepared: &Prepared,
         statement: &ast::Statement,
         txn: &mut Transaction,
         params: &[Value],
+        param_rows: Option<Vec<Vec<Value>>>,
     ) -> Result<QueryResult> {
         self.check_writable(statement)?;
         let plan = prepared.plan(self.db.stats().epoch(), || {
@@ -445,6 +468,13 @@ impl Session {
         })?;
         let engine = Arc::clone(self.db.engine());
         let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
+        if let Some(rows) = param_rows {
+            let Plan::Insert(insert) = &plan.query.plan else {
+                return Err(crate::execution::write::not_a_parameter_row());
+            };
+            insert.parameter_types()?;
+            ctx.set_param_rows(rows);
+        }
         crate::session::dml::run_query(&plan.query, &mut ctx)
     }
 

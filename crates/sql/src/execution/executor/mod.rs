@@ -76,6 +76,18 @@ pub struct ExecCtx<'a> {
     interrupt_countdown: std::cell::Cell<u32>,
     /// Rows written by the statement's write node, once it has run.
     changed: Option<u64>,
+    /// Rows of parameter values that a one-row `INSERT ... VALUES ($1, …)` inserts in place of
+    /// its one row (`Session::execute_prepared_rows`); taken by the INSERT.
+    param_rows: Option<Vec<Vec<Value>>>,
+}
+
+/// A parameter's value as its declared or inferred type.
+pub fn typed_param(value: Value, ty: Option<&DataType>) -> Result<Value> {
+    match (ty, &value) {
+        (Some(ty), Value::Text(text)) if *ty != DataType::Text => Ok(Value::parse(ty, text)?),
+        (Some(ty), v) if v.data_type().as_ref() != Some(ty) && !v.is_null() => Ok(v.cast_to(ty)?),
+        _ => Ok(value),
+    }
 }
 
 /// How many rows go by between two looks at the cancel flag and the statement deadline.
@@ -100,7 +112,18 @@ impl<'a> ExecCtx<'a> {
             node_stats: None,
             interrupt_countdown: std::cell::Cell::new(0),
             changed: None,
+            param_rows: None,
         }
+    }
+
+    /// Gives the statement rows of parameter values (see [`ExecCtx::take_param_rows`]).
+    pub fn set_param_rows(&mut self, rows: Vec<Vec<Value>>) {
+        self.param_rows = Some(rows);
+    }
+
+    /// The rows of parameter values the statement was given, once.
+    pub fn take_param_rows(&mut self) -> Option<Vec<Vec<Value>>> {
+        self.param_rows.take()
     }
 
     /// The number of rows the statement's write node wrote, if it had one (taken once).
@@ -132,13 +155,7 @@ impl<'a> ExecCtx<'a> {
         let value = self.params.get(index).cloned().ok_or_else(|| {
             SqlError::new("08P01", format!("there is no parameter ${}", index + 1))
         })?;
-        match (ty, &value) {
-            (Some(ty), Value::Text(text)) if *ty != DataType::Text => Ok(Value::parse(ty, text)?),
-            (Some(ty), v) if v.data_type().as_ref() != Some(ty) && !v.is_null() => {
-                Ok(v.cast_to(ty)?)
-            }
-            _ => Ok(value),
-        }
+        typed_param(value, ty)
     }
 
     pub fn outer_value(&self, depth: usize, index: usize) -> Value {
