@@ -59,7 +59,9 @@ impl BTree {
             {
                 break;
             }
-            let Err(slot) = node::leaf_search(Page::new(mtr.page(leaf)), key) else {
+            let page = Page::new(mtr.page(leaf));
+            let Err(slot) = search_in_run(page, key, slots.last().map(|s| s - (slots.len() - 1)))
+            else {
                 break;
             };
             room -= needed;
@@ -80,11 +82,14 @@ impl BTree {
             let page = Page::new(&leaf.guard);
             let upper = leaf.bounds.upper.as_deref();
             let start = values.len();
+            let mut previous = None;
             for key in &sorted[start..] {
                 if values.len() > start && upper.is_some_and(|upper| key.as_slice() >= upper) {
                     break;
                 }
-                values.push(match node::leaf_search(page, key) {
+                let found = search_in_run(page, key, previous);
+                previous = Some(node::found_slot(found));
+                values.push(match found {
                     Ok(slot) => Some(self.load_value(page.record(slot))?),
                     Err(_) => None,
                 });
@@ -131,7 +136,7 @@ impl BTree {
             {
                 break;
             }
-            let Ok(slot) = node::leaf_search(page, key) else {
+            let Ok(slot) = search_in_run(page, key, slots.last().copied()) else {
                 break;
             };
             let old = page.record(slot);
@@ -186,9 +191,14 @@ impl BTree {
         };
         let last_key = node::leaf_key(page.record(last));
         let passed = keys.partition_point(|key| key.as_slice() <= last_key);
+        let mut previous = None;
         let slots: Vec<usize> = keys[..passed]
             .iter()
-            .filter_map(|key| node::leaf_search(page, key).ok())
+            .filter_map(|key| {
+                let found = search_in_run(page, key, previous);
+                previous = Some(node::found_slot(found));
+                found.ok()
+            })
             .collect();
         self.remove_from_leaf(mtr, &path, &slots)?;
         Ok((passed, slots.len()))
@@ -322,4 +332,17 @@ fn commit_run(
     }
     mtr.commit();
     slots.len()
+}
+
+/// Searches a leaf for the next key of an ascending run: the whole leaf for the run's first key,
+/// else galloping from the slot the previous key's search gave (`previous`).
+fn search_in_run(
+    page: Page<'_>,
+    key: &[u8],
+    previous: Option<usize>,
+) -> std::result::Result<usize, usize> {
+    match previous {
+        None => node::leaf_search(page, key),
+        Some(from) => node::leaf_search_from(page, key, from),
+    }
 }
