@@ -268,6 +268,11 @@ const KIND_INSERTED: u8 = 1;
 const KIND_REPLACED: u8 = 2;
 const KIND_INDEX_ENTRY: u8 = 3;
 const KIND_INSERTED_RANGE: u8 = 4;
+/// An undo record holding several entries of one index (see [`UndoEntry::encode_packed`]).
+const KIND_PACKED: u8 = 5;
+/// The most bytes a packed undo record holds: well under the inline limit of the smallest page
+/// (about 1,000 bytes at 4 KiB), so it never goes to an overflow page.
+pub const PACKED_UNDO_BYTES: usize = 480;
 /// The sequence number of a transaction's commit marker.
 pub const COMMIT_MARKER: u64 = u64::MAX;
 
@@ -312,6 +317,65 @@ impl UndoEntry {
             _ => out.extend_from_slice(&start.to_le_bytes()),
         }
         out
+    }
+
+    /// Bytes this entry takes in a packed record.
+    pub fn packed_len(&self) -> usize {
+        self.encode().len() - 8 + 4
+    }
+
+    /// `entries` (at least one, all of one index) as one undo record: a lone entry as
+    /// [`UndoEntry::encode`] writes it; several as `KIND_PACKED | index u64 | count u32` and then
+    /// per entry its length (u32) and its encoding without the index. A statement that changes
+    /// many rows of a table so writes one undo record per batch, not one per row.
+    pub fn encode_packed(entries: &[UndoEntry]) -> Vec<u8> {
+        let [first, rest @ ..] = entries else {
+            return Vec::new();
+        };
+        if rest.is_empty() {
+            return first.encode();
+        }
+        let mut out = Vec::with_capacity(13 + entries.iter().map(Self::packed_len).sum::<usize>());
+        out.push(KIND_PACKED);
+        out.extend_from_slice(&first.index.to_le_bytes());
+        out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        for entry in entries {
+            debug_assert_eq!(entry.index, first.index, "a packed record is of one index");
+            let encoded = entry.encode();
+            let without_index = [&encoded[..1], &encoded[9..]].concat();
+            out.extend_from_slice(&(without_index.len() as u32).to_le_bytes());
+            out.extend_from_slice(&without_index);
+        }
+        out
+    }
+
+    /// The entries of one undo record, in the order they were written (one, or several packed).
+    pub fn decode_record(bytes: &[u8]) -> Result<Vec<UndoEntry>> {
+        if bytes.first() != Some(&KIND_PACKED) {
+            return Ok(vec![UndoEntry::decode(bytes)?]);
+        }
+        let corrupt =
+            || EngineError::Corrupt(format!("packed undo record of {} bytes", bytes.len()));
+        let header = bytes.get(1..13).ok_or_else(corrupt)?;
+        let index = &header[..8];
+        let count = u32::from_le_bytes(header[8..].try_into().expect("4 bytes")) as usize;
+        let mut entries = Vec::with_capacity(count);
+        let mut rest = &bytes[13..];
+        for _ in 0..count {
+            let len = rest.get(..4).ok_or_else(corrupt)?;
+            let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+            let body = rest
+                .get(4..4 + len)
+                .filter(|b| !b.is_empty())
+                .ok_or_else(corrupt)?;
+            let encoded = [&body[..1], index, &body[1..]].concat();
+            entries.push(UndoEntry::decode(&encoded)?);
+            rest = &rest[4 + len..];
+        }
+        if !rest.is_empty() || entries.is_empty() {
+            return Err(corrupt());
+        }
+        Ok(entries)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<UndoEntry> {
@@ -407,6 +471,22 @@ mod tests {
         assert_eq!(UndoEntry::decode(&range.encode()).unwrap(), range);
         let encoded = range.encode();
         assert!((0..encoded.len()).all(|n| UndoEntry::decode(&encoded[..n]).is_err()));
+        let packed = vec![
+            entry.clone(),
+            range.clone(),
+            UndoEntry {
+                index: entry.index,
+                pk: b"z".to_vec(),
+                action: UndoAction::Inserted,
+            },
+        ];
+        let encoded = UndoEntry::encode_packed(&packed);
+        assert_eq!(UndoEntry::decode_record(&encoded).unwrap(), packed);
+        assert!((0..encoded.len()).all(|n| UndoEntry::decode_record(&encoded[..n]).is_err()));
+        assert_eq!(
+            UndoEntry::decode_record(&UndoEntry::encode_packed(&packed[..1])).unwrap(),
+            packed[..1]
+        );
         let old = OldVersion {
             version: version.clone(),
             superseded_by: 11,

@@ -1000,17 +1000,26 @@ fn a_crash_rolls_back_changes_made_without_row_locks() {
     let (vfs, engine) = engine();
     let table = engine.create_index().unwrap();
     committed_rows(&engine, table, &[("a", "0"), ("b", "0"), ("c", "0")]);
+    let many: Vec<String> = (0..600).map(|i| format!("m{i:04}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let rows: Vec<(&str, &str)> = many.iter().map(|k| (*k, "0")).collect();
+    committed_rows(&engine, table, &rows);
+    let before = committed_contents(&engine, table);
     let mut unfinished = engine.begin(Isolation::ReadCommitted).unwrap();
     let written = change_unlocked(&mut unfinished, table, &["a", "c"], &[Some("x"), None]);
     assert_eq!(written, vec![true, true]);
+    // Many rows in one call: their undo entries go packed, several to an undo record.
+    let changes: Vec<Option<&str>> = (0..many.len())
+        .map(|i| (i % 3 != 0).then_some("y"))
+        .collect();
+    let written = change_unlocked(&mut unfinished, table, &many, &changes);
+    assert!(written.iter().all(|w| *w));
     engine.store().sync_log().unwrap();
     std::mem::forget(unfinished);
     drop(engine);
     let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
-    assert_eq!(
-        committed_contents(&engine, table),
-        vec!["a=0", "b=0", "c=0"]
-    );
+    assert_eq!(committed_contents(&engine, table), before);
+    assert_eq!(&before[..3], &["a=0", "b=0", "c=0"]);
     engine.close().unwrap();
     let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);

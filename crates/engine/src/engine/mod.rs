@@ -91,7 +91,7 @@ use crate::ssi::{Conflict, SsiTracker};
 use crate::txn::{Csn, Snapshot, TxnId, TxnManager, TxnStatus};
 use crate::version::{
     history_key, history_last, split_undo_key, undo_key, IndexId, OldVersion, UndoAction,
-    UndoEntry, Version, COMMIT_MARKER,
+    UndoEntry, Version, COMMIT_MARKER, PACKED_UNDO_BYTES,
 };
 
 const META_INDEX: IndexId = 1;

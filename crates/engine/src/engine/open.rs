@@ -143,7 +143,7 @@ pub(super) fn roll_back_unfinished(
         if sequence == COMMIT_MARKER {
             slot.1 = true;
         } else {
-            slot.0.push(UndoEntry::decode(&value)?);
+            slot.0.extend(UndoEntry::decode_record(&value)?);
         }
     }
     let mut leftover = Leftover {

@@ -91,7 +91,11 @@ impl Transaction {
             .engine
             .undo
             .range(Bound::Included(&start), Bound::Excluded(&end));
-        range.map(|record| UndoEntry::decode(&record?.1)).collect()
+        let mut entries = Vec::new();
+        for record in range {
+            entries.extend(UndoEntry::decode_record(&record?.1)?);
+        }
+        Ok(entries)
     }
 
     /// At commit, the writes purge must look at, each not yet done: the replaced versions to

@@ -294,12 +294,27 @@ impl Transaction {
     }
 
     /// Appends `entries` to the undo log as one ascending run of undo records (one
-    /// mini-transaction per leaf of the undo tree).
+    /// mini-transaction per leaf of the undo tree), a record per entry: a row inserted in a run
+    /// can still remove its own entry by number (`insert_one_of_many`).
     fn write_undo_run(&mut self, entries: &[UndoEntry]) -> Result<()> {
+        self.write_undo_records(entries.chunks(1))
+    }
+
+    /// [`Transaction::write_undo_run`] with the entries packed, several to a record (see
+    /// [`UndoEntry::encode_packed`]): for the first writes of UPDATE and DELETE, whose entries are
+    /// never addressed one by one.
+    fn write_packed_undo_run(&mut self, entries: &[UndoEntry]) -> Result<()> {
+        self.write_undo_records(packs(entries).into_iter())
+    }
+
+    fn write_undo_records<'e>(
+        &mut self,
+        packs: impl Iterator<Item = &'e [UndoEntry]>,
+    ) -> Result<()> {
         let first = self.undo_length;
         let records: Vec<(Vec<u8>, Vec<u8>)> = (first..)
-            .zip(entries)
-            .map(|(sequence, entry)| (undo_key(self.id, sequence), entry.encode()))
+            .zip(packs)
+            .map(|(sequence, pack)| (undo_key(self.id, sequence), UndoEntry::encode_packed(pack)))
             .collect();
         self.undo_length += records.len() as u64;
         self.wrote = true;
@@ -377,7 +392,7 @@ impl Transaction {
             );
             keeps.push(log.keep);
         }
-        self.write_undo_run(&undo)?;
+        self.write_packed_undo_run(&undo)?;
         self.writes.extend(undo);
         history.sort_unstable();
         let added = insert_run(&self.engine.history, &history)?;
@@ -886,6 +901,25 @@ struct WriteLog {
 
 /// Inserts `records` (ascending keys) into `tree` in runs, a record whose run stops on its own
 /// (replacing a present key); returns how many keys were new.
+/// `entries` cut into packs for [`UndoEntry::encode_packed`]: consecutive entries of one index,
+/// at most [`PACKED_UNDO_BYTES`] of them.
+fn packs(entries: &[UndoEntry]) -> Vec<&[UndoEntry]> {
+    let mut packs = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (at, entry) in entries.iter().enumerate() {
+        let len = entry.packed_len();
+        if at > start && (entry.index != entries[start].index || bytes + len > PACKED_UNDO_BYTES) {
+            packs.push(&entries[start..at]);
+            (start, bytes) = (at, 0);
+        }
+        bytes += len;
+    }
+    if start < entries.len() {
+        packs.push(&entries[start..]);
+    }
+    packs
+}
+
 fn insert_run(tree: &BTree, records: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
     let (mut at, mut added) = (0, 0);
     while at < records.len() {
