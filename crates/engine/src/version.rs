@@ -297,8 +297,15 @@ pub fn split_undo_key(key: &[u8]) -> Result<(TxnId, u64)> {
 }
 
 impl UndoEntry {
+    /// `kind u8 | index u64 | pk length u32 | pk | tail`, the tail being the previous start
+    /// (u64), or the last key of an `InsertedRange` (length u32, key).
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(21 + self.pk.len());
+        let mut out = Vec::with_capacity(self.body_len() + 8);
+        self.encode_into(&mut out, true);
+        out
+    }
+
+    fn encode_into(&self, out: &mut Vec<u8>, with_index: bool) {
         let (kind, start) = match &self.action {
             UndoAction::Inserted => (KIND_INSERTED, 0),
             UndoAction::Replaced { previous_start } => (KIND_REPLACED, *previous_start),
@@ -306,7 +313,9 @@ impl UndoEntry {
             UndoAction::InsertedRange { .. } => (KIND_INSERTED_RANGE, 0),
         };
         out.push(kind);
-        out.extend_from_slice(&self.index.to_le_bytes());
+        if with_index {
+            out.extend_from_slice(&self.index.to_le_bytes());
+        }
         out.extend_from_slice(&(self.pk.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.pk);
         match &self.action {
@@ -316,12 +325,20 @@ impl UndoEntry {
             }
             _ => out.extend_from_slice(&start.to_le_bytes()),
         }
-        out
+    }
+
+    /// Bytes of the encoding without the index.
+    fn body_len(&self) -> usize {
+        let tail = match &self.action {
+            UndoAction::InsertedRange { last } => 4 + last.len(),
+            _ => 8,
+        };
+        1 + 4 + self.pk.len() + tail
     }
 
     /// Bytes this entry takes in a packed record.
     pub fn packed_len(&self) -> usize {
-        self.encode().len() - 8 + 4
+        4 + self.body_len()
     }
 
     /// `entries` (at least one, all of one index) as one undo record: a lone entry as
@@ -341,10 +358,8 @@ impl UndoEntry {
         out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
         for entry in entries {
             debug_assert_eq!(entry.index, first.index, "a packed record is of one index");
-            let encoded = entry.encode();
-            let without_index = [&encoded[..1], &encoded[9..]].concat();
-            out.extend_from_slice(&(without_index.len() as u32).to_le_bytes());
-            out.extend_from_slice(&without_index);
+            out.extend_from_slice(&(entry.body_len() as u32).to_le_bytes());
+            entry.encode_into(&mut out, false);
         }
         out
     }
