@@ -44,6 +44,9 @@ pub enum AggFunc {
     JsonObjectAgg,
     JsonbObjectAgg,
     ArrayAgg,
+    /// `GROUPING(a, …)`: a bit per argument, set where the output row's grouping set leaves
+    /// that argument out (see `executor::finish_groups`); 0 without grouping sets.
+    Grouping,
 }
 
 impl AggFunc {
@@ -67,6 +70,7 @@ impl AggFunc {
             "json_object_agg" => AggFunc::JsonObjectAgg,
             "jsonb_object_agg" => AggFunc::JsonbObjectAgg,
             "array_agg" => AggFunc::ArrayAgg,
+            "grouping" => AggFunc::Grouping,
             _ => return None,
         })
     }
@@ -90,6 +94,7 @@ impl AggFunc {
             AggFunc::JsonObjectAgg => "json_object_agg",
             AggFunc::JsonbObjectAgg => "jsonb_object_agg",
             AggFunc::ArrayAgg => "array_agg",
+            AggFunc::Grouping => "grouping",
         }
     }
 
@@ -151,6 +156,7 @@ impl AggFunc {
             (AggFunc::ArrayAgg, Some(ty)) if ArrayElement::of(&ty).is_some() => ty.array_type(),
             (AggFunc::ArrayAgg, _) => Some(Text),
             (AggFunc::BoolAnd | AggFunc::BoolOr, _) => Some(Boolean),
+            (AggFunc::Grouping, _) => Some(Integer),
             (f, Some(Real | Double)) if f.is_spread() => Some(Double),
             (f, Some(SmallInt | Integer | BigInt | Numeric { .. })) if f.is_spread() => {
                 Some(numeric)
@@ -364,6 +370,7 @@ impl Accumulator {
         self.add_integer_sum()?;
         Ok(match self.func {
             AggFunc::CountStar | AggFunc::Count => Value::BigInt(self.count),
+            AggFunc::Grouping => Value::Integer(0),
             AggFunc::Sum => sum_result(self.value, call.ty),
             AggFunc::Avg if self.count == 0 => Value::Null,
             AggFunc::Avg => avg_result(self.value, self.count)?,

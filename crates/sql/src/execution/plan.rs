@@ -137,6 +137,9 @@ pub enum Plan {
         input: Box<Plan>,
         groups: Vec<Expr>,
         aggregates: Vec<AggCall>,
+        /// Grouping sets (ROLLUP, CUBE, GROUPING SETS): per set, which of `groups` it groups
+        /// by; the others read NULL in its rows. Empty: one set of all `groups`.
+        sets: Vec<Vec<bool>>,
     },
     Sort {
         input: Box<Plan>,
@@ -385,11 +388,27 @@ impl Plan {
                     .collect();
                 vec![format!("Sort Key: {}", keys.join(", "))]
             }
-            Plan::Aggregate { groups, .. } if !groups.is_empty() => {
+            Plan::Aggregate { groups, sets, .. } if !groups.is_empty() => {
                 let names = input_names();
                 let keys: Vec<String> =
                     groups.iter().map(|g| g.named(&names).to_string()).collect();
-                vec![format!("Group Key: {}", keys.join(", "))]
+                if sets.is_empty() {
+                    return vec![format!("Group Key: {}", keys.join(", "))];
+                }
+                sets.iter()
+                    .map(|active| {
+                        let set: Vec<&str> = keys
+                            .iter()
+                            .zip(active)
+                            .filter(|(_, on)| **on)
+                            .map(|(key, _)| key.as_str())
+                            .collect();
+                        match set.as_slice() {
+                            [] => "Group Key: ()".to_owned(),
+                            set => format!("Group Key: {}", set.join(", ")),
+                        }
+                    })
+                    .collect()
             }
             _ => Vec::new(),
         }
@@ -428,6 +447,7 @@ impl Plan {
                 input,
                 groups,
                 aggregates,
+                ..
             } => {
                 let names = input.output_names();
                 let groups = groups.iter().map(|g| g.named(&names).to_string());
@@ -548,6 +568,7 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
             input,
             groups,
             aggregates,
+            ..
         } => {
             let mut read = Vec::new();
             let exprs = groups.iter().chain(aggregates.iter().flat_map(|a| {

@@ -269,6 +269,7 @@ pub fn bind_array_subquery(binder: &mut Binder<'_>, query: &ast::Query) -> Resul
             input: Box::new(bound.plan),
             groups: Vec::new(),
             aggregates: vec![joined],
+            sets: Vec::new(),
         }),
         exprs: vec![Expr::Call(&ARRAY_FROM_ELEMENTS, vec![Expr::Column(0)])],
     };

@@ -430,14 +430,20 @@ fn open_node<'p>(
             input,
             groups,
             aggregates,
+            sets,
         } => {
-            if let Some(rows) = parallel::aggregate(input, groups, aggregates, ctx)? {
-                return Ok(Box::new(RowsSource::new(rows)));
+            if sets.is_empty() {
+                if let Some(rows) = parallel::aggregate(input, groups, aggregates, ctx)? {
+                    return Ok(Box::new(RowsSource::new(rows)));
+                }
             }
             let mut input = open(input, ctx, numbering)?;
-            Box::new(RowsSource::new(aggregate(
-                &mut input, groups, aggregates, ctx,
-            )?))
+            let rows = if sets.is_empty() {
+                aggregate(&mut input, groups, aggregates, ctx)?
+            } else {
+                aggregate_sets(&mut input, groups, aggregates, sets, ctx)?
+            };
+            Box::new(RowsSource::new(rows))
         }
         Plan::Sort { input, keys } => {
             let mut input = open(input, ctx, numbering)?;
@@ -977,6 +983,9 @@ fn accumulate(
     ctx: &mut ExecCtx,
 ) -> Result<()> {
     for (call, accumulator) in calls.iter().zip(accumulators.iter_mut()) {
+        if call.func == AggFunc::Grouping {
+            continue;
+        }
         if let Some(filter) = &call.filter {
             if !filter.eval_predicate(row, ctx)? {
                 continue;
@@ -1017,6 +1026,68 @@ fn aggregate(
     ctx: &mut ExecCtx,
 ) -> Result<Vec<Row>> {
     finish_groups(group_rows(input, groups, calls, ctx)?, calls)
+}
+
+/// An aggregate over grouping sets: the input is read once, each row folded into its group of
+/// every set (a key with NULL where the set leaves an expression out); the rows come set by
+/// set. A set of no expressions has its one group even over no rows, as a plain aggregate.
+fn aggregate_sets(
+    input: &mut BoxedSource,
+    groups: &[Expr],
+    calls: &[AggCall],
+    sets: &[Vec<bool>],
+    ctx: &mut ExecCtx,
+) -> Result<Vec<Row>> {
+    let mut found: Vec<HashedGroups> = sets.iter().map(|_| HashedGroups::default()).collect();
+    input.for_each_row(ctx, &mut |row, ctx| {
+        let key = eval_each(groups.iter(), row, ctx)?;
+        for (set, active) in found.iter_mut().zip(sets) {
+            let masked = key
+                .iter()
+                .zip(active)
+                .map(|(value, on)| if *on { value.clone() } else { Value::Null })
+                .collect();
+            let accumulators = set.entry(masked, || calls.iter().map(Accumulator::new).collect());
+            accumulate(calls, accumulators, row, ctx)?;
+        }
+        Ok(())
+    })?;
+    let mut rows = Vec::new();
+    for (set, active) in found.into_iter().zip(sets) {
+        let mut table: Groups = set
+            .groups
+            .into_iter()
+            .map(|(key, a)| (RowKey(key), a))
+            .collect();
+        if table.is_empty() && !active.contains(&true) {
+            let accumulators = calls.iter().map(Accumulator::new).collect();
+            table.insert(RowKey(vec![Value::Null; groups.len()]), accumulators);
+        }
+        let mut set_rows = finish_groups(table, calls)?;
+        set_grouping_bits(&mut set_rows, groups, calls, active);
+        rows.append(&mut set_rows);
+    }
+    Ok(rows)
+}
+
+/// Puts each `GROUPING(…)` call's value into the rows of one grouping set: a bit per argument,
+/// the first the highest, set where the set leaves that argument out.
+fn set_grouping_bits(rows: &mut [Row], groups: &[Expr], calls: &[AggCall], active: &[bool]) {
+    for (at, call) in calls.iter().enumerate() {
+        if call.func != AggFunc::Grouping {
+            continue;
+        }
+        let bits = call.args.iter().fold(0i32, |bits, arg| {
+            let left_out = groups
+                .iter()
+                .position(|g| g == arg)
+                .is_some_and(|i| !active[i]);
+            (bits << 1) | i32::from(left_out)
+        });
+        for row in rows.iter_mut() {
+            row[groups.len() + at] = Value::Integer(bits);
+        }
+    }
 }
 
 /// Folds the input rows into the states of their groups. Without GROUP BY there is one group,

@@ -7,6 +7,7 @@
 //! by [`crate::planner::access`].
 
 mod from;
+mod grouping;
 mod row_lock;
 mod view;
 mod window;
@@ -565,7 +566,8 @@ impl Binder<'_> {
         }
         let mut width = scope.columns.len();
         if grouped {
-            let groups = self.bind_group_by(group_exprs, scope, &projection)?;
+            let (groups, sets) = self.bind_grouping(group_exprs, scope, &projection)?;
+            grouping::check_grouping_calls(&aggregates, &groups)?;
             width = groups.len() + aggregates.len();
             let post = |e: Expr| post_aggregate(e, &groups);
             projection.exprs = projection
@@ -587,6 +589,7 @@ impl Binder<'_> {
                 input: Box::new(plan),
                 groups: groups.clone(),
                 aggregates,
+                sets,
             };
             if let Some((predicate, ty)) = having {
                 expect_boolean(ty, "HAVING")?;
@@ -615,6 +618,47 @@ impl Binder<'_> {
         Ok(finish_select(plan, projection, order_keys, distinct))
     }
 
+    /// GROUP BY items as grouping expressions, and the grouping sets over them (each a mask of
+    /// the expressions it groups by; none for a plain GROUP BY, see [`grouping`]).
+    fn bind_grouping(
+        &mut self,
+        items: &[AstExpr],
+        scope: &Scope,
+        projection: &Projection,
+    ) -> Result<(Vec<Expr>, Vec<Vec<bool>>)> {
+        let Some(sets) = grouping::expand(items)? else {
+            return Ok((self.bind_group_by(items, scope, projection)?, Vec::new()));
+        };
+        let mut distinct: Vec<&AstExpr> = Vec::new();
+        for item in sets.iter().flatten() {
+            if !distinct.contains(item) {
+                distinct.push(item);
+            }
+        }
+        let mut groups: Vec<Expr> = Vec::new();
+        let mut position_of = Vec::with_capacity(distinct.len());
+        for item in &distinct {
+            let expr = self.bind_group_item(item, scope, projection)?;
+            let at = groups.iter().position(|g| *g == expr).unwrap_or_else(|| {
+                groups.push(expr);
+                groups.len() - 1
+            });
+            position_of.push(at);
+        }
+        let masks = sets
+            .iter()
+            .map(|set| {
+                let mut active = vec![false; groups.len()];
+                for item in set {
+                    let at = distinct.iter().position(|d| d == item).expect("bound");
+                    active[position_of[at]] = true;
+                }
+                active
+            })
+            .collect();
+        Ok((groups, masks))
+    }
+
     /// GROUP BY items: output positions, output aliases, or expressions over the input.
     fn bind_group_by(
         &mut self,
@@ -624,32 +668,43 @@ impl Binder<'_> {
     ) -> Result<Vec<Expr>> {
         let mut groups = Vec::with_capacity(items.len());
         for item in items {
-            let expr = if let Some(p) = position_literal(item) {
-                projection
-                    .exprs
-                    .get(p.wrapping_sub(1))
-                    .cloned()
-                    .ok_or_else(|| {
-                        SqlError::new(
-                            "42P10",
-                            format!("GROUP BY position {p} is not in select list"),
-                        )
-                    })?
-            } else if let Some(i) = self.output_alias(item, scope, projection) {
-                projection.exprs[i].clone()
-            } else {
-                self.bind_expr(item, scope)?.0
-            };
-            if matches!(expr, Expr::AggRef(_)) {
-                return Err(SqlError::new(
-                    "42803",
-                    "aggregate functions are not allowed in GROUP BY",
-                ));
-            }
-            groups.push(expr);
+            groups.push(self.bind_group_item(item, scope, projection)?);
         }
         add_key_dependents(&mut groups, scope);
         Ok(groups)
+    }
+
+    /// One GROUP BY expression: an output position, an output alias, or an expression over the
+    /// input.
+    fn bind_group_item(
+        &mut self,
+        item: &AstExpr,
+        scope: &Scope,
+        projection: &Projection,
+    ) -> Result<Expr> {
+        let expr = if let Some(p) = position_literal(item) {
+            projection
+                .exprs
+                .get(p.wrapping_sub(1))
+                .cloned()
+                .ok_or_else(|| {
+                    SqlError::new(
+                        "42P10",
+                        format!("GROUP BY position {p} is not in select list"),
+                    )
+                })?
+        } else if let Some(i) = self.output_alias(item, scope, projection) {
+            projection.exprs[i].clone()
+        } else {
+            self.bind_expr(item, scope)?.0
+        };
+        if matches!(expr, Expr::AggRef(_)) {
+            return Err(SqlError::new(
+                "42803",
+                "aggregate functions are not allowed in GROUP BY",
+            ));
+        }
+        Ok(expr)
     }
 
     /// The output column an identifier names, when it is an alias and not an input column.

@@ -234,7 +234,11 @@ impl Binder<'_> {
             args.push(expr);
         }
         let expected = func.arity();
-        if args.len() != expected {
+        let arity_fits = match func {
+            AggFunc::Grouping => !args.is_empty(),
+            _ => args.len() == expected,
+        };
+        if !arity_fits {
             return Err(SqlError::undefined_function(format!(
                 "function {}() with {} arguments does not exist",
                 func.name(),
