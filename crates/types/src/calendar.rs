@@ -168,6 +168,25 @@ pub(crate) fn scan_datetime(text: &str) -> Result<DateTimeInput, DateTimeFault> 
                 micros: 0,
             })
         }
+        word @ ("now" | "today" | "tomorrow" | "yesterday") => {
+            let local = crate::zone::local_now();
+            let (days, micros) = (
+                local.div_euclid(USECS_PER_DAY),
+                local.rem_euclid(USECS_PER_DAY),
+            );
+            return Ok(match word {
+                "now" => DateTimeInput::Finite { days, micros },
+                "today" => DateTimeInput::Finite { days, micros: 0 },
+                "tomorrow" => DateTimeInput::Finite {
+                    days: days + 1,
+                    micros: 0,
+                },
+                _ => DateTimeInput::Finite {
+                    days: days - 1,
+                    micros: 0,
+                },
+            });
+        }
         _ => {}
     }
     let fields = scan_fields(pg_trim(text)).ok_or(DateTimeFault::Format)?;

@@ -96,6 +96,36 @@ fn dates_round_trip_through_text() {
     );
 }
 
+/// `now`, `today`, `tomorrow` and `yesterday` read the statement's time, in the session zone:
+/// at 2024-03-01 23:30 UTC it is already the 2nd in Tokyo.
+#[test]
+fn relative_date_words_read_the_statement_time_in_the_session_zone() {
+    use crate::zone::{set_session_zone, set_statement_time, Zone};
+    let at = Value::parse(&DataType::TimestampTz, "2024-03-01 23:30:00+00").unwrap();
+    let Value::TimestampTz(micros) = at else {
+        panic!("{at:?}")
+    };
+    set_statement_time(micros);
+    set_session_zone(&Zone::utc());
+    let parse = |ty: &DataType, s: &str| text(Value::parse(ty, s).expect(s));
+    assert_eq!(parse(&DataType::Timestamp, "now"), "2024-03-01 23:30:00");
+    assert_eq!(parse(&DataType::Date, " Today "), "2024-03-01");
+    assert_eq!(parse(&DataType::Date, "tomorrow"), "2024-03-02");
+    assert_eq!(
+        parse(&DataType::Timestamp, "yesterday"),
+        "2024-02-29 00:00:00"
+    );
+    assert_eq!(Value::parse(&DataType::TimestampTz, "now"), Ok(at.clone()));
+    set_session_zone(&Zone::named("Asia/Tokyo").expect("the system's zone database"));
+    assert_eq!(parse(&DataType::Date, "today"), "2024-03-02");
+    assert_eq!(
+        parse(&DataType::TimestampTz, "today"),
+        "2024-03-02 00:00:00+09"
+    );
+    assert_eq!(Value::parse(&DataType::TimestampTz, "now"), Ok(at));
+    set_session_zone(&Zone::utc());
+}
+
 #[test]
 fn date_errors_match_postgres() {
     let bad = err(Value::parse(&DataType::Date, "2001-02-29"));

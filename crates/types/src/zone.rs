@@ -121,6 +121,28 @@ fn civil(local: i64) -> Option<jiff::civil::DateTime> {
 
 thread_local! {
     static SESSION_ZONE: RefCell<Zone> = RefCell::new(Zone::utc());
+    /// The running statement's time (microseconds since 2000-01-01 UTC), as `now()` gives it.
+    static STATEMENT_TIME: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes `micros` the time that the input `now`, `today`, `tomorrow` and `yesterday` read on
+/// this thread (the statement's, so that they agree with `now()`).
+pub fn set_statement_time(micros: i64) {
+    STATEMENT_TIME.with(|time| time.set(Some(micros)));
+}
+
+/// The statement's time in the session zone's local time: the statement's time if one was set
+/// on this thread, else the clock's.
+pub(crate) fn local_now() -> i64 {
+    let now = STATEMENT_TIME
+        .with(std::cell::Cell::get)
+        .unwrap_or_else(|| {
+            let unix = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_micros() as i64);
+            unix - PG_EPOCH_UNIX_DAYS * USECS_PER_DAY
+        });
+    session_zone().to_local(now)
 }
 
 /// Makes `zone` this thread's session zone (see the module doc).

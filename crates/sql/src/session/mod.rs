@@ -408,6 +408,7 @@ impl Session {
     fn tracked<T>(&mut self, query: Arc<str>, run: impl FnOnce(&mut Self) -> T) -> T {
         self.apply_time_zone();
         let now = now_micros();
+        steady_types::zone::set_statement_time(now);
         let xact_start = *self.xact_start.get_or_insert(now);
         let activity = Arc::clone(self.registered.activity());
         self.info.cancel.arm();
