@@ -47,6 +47,12 @@ pub enum AggFunc {
     /// `GROUPING(a, …)`: a bit per argument, set where the output row's grouping set leaves
     /// that argument out (see `executor::finish_groups`); 0 without grouping sets.
     Grouping,
+    /// The ordered-set aggregates (`… WITHIN GROUP (ORDER BY x)`): their arguments are `x` and
+    /// then the fraction (none for mode); their inputs are kept and sorted (see
+    /// [`Accumulator::finish`]).
+    PercentileCont,
+    PercentileDisc,
+    Mode,
 }
 
 impl AggFunc {
@@ -71,6 +77,9 @@ impl AggFunc {
             "jsonb_object_agg" => AggFunc::JsonbObjectAgg,
             "array_agg" => AggFunc::ArrayAgg,
             "grouping" => AggFunc::Grouping,
+            "percentile_cont" => AggFunc::PercentileCont,
+            "percentile_disc" => AggFunc::PercentileDisc,
+            "mode" => AggFunc::Mode,
             _ => return None,
         })
     }
@@ -95,7 +104,18 @@ impl AggFunc {
             AggFunc::JsonbObjectAgg => "jsonb_object_agg",
             AggFunc::ArrayAgg => "array_agg",
             AggFunc::Grouping => "grouping",
+            AggFunc::PercentileCont => "percentile_cont",
+            AggFunc::PercentileDisc => "percentile_disc",
+            AggFunc::Mode => "mode",
         }
+    }
+
+    /// Whether the aggregate takes WITHIN GROUP (ORDER BY …).
+    pub fn is_ordered_set(self) -> bool {
+        matches!(
+            self,
+            AggFunc::PercentileCont | AggFunc::PercentileDisc | AggFunc::Mode
+        )
     }
 
     /// How many arguments the aggregate takes.
@@ -157,6 +177,11 @@ impl AggFunc {
             (AggFunc::ArrayAgg, _) => Some(Text),
             (AggFunc::BoolAnd | AggFunc::BoolOr, _) => Some(Boolean),
             (AggFunc::Grouping, _) => Some(Integer),
+            (AggFunc::PercentileCont, Some(SmallInt | Integer | BigInt | Numeric { .. })) => {
+                Some(Double)
+            }
+            (AggFunc::PercentileCont, Some(Real | Double)) => Some(Double),
+            (AggFunc::PercentileDisc | AggFunc::Mode, other) => Some(other.unwrap_or(Text)),
             (f, Some(Real | Double)) if f.is_spread() => Some(Double),
             (f, Some(SmallInt | Integer | BigInt | Numeric { .. })) if f.is_spread() => {
                 Some(numeric)
@@ -362,6 +387,9 @@ impl Accumulator {
             }
             if !call.order_by.is_empty() {
                 kept.sort_by(|a, b| compare_by_keys(&a.0, &b.0, &call.order_by));
+            }
+            if self.func.is_ordered_set() {
+                return ordered_set_value(self.func, kept);
             }
             for (_, args) in kept {
                 self.fold(&args)?;
@@ -579,4 +607,68 @@ pub fn compare_by_keys(a: &[Value], b: &[Value], keys: &[SortKey]) -> Ordering {
         }
     }
     Ordering::Equal
+}
+
+/// An ordered-set aggregate over its inputs, sorted (each `[x, fraction…]`): NULL inputs are
+/// skipped; NULL over no input or with a NULL fraction.
+fn ordered_set_value(func: AggFunc, kept: Vec<(Vec<Value>, Vec<Value>)>) -> Result<Value> {
+    let fraction = kept.first().and_then(|(_, args)| args.get(1)).cloned();
+    let sorted: Vec<Value> = kept
+        .into_iter()
+        .filter_map(|(_, mut args)| Some(args.swap_remove(0)).filter(|v| !v.is_null()))
+        .collect();
+    if sorted.is_empty() {
+        return Ok(Value::Null);
+    }
+    if func == AggFunc::Mode {
+        return Ok(most_frequent(sorted));
+    }
+    let fraction = match fraction {
+        Some(Value::Double(f)) => f,
+        _ => return Ok(Value::Null),
+    };
+    if !(0.0..=1.0).contains(&fraction) {
+        return Err(SqlError::new(
+            "22003",
+            format!("percentile value {fraction} is not between 0 and 1"),
+        ));
+    }
+    let last = sorted.len() - 1;
+    if func == AggFunc::PercentileDisc {
+        let at = ((fraction * sorted.len() as f64).ceil() as usize).saturating_sub(1);
+        return Ok(sorted[at.min(last)].clone());
+    }
+    let position = fraction * last as f64;
+    let (below, above) = (position.floor() as usize, position.ceil() as usize);
+    let (low, high) = (as_f64(&sorted[below])?, as_f64(&sorted[above])?);
+    Ok(Value::Double(
+        low + (high - low) * (position - below as f64),
+    ))
+}
+
+/// The value that occurs most often in `sorted`; of several, the first.
+fn most_frequent(sorted: Vec<Value>) -> Value {
+    let mut best: Option<(usize, &Value)> = None;
+    let mut run = 0;
+    for (at, value) in sorted.iter().enumerate() {
+        run = if at > 0 && compare_rows(std::slice::from_ref(value), &sorted[at - 1..at]).is_eq() {
+            run + 1
+        } else {
+            1
+        };
+        if best.is_none_or(|(count, _)| run > count) {
+            best = Some((run, value));
+        }
+    }
+    best.map(|(_, value)| value.clone()).unwrap_or(Value::Null)
+}
+
+fn as_f64(value: &Value) -> Result<f64> {
+    match value.cast_to(&DataType::Double)? {
+        Value::Double(v) => Ok(v),
+        other => Err(SqlError::new(
+            "XX000",
+            format!("percentile_cont over {other:?}"),
+        )),
+    }
 }

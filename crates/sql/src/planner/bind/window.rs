@@ -159,6 +159,9 @@ impl Binder<'_> {
         list: Option<&ast::FunctionArgumentList>,
         scope: &Scope,
     ) -> Result<(WindowFunc, Vec<Expr>, Option<DataType>)> {
+        if aggregate == AggFunc::Grouping {
+            return Err(SqlError::unsupported("GROUPING as a window function"));
+        }
         let call = self.bind_aggregate_call(aggregate, function, list, scope)?;
         if call.distinct {
             return Err(SqlError::unsupported(

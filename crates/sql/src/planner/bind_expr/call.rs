@@ -1,6 +1,6 @@
 //! Function calls: built-in functions by name and argument types, COALESCE, aggregate calls
-//! (DISTINCT, FILTER, ORDER BY), which the binder collects for the aggregate node, and window
-//! calls (`OVER`, bound in `bind::window`).
+//! (DISTINCT, FILTER, ORDER BY; the ordered-set aggregates with WITHIN GROUP), which the binder
+//! collects for the aggregate node, and window calls (`OVER`, bound in `bind::window`).
 
 use super::*;
 
@@ -38,6 +38,11 @@ impl Binder<'_> {
         }
         if let Some(func) = AggFunc::by_name(&name) {
             return self.bind_aggregate(func, function, list, scope);
+        }
+        if !function.within_group.is_empty() {
+            return Err(SqlError::undefined_function(format!(
+                "function {name} with WITHIN GROUP does not exist"
+            )));
         }
         let args: Vec<&AstExpr> = list
             .map(|l| l.args.iter().map(plain_arg).collect::<Result<Vec<_>>>())
@@ -189,6 +194,9 @@ impl Binder<'_> {
         list: Option<&ast::FunctionArgumentList>,
         scope: &Scope,
     ) -> Result<AggCall> {
+        if func.is_ordered_set() || !function.within_group.is_empty() {
+            return self.bind_ordered_set_call(func, function, list, scope);
+        }
         let distinct = list.is_some_and(|l| {
             matches!(
                 l.duplicate_treatment,
@@ -273,6 +281,91 @@ impl Binder<'_> {
             order_by,
         })
     }
+}
+
+impl Binder<'_> {
+    /// An ordered-set aggregate: `percentile_cont(f)`, `percentile_disc(f)` or `mode()`, WITHIN
+    /// GROUP (ORDER BY x). Its arguments are `[x, f…]` and its ORDER BY the WITHIN GROUP key, so
+    /// the accumulator keeps the inputs sorted; the fraction `f` may not read the row (PostgreSQL
+    /// also allows grouped columns there).
+    fn bind_ordered_set_call(
+        &mut self,
+        func: AggFunc,
+        function: &ast::Function,
+        list: Option<&ast::FunctionArgumentList>,
+        scope: &Scope,
+    ) -> Result<AggCall> {
+        if !func.is_ordered_set() {
+            return Err(not_ordered_set(func.name()));
+        }
+        let [item] = function.within_group.as_slice() else {
+            let problem = match function.within_group.len() {
+                0 => format!(
+                    "WITHIN GROUP is required for ordered-set aggregate {}",
+                    func.name()
+                ),
+                _ => format!(
+                    "WITHIN GROUP of {} takes exactly one ORDER BY item",
+                    func.name()
+                ),
+            };
+            return Err(SqlError::new("42809", problem));
+        };
+        let list = list.filter(|l| !l.args.is_empty());
+        if list.is_some_and(|l| l.duplicate_treatment.is_some() || !l.clauses.is_empty()) {
+            return Err(SqlError::unsupported(format!(
+                "DISTINCT or ORDER BY in the arguments of {}",
+                func.name()
+            )));
+        }
+        let direct = list.map(|l| l.args.as_slice()).unwrap_or_default();
+        if direct.len() != usize::from(func != AggFunc::Mode) {
+            return Err(SqlError::undefined_function(format!(
+                "function {}() with {} direct arguments does not exist",
+                func.name(),
+                direct.len()
+            )));
+        }
+        let (sorted, sorted_type) = self.bind_expr(&item.expr, scope)?;
+        let mut args = vec![sorted];
+        for arg in direct {
+            let (fraction, _) = self.bind_expr_as(plain_arg(arg)?, scope, DataType::Double)?;
+            if fraction.uses_columns() || fraction.holds_subquery() {
+                return Err(SqlError::unsupported(format!(
+                    "a fraction of {} that reads the row",
+                    func.name()
+                )));
+            }
+            args.push(fraction);
+        }
+        let filter = function
+            .filter
+            .as_ref()
+            .map(|f| self.bind_expr_as(f, scope, DataType::Boolean).map(|t| t.0))
+            .transpose()?;
+        let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+        let order_by = vec![SortKey {
+            expr: args[0].clone(),
+            descending,
+            nulls_first: item.options.nulls_first.unwrap_or(descending),
+        }];
+        Ok(AggCall {
+            func,
+            ty: func.result_type(sorted_type)?,
+            args,
+            distinct: false,
+            filter,
+            order_by,
+        })
+    }
+}
+
+/// The error for WITHIN GROUP on a function that is not an ordered-set aggregate.
+fn not_ordered_set(name: &str) -> SqlError {
+    SqlError::new(
+        "42809",
+        format!("{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP"),
+    )
 }
 
 pub(crate) fn plain_arg(arg: &ast::FunctionArg) -> Result<&AstExpr> {
