@@ -88,6 +88,9 @@ pub enum SubqueryKind {
     Exists,
     /// `expr IN (SELECT ...)`.
     In(Box<Expr>),
+    /// `(a, b, …) IN (SELECT x, y, …)`: true if some row equals the needles column by column,
+    /// else NULL if some row might (a NULL on either side), else false.
+    InRow(Vec<Expr>),
     /// `expr op ANY (SELECT ...)` / `expr op ALL (SELECT ...)`.
     Quantified {
         expr: Box<Expr>,
@@ -97,11 +100,12 @@ pub enum SubqueryKind {
 }
 
 impl SubqueryKind {
-    /// The expression compared with the subquery's rows, if any.
-    fn needle(&self) -> Option<&Expr> {
+    /// The expressions compared with the subquery's rows.
+    fn needles(&self) -> Vec<&Expr> {
         match self {
-            SubqueryKind::In(e) | SubqueryKind::Quantified { expr: e, .. } => Some(e),
-            SubqueryKind::Scalar | SubqueryKind::Exists => None,
+            SubqueryKind::In(e) | SubqueryKind::Quantified { expr: e, .. } => vec![e],
+            SubqueryKind::InRow(needles) => needles.iter().collect(),
+            SubqueryKind::Scalar | SubqueryKind::Exists => Vec::new(),
         }
     }
 }
@@ -283,7 +287,7 @@ impl Expr {
                 .chain(otherwise.iter().map(|e| &**e))
                 .collect(),
             Expr::Call(_, args) => args.iter().collect(),
-            Expr::Subquery(sub) => sub.kind.needle().into_iter().collect(),
+            Expr::Subquery(sub) => sub.kind.needles(),
         }
     }
 
@@ -353,6 +357,9 @@ impl Expr {
             Expr::Subquery(mut sub) => {
                 sub.kind = match sub.kind {
                     SubqueryKind::In(e) => SubqueryKind::In(t(*e, f)?),
+                    SubqueryKind::InRow(needles) => SubqueryKind::InRow(
+                        needles.into_iter().map(&mut *f).collect::<Result<_>>()?,
+                    ),
                     SubqueryKind::Quantified { expr, op, all } => SubqueryKind::Quantified {
                         expr: t(*expr, f)?,
                         op,
@@ -551,7 +558,13 @@ fn eval_case(
 }
 
 fn eval_subquery(sub: &Subquery, row: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
-    let needle = sub.kind.needle().map(|e| e.eval(row, ctx)).transpose()?;
+    let needles = sub
+        .kind
+        .needles()
+        .into_iter()
+        .map(|e| e.eval(row, ctx))
+        .collect::<Result<Vec<_>>>()?;
+    let needle = needles.first().cloned();
     let rows = ctx.run_subquery(sub, row)?;
     Ok(match &sub.kind {
         SubqueryKind::Exists => Value::Boolean(!rows.is_empty()),
@@ -569,11 +582,40 @@ fn eval_subquery(sub: &Subquery, row: &[Value], ctx: &mut ExecCtx) -> Result<Val
             let needle = needle.unwrap_or(Value::Null);
             in_values(&needle, rows.iter().map(|r| &r[0]))
         }
+        SubqueryKind::InRow(_) => in_rows(&needles, &rows),
         SubqueryKind::Quantified { op, all, .. } => {
             let needle = needle.unwrap_or(Value::Null);
             quantified(&needle, *op, *all, rows.iter().map(|r| &r[0]))
         }
     })
+}
+
+/// `(needles) IN (rows)` with SQL's NULL rules (see [`SubqueryKind::InRow`]).
+fn in_rows(needles: &[Value], rows: &[Vec<Value>]) -> Value {
+    let mut maybe = false;
+    for row in rows {
+        let mut equal = Some(true);
+        for (needle, value) in needles.iter().zip(row) {
+            match needle.compare(value) {
+                Some(std::cmp::Ordering::Equal) => {}
+                Some(_) => {
+                    equal = Some(false);
+                    break;
+                }
+                None => equal = None,
+            }
+        }
+        match equal {
+            Some(true) => return Value::Boolean(true),
+            None => maybe = true,
+            Some(false) => {}
+        }
+    }
+    if maybe {
+        Value::Null
+    } else {
+        Value::Boolean(false)
+    }
 }
 
 /// `needle op ALL (...)` / `needle op ANY (...)` with SQL's NULL rules.

@@ -67,7 +67,7 @@ fn item_sets(item: &AstExpr) -> Result<Vec<Vec<&AstExpr>>> {
         AstExpr::Cube(_) => {
             if lists.len() > MAX_CUBE {
                 return Err(SqlError::new(
-                    "54001",
+                    "54011",
                     format!("CUBE is limited to {MAX_CUBE} elements"),
                 ));
             }

@@ -299,17 +299,19 @@ impl Binder<'_> {
             return Err(not_ordered_set(func.name()));
         }
         let [item] = function.within_group.as_slice() else {
-            let problem = match function.within_group.len() {
-                0 => format!(
+            return Err(match function.within_group.len() {
+                0 => SqlError::undefined_function(format!(
                     "WITHIN GROUP is required for ordered-set aggregate {}",
                     func.name()
+                )),
+                _ => SqlError::new(
+                    "42809",
+                    format!(
+                        "WITHIN GROUP of {} takes exactly one ORDER BY item",
+                        func.name()
+                    ),
                 ),
-                _ => format!(
-                    "WITHIN GROUP of {} takes exactly one ORDER BY item",
-                    func.name()
-                ),
-            };
-            return Err(SqlError::new("42809", problem));
+            });
         };
         let list = list.filter(|l| !l.args.is_empty());
         if list.is_some_and(|l| l.duplicate_treatment.is_some() || !l.clauses.is_empty()) {

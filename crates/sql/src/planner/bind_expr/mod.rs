@@ -376,6 +376,9 @@ impl Binder<'_> {
         negated: bool,
         scope: &Scope,
     ) -> Result<Typed> {
+        if let AstExpr::Tuple(lefts) = e {
+            return self.bind_row_in_list(lefts, list, negated, scope);
+        }
         let (mut needle, mut ty) = self.bind_expr(e, scope)?;
         let mut items = Vec::with_capacity(list.len());
         for item in list {
@@ -392,6 +395,59 @@ impl Binder<'_> {
         Ok((negate_if(expr, negated), Some(DataType::Boolean)))
     }
 
+    /// `(a, b) IN ((1, 2), (3, 4))`: the row equal to one of the rows, as `(a, b) = (1, 2) OR
+    /// (a, b) = (3, 4)` (SQL's definition, NULLs included).
+    fn bind_row_in_list(
+        &mut self,
+        lefts: &[AstExpr],
+        list: &[AstExpr],
+        negated: bool,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let mut any = None;
+        for item in list {
+            let AstExpr::Tuple(rights) = item else {
+                return Err(SqlError::undefined_function(format!(
+                    "operator does not exist: record = {item}"
+                )));
+            };
+            let (equal, _) = self.bind_row_comparison(CmpOp::Eq, lefts, rights, scope)?;
+            any = Some(match any {
+                None => equal,
+                Some(before) => Expr::Or(Box::new(before), Box::new(equal)),
+            });
+        }
+        let any = any.unwrap_or(Expr::Literal(Value::Boolean(false)));
+        Ok((negate_if(any, negated), Some(DataType::Boolean)))
+    }
+
+    /// `(a, b) IN (SELECT x, y …)`: each needle coerced to its column's type.
+    fn bind_row_in_subquery(
+        &mut self,
+        lefts: &[AstExpr],
+        query: &ast::Query,
+        negated: bool,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let (bound, correlated) = self.bind_subquery_full(query)?;
+        if bound.columns.len() != lefts.len() {
+            let problem = if bound.columns.len() > lefts.len() {
+                "subquery has too many columns"
+            } else {
+                "subquery has too few columns"
+            };
+            return Err(SqlError::syntax(problem));
+        }
+        let mut needles = Vec::with_capacity(lefts.len());
+        for (left, column) in lefts.iter().zip(&bound.columns) {
+            let (needle, ty) = self.bind_expr(left, scope)?;
+            let null = Expr::Literal(Value::Null);
+            needles.push(self.unify(needle, ty, null, column.ty, "=")?.0);
+        }
+        let sub = self.subquery(bound.plan, SubqueryKind::InRow(needles), correlated);
+        Ok((negate_if(sub, negated), Some(DataType::Boolean)))
+    }
+
     fn bind_in_subquery(
         &mut self,
         e: &AstExpr,
@@ -399,6 +455,9 @@ impl Binder<'_> {
         negated: bool,
         scope: &Scope,
     ) -> Result<Typed> {
+        if let AstExpr::Tuple(lefts) = e {
+            return self.bind_row_in_subquery(lefts, query, negated, scope);
+        }
         let (needle, plan, correlated) = self.bind_compared_subquery(e, query, "=", scope)?;
         let sub = self.subquery(plan, SubqueryKind::In(Box::new(needle)), correlated);
         Ok((negate_if(sub, negated), Some(DataType::Boolean)))
