@@ -899,8 +899,6 @@ struct WriteLog {
     keep: Option<KeptRow>,
 }
 
-/// Inserts `records` (ascending keys) into `tree` in runs, a record whose run stops on its own
-/// (replacing a present key); returns how many keys were new.
 /// `entries` cut into packs for [`UndoEntry::encode_packed`]: consecutive entries of one index,
 /// at most [`PACKED_UNDO_BYTES`] of them.
 fn packs(entries: &[UndoEntry]) -> Vec<&[UndoEntry]> {
@@ -920,6 +918,8 @@ fn packs(entries: &[UndoEntry]) -> Vec<&[UndoEntry]> {
     packs
 }
 
+/// Inserts `records` (ascending keys) into `tree` in runs, a record whose run stops on its own
+/// (replacing a present key); returns how many keys were new.
 fn insert_run(tree: &BTree, records: &[(Vec<u8>, Vec<u8>)]) -> Result<usize> {
     let (mut at, mut added) = (0, 0);
     while at < records.len() {
