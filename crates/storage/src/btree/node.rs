@@ -149,7 +149,16 @@ pub fn encode_branch(key: &[u8], child: PageNo) -> Vec<u8> {
 
 /// Binary search of a leaf: `Ok(i)` if record `i` has `key`, else `Err(i)` where it would go.
 pub fn leaf_search(page: Page<'_>, key: &[u8]) -> Result<usize, usize> {
-    let (mut low, mut high) = (0, page.slot_count());
+    search_slots(page, key, 0, page.slot_count())
+}
+
+/// Binary search of the leaf's slots `low..high`, known to bracket `key`.
+fn search_slots(
+    page: Page<'_>,
+    key: &[u8],
+    mut low: usize,
+    mut high: usize,
+) -> Result<usize, usize> {
     while low < high {
         let mid = (low + high) / 2;
         match leaf_key(page.record(mid)).cmp(key) {
@@ -179,16 +188,7 @@ pub fn leaf_search_from(page: Page<'_>, key: &[u8], from: usize) -> Result<usize
             Ordering::Greater => break,
         }
     }
-    let mut high = probe.min(count);
-    while low < high {
-        let mid = (low + high) / 2;
-        match leaf_key(page.record(mid)).cmp(key) {
-            Ordering::Less => low = mid + 1,
-            Ordering::Greater => high = mid,
-            Ordering::Equal => return Ok(mid),
-        }
-    }
-    Err(low)
+    search_slots(page, key, low, probe.min(count))
 }
 
 /// The slot a search result names (where the key is, or where it would go).

@@ -213,11 +213,7 @@ impl Binder<'_> {
             if func != AggFunc::Count {
                 return Err(SqlError::syntax(format!("{}(*) is not valid", func.name())));
             }
-            let filter = function
-                .filter
-                .as_ref()
-                .map(|f| self.bind_expr_as(f, scope, DataType::Boolean).map(|t| t.0))
-                .transpose()?;
+            let filter = self.bind_filter(function, scope)?;
             return Ok(AggCall {
                 func: AggFunc::CountStar,
                 args: vec![],
@@ -253,11 +249,7 @@ impl Binder<'_> {
                 args.len()
             )));
         }
-        let filter = function
-            .filter
-            .as_ref()
-            .map(|f| self.bind_expr_as(f, scope, DataType::Boolean).map(|t| t.0))
-            .transpose()?;
+        let filter = self.bind_filter(function, scope)?;
         let mut order_by = Vec::new();
         for clause in list.map(|l| l.clauses.as_slice()).unwrap_or_default() {
             if let ast::FunctionArgumentClause::OrderBy(items) = clause {
@@ -340,11 +332,7 @@ impl Binder<'_> {
             }
             args.push(fraction);
         }
-        let filter = function
-            .filter
-            .as_ref()
-            .map(|f| self.bind_expr_as(f, scope, DataType::Boolean).map(|t| t.0))
-            .transpose()?;
+        let filter = self.bind_filter(function, scope)?;
         let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
         let order_by = vec![SortKey {
             expr: args[0].clone(),
@@ -359,6 +347,17 @@ impl Binder<'_> {
             filter,
             order_by,
         })
+    }
+}
+
+impl Binder<'_> {
+    /// An aggregate call's FILTER (WHERE …) clause.
+    fn bind_filter(&mut self, function: &ast::Function, scope: &Scope) -> Result<Option<Expr>> {
+        function
+            .filter
+            .as_ref()
+            .map(|f| self.bind_expr_as(f, scope, DataType::Boolean).map(|t| t.0))
+            .transpose()
     }
 }
 
