@@ -15,6 +15,9 @@
 //!                          kind 4: the transaction inserted rows under keys pk..=last, where no
 //!                                  key was when it logged this: remove its versions there
 //!                          (kind 4 ends with last length u32 | last instead of the start csn)
+//!                          kind 5: several entries of one index (UPDATE and DELETE batches):
+//!                                  index u64 | count u32 | per entry its length u32 and its
+//!                                  value above without the index
 //! ```
 //!
 //! A version's *start* is the CSN of the transaction that wrote it. History keys put the versions of
