@@ -521,15 +521,21 @@ pub fn in_values<'a>(needle: &Value, candidates: impl Iterator<Item = &'a Value>
     if needle.is_null() {
         return Value::Null;
     }
-    let mut saw_null = false;
-    for candidate in candidates {
-        match needle.compare(candidate) {
-            Some(std::cmp::Ordering::Equal) => return Value::Boolean(true),
-            None => saw_null = true,
-            Some(_) => {}
+    any_equal(candidates.map(|candidate| needle.compare(candidate).map(|o| o.is_eq())))
+}
+
+/// SQL's OR over equalities that may be unknown (None): true at the first true, else NULL if
+/// one was unknown, else false.
+fn any_equal(equalities: impl Iterator<Item = Option<bool>>) -> Value {
+    let mut unknown = false;
+    for equal in equalities {
+        match equal {
+            Some(true) => return Value::Boolean(true),
+            None => unknown = true,
+            Some(false) => {}
         }
     }
-    if saw_null {
+    if unknown {
         Value::Null
     } else {
         Value::Boolean(false)
@@ -592,30 +598,21 @@ fn eval_subquery(sub: &Subquery, row: &[Value], ctx: &mut ExecCtx) -> Result<Val
 
 /// `(needles) IN (rows)` with SQL's NULL rules (see [`SubqueryKind::InRow`]).
 fn in_rows(needles: &[Value], rows: &[Vec<Value>]) -> Value {
-    let mut maybe = false;
-    for row in rows {
-        let mut equal = Some(true);
-        for (needle, value) in needles.iter().zip(row) {
-            match needle.compare(value) {
-                Some(std::cmp::Ordering::Equal) => {}
-                Some(_) => {
-                    equal = Some(false);
-                    break;
-                }
-                None => equal = None,
-            }
-        }
-        match equal {
-            Some(true) => return Value::Boolean(true),
-            None => maybe = true,
-            Some(false) => {}
+    any_equal(rows.iter().map(|row| row_equal(needles, row)))
+}
+
+/// Whether two rows are equal column by column: false at the first unequal pair, else unknown
+/// (None) if a pair holds a NULL, else true.
+fn row_equal(needles: &[Value], row: &[Value]) -> Option<bool> {
+    let mut equal = Some(true);
+    for (needle, value) in needles.iter().zip(row) {
+        match needle.compare(value) {
+            Some(std::cmp::Ordering::Equal) => {}
+            Some(_) => return Some(false),
+            None => equal = None,
         }
     }
-    if maybe {
-        Value::Null
-    } else {
-        Value::Boolean(false)
-    }
+    equal
 }
 
 /// `needle op ALL (...)` / `needle op ANY (...)` with SQL's NULL rules.

@@ -429,7 +429,6 @@ fn conflicting_key(
     Ok(rows.into_iter().next().map(|(pk, _)| pk))
 }
 
-/// Converts every value to its column's type (assignment rules: strings too long fail).
 /// A row of parameter values as an INSERT's source row.
 fn parameter_row(mut row: Vec<Value>, types: &[Option<DataType>]) -> Result<SourceRow> {
     if row.len() != types.len() {
@@ -456,6 +455,7 @@ pub(crate) fn not_a_parameter_row() -> SqlError {
     )
 }
 
+/// Converts every value to its column's type (assignment rules: strings too long fail).
 fn assign_types(table: &TableDef, values: &mut [Value]) -> Result<()> {
     for (value, column) in values.iter_mut().zip(&table.columns) {
         if !value.is_null() {
