@@ -188,7 +188,7 @@ fn put_row_body(out: &mut Vec<u8>, value: &Value) {
         Value::Boolean(b) => out.push(u8::from(*b)),
         Value::SmallInt(i) => out.extend(i.to_le_bytes()),
         Value::Integer(i) | Value::Date(i) => out.extend(i.to_le_bytes()),
-        Value::BigInt(i) | Value::Timestamp(i) | Value::TimestampTz(i) => {
+        Value::BigInt(i) | Value::Timestamp(i) | Value::TimestampTz(i) | Value::Time(i) => {
             out.extend(i.to_le_bytes())
         }
         Value::Real(x) => out.extend(x.to_bits().to_le_bytes()),
@@ -218,6 +218,7 @@ fn read_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::BigInt => Value::BigInt(i64::from_le_bytes(reader.array()?)),
         DataType::Timestamp => Value::Timestamp(i64::from_le_bytes(reader.array()?)),
         DataType::TimestampTz => Value::TimestampTz(i64::from_le_bytes(reader.array()?)),
+        DataType::Time => Value::Time(i64::from_le_bytes(reader.array()?)),
         DataType::Real => Value::Real(f32::from_bits(u32::from_le_bytes(reader.array()?))),
         DataType::Double => Value::Double(f64::from_bits(u64::from_le_bytes(reader.array()?))),
         DataType::Numeric { .. } => Value::Numeric(read_row_numeric(reader)?),
@@ -243,7 +244,11 @@ fn skip_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<(), CodecErro
         DataType::Boolean => 1,
         DataType::SmallInt => 2,
         DataType::Integer | DataType::Date | DataType::Real => 4,
-        DataType::BigInt | DataType::Timestamp | DataType::TimestampTz | DataType::Double => 8,
+        DataType::BigInt
+        | DataType::Timestamp
+        | DataType::TimestampTz
+        | DataType::Time
+        | DataType::Double => 8,
         DataType::Uuid | DataType::Interval => 16,
         DataType::Numeric { .. } => {
             reader.byte()?;
@@ -358,7 +363,7 @@ fn put_key_body(out: &mut Vec<u8>, value: &Value) {
         Value::Boolean(b) => out.push(u8::from(*b)),
         Value::SmallInt(i) => out.extend((*i as u16 ^ (1 << 15)).to_be_bytes()),
         Value::Integer(i) | Value::Date(i) => out.extend((*i as u32 ^ (1 << 31)).to_be_bytes()),
-        Value::BigInt(i) | Value::Timestamp(i) | Value::TimestampTz(i) => {
+        Value::BigInt(i) | Value::Timestamp(i) | Value::TimestampTz(i) | Value::Time(i) => {
             out.extend((*i as u64 ^ (1 << 63)).to_be_bytes())
         }
         Value::Real(x) => out.extend(real_key(*x).to_be_bytes()),
@@ -382,6 +387,7 @@ fn read_key_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::BigInt => Value::BigInt(read_key_i64(reader)?),
         DataType::Timestamp => Value::Timestamp(read_key_i64(reader)?),
         DataType::TimestampTz => Value::TimestampTz(read_key_i64(reader)?),
+        DataType::Time => Value::Time(read_key_i64(reader)?),
         DataType::Real => Value::Real(real_from_key(u32::from_be_bytes(reader.array()?))),
         DataType::Double => Value::Double(double_from_key(u64::from_be_bytes(reader.array()?))),
         DataType::Numeric { scale, .. } => Value::Numeric(read_key_numeric(reader, *scale)?),
@@ -646,6 +652,7 @@ mod tests {
             Just(DataType::Date),
             Just(DataType::Timestamp),
             Just(DataType::TimestampTz),
+            Just(DataType::Time),
             Just(DataType::Uuid),
             Just(DataType::Interval),
         ]
@@ -706,6 +713,9 @@ mod tests {
                 .boxed(),
             DataType::TimestampTz => prop_oneof![any::<i64>(), -3i64..3]
                 .prop_map(Value::TimestampTz)
+                .boxed(),
+            DataType::Time => (0..=steady_types::USECS_PER_DAY)
+                .prop_map(Value::Time)
                 .boxed(),
             DataType::Real => double().prop_map(|x| Value::Real(x as f32)).boxed(),
             DataType::Double => double().prop_map(Value::Double).boxed(),

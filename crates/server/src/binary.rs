@@ -55,7 +55,8 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
         }
         (DataType::BigInt, Value::BigInt(v))
         | (DataType::Timestamp, Value::Timestamp(v))
-        | (DataType::TimestampTz, Value::TimestampTz(v)) => out.put_i64(*v),
+        | (DataType::TimestampTz, Value::TimestampTz(v))
+        | (DataType::Time, Value::Time(v)) => out.put_i64(*v),
         (DataType::Real, Value::Real(v)) => out.put_f32(*v),
         (DataType::Double, Value::Double(v)) => out.put_f64(*v),
         (DataType::Numeric { .. }, Value::Numeric(d)) => encode_numeric(d, out),
@@ -222,6 +223,13 @@ pub fn decode(bytes: &[u8], ty: Option<&DataType>) -> Result<Value, SqlError> {
         DataType::Date => Value::Date(i32::from_be_bytes(fixed(bytes, ty)?)),
         DataType::Timestamp => Value::Timestamp(i64::from_be_bytes(fixed(bytes, ty)?)),
         DataType::TimestampTz => Value::TimestampTz(i64::from_be_bytes(fixed(bytes, ty)?)),
+        DataType::Time => {
+            let micros = i64::from_be_bytes(fixed(bytes, ty)?);
+            if !(0..=steady_sql::values::USECS_PER_DAY).contains(&micros) {
+                return Err(SqlError::new("22008", "time out of range"));
+            }
+            Value::Time(micros)
+        }
         DataType::Uuid => Value::Uuid(fixed(bytes, ty)?),
         DataType::Interval => {
             let raw: [u8; 16] = fixed(bytes, ty)?;
@@ -382,6 +390,25 @@ mod tests {
         assert_eq!(
             decode(&out, Some(&DataType::Date)).unwrap(),
             Value::Date(-1)
+        );
+    }
+
+    #[test]
+    fn a_time_is_microseconds_since_midnight_within_a_day() {
+        let noon = 12 * 3_600_000_000;
+        let mut out = BytesMut::new();
+        encode(&Value::Time(noon), &DataType::Time, &mut out).unwrap();
+        assert_eq!(&out[..], &noon.to_be_bytes());
+        assert_eq!(
+            decode(&out, Some(&DataType::Time)).unwrap(),
+            Value::Time(noon)
+        );
+        let past_midnight = (steady_sql::values::USECS_PER_DAY + 1).to_be_bytes();
+        assert_eq!(
+            decode(&past_midnight, Some(&DataType::Time))
+                .unwrap_err()
+                .code,
+            "22008"
         );
     }
 }

@@ -50,6 +50,7 @@ pub fn declared_type(ty: Option<&Type>) -> Option<DataType> {
         Type::DATE => DataType::Date,
         Type::TIMESTAMP => DataType::Timestamp,
         Type::TIMESTAMPTZ => DataType::TimestampTz,
+        Type::TIME => DataType::Time,
         Type::UUID => DataType::Uuid,
         Type::INTERVAL => DataType::Interval,
         Type::JSON => DataType::Json,
@@ -99,9 +100,13 @@ fn type_size(ty: Option<&DataType>) -> i16 {
         Some(DataType::Boolean) => 1,
         Some(DataType::SmallInt) => 2,
         Some(DataType::Integer | DataType::Real | DataType::Date) => 4,
-        Some(DataType::BigInt | DataType::Double | DataType::Timestamp | DataType::TimestampTz) => {
-            8
-        }
+        Some(
+            DataType::BigInt
+            | DataType::Double
+            | DataType::Timestamp
+            | DataType::TimestampTz
+            | DataType::Time,
+        ) => 8,
         Some(DataType::Uuid | DataType::Interval) => 16,
         _ => -1,
     }

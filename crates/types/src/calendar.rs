@@ -80,10 +80,10 @@ pub(crate) struct DateTimeFields {
     year: i64,
     month: i64,
     day: i64,
-    hour: i64,
-    minute: i64,
-    second: i64,
-    micros: i64,
+    pub(crate) hour: i64,
+    pub(crate) minute: i64,
+    pub(crate) second: i64,
+    pub(crate) micros: i64,
     bc: bool,
 }
 
@@ -123,6 +123,16 @@ pub(crate) struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    pub(crate) fn new(text: &'a str) -> Self {
+        Scanner {
+            rest: text.as_bytes(),
+        }
+    }
+
+    pub(crate) fn at_end(&self) -> bool {
+        self.rest.is_empty()
+    }
+
     pub(crate) fn digits(&mut self) -> &'a [u8] {
         let n = self.rest.iter().take_while(|b| b.is_ascii_digit()).count();
         let (digits, rest) = self.rest.split_at(n);

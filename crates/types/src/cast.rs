@@ -32,6 +32,12 @@ impl Value {
             (_, DataType::Date) => self.to_date(),
             (_, DataType::Timestamp) => self.to_timestamp(),
             (_, DataType::TimestampTz) => self.to_timestamptz(),
+            (_, DataType::Time) => self.to_time(),
+            (Value::Time(t), DataType::Interval) => Ok(Value::Interval(Interval {
+                months: 0,
+                days: 0,
+                micros: *t,
+            })),
             (
                 _,
                 DataType::Bytea
@@ -149,6 +155,20 @@ impl Value {
             Value::TimestampTz(t) => Ok(Value::Timestamp(crate::zone::session_zone().to_local(t))),
             _ => Err(self.cannot_cast(&DataType::Timestamp)),
         }
+    }
+
+    /// The time of day of a timestamp (a `timestamptz`'s in the session zone; NULL for an
+    /// infinite one, as in PostgreSQL), or an interval's time part modulo a day.
+    pub(crate) fn to_time(&self) -> Result<Value, TypeError> {
+        let time = match *self {
+            Value::Time(t) => Some(t),
+            Value::Timestamp(t) => time_of_timestamp(t),
+            Value::TimestampTz(t) => time_of_timestamp(t)
+                .and_then(|_| time_of_timestamp(zone::session_zone().to_local(t))),
+            Value::Interval(i) => Some(time_of_interval(&i)),
+            _ => return Err(self.cannot_cast(&DataType::Time)),
+        };
+        Ok(time.map_or(Value::Null, Value::Time))
     }
 
     /// A timestamp or date read as local time in the session zone; an instant as it is.

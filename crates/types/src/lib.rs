@@ -23,6 +23,7 @@
 //! | `Date`                        | `date`                        | `Date(i32)`        | days since 2000-01-01; `i32::MIN/MAX` = ∓infinity |
 //! | `Timestamp`                   | `timestamp without time zone` | `Timestamp(i64)`   | µs since 2000-01-01 00:00:00; `i64::MIN/MAX` = ∓infinity |
 //! | `TimestampTz`                 | `timestamp with time zone`    | `TimestampTz(i64)` | µs since 2000-01-01 00:00 UTC (see [`zone`]) |
+//! | `Time`                        | `time without time zone`      | `Time(i64)`        | µs since midnight, `0..=24:00:00` (see `clock`) |
 //! | `Uuid`                        | `uuid`                        | `Uuid([u8; 16])`   | ordered by bytes                             |
 //! | `Interval`                    | `interval`                    | `Interval(Interval)` | months, days, µs; ordered by span (see [`interval`]) |
 //! | `Json`                        | `json`                        | `Json(String)`     | the JSON text as given (see [`json`])        |
@@ -46,12 +47,14 @@
 //! | bytea            | `\x` then lowercase hex                   | `\x00ff`                       |
 //! | date             | `YYYY-MM-DD[ BC]`                         | `2024-02-29`                   |
 //! | timestamp        | `YYYY-MM-DD HH:MM:SS[.ffffff][ BC]`, trailing zeros of the fraction dropped | `2024-02-29 13:05:00.25` |
+//! | time             | `HH:MM:SS[.ffffff]`, trailing zeros of the fraction dropped | `13:05:00.25`        |
 //!
 //! Input (`Value::parse`) accepts, around surrounding whitespace: booleans `t/true/y/yes/on/1`,
 //! `f/false/n/no/off/0` and their unambiguous prefixes in any case; integers with a sign; floats
 //! with exponent, `Infinity`, `-Infinity`, `inf`, `NaN`; numerics with exponent; dates
 //! `YYYY-MM-DD[ BC]`; timestamps `YYYY-MM-DD[( |T)HH:MM[:SS[.f…]]][ BC]`; `infinity`, `-infinity`
-//! and `epoch` for both; bytea in hex (`\x…`) and escape (`\\`, `\ooo`) formats.
+//! and `epoch` for both; times `HH:MM[:SS[.f…]][ AM|PM]` (a zone after them ignored), `allballs`;
+//! bytea in hex (`\x…`) and escape (`\\`, `\ooo`) formats.
 //!
 //! # Invariants
 //!
@@ -72,6 +75,7 @@
 pub mod array;
 mod calendar;
 mod cast;
+mod clock;
 mod compare;
 mod input;
 pub mod interval;
@@ -84,6 +88,7 @@ mod value;
 pub mod zone;
 
 pub use calendar::{civil_from_days, days_from_civil, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+pub use clock::add_interval_to_time;
 pub use interval::Interval;
 pub use uuid::random_uuid;
 pub use value::{ArrayElement, DataType, TypeError, Value};
@@ -91,6 +96,7 @@ pub use value::{ArrayElement, DataType, TypeError, Value};
 // The modules share their crate-visible helpers through the crate root.
 use calendar::*;
 use cast::*;
+use clock::*;
 use compare::*;
 use input::*;
 use value::*;

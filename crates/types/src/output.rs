@@ -23,6 +23,7 @@ impl fmt::Display for Value {
             Value::Timestamp(t) => write_timestamp(f, *t),
             Value::Uuid(u) => crate::uuid::write_uuid(f, u),
             Value::TimestampTz(t) => crate::zone::write_timestamptz(f, *t),
+            Value::Time(t) => write_clock(f, *t),
             Value::Interval(i) => crate::interval::write_interval(f, i),
             Value::Json(text) | Value::Jsonb(text) => f.write_str(text),
         }
@@ -112,10 +113,17 @@ pub(crate) fn write_calendar_day(
     Ok(bc)
 }
 
+/// Writes ` HH:MM:SS[.f…]`, the time of day after a timestamp's date.
 pub(crate) fn write_time_of_day(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
+    f.write_str(" ")?;
+    write_clock(f, micros)
+}
+
+/// Writes `HH:MM:SS[.f…]` (trailing zeros of the fraction dropped) for `micros` since midnight.
+pub(crate) fn write_clock(f: &mut fmt::Formatter<'_>, micros: i64) -> fmt::Result {
     let seconds = micros / 1_000_000;
     let (hour, minute, second) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
-    write!(f, " {hour:02}:{minute:02}:{second:02}")?;
+    write!(f, "{hour:02}:{minute:02}:{second:02}")?;
     match micros % 1_000_000 {
         0 => Ok(()),
         fraction => write!(f, ".{}", format!("{fraction:06}").trim_end_matches('0')),

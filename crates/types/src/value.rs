@@ -29,6 +29,8 @@ pub enum DataType {
     Date,
     Timestamp,
     TimestampTz,
+    /// `time without time zone`: a time of day.
+    Time,
     Uuid,
     Interval,
     Json,
@@ -128,6 +130,7 @@ impl fmt::Display for DataType {
             DataType::Date => f.write_str("date"),
             DataType::Timestamp => f.write_str("timestamp without time zone"),
             DataType::TimestampTz => f.write_str("timestamp with time zone"),
+            DataType::Time => f.write_str("time without time zone"),
             DataType::Uuid => f.write_str("uuid"),
             DataType::Json => f.write_str("json"),
             DataType::Jsonb => f.write_str("jsonb"),
@@ -229,6 +232,8 @@ pub enum Value {
     Timestamp(i64),
     /// Microseconds since 2000-01-01 00:00 UTC (see [`crate::zone`]).
     TimestampTz(i64),
+    /// Microseconds since midnight, `0..=24:00:00`.
+    Time(i64),
     Uuid([u8; 16]),
     Interval(crate::Interval),
     /// JSON text exactly as given (see [`crate::json`]).
@@ -255,7 +260,9 @@ impl PartialEq for Value {
             (Value::Bytea(a), Value::Bytea(b)) => a == b,
             (Value::Uuid(a), Value::Uuid(b)) => a == b,
             (Value::Json(a), Value::Json(b)) | (Value::Jsonb(a), Value::Jsonb(b)) => a == b,
-            (Value::TimestampTz(a), Value::TimestampTz(b)) => a == b,
+            (Value::TimestampTz(a), Value::TimestampTz(b)) | (Value::Time(a), Value::Time(b)) => {
+                a == b
+            }
             (Value::Interval(a), Value::Interval(b)) => a == b,
             _ => false,
         }
@@ -290,6 +297,7 @@ impl Value {
             Value::Timestamp(_) => DataType::Timestamp,
             Value::Uuid(_) => DataType::Uuid,
             Value::TimestampTz(_) => DataType::TimestampTz,
+            Value::Time(_) => DataType::Time,
             Value::Interval(_) => DataType::Interval,
             Value::Json(_) => DataType::Json,
             Value::Jsonb(_) => DataType::Jsonb,
@@ -324,6 +332,7 @@ impl Value {
             DataType::Timestamp => parse_timestamp(text).map(Value::Timestamp),
             DataType::Uuid => crate::uuid::parse_uuid(text).map(Value::Uuid),
             DataType::TimestampTz => crate::zone::parse_timestamptz(text).map(Value::TimestampTz),
+            DataType::Time => parse_time(text).map(Value::Time),
             DataType::Interval => crate::interval::parse_interval(text).map(Value::Interval),
             DataType::Json => crate::json::json_text(text).map(Value::Json),
             DataType::Jsonb => crate::json::jsonb_text(text).map(Value::Jsonb),
@@ -368,6 +377,7 @@ impl Value {
             (Value::Text(a), Value::Text(b)) => Some(a.cmp(b)),
             (Value::Bytea(a), Value::Bytea(b)) => Some(a.cmp(b)),
             (Value::Uuid(a), Value::Uuid(b)) => Some(a.cmp(b)),
+            (Value::Time(a), Value::Time(b)) => Some(a.cmp(b)),
             (Value::Interval(a), Value::Interval(b)) => Some(a.compare(b)),
             (Value::Jsonb(a), Value::Jsonb(b)) => Some(crate::json::compare_jsonb(a, b)),
             _ => compare_numbers(self, other).or_else(|| compare_datetimes(self, other)),

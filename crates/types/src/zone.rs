@@ -219,7 +219,7 @@ fn split_zone(text: &str) -> Result<(&str, GivenZone), TypeError> {
 }
 
 /// `±HH`, `±HH:MM`, `±HHMM`, `±HH:MM:SS` as microseconds east of UTC.
-fn numeric_offset(text: &str) -> Option<i64> {
+pub(crate) fn numeric_offset(text: &str) -> Option<i64> {
     let (sign, digits) = match text.as_bytes().first()? {
         b'+' => (1, &text[1..]),
         b'-' => (-1, &text[1..]),

@@ -156,6 +156,9 @@ fn timestamp(_: &[Option<DataType>]) -> Option<DataType> {
 pub(crate) fn timestamptz(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::TimestampTz)
 }
+fn time(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Time)
+}
 /// `timestamptz` for a `timestamptz` second argument (date_trunc), else `timestamp`.
 fn timestamp_like_second(args: &[Option<DataType>]) -> Option<DataType> {
     match args.get(1) {
@@ -263,6 +266,8 @@ static FUNCTIONS: &[Function] = &[
     volatile("transaction_timestamp", timestamptz, now),
     volatile("clock_timestamp", timestamptz, now),
     volatile("current_date", date, current_date),
+    volatile("localtime", time, local_time),
+    strict("make_time", (3, 3), time, make_time),
     volatile("random", double, random),
     volatile("gen_random_uuid", uuid, gen_random_uuid),
     contextual("version", (0, 0), text, version),
@@ -838,9 +843,29 @@ fn interval_field(field: &str, interval: &steady_types::Interval) -> Result<Deci
     })
 }
 
+/// `extract` / `date_part` of a time of day: its clock fields and seconds since midnight.
+fn time_field(field: &str, micros: i64) -> Result<Decimal> {
+    Ok(match field {
+        "hour" | "hours" => Decimal::from(micros / 3_600_000_000),
+        "minute" | "minutes" => Decimal::from(micros / 60_000_000 % 60),
+        "second" | "seconds" => Decimal::new(micros % 60_000_000, 6),
+        "millisecond" | "milliseconds" => Decimal::new(micros % 60_000_000, 3),
+        "microsecond" | "microseconds" => Decimal::from(micros % 60_000_000),
+        "epoch" => Decimal::new(micros, 6),
+        other => {
+            return Err(SqlError::new(
+                "0A000",
+                format!("unit \"{other}\" not supported for type time without time zone"),
+            ))
+        }
+    })
+}
+
 fn field_value(field: &str, value: &Value) -> Result<Decimal> {
-    if let Value::Interval(interval) = value {
-        return interval_field(&field.to_ascii_lowercase(), interval);
+    match value {
+        Value::Interval(interval) => return interval_field(&field.to_ascii_lowercase(), interval),
+        Value::Time(micros) => return time_field(&field.to_ascii_lowercase(), *micros),
+        _ => {}
     }
     let (year, month, day, micros) = fields(value)?;
     let time_field = matches!(
@@ -960,6 +985,12 @@ fn local_now(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Timestamp(
         steady_types::zone::session_zone().to_local(ctx.statement_time()),
     ))
+}
+
+/// `localtime`: the statement's time of day in the session zone.
+fn local_time(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let local = steady_types::zone::session_zone().to_local(ctx.statement_time());
+    Ok(Value::Time(local.rem_euclid(USECS_PER_DAY)))
 }
 
 fn current_date(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
@@ -1148,6 +1179,25 @@ fn make_date(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         return Err(out_of_range());
     }
     Value::parse(&DataType::Date, &text).map_err(|_| out_of_range())
+}
+
+/// `make_time(hour, min, sec)`: PostgreSQL's range (up to `24:00:00`, seconds below 60).
+fn make_time(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (hour, minute, second) = (as_i64(&args[0]), as_i64(&args[1]), as_f64(&args[2]));
+    let out_of_range = || {
+        SqlError::new(
+            "22008",
+            format!("time field value out of range: {hour}:{minute:02}:{second:02}"),
+        )
+    };
+    if !(0..=24).contains(&hour) || !(0..60).contains(&minute) || !(0.0..60.0).contains(&second) {
+        return Err(out_of_range());
+    }
+    let micros = (hour * 60 + minute) * 60_000_000 + (second * 1e6).round() as i64;
+    if micros > USECS_PER_DAY {
+        return Err(out_of_range());
+    }
+    Ok(Value::Time(micros))
 }
 
 fn gcd_of(a: i128, b: i128) -> i128 {

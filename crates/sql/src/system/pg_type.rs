@@ -58,6 +58,7 @@ pub const BPCHAR: u32 = 1042;
 pub const VARCHAR: u32 = 1043;
 pub const NUMERIC: u32 = 1700;
 pub const TIMESTAMP: u32 = 1114;
+pub const TIME: u32 = 1083;
 pub const UUID: u32 = 2950;
 pub const INTERVAL: u32 = 1186;
 pub const JSON: u32 = 114;
@@ -105,6 +106,7 @@ pub static TYPES: &[TypeInfo] = &[
         "D",
         1185,
     ),
+    base(TIME, "time", "time without time zone", 8, "D", 1183),
     base(NUMERIC, "numeric", "numeric", -1, "N", 1231),
     base(2205, "regclass", "regclass", 4, "N", 2210),
     base(2206, "regtype", "regtype", 4, "N", 2211),
@@ -132,6 +134,7 @@ pub fn type_oid(ty: &DataType) -> u32 {
         DataType::Date => 1082,
         DataType::Timestamp => TIMESTAMP,
         DataType::TimestampTz => 1184,
+        DataType::Time => TIME,
         DataType::Uuid => UUID,
         DataType::Interval => INTERVAL,
         DataType::Json => JSON,

@@ -126,6 +126,11 @@ pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
         T::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
             DataType::TimestampTz
         }
+        T::Time(None, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+            DataType::Time
+        }
+        T::Time(Some(_), _) => return Err(SqlError::unsupported("time with a precision")),
+        T::Time(..) => return Err(SqlError::unsupported("time with time zone")),
         T::Custom(name, modifiers) => custom_type(&object_name(name).1, modifiers)?,
         T::Array(element) => array_type(element)?,
         other => {
@@ -221,6 +226,7 @@ fn internal_name(ty: &DataType) -> String {
         DataType::Date => "date".into(),
         DataType::Timestamp => "timestamp".into(),
         DataType::TimestampTz => "timestamptz".into(),
+        DataType::Time => "time".into(),
         DataType::Uuid => "uuid".into(),
         DataType::Interval => "interval".into(),
         DataType::Json => "json".into(),

@@ -101,6 +101,7 @@ pub enum Category {
     String,
     Bytea,
     DateTime,
+    Time,
     Uuid,
     Interval,
     Json,
@@ -122,6 +123,7 @@ pub fn category(ty: &DataType) -> Category {
         | DataType::Array(_) => Category::String,
         DataType::Bytea => Category::Bytea,
         DataType::Date | DataType::Timestamp | DataType::TimestampTz => Category::DateTime,
+        DataType::Time => Category::Time,
         DataType::Uuid => Category::Uuid,
         DataType::Interval => Category::Interval,
         DataType::Json | DataType::Jsonb => Category::Json,
@@ -140,7 +142,7 @@ pub fn arith_type(op: ArithOp, left: &DataType, right: &DataType) -> Option<Data
             _ => None,
         };
     }
-    if let Some(ty) = interval_arith_type(op, left, right) {
+    if let Some(ty) = interval_arith_type(op, left, right).or(time_arith_type(op, left, right)) {
         return Some(ty);
     }
     match (left, right) {
@@ -179,6 +181,9 @@ pub fn arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
     })?;
     if interval_arith_type(op, &lt, &rt).is_some() {
         return interval_arith(op, left, right);
+    }
+    if time_arith_type(op, &lt, &rt).is_some() {
+        return time_arith(op, left, right);
     }
     match result_type {
         DataType::Date => date_arith(op, left, right),
@@ -295,6 +300,47 @@ fn interval_arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
             }
             Value::Interval(steady_types::Interval::between(a, b).ok_or_else(overflow)?)
         }
+    })
+}
+
+/// The operators of `time` (PostgreSQL's): `time ± interval` (wrapping around midnight),
+/// `interval + time`, `time - time` (an interval), `date + time` and `time + date` (a timestamp).
+fn time_arith_type(op: ArithOp, left: &DataType, right: &DataType) -> Option<DataType> {
+    use DataType::*;
+    match (left, right) {
+        (Time, Interval) if matches!(op, ArithOp::Add | ArithOp::Sub) => Some(Time),
+        (Interval, Time) if op == ArithOp::Add => Some(Time),
+        (Time, Time) if op == ArithOp::Sub => Some(Interval),
+        (Date, Time) | (Time, Date) if op == ArithOp::Add => Some(Timestamp),
+        _ => None,
+    }
+}
+
+fn time_arith(op: ArithOp, left: &Value, right: &Value) -> Result<Value> {
+    Ok(match (left, right) {
+        (Value::Time(t), Value::Interval(i)) | (Value::Interval(i), Value::Time(t)) => {
+            let i = if op == ArithOp::Sub {
+                i.checked_neg()
+                    .ok_or_else(|| SqlError::new("22008", "interval out of range"))?
+            } else {
+                *i
+            };
+            Value::Time(steady_types::add_interval_to_time(*t, &i))
+        }
+        (Value::Time(a), Value::Time(b)) => Value::Interval(steady_types::Interval {
+            months: 0,
+            days: 0,
+            micros: a - b,
+        }),
+        (Value::Date(d), Value::Time(t)) | (Value::Time(t), Value::Date(d)) => {
+            match Value::Date(*d).cast_to(&DataType::Timestamp)? {
+                Value::Timestamp(midnight) if midnight != i64::MAX && midnight != i64::MIN => {
+                    Value::Timestamp(midnight + t)
+                }
+                infinite => infinite,
+            }
+        }
+        _ => unreachable!("time arithmetic has time operands"),
     })
 }
 

@@ -47,6 +47,7 @@ fn canonical(value: &Value) -> Canonical<'_> {
         Value::Bytea(b) => Canonical::Bytes(b),
         Value::Uuid(u) => Canonical::Uuid(u),
         Value::Interval(i) => Canonical::Span(i.span()),
+        Value::Time(t) => Canonical::Instant(i128::from(*t)),
         Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => match value.instant() {
             Some(instant) => Canonical::Instant(instant),
             None => Canonical::Null,

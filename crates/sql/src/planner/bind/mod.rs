@@ -1056,35 +1056,45 @@ fn expect_boolean(ty: Option<DataType>, clause: &str) -> Result<()> {
 
 /// PostgreSQL's name for an unaliased output column.
 fn output_name(expr: &AstExpr) -> String {
+    ranked_output_name(expr).0
+}
+
+/// An output column's name and how strongly the expression names it, as PostgreSQL's
+/// `FigureColnameInternal`: 2 for a column, function or keyword form, 1 for a cast's type name
+/// or `case` (an outer cast's type wins over them), 0 for `?column?`.
+fn ranked_output_name(expr: &AstExpr) -> (String, u8) {
+    let named = |name: &str| (name.to_owned(), 2);
     match expr {
-        AstExpr::Identifier(ident) => normalize_ident(ident),
-        AstExpr::CompoundIdentifier(parts) => parts.last().map(normalize_ident).unwrap_or_default(),
-        AstExpr::Function(f) => object_name(&f.name).1,
+        AstExpr::Identifier(ident) => (normalize_ident(ident), 2),
+        AstExpr::CompoundIdentifier(parts) => {
+            (parts.last().map(normalize_ident).unwrap_or_default(), 2)
+        }
+        AstExpr::Function(f) => (object_name(&f.name).1, 2),
         AstExpr::Cast {
             expr, data_type, ..
-        } => match output_name(expr).as_str() {
-            "?column?" => crate::types::type_output_name(data_type),
-            name => name.to_owned(),
+        } => match ranked_output_name(expr) {
+            (_, 0 | 1) => (crate::types::type_output_name(data_type), 1),
+            strong => strong,
         },
-        AstExpr::Nested(e) => output_name(e),
-        AstExpr::Case { .. } => "case".into(),
-        AstExpr::Exists { .. } => "exists".into(),
+        AstExpr::Nested(e) => ranked_output_name(e),
+        AstExpr::Case { .. } => ("case".into(), 1),
+        AstExpr::Exists { .. } => named("exists"),
         AstExpr::Subquery(q) => match q.body.as_ref() {
             SetExpr::Select(s) => match s.projection.first() {
-                Some(SelectItem::UnnamedExpr(e)) => output_name(e),
-                Some(SelectItem::ExprWithAlias { alias, .. }) => normalize_ident(alias),
-                _ => "?column?".into(),
+                Some(SelectItem::UnnamedExpr(e)) => ranked_output_name(e),
+                Some(SelectItem::ExprWithAlias { alias, .. }) => (normalize_ident(alias), 2),
+                _ => ("?column?".into(), 0),
             },
-            _ => "?column?".into(),
+            _ => ("?column?".into(), 0),
         },
-        AstExpr::Extract { .. } => "extract".into(),
-        AstExpr::Substring { .. } => "substring".into(),
-        AstExpr::Trim { .. } => "btrim".into(),
-        AstExpr::Position { .. } => "position".into(),
-        AstExpr::Ceil { .. } => "ceil".into(),
-        AstExpr::Floor { .. } => "floor".into(),
-        AstExpr::TypedString(t) => crate::types::type_output_name(&t.data_type),
-        _ => "?column?".into(),
+        AstExpr::Extract { .. } => named("extract"),
+        AstExpr::Substring { .. } => named("substring"),
+        AstExpr::Trim { .. } => named("btrim"),
+        AstExpr::Position { .. } => named("position"),
+        AstExpr::Ceil { .. } => named("ceil"),
+        AstExpr::Floor { .. } => named("floor"),
+        AstExpr::TypedString(t) => (crate::types::type_output_name(&t.data_type), 1),
+        _ => ("?column?".into(), 0),
     }
 }
 

@@ -997,7 +997,7 @@ pub fn literal_text(value: &ast::Value) -> Result<String> {
 /// Identifiers that name values rather than columns (`current_date`, `current_timestamp`...).
 fn special_identifier(name: &str) -> Option<Typed> {
     let function = match name {
-        "current_date" | "current_timestamp" | "localtimestamp" | "current_user"
+        "current_date" | "current_timestamp" | "localtimestamp" | "localtime" | "current_user"
         | "session_user" | "user" | "current_schema" => functions::lookup(name, 0).ok()?,
         _ => return None,
     };
