@@ -36,6 +36,10 @@ pub struct ColumnDef {
     /// `GENERATED ... AS IDENTITY`: the column's values come from its sequence (its default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<Identity>,
+    /// `GENERATED ALWAYS AS (expr) STORED`: the expression, as SQL text, that the SQL layer
+    /// computes the column's value from on every insert and update of the row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generated: Option<String>,
 }
 
 /// How an identity column takes values given by a statement (PostgreSQL's `attidentity`).

@@ -36,6 +36,7 @@ fn column(name: &str, data_type: DataType) -> ColumnDef {
         default: None,
         missing: None,
         identity: None,
+        generated: None,
     }
 }
 

@@ -771,6 +771,7 @@ fn people(engine: &Engine) -> Arc<steady_engine::catalog::TableDef> {
         default: None,
         missing: None,
         identity: None,
+        generated: None,
     };
     let columns = vec![
         column("id", DataType::Integer),

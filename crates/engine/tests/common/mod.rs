@@ -12,5 +12,6 @@ pub fn int_column(name: &str) -> ColumnDef {
         default: None,
         missing: None,
         identity: None,
+        generated: None,
     }
 }

@@ -60,8 +60,9 @@ impl CopyIn {
         if session.transaction_status() == TransactionStatus::Failed {
             return Err(aborted());
         }
+        let columns = named_or_default(session, table, columns);
         let table = qualified_name(table);
-        let columns = describe(session, &table, columns)?;
+        let columns = describe(session, &table, &columns)?;
         let insert = prepare_insert(session, &table, &columns)?;
         let own_block = session.transaction_status() == TransactionStatus::Idle;
         if own_block {
@@ -258,8 +259,22 @@ pub fn copy_out(
 }
 
 /// The query text a COPY TO of a table runs.
-pub fn table_query(table: &[String], columns: &[String]) -> String {
-    select_columns(columns, &qualified_name(table))
+pub fn table_query(session: &Session, table: &[String], columns: &[String]) -> String {
+    let columns = named_or_default(session, table, columns);
+    select_columns(&columns, &qualified_name(table))
+}
+
+/// The columns a COPY names, or when it names none, the table's columns but its generated ones.
+fn named_or_default(session: &Session, table: &[String], columns: &[String]) -> Vec<String> {
+    if !columns.is_empty() {
+        return columns.to_vec();
+    }
+    let (schema, name) = match table {
+        [schema, name] => (Some(schema.as_str()), name),
+        [.., name] => (None, name),
+        [] => return Vec::new(),
+    };
+    session.copy_columns(schema, name).unwrap_or_default()
 }
 
 /// `SELECT "a", "b" FROM table` (`*` when no columns are named).

@@ -54,10 +54,12 @@ impl Connection {
                         CopyIn::start(session, name, columns, &command.options)
                             .map(|copy| CopyStartState::In(Box::new(copy)))
                     }
-                    (CopySource::Table { name, columns }, Direction::ToStdout) => {
-                        copy_out(session, &table_query(name, columns), &command.options)
-                            .map(CopyStartState::Out)
-                    }
+                    (CopySource::Table { name, columns }, Direction::ToStdout) => copy_out(
+                        session,
+                        &table_query(session, name, columns),
+                        &command.options,
+                    )
+                    .map(CopyStartState::Out),
                     (CopySource::Query(query), _) => {
                         copy_out(session, query, &command.options).map(CopyStartState::Out)
                     }

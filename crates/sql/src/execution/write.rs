@@ -9,6 +9,10 @@
 //! in row order. Its source streams when it reads no table; otherwise every source row is
 //! evaluated first, so the statement never sees its own rows.
 //!
+//! Every new version of a row — inserted, updated, or updated by ON CONFLICT — has its values
+//! assigned to the column types, then its generated columns computed from it, then NOT NULL and
+//! the CHECK constraints checked, in that order (PostgreSQL's).
+//!
 //! UPDATE and DELETE never walk an index and the table in step (seed 000): they first collect the
 //! primary keys of the candidate rows — from the secondary index alone when the planner chose one,
 //! else from a scan in key order — sort them, and then visit each row once, in primary-key order:
@@ -121,6 +125,8 @@ pub struct InsertPlan {
     pub returning: Option<Returning>,
     /// The table's CHECK constraints, bound over its row.
     pub checks: Vec<CheckExpr>,
+    /// The table's generated columns and their expressions, bound over its row.
+    pub generated: Vec<(usize, Expr)>,
 }
 
 impl InsertPlan {
@@ -282,15 +288,23 @@ impl InsertPlan {
 
     /// A whole table row from the target values, with defaults for the other columns.
     fn full_row(&self, source: Vec<Option<Value>>, ctx: &mut ExecCtx) -> Result<Row> {
-        if self.gives_every_column(&source) {
+        let mut values = if self.gives_every_column(&source) {
             // Collected in place: no allocation (an Option<Value> is as large as a Value).
-            let mut values: Row = source
+            source
                 .into_iter()
                 .map(|v| v.unwrap_or(Value::Null))
-                .collect();
-            assign_types(&self.table, &mut values)?;
-            return Ok(values);
-        }
+                .collect()
+        } else {
+            self.with_defaults(source, ctx)?
+        };
+        assign_types(&self.table, &mut values)?;
+        fill_generated(&self.generated, &self.table, &mut values, ctx)?;
+        Ok(values)
+    }
+
+    /// The row of the table's columns from the source's targets, DEFAULT and the columns it
+    /// leaves out taking their defaults.
+    fn with_defaults(&self, source: Vec<Option<Value>>, ctx: &mut ExecCtx) -> Result<Row> {
         let mut values = vec![Value::Null; self.table.columns.len()];
         let mut given = vec![false; values.len()];
         for (value, &target) in source.into_iter().zip(&self.targets) {
@@ -306,7 +320,6 @@ impl InsertPlan {
                 }
             }
         }
-        assign_types(&self.table, &mut values)?;
         Ok(values)
     }
 
@@ -372,14 +385,12 @@ impl InsertPlan {
                     return Ok(None);
                 }
             }
-            let new = apply_assignments(
-                &self.table,
-                &self.checks,
-                &existing,
+            let change = RowChange {
                 assignments,
-                &both,
-                ctx,
-            )?;
+                generated: &self.generated,
+                checks: &self.checks,
+            };
+            let new = apply_assignments(&self.table, &change, &existing, &both, ctx)?;
             let new_pk = write_update(ctx, &self.table, &pk, &existing, new.clone())?;
             updated.push(new_pk);
             return Ok(Some(new));
@@ -465,19 +476,43 @@ fn assign_types(table: &TableDef, values: &mut [Value]) -> Result<()> {
     Ok(())
 }
 
+/// Computes each generated column of `row` (its other columns assigned) from its expression.
+fn fill_generated(
+    generated: &[(usize, Expr)],
+    table: &TableDef,
+    row: &mut Row,
+    ctx: &mut ExecCtx,
+) -> Result<()> {
+    for (column, expr) in generated {
+        row[*column] = expr
+            .eval(row, ctx)?
+            .assign_into(&table.columns[*column].data_type)?;
+    }
+    Ok(())
+}
+
+/// What an UPDATE (or ON CONFLICT DO UPDATE) makes of a row: its SET list, then its generated
+/// columns and checks.
+struct RowChange<'p> {
+    assignments: &'p [(usize, Expr)],
+    generated: &'p [(usize, Expr)],
+    checks: &'p [CheckExpr],
+}
+
 fn apply_assignments(
     table: &TableDef,
-    checks: &[CheckExpr],
+    change: &RowChange<'_>,
     old: &[Value],
-    assignments: &[(usize, Expr)],
     input: &[Value],
     ctx: &mut ExecCtx,
 ) -> Result<Row> {
     let mut new = old.to_vec();
-    for (column, expr) in assignments {
+    for (column, expr) in change.assignments {
         new[*column] = expr.eval(input, ctx)?;
     }
     assign_types(table, &mut new)?;
+    fill_generated(change.generated, table, &mut new, ctx)?;
+    let checks = change.checks;
     check_not_null(table, &new)?;
     check_constraints(checks, table, &new, ctx)?;
     Ok(new)
@@ -800,12 +835,22 @@ pub struct UpdatePlan {
     pub assignments: Vec<(usize, Expr)>,
     /// The table's CHECK constraints, bound over its row.
     pub checks: Vec<CheckExpr>,
+    /// The table's generated columns and their expressions, bound over its row.
+    pub generated: Vec<(usize, Expr)>,
     /// `LIMIT n`: only the first n rows in primary-key order.
     pub limit: Option<Expr>,
     pub returning: Option<Returning>,
 }
 
 impl UpdatePlan {
+    fn change(&self) -> RowChange<'_> {
+        RowChange {
+            assignments: &self.assignments,
+            generated: &self.generated,
+            checks: &self.checks,
+        }
+    }
+
     pub fn run(&self, ctx: &mut ExecCtx) -> Result<Written> {
         let limit = row_limit(self.limit.as_ref(), ctx)?;
         let mut writer = UpdateWriter {
@@ -857,7 +902,7 @@ impl RowWriter for UpdateWriter<'_> {
             return Ok(None);
         }
         let plan = self.plan;
-        let new = apply_assignments(table, &plan.checks, values, &plan.assignments, row, ctx)?;
+        let new = apply_assignments(table, &plan.change(), values, row, ctx)?;
         let same_key = table.primary_key.is_empty() || primary_key(table, &new) == pk;
         Ok(same_key.then_some(Some(new)))
     }
@@ -873,14 +918,7 @@ impl RowWriter for UpdateWriter<'_> {
             return Ok(false);
         }
         let table = &self.plan.target.table;
-        let new = apply_assignments(
-            table,
-            &self.plan.checks,
-            &old,
-            &self.plan.assignments,
-            &row,
-            ctx,
-        )?;
+        let new = apply_assignments(table, &self.plan.change(), &old, &row, ctx)?;
         check_parents(ctx, table, &new)?;
         check_no_children(ctx, table, &old, Some(&new))?;
         if self.plan.returning.is_some() {

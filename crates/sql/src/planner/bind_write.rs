@@ -65,6 +65,7 @@ impl Binder<'_> {
             on_conflict: None,
             returning: None,
             checks: bind_checks(self, &table_for_checks)?,
+            generated: bind_generated(self, &table_for_checks)?,
         };
         Ok(BoundQuery {
             plan: Plan::Insert(Box::new(insert)),
@@ -176,6 +177,19 @@ pub fn bind_checks(binder: &mut Binder, table: &TableDef) -> Result<Vec<CheckExp
         .collect()
 }
 
+/// The table's generated columns, each with its expression bound over the row.
+pub fn bind_generated(binder: &mut Binder, table: &TableDef) -> Result<Vec<(usize, Expr)>> {
+    let scope = table_scope(table, None);
+    let generated = table.columns.iter().enumerate();
+    generated
+        .filter_map(|(i, column)| Some((i, column.generated.as_ref()?)))
+        .map(|(i, text)| {
+            let (expr, _) = binder.bind_expr_with_level(&parse_expr(text)?, &scope)?;
+            Ok((i, expr))
+        })
+        .collect()
+}
+
 fn is_default_keyword(e: &AstExpr) -> bool {
     matches!(e, AstExpr::Identifier(ident) if ident.quote_style.is_none() && ident.value.eq_ignore_ascii_case("default"))
 }
@@ -207,8 +221,10 @@ fn bind_insert(binder: &mut Binder, insert: &ast::Insert) -> Result<InsertPlan> 
     };
     let returning = bind_returning(binder, insert.returning.as_ref(), &scope)?;
     let checks = bind_checks(binder, &table)?;
+    let generated = bind_generated(binder, &table)?;
     Ok(InsertPlan {
         checks,
+        generated,
         table,
         targets,
         source,
@@ -544,8 +560,10 @@ fn bind_update(binder: &mut Binder, update: &ast::Update) -> Result<UpdatePlan> 
     let limit = bind_write_limit(binder, update.limit.as_ref())?;
     let returning = bind_returning(binder, update.returning.as_ref(), &scope)?;
     let checks = bind_checks(binder, &target.table)?;
+    let generated = bind_generated(binder, &target.table)?;
     Ok(UpdatePlan {
         checks,
+        generated,
         target,
         assignments,
         limit,
@@ -610,33 +628,41 @@ fn bind_delete(binder: &mut Binder, delete: &ast::Delete) -> Result<DeletePlan> 
 
 /// 428C9 for a value other than DEFAULT given to a GENERATED ALWAYS column by INSERT.
 fn always_on_insert(column: &ColumnDef) -> Result<()> {
-    match column.identity {
-        Some(Identity::Always) => Err(SqlError::new(
+    match always_detail(column) {
+        Some(detail) => Err(SqlError::new(
             "428C9",
             format!(
                 "cannot insert a non-DEFAULT value into column \"{}\"",
                 column.name
             ),
         )
-        .with_detail(format!(
-            "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
-            column.name
-        ))),
-        _ => Ok(()),
+        .with_detail(detail)),
+        None => Ok(()),
     }
 }
 
 /// 428C9 for a value other than DEFAULT given to a GENERATED ALWAYS column by UPDATE.
 fn always_on_update(column: &ColumnDef) -> Result<()> {
-    match column.identity {
-        Some(Identity::Always) => Err(SqlError::new(
+    match always_detail(column) {
+        Some(detail) => Err(SqlError::new(
             "428C9",
             format!("column \"{}\" can only be updated to DEFAULT", column.name),
         )
-        .with_detail(format!(
+        .with_detail(detail)),
+        None => Ok(()),
+    }
+}
+
+/// Why a column takes no value but DEFAULT (an identity column GENERATED ALWAYS, a generated
+/// column), as PostgreSQL's DETAIL says; None when it takes any value.
+fn always_detail(column: &ColumnDef) -> Option<String> {
+    if column.generated.is_some() {
+        return Some(format!("Column \"{}\" is a generated column.", column.name));
+    }
+    (column.identity == Some(Identity::Always)).then(|| {
+        format!(
             "Column \"{}\" is an identity column defined as GENERATED ALWAYS.",
             column.name
-        ))),
-        _ => Ok(()),
-    }
+        )
+    })
 }

@@ -294,6 +294,20 @@ impl Session {
         &self.info.settings
     }
 
+    /// The columns a COPY of table `schema.name` reads or writes when it names none: every
+    /// column but the generated ones, as PostgreSQL's COPY. None when no such table exists (the
+    /// COPY's own statement then says why).
+    pub fn copy_columns(&self, schema: Option<&str>, name: &str) -> Option<Vec<String>> {
+        if !matches!(schema, None | Some("public")) {
+            return None;
+        }
+        let table = self.db.engine().table(name)?;
+        let copied = table.columns.iter().filter(|c| {
+            c.generated.is_none() && !crate::execution::constraints::is_dropped(&c.name)
+        });
+        Some(copied.map(|c| c.name.clone()).collect())
+    }
+
     pub fn transaction_status(&self) -> TransactionStatus {
         match &self.block {
             None => TransactionStatus::Idle,

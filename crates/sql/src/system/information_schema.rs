@@ -55,6 +55,7 @@ pub const VIEWS: &[SystemTable] = &[
             ("udt_name", Text),
             ("is_identity", Text),
             ("is_generated", Text),
+            ("generation_expression", Text),
             ("is_updatable", Text),
         ],
         rows: columns,
@@ -117,14 +118,23 @@ fn columns(ctx: &mut ExecCtx) -> Result<Rows> {
                 name(relation.name()),
                 name(&attribute.name),
                 Value::Integer(position as i32 + 1),
-                attribute.default.map_or(Value::Null, Value::Text),
+                attribute
+                    .default
+                    .clone()
+                    .filter(|_| !attribute.generated)
+                    .map_or(Value::Null, Value::Text),
                 yes_no(!attribute.not_null),
                 name(&format_type(type_oid(&ty), None)),
             ];
             row.extend(sizes(&ty));
             let udt = lookup(type_oid(&ty)).map_or("", |(t, _)| t.name);
             let identity = yes_no(attribute.identity.is_some());
-            row.extend([name(udt), identity, name("NEVER"), yes_no(updatable)]);
+            let (generated, expression) = match attribute.default {
+                Some(expression) if attribute.generated => ("ALWAYS", Value::Text(expression)),
+                _ => ("NEVER", Value::Null),
+            };
+            row.extend([name(udt), identity, name(generated), expression]);
+            row.push(yes_no(updatable));
             rows.push(row);
         }
     }

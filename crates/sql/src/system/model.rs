@@ -134,9 +134,12 @@ pub struct Attribute {
     pub name: String,
     pub ty: Option<DataType>,
     pub not_null: bool,
-    /// The default expression (None for an identity column: PostgreSQL shows none).
+    /// The default expression (None for an identity column: PostgreSQL shows none), or the
+    /// generation expression of a generated column (`pg_attrdef` holds both).
     pub default: Option<String>,
     pub identity: Option<steady_engine::catalog::Identity>,
+    /// A generated column (`attgenerated = 's'`): `default` is its expression.
+    pub generated: bool,
 }
 
 /// A relation of `pg_class`.
@@ -227,10 +230,12 @@ fn table_attribute(column: &steady_engine::catalog::ColumnDef) -> Attribute {
         ty: (!dropped).then_some(column.data_type),
         not_null: !dropped && !column.nullable,
         default: column
-            .default
+            .generated
             .clone()
-            .filter(|_| !dropped && column.identity.is_none()),
+            .or_else(|| column.default.clone().filter(|_| column.identity.is_none()))
+            .filter(|_| !dropped),
         identity: column.identity,
+        generated: column.generated.is_some(),
     }
 }
 
@@ -241,6 +246,7 @@ fn plain_attribute(name: &str, ty: DataType) -> Attribute {
         not_null: false,
         default: None,
         identity: None,
+        generated: false,
     }
 }
 

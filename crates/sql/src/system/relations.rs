@@ -323,7 +323,7 @@ fn attribute_row(relid: i64, position: usize, attribute: &model::Attribute) -> V
             Some(steady_engine::catalog::Identity::ByDefault) => "d",
             None => "",
         }),
-        name(""),
+        name(if attribute.generated { "s" } else { "" }),
         flag(attribute.ty.is_none()),
         flag(true),
         Value::Integer(0),

@@ -123,6 +123,7 @@ fn create(engine: &Arc<Engine>, name: &str) -> anyhow::Result<Arc<TableDef>> {
         default: None,
         missing: None,
         identity: None,
+        generated: None,
     };
     let columns = vec![
         column("id", DataType::BigInt),

@@ -3,6 +3,7 @@
 //! bulk rebuild) and ALTER COLUMN (`alter_column`).
 
 use super::*;
+use crate::execution::expr::Expr;
 
 impl Ddl<'_> {
     pub(super) fn alter_table(&self, alter: &ast::AlterTable) -> Result<QueryResult> {
@@ -92,6 +93,9 @@ impl Ddl<'_> {
         if let Some(default) = &altered.columns[position].default {
             self.check_default(&altered, position, default)?;
         }
+        if let Some(generation) = &altered.columns[position].generated {
+            self.check_generated(&altered, position, generation)?;
+        }
         self.create_owned_sequences(&spec)?;
         self.fill_new_column(table, &altered, position)?;
         let altered = self
@@ -104,7 +108,8 @@ impl Ddl<'_> {
     /// Switches to the definition with the new column and gives existing rows its default
     /// (failing with 23502 when the column is NOT NULL without a default and rows exist): a
     /// constant default becomes the column's missing value, read by rows stored before it; a
-    /// volatile one (`nextval`, `random()`, `now()`) is evaluated for each row, which is rewritten.
+    /// volatile one (`nextval`, `random()`, `now()`) is evaluated for each row, which is rewritten,
+    /// and so is a generation expression, over each row.
     pub(super) fn fill_new_column(
         &self,
         old: &TableDef,
@@ -118,23 +123,23 @@ impl Ddl<'_> {
             .scan_rows(old, Bound::Unbounded, Bound::Unbounded)?
             .next()
             .is_some();
-        if has_rows && column.default.is_none() && !column.nullable {
-            return Err(SqlError::new(
-                "23502",
-                format!(
-                    "column \"{}\" of relation \"{}\" contains null values",
-                    column.name, old.name
-                ),
-            ));
+        let valued = column.default.is_some() || column.generated.is_some();
+        if has_rows && !valued && !column.nullable {
+            return Err(null_values(column, old));
         }
         txn.rollback()?;
-        let Some(default) = altered.columns[position].default.clone() else {
+        let mut binder = Binder::new(&engine, self.db.stats(), vec![]);
+        let ty = column.data_type;
+        if let Some(generation) = &column.generated {
+            let scope = crate::planner::bind_write::table_scope(altered, None);
+            let (expr, _) = binder.bind_expr_with_level(&parse_expr(generation)?, &scope)?;
+            return self.rewrite_new_column(altered, position, &expr);
+        }
+        let Some(default) = &column.default else {
             self.engine().alter_table(altered.clone())?;
             return Ok(());
         };
-        let mut binder = Binder::new(&engine, self.db.stats(), vec![]);
-        let ty = altered.columns[position].data_type;
-        let (expr, _) = binder.bind_expr_as(&parse_expr(&default)?, &Scope::default(), ty)?;
+        let (expr, _) = binder.bind_expr_as(&parse_expr(default)?, &Scope::default(), ty)?;
         if expr.is_constant() {
             // Existing rows read the value without being rewritten (PostgreSQL's attmissingval):
             // ADD COLUMN with a constant default takes the same time whatever the table's size.
@@ -145,7 +150,15 @@ impl Ddl<'_> {
             self.engine().alter_table(altered)?;
             return Ok(());
         }
+        self.rewrite_new_column(altered, position, &expr)
+    }
+
+    /// Switches to `altered` and rewrites every row with its new column's value from `expr`,
+    /// evaluated over the row (23502 for a NULL in a NOT NULL column).
+    fn rewrite_new_column(&self, altered: &TableDef, position: usize, expr: &Expr) -> Result<()> {
+        let engine = Arc::clone(self.engine());
         let altered = self.engine().alter_table(altered.clone())?;
+        let column = &altered.columns[position];
         let mut txn = engine.begin(Isolation::ReadCommitted)?;
         let rows: Vec<(Vec<u8>, Vec<Value>)> = txn
             .scan_rows(&altered, Bound::Unbounded, Bound::Unbounded)?
@@ -153,9 +166,10 @@ impl Ddl<'_> {
         let info = self.session.info().clone();
         let mut ctx = ExecCtx::new(Some(engine.clone()), Some(&mut txn), &[], &info);
         for (pk, mut values) in rows {
-            values[position] = expr
-                .eval(&[], &mut ctx)?
-                .assign_to(&altered.columns[position].data_type)?;
+            values[position] = expr.eval(&values, &mut ctx)?.assign_to(&column.data_type)?;
+            if values[position].is_null() && !column.nullable {
+                return Err(null_values(column, &altered));
+            }
             ctx.txn()?.update_row(&altered, &pk, &values)?;
         }
         drop(ctx);
@@ -181,14 +195,24 @@ impl Ddl<'_> {
         let referenced = referencing(self.engine(), &table.name)
             .iter()
             .any(|(_, fk)| fk.ref_columns.contains(&position));
-        if referenced {
-            return Err(SqlError::new(
+        let generated = self.generated_reading(&table, position)?;
+        if referenced || generated.is_some() {
+            let error = SqlError::new(
                 "2BP01",
                 format!(
                     "cannot drop column {name} of table {} because other objects depend on it",
                     table.name
                 ),
-            ));
+            );
+            return Err(match generated {
+                Some(column) => error
+                    .with_detail(format!(
+                        "column {} of table {} depends on column {name} of table {}",
+                        table.columns[column].name, table.name, table.name
+                    ))
+                    .with_hint("Use DROP ... CASCADE to drop the dependent objects too."),
+                None => error,
+            });
         }
         for index in table
             .indexes
@@ -210,6 +234,7 @@ impl Ddl<'_> {
             default: None,
             missing: None,
             identity: None,
+            generated: None,
         };
         let reading = self.checks_reading(&table, position)?;
         altered
@@ -352,4 +377,15 @@ impl Ddl<'_> {
             ),
         ))
     }
+}
+
+/// 23502: a NOT NULL column added to rows that would hold NULL in it.
+fn null_values(column: &ColumnDef, table: &TableDef) -> SqlError {
+    SqlError::new(
+        "23502",
+        format!(
+            "column \"{}\" of relation \"{}\" contains null values",
+            column.name, table.name
+        ),
+    )
 }

@@ -47,7 +47,24 @@ impl Ddl<'_> {
                 ),
             )
         };
+        let generated = def.generated.is_some();
         match operation {
+            AlterColumnOperation::SetDefault { .. } | AlterColumnOperation::DropDefault
+                if generated =>
+            {
+                let error = SqlError::new(
+                    "42601",
+                    format!(
+                        "column \"{name}\" of relation \"{}\" is a generated column",
+                        table.name
+                    ),
+                );
+                return Err(match operation {
+                    AlterColumnOperation::DropDefault => error
+                        .with_hint("Use ALTER TABLE ... ALTER COLUMN ... DROP EXPRESSION instead."),
+                    _ => error,
+                });
+            }
             AlterColumnOperation::SetDefault { value } if def.identity.is_none() => {
                 def.default = Some(value.to_string());
                 self.check_default(&altered, position, &value.to_string())?;
@@ -76,6 +93,11 @@ impl Ddl<'_> {
                 ..
             } => {
                 let new = crate::types::convert_type(data_type)?;
+                if self.generated_reading(table, position)?.is_some() {
+                    return Err(SqlError::unsupported(
+                        "altering the type of a column used by a generated column",
+                    ));
+                }
                 if !widens_in_place(&def.data_type, &new) {
                     return Err(SqlError::unsupported(format!(
                         "ALTER COLUMN ... TYPE from {} to {new} (it needs a rewrite of the table)",

@@ -127,6 +127,7 @@ fn table_columns(listed: &[String], bound: &BoundQuery) -> Result<Vec<ColumnDef>
             default: None,
             missing: None,
             identity: None,
+            generated: None,
         })
         .collect())
 }

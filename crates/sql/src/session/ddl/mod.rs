@@ -242,8 +242,69 @@ impl Ddl<'_> {
             if let Some(default) = &column.default {
                 self.check_default(&probe, i, default)?;
             }
+            if let Some(generation) = &column.generated {
+                self.check_generated(&probe, i, generation)?;
+            }
         }
         Ok(spec)
+    }
+
+    /// The first generated column of `table`, other than `position` itself, whose expression
+    /// reads column `position`.
+    fn generated_reading(&self, table: &TableDef, position: usize) -> Result<Option<usize>> {
+        let mut binder = Binder::new(self.engine(), self.db.stats(), vec![]);
+        let generated = crate::planner::bind_write::bind_generated(&mut binder, table)?;
+        Ok(generated.into_iter().find_map(|(column, expr)| {
+            let mut reads = false;
+            expr.visit(&mut |e| {
+                reads |= matches!(e, crate::execution::expr::Expr::Column(c) if *c == position)
+            });
+            (reads && column != position).then_some(column)
+        }))
+    }
+
+    /// Binds a generation expression over the row once, so a bad one fails at CREATE / ALTER
+    /// time: it reads only the row's other plain columns, through immutable functions, without
+    /// a subquery, and its value is assignable to the column.
+    fn check_generated(&self, table: &TableDef, column: usize, text: &str) -> Result<()> {
+        let mut binder = Binder::new(self.engine(), self.db.stats(), vec![]);
+        let scope = crate::planner::bind_write::table_scope(table, None);
+        let (bound, ty) = binder.bind_expr_with_level(&parse_expr(text)?, &scope)?;
+        if bound.holds_subquery() {
+            return Err(SqlError::new(
+                "0A000",
+                "cannot use subquery in column generation expression",
+            ));
+        }
+        if !bound.is_movable() {
+            return Err(SqlError::new(
+                "42P17",
+                "generation expression is not immutable",
+            ));
+        }
+        let mut generated_read = None;
+        bound.visit(&mut |e| {
+            if let crate::execution::expr::Expr::Column(c) = e {
+                if table.columns[*c].generated.is_some() {
+                    generated_read = Some(*c);
+                }
+            }
+        });
+        if let Some(read) = generated_read {
+            return Err(SqlError::new(
+                "42P17",
+                format!(
+                    "cannot use generated column \"{}\" in column generation expression",
+                    table.columns[read].name
+                ),
+            )
+            .with_detail("A generated column cannot reference another generated column."));
+        }
+        crate::planner::bind_write::check_assignable(
+            &table.columns[column].name,
+            ty,
+            table.columns[column].data_type,
+        )
     }
 
     /// Binds a default expression once, so a bad one fails at CREATE / ALTER time.
@@ -299,6 +360,19 @@ impl Ddl<'_> {
                     identity::make_identity(table, &mut def, identity)?;
                     spec.sequences.push((sequence_name(table, &name), start));
                 }
+                ColumnOption::Generated {
+                    generated_as: GeneratedAs::ExpStored,
+                    generation_expr: Some(expr),
+                    ..
+                } => def.generated = Some(expr.to_string()),
+                ColumnOption::Generated {
+                    generation_expr: Some(_),
+                    ..
+                } => {
+                    return Err(SqlError::unsupported(
+                        "virtual generated columns (write GENERATED ALWAYS AS (...) STORED)",
+                    ))
+                }
                 ColumnOption::Null => def.nullable = true,
                 ColumnOption::NotNull => def.nullable = false,
                 ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
@@ -323,15 +397,20 @@ impl Ddl<'_> {
                 other => return Err(SqlError::unsupported(format!("column option {other}"))),
             }
         }
-        if def.identity.is_some()
-            && column
-                .options
-                .iter()
-                .any(|o| matches!(o.option, ColumnOption::Default(_)))
-        {
+        let has_default = column
+            .options
+            .iter()
+            .any(|o| matches!(o.option, ColumnOption::Default(_)));
+        let both = match (has_default, def.identity.is_some(), def.generated.is_some()) {
+            (true, true, _) => Some("default and identity"),
+            (true, _, true) => Some("default and generation expression"),
+            (_, true, true) => Some("identity and generation expression"),
+            _ => None,
+        };
+        if let Some(both) = both {
             return Err(SqlError::new(
                 "42601",
-                format!("both default and identity specified for column \"{name}\" of table \"{table}\""),
+                format!("both {both} specified for column \"{name}\" of table \"{table}\""),
             ));
         }
         spec.columns.push(def);
@@ -697,6 +776,7 @@ fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<Colu
             default: Some(format!("nextval('{}')", sequence_name(table, name))),
             missing: None,
             identity: None,
+            generated: None,
         });
     }
     Ok(ColumnDef {
@@ -706,6 +786,7 @@ fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<Colu
         default: None,
         missing: None,
         identity: None,
+        generated: None,
     })
 }
 
