@@ -154,6 +154,20 @@ const TOKENS: &[&str] = &[
     "ARRAY[a] || ARRAY[b]",
     "(ARRAY[1.5, 2])[a]",
     "::numeric[]",
+    "time",
+    "'25:00'::time",
+    "time '23:00' + interval '2 hours'",
+    "make_time(a, 0, 0)",
+    "GENERATED ALWAYS AS (a * 2) STORED",
+    "GENERATED ALWAYS AS (now()) STORED",
+    "ROLLUP (",
+    "CUBE (",
+    "GROUPING SETS (",
+    "GROUPING(a)",
+    "percentile_cont(0.5) WITHIN GROUP (ORDER BY a)",
+    "mode() WITHIN GROUP (ORDER BY b)",
+    "(a, b) IN ((1, 'x'))",
+    "'today'::date",
 ];
 
 /// FROM items of generated queries: tables, WITH queries, a subquery, a table function.
