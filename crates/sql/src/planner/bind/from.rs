@@ -1,24 +1,41 @@
-//! The FROM clause: tables, system views, table functions (generate_series), subqueries, joins
-//! with ON / USING / NATURAL (their columns merged as PostgreSQL does) and LATERAL.
+//! The FROM clause: tables, system views, table functions (generate_series, unnest), subqueries,
+//! joins with ON / USING / NATURAL (their columns merged as PostgreSQL does) and LATERAL.
+//!
+//! LATERAL: a table function always, and a subquery written LATERAL, is bound with the items
+//! before it (after a comma, or the left side of its JOIN) as its enclosing scope. When it reads
+//! them it becomes a `Plan::Lateral`, run once per left row (INNER or LEFT only, 42P10
+//! otherwise); when it does not, it is joined like any other item, so the join planner still
+//! chooses its method.
 
 use super::*;
 
 impl Binder<'_> {
-    /// The FROM clause as one plan (comma-separated items are cross joined) and its scope.
+    /// The FROM clause as one plan (comma-separated items are cross joined) and its scope. A
+    /// table function or a LATERAL subquery may read the items before it.
     pub fn bind_from(&mut self, from: &[ast::TableWithJoins]) -> Result<(Plan, Scope)> {
         let mut result: Option<(Plan, Scope)> = None;
         for item in from {
-            let (mut plan, mut scope) = self.bind_factor(&item.relation)?;
+            let (mut plan, mut scope) = match result.take() {
+                Some((left, left_scope)) if may_be_lateral(&item.relation) => {
+                    let none = ast::JoinConstraint::None;
+                    let inner = JoinKind::Inner;
+                    self.bind_lateral(left, left_scope, &item.relation, inner, &none)?
+                }
+                Some((left, left_scope)) => {
+                    let (mut plan, mut scope) = self.bind_factor(&item.relation)?;
+                    for join in &item.joins {
+                        (plan, scope) = self.bind_join(plan, scope, join)?;
+                    }
+                    check_aliases(&left_scope, &scope)?;
+                    result = Some(cross_join(left, left_scope, plan, scope, self.stats));
+                    continue;
+                }
+                None => self.bind_factor(&item.relation)?,
+            };
             for join in &item.joins {
                 (plan, scope) = self.bind_join(plan, scope, join)?;
             }
-            result = Some(match result {
-                None => (plan, scope),
-                Some((left, left_scope)) => {
-                    check_aliases(&left_scope, &scope)?;
-                    cross_join(left, left_scope, plan, scope, self.stats)
-                }
-            });
+            result = Some((plan, scope));
         }
         Ok(result.unwrap_or_else(|| (Plan::single_row(), Scope::default())))
     }
@@ -37,14 +54,8 @@ impl Binder<'_> {
             J::FullOuter(c) => (JoinKind::Full, c),
             other => return Err(SqlError::unsupported(format!("join {other:?}"))),
         };
-        if let TableFactor::Derived {
-            lateral: true,
-            subquery,
-            alias,
-            ..
-        } = &join.relation
-        {
-            return self.bind_lateral(left, left_scope, subquery, alias.as_ref(), kind, constraint);
+        if may_be_lateral(&join.relation) {
+            return self.bind_lateral(left, left_scope, &join.relation, kind, constraint);
         }
         let (right, right_scope) = self.bind_factor(&join.relation)?;
         check_aliases(&left_scope, &right_scope)?;
@@ -123,10 +134,23 @@ impl Binder<'_> {
                 Ok((plan, scope))
             }
             TableFactor::Function {
-                name, args, alias, ..
+                name,
+                args,
+                alias,
+                with_ordinality,
+                ..
             } => {
                 let (_, function) = object_name(name);
-                self.bind_table_function(&function, args, alias.as_ref())
+                if function == "generate_series" {
+                    return self.bind_table_function(&function, args, alias.as_ref());
+                }
+                crate::planner::binding::bind_table_function(
+                    self,
+                    &function,
+                    args,
+                    alias.as_ref(),
+                    *with_ordinality,
+                )
             }
             TableFactor::Derived {
                 subquery, alias, ..
@@ -161,26 +185,27 @@ impl Binder<'_> {
         }
     }
 
-    /// `left JOIN LATERAL (subquery) alias`: the subquery is bound with the left side's columns
-    /// as its enclosing scope.
+    /// `left JOIN right` where `right` may read `left`'s columns (a table function, or a
+    /// subquery written LATERAL): bound with `left`'s scope as its enclosing one. One that reads
+    /// them runs once per left row (an INNER or LEFT join, ON or no condition); one that does not
+    /// is an ordinary join.
     pub(super) fn bind_lateral(
         &mut self,
         left: Plan,
         left_scope: Scope,
-        subquery: &ast::Query,
-        alias: Option<&ast::TableAlias>,
+        factor: &TableFactor,
         kind: JoinKind,
         constraint: &ast::JoinConstraint,
     ) -> Result<(Plan, Scope)> {
-        if !matches!(kind, JoinKind::Inner | JoinKind::Left) {
-            return Err(SqlError::unsupported("RIGHT or FULL JOIN LATERAL"));
+        let (right, right_scope, correlated) = self.bind_lateral_factor(&left_scope, factor)?;
+        if correlated && !matches!(kind, JoinKind::Inner | JoinKind::Left) {
+            return Err(SqlError::new(
+                "42P10",
+                "the combining JOIN type must be INNER or LEFT for a LATERAL reference",
+            ));
         }
-        let (bound, _) = self.with_level(left_scope.clone(), |b| b.bind_subquery(subquery))?;
-        let alias_name = alias.map(|a| normalize_ident(&a.name)).unwrap_or_default();
-        let columns = apply_column_aliases(bound.columns, alias);
-        let right_scope = Scope::of_table(&alias_name, &columns);
         check_aliases(&left_scope, &right_scope)?;
-        let right_width = right_scope.columns.len();
+        let widths = (left_scope.columns.len(), right_scope.columns.len());
         let mut scope = left_scope;
         scope.columns.extend(right_scope.columns);
         let on = match constraint {
@@ -192,14 +217,52 @@ impl Binder<'_> {
             ast::JoinConstraint::None => None,
             _ => return Err(SqlError::unsupported("USING or NATURAL with LATERAL")),
         };
+        if !correlated {
+            let plan = crate::planner::join::join(left, right, kind, on, widths, self.stats);
+            return Ok((plan, scope));
+        }
         let plan = Plan::Lateral {
             left: Box::new(left),
-            right: Box::new(bound.plan),
+            right: Box::new(right),
             kind,
             on,
-            right_width,
+            right_width: widths.1,
         };
         Ok((plan, scope))
+    }
+
+    /// Binds a FROM item with `left_scope` as its enclosing scope; also whether it reads it.
+    fn bind_lateral_factor(
+        &mut self,
+        left_scope: &Scope,
+        factor: &TableFactor,
+    ) -> Result<(Plan, Scope, bool)> {
+        self.with_level(left_scope.clone(), |b| match factor {
+            TableFactor::Derived {
+                subquery, alias, ..
+            } => {
+                let (bound, correlated) = b.bind_subquery(subquery)?;
+                let alias_name = alias
+                    .as_ref()
+                    .map(|a| normalize_ident(&a.name))
+                    .unwrap_or_default();
+                let columns = apply_column_aliases(bound.columns, alias.as_ref());
+                Ok((
+                    bound.plan,
+                    Scope::of_table(&alias_name, &columns),
+                    correlated,
+                ))
+            }
+            other => {
+                let level = b.scopes.len();
+                b.correlated.truncate(level);
+                let bound = b.bind_factor(other);
+                let correlated = b.correlated.get(level).copied().unwrap_or(false);
+                b.correlated.truncate(level);
+                let (plan, scope) = bound?;
+                Ok((plan, scope, correlated))
+            }
+        })
     }
 
     /// A user table or a system view.
@@ -276,6 +339,18 @@ impl Binder<'_> {
         };
         Ok((plan, Scope::of_table(&alias_name, &columns)))
     }
+}
+
+/// Whether a FROM item may read the items before it: a table function (always, as in
+/// PostgreSQL) or a subquery written LATERAL.
+fn may_be_lateral(factor: &TableFactor) -> bool {
+    matches!(
+        factor,
+        TableFactor::Derived { lateral: true, .. }
+            | TableFactor::Function { .. }
+            | TableFactor::Table { args: Some(_), .. }
+            | TableFactor::UNNEST { .. }
+    )
 }
 
 pub(super) fn cross_join(
