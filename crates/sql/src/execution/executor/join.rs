@@ -189,6 +189,31 @@ impl<'p> JoinSource<'p> {
         Ok(true)
     }
 
+    /// Marks the inner rows the current left row matches without building the joined rows, which
+    /// the anti joins never return: an anti join stops at the first match (one is enough to drop
+    /// the left row), a right anti join marks every match.
+    fn mark_matches(&mut self, ctx: &mut ExecCtx) -> Result<()> {
+        while let Some(at) = self.next_candidate() {
+            ctx.check_interrupt()?;
+            if !self.keys_match(at, ctx)? {
+                continue;
+            }
+            if let (Some(on), Some(row)) = (self.on, self.current.as_mut()) {
+                row.truncate(self.left_width);
+                row.extend_from_slice(&self.inner[at]);
+                if !on.eval_predicate(row, ctx)? {
+                    continue;
+                }
+            }
+            self.matched = true;
+            self.matched_inner[at] = true;
+            if self.kind == JoinKind::Anti {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// The next joined row of the current left row, if any.
     fn next_match(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
         while let Some(at) = self.next_candidate() {
@@ -230,15 +255,10 @@ impl Source for JoinSource<'_> {
                 }
                 return Ok(None);
             }
-            if let Some(row) = self.next_match(ctx)? {
-                match self.kind {
-                    // One match is enough to drop this left row.
-                    JoinKind::Anti => self.current = None,
-                    // Matches are only marked, for the unmatched rows at the end.
-                    JoinKind::RightAnti => {}
-                    _ => return Ok(Some(row)),
-                }
-                continue;
+            if matches!(self.kind, JoinKind::Anti | JoinKind::RightAnti) {
+                self.mark_matches(ctx)?;
+            } else if let Some(row) = self.next_match(ctx)? {
+                return Ok(Some(row));
             }
             let mut left = self.current.take().unwrap_or_default();
             let keeps_unmatched =
