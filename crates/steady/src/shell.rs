@@ -23,7 +23,7 @@ use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use steady_engine::catalog::TableDef;
 use steady_engine::engine::{Engine, EngineConfig};
-use steady_sql::execution::constraints::{foreign_keys, is_dropped};
+use steady_sql::execution::constraints::{foreign_keys, is_hidden};
 use steady_sql::values::{DataType, Value};
 use steady_sql::{Database, QueryResult, Session, SqlError, TransactionStatus};
 use steady_storage::store::StoreConfig;
@@ -311,7 +311,7 @@ fn describe(engine: &Engine, table: &TableDef) -> String {
         .columns
         .iter()
         .enumerate()
-        .filter(|(_, column)| !is_dropped(&column.name))
+        .filter(|(_, column)| !is_hidden(&column.name))
         .map(|(position, column)| {
             let not_null = !column.nullable || table.primary_key.contains(&position);
             vec![

@@ -365,7 +365,7 @@ impl Space {
         self.invalidate();
     }
 
-    pub fn is_dropped(&self) -> bool {
+    pub fn is_hidden(&self) -> bool {
         self.dropped.load(Ordering::Acquire)
     }
 

@@ -25,8 +25,28 @@ use crate::execution::executor::ExecCtx;
 /// Column names the SQL layer gives dropped columns (kept in rows, hidden from SQL).
 pub const DROPPED_PREFIX: &str = "........pg.dropped.";
 
-pub fn is_dropped(name: &str) -> bool {
-    name.starts_with(DROPPED_PREFIX)
+/// Column names of the hidden columns that hold an expression index's values: the prefix, then
+/// the expression's SQL text (a generated column of that expression, hidden from SQL).
+pub const EXPRESSION_PREFIX: &str = "........pg.expr.";
+
+/// Whether a column is hidden from SQL: a dropped column or an expression index's column.
+pub fn is_hidden(name: &str) -> bool {
+    name.starts_with(DROPPED_PREFIX) || name.starts_with(EXPRESSION_PREFIX)
+}
+
+/// The name of the hidden column holding the values of expression `text`.
+pub fn expression_column(text: &str) -> String {
+    format!("{EXPRESSION_PREFIX}{text}")
+}
+
+/// The expression whose values a hidden column holds, if it is an expression index's column.
+pub fn column_expression(name: &str) -> Option<&str> {
+    name.strip_prefix(EXPRESSION_PREFIX)
+}
+
+/// How messages and EXPLAIN name a column: an expression index's column by its expression.
+pub fn shown_column(name: &str) -> &str {
+    column_expression(name).unwrap_or(name)
 }
 
 /// A constraint kept in a table definition.
@@ -93,7 +113,7 @@ fn row_text(table: &TableDef, values: &[Value]) -> String {
         .columns
         .iter()
         .zip(values)
-        .filter(|(column, _)| !is_dropped(&column.name))
+        .filter(|(column, _)| !is_hidden(&column.name))
         .map(|(_, v)| {
             if v.is_null() {
                 "null".to_owned()
@@ -167,7 +187,7 @@ pub fn index_constraint_name(table: &TableDef, index: u64) -> String {
 fn key_text(table: &TableDef, columns: &[usize], values: &[Value]) -> String {
     let names: Vec<&str> = columns
         .iter()
-        .map(|&c| table.columns[c].name.as_str())
+        .map(|&c| shown_column(&table.columns[c].name))
         .collect();
     let shown: Vec<String> = columns.iter().map(|&c| values[c].to_string()).collect();
     format!("({})=({})", names.join(", "), shown.join(", "))

@@ -415,7 +415,7 @@ impl fmt::Display for Named<'_> {
             Expr::Literal(Value::Text(s)) => write!(f, "'{s}'"),
             Expr::Literal(v) => write!(f, "{v}"),
             Expr::Column(i) => match self.names.get(*i) {
-                Some(name) => f.write_str(name),
+                Some(name) => f.write_str(crate::execution::constraints::shown_column(name)),
                 None => write!(f, "#{i}"),
             },
             Expr::Outer { depth, index } => write!(f, "outer{depth}.#{index}"),

@@ -326,7 +326,10 @@ impl Plan {
                     Access::Index(index, range) => Some((range, &index.columns)),
                 };
                 if let Some((range, key)) = range {
-                    let key_names: Vec<&str> = key.iter().map(|&c| names[c].as_str()).collect();
+                    let key_names: Vec<&str> = key
+                        .iter()
+                        .map(|&c| crate::execution::constraints::shown_column(&names[c]))
+                        .collect();
                     lines.push(format!("Index Cond: {}", describe_range(range, &key_names)));
                 }
                 if let Access::Index(..) = access {

@@ -10,7 +10,7 @@ use steady_engine::catalog::{ColumnDef, Identity, TableDef};
 use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
-use crate::execution::constraints::{checks, is_dropped, CheckExpr};
+use crate::execution::constraints::{checks, is_hidden, CheckExpr};
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Access, Plan};
 use crate::execution::write::{
@@ -180,14 +180,17 @@ pub fn bind_checks(binder: &mut Binder, table: &TableDef) -> Result<Vec<CheckExp
 /// The table's generated columns, each with its expression bound over the row.
 pub fn bind_generated(binder: &mut Binder, table: &TableDef) -> Result<Vec<(usize, Expr)>> {
     let scope = table_scope(table, None);
+    let matching = std::mem::replace(&mut binder.expression_columns, false);
     let generated = table.columns.iter().enumerate();
-    generated
+    let bound = generated
         .filter_map(|(i, column)| Some((i, column.generated.as_ref()?)))
         .map(|(i, text)| {
             let (expr, _) = binder.bind_expr_with_level(&parse_expr(text)?, &scope)?;
             Ok((i, expr))
         })
-        .collect()
+        .collect();
+    binder.expression_columns = matching;
+    bound
 }
 
 fn is_default_keyword(e: &AstExpr) -> bool {
@@ -237,7 +240,7 @@ fn bind_insert(binder: &mut Binder, insert: &ast::Insert) -> Result<InsertPlan> 
 fn insert_targets(table: &TableDef, columns: &[ast::ObjectName]) -> Result<Vec<usize>> {
     if columns.is_empty() {
         return Ok((0..table.columns.len())
-            .filter(|&i| !is_dropped(&table.columns[i].name))
+            .filter(|&i| !is_hidden(&table.columns[i].name))
             .collect());
     }
     let mut targets = Vec::with_capacity(columns.len());
@@ -245,7 +248,7 @@ fn insert_targets(table: &TableDef, columns: &[ast::ObjectName]) -> Result<Vec<u
         let name = object_name(column).1;
         let index = table
             .column(&name)
-            .filter(|_| !is_dropped(&name))
+            .filter(|_| !is_hidden(&name))
             .ok_or_else(|| {
                 SqlError::undefined_column(&name)
                     .with_detail(format!("of relation \"{}\"", table.name))
@@ -471,7 +474,7 @@ fn assignment_column(table: &TableDef, name: &ast::ObjectName) -> Result<usize> 
     let name = object_name(name).1;
     table
         .column(&name)
-        .filter(|_| !is_dropped(&name))
+        .filter(|_| !is_hidden(&name))
         .ok_or_else(|| {
             SqlError::undefined_column(&name).with_detail(format!("of relation \"{}\"", table.name))
         })

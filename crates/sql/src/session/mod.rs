@@ -303,7 +303,7 @@ impl Session {
         }
         let table = self.db.engine().table(name)?;
         let copied = table.columns.iter().filter(|c| {
-            c.generated.is_none() && !crate::execution::constraints::is_dropped(&c.name)
+            c.generated.is_none() && !crate::execution::constraints::is_hidden(&c.name)
         });
         Some(copied.map(|c| c.name.clone()).collect())
     }

@@ -16,7 +16,7 @@ use steady_types::DataType;
 
 use super::{oids, SystemTable};
 use crate::error::Result;
-use crate::execution::constraints::{checks, foreign_keys, is_dropped};
+use crate::execution::constraints::{checks, foreign_keys, is_hidden};
 
 /// An index as `pg_index` shows it.
 pub struct IndexInfo {
@@ -224,7 +224,7 @@ impl Relation {
 }
 
 fn table_attribute(column: &steady_engine::catalog::ColumnDef) -> Attribute {
-    let dropped = is_dropped(&column.name);
+    let dropped = is_hidden(&column.name);
     Attribute {
         name: column.name.clone(),
         ty: (!dropped).then_some(column.data_type),

@@ -512,13 +512,46 @@ pub fn index_definition(table: &steady_engine::catalog::TableDef, index: &IndexI
     )
 }
 
-/// `a, b`: the names of columns at `positions`, quoted where needed.
+/// `a, b`: the names of columns at `positions`, quoted where needed; an expression index's
+/// column as its expression (in parentheses unless a function call or already in parentheses,
+/// as PostgreSQL writes it).
 pub fn column_list(table: &steady_engine::catalog::TableDef, positions: &[usize]) -> String {
     let names: Vec<String> = positions
         .iter()
-        .map(|&p| model::quote_ident(&table.columns[p].name))
+        .map(|&p| {
+            let name = &table.columns[p].name;
+            match crate::execution::constraints::column_expression(name) {
+                Some(expression) if stands_alone(expression) => expression.to_owned(),
+                Some(expression) => format!("({expression})"),
+                None => model::quote_ident(name),
+            }
+        })
         .collect();
     names.join(", ")
+}
+
+/// Whether an expression's text is a function call or in parentheses as a whole: what an index
+/// definition writes without parentheses of its own.
+fn stands_alone(expression: &str) -> bool {
+    let Some(open) = expression.find('(') else {
+        return false;
+    };
+    let function = &expression[..open];
+    let named = function
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let mut depth = 0;
+    for (at, c) in expression.char_indices().skip(open) {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 {
+            return named && at == expression.len() - 1;
+        }
+    }
+    false
 }
 
 /// `pg_get_constraintdef`: `PRIMARY KEY (id)`, `UNIQUE (x)`, `FOREIGN KEY (a) REFERENCES p(id)`.

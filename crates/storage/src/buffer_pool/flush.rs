@@ -348,7 +348,7 @@ impl BufferPool {
 
     pub(super) fn sync_written(&self) -> Result<()> {
         let spaces: Vec<Arc<Space>> = self.unsynced.lock().drain().map(|(_, s)| s).collect();
-        for space in spaces.iter().filter(|s| !s.is_dropped()) {
+        for space in spaces.iter().filter(|s| !s.is_hidden()) {
             space.sync()?;
         }
         Ok(())

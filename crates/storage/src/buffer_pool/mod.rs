@@ -435,7 +435,7 @@ impl BufferPool {
         let key = page_key(space.id(), page_no);
         loop {
             let version = space.version();
-            if space.is_dropped() {
+            if space.is_hidden() {
                 return Err(StorageError::SpaceDropped(space.id()));
             }
             {

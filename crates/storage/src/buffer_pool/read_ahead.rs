@@ -246,8 +246,7 @@ impl BufferPool {
         let mut run: Option<Run> = None;
         for (_, page_no, request, index) in wanted {
             let space = &request.space;
-            if space.is_dropped() || request.passed(index) || self.lookup(space, page_no).is_some()
-            {
+            if space.is_hidden() || request.passed(index) || self.lookup(space, page_no).is_some() {
                 continue;
             }
             let Ok(Some(frame_id)) = self.try_claim_victim(READ_AHEAD_PASSES) else {

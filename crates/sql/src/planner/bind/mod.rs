@@ -61,7 +61,7 @@ impl Scope {
                     table: Some(alias.to_owned()),
                     name: c.name.clone(),
                     ty: c.ty,
-                    hidden: crate::execution::constraints::is_dropped(&c.name),
+                    hidden: crate::execution::constraints::is_hidden(&c.name),
                     key: false,
                 })
                 .collect(),
@@ -132,6 +132,9 @@ pub struct Binder<'a> {
     working: Option<with::Working>,
     /// Whether a volatile function was bound (since the binding of a WITH query began).
     pub(crate) volatile_seen: bool,
+    /// Whether an expression an expression index holds binds to the index's hidden column
+    /// (off while binding the generation expressions that compute those columns).
+    pub(crate) expression_columns: bool,
 }
 
 impl<'a> Binder<'a> {
@@ -156,6 +159,7 @@ impl<'a> Binder<'a> {
             ctes: Vec::new(),
             working: None,
             volatile_seen: false,
+            expression_columns: true,
         }
     }
 
@@ -852,7 +856,7 @@ impl Binder<'_> {
                     }
                     for (i, c) in scope.columns.iter().enumerate() {
                         if c.table.as_deref() == Some(table.as_str())
-                            && !crate::execution::constraints::is_dropped(&c.name)
+                            && !crate::execution::constraints::is_hidden(&c.name)
                         {
                             exprs.push(Expr::Column(i));
                             columns.push(Column::new(c.name.clone(), c.ty));

@@ -28,6 +28,11 @@ impl Binder<'_> {
 
     /// Binds an expression over `scope` (the current level's input row).
     pub fn bind_expr(&mut self, e: &AstExpr, scope: &Scope) -> Result<Typed> {
+        if self.expression_columns {
+            if let Some(column) = expression_column_of(e, scope) {
+                return Ok(column);
+            }
+        }
         match e {
             AstExpr::Identifier(ident) => self.resolve(None, &normalize_ident(ident), scope),
             AstExpr::CompoundIdentifier(parts) => {
@@ -991,6 +996,32 @@ pub fn literal_text(value: &ast::Value) -> Result<String> {
         ast::Value::Number(n, _) => Ok(n.clone()),
         ast::Value::Boolean(b) => Ok(b.to_string()),
         other => Err(SqlError::unsupported(format!("literal {other}"))),
+    }
+}
+
+/// The hidden column of an expression index holding `e`'s values, when exactly one column of
+/// the scope holds them (the expression is then read, not computed: the index can serve it).
+fn expression_column_of(e: &AstExpr, scope: &Scope) -> Option<Typed> {
+    use crate::execution::constraints::{expression_column, EXPRESSION_PREFIX};
+    if matches!(
+        e,
+        AstExpr::Identifier(_) | AstExpr::CompoundIdentifier(_) | AstExpr::Value(_)
+    ) || !scope
+        .columns
+        .iter()
+        .any(|c| c.name.starts_with(EXPRESSION_PREFIX))
+    {
+        return None;
+    }
+    let wanted = expression_column(&e.to_string());
+    let mut holding = scope
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.name == wanted);
+    match (holding.next(), holding.next()) {
+        (Some((i, column)), None) => Some((Expr::Column(i), column.ty)),
+        _ => None,
     }
 }
 

@@ -3,7 +3,9 @@
 //! bulk rebuild) and ALTER COLUMN (`alter_column`).
 
 use super::*;
+use crate::execution::constraints::column_expression;
 use crate::execution::expr::Expr;
+use steady_types::DataType;
 
 impl Ddl<'_> {
     pub(super) fn alter_table(&self, alter: &ast::AlterTable) -> Result<QueryResult> {
@@ -128,13 +130,15 @@ impl Ddl<'_> {
             return Err(null_values(column, old));
         }
         txn.rollback()?;
-        let mut binder = Binder::new(&engine, self.db.stats(), vec![]);
         let ty = column.data_type;
         if let Some(generation) = &column.generated {
             let scope = crate::planner::bind_write::table_scope(altered, None);
-            let (expr, _) = binder.bind_expr_with_level(&parse_expr(generation)?, &scope)?;
+            let (expr, _) = self
+                .generation_binder()
+                .bind_expr_with_level(&parse_expr(generation)?, &scope)?;
             return self.rewrite_new_column(altered, position, &expr);
         }
+        let mut binder = Binder::new(&engine, self.db.stats(), vec![]);
         let Some(default) = &column.default else {
             self.engine().alter_table(altered.clone())?;
             return Ok(());
@@ -182,7 +186,7 @@ impl Ddl<'_> {
             .engine()
             .table(&table.name)
             .ok_or_else(|| SqlError::undefined_table(&table.name))?;
-        let Some(position) = table.column(name).filter(|_| !is_dropped(name)) else {
+        let Some(position) = table.column(name).filter(|_| !is_hidden(name)) else {
             if if_exists {
                 return Ok(());
             }
@@ -195,7 +199,13 @@ impl Ddl<'_> {
         let referenced = referencing(self.engine(), &table.name)
             .iter()
             .any(|(_, fk)| fk.ref_columns.contains(&position));
-        let generated = self.generated_reading(&table, position)?;
+        // Expression indexes reading the column go with it, as PostgreSQL drops them; other
+        // generated columns reading it keep it.
+        let (expressions, generated): (Vec<usize>, Vec<usize>) = self
+            .generated_reading(&table, position)?
+            .into_iter()
+            .partition(|&c| column_expression(&table.columns[c].name).is_some());
+        let generated = generated.first().copied();
         if referenced || generated.is_some() {
             let error = SqlError::new(
                 "2BP01",
@@ -214,11 +224,11 @@ impl Ddl<'_> {
                 None => error,
             });
         }
-        for index in table
-            .indexes
-            .iter()
-            .filter(|i| i.columns.contains(&position))
-        {
+        for index in table.indexes.iter().filter(|i| {
+            i.columns
+                .iter()
+                .any(|c| *c == position || expressions.contains(c))
+        }) {
             self.engine()
                 .drop_secondary_index(&table.name, &index.name)?;
         }
@@ -227,15 +237,7 @@ impl Ddl<'_> {
             .table(&table.name)
             .ok_or_else(|| SqlError::undefined_table(&table.name))?)
         .clone();
-        altered.columns[position] = ColumnDef {
-            name: format!("{DROPPED_PREFIX}{}........", position + 1),
-            data_type: altered.columns[position].data_type,
-            nullable: true,
-            default: None,
-            missing: None,
-            identity: None,
-            generated: None,
-        };
+        altered.columns[position] = dropped_column(position, altered.columns[position].data_type);
         let reading = self.checks_reading(&table, position)?;
         altered
             .constraints
@@ -245,6 +247,28 @@ impl Ddl<'_> {
                 Err(_) => true,
             });
         self.engine().alter_table(altered)?;
+        self.retire_unused_expressions(&table.name)
+    }
+
+    /// Turns the hidden columns of expressions no index holds any more into dropped columns
+    /// (computed no more; their old values stay in the rows, unread, as a dropped column's do).
+    pub(super) fn retire_unused_expressions(&self, table_name: &str) -> Result<()> {
+        let table = self
+            .engine()
+            .table(table_name)
+            .ok_or_else(|| SqlError::undefined_table(table_name))?;
+        let mut altered = (*table).clone();
+        let mut retired = false;
+        for (position, column) in table.columns.iter().enumerate() {
+            let indexed = table.indexes.iter().any(|i| i.columns.contains(&position));
+            if column_expression(&column.name).is_some() && !indexed {
+                altered.columns[position] = dropped_column(position, column.data_type);
+                retired = true;
+            }
+        }
+        if retired {
+            self.engine().alter_table(altered)?;
+        }
         Ok(())
     }
 
@@ -259,7 +283,7 @@ impl Ddl<'_> {
                 .map(|c| {
                     table
                         .column(c)
-                        .filter(|_| !is_dropped(c))
+                        .filter(|_| !is_hidden(c))
                         .ok_or_else(|| missing_key_column(c))
                 })
                 .collect()
@@ -388,4 +412,17 @@ fn null_values(column: &ColumnDef, table: &TableDef) -> SqlError {
             column.name, table.name
         ),
     )
+}
+
+/// The definition a dropped column keeps at `position`: hidden, NULL in new rows.
+fn dropped_column(position: usize, data_type: DataType) -> ColumnDef {
+    ColumnDef {
+        name: format!("{DROPPED_PREFIX}{}........", position + 1),
+        data_type,
+        nullable: true,
+        default: None,
+        missing: None,
+        identity: None,
+        generated: None,
+    }
 }

@@ -14,7 +14,7 @@
 use sqlparser::ast::AlterColumnOperation;
 
 use super::*;
-use crate::execution::constraints::is_dropped;
+use crate::execution::constraints::is_hidden;
 
 impl Ddl<'_> {
     pub(super) fn alter_column(
@@ -26,7 +26,7 @@ impl Ddl<'_> {
         let name = normalize_ident(column);
         let position = table
             .column(&name)
-            .filter(|_| !is_dropped(&name))
+            .filter(|_| !is_hidden(&name))
             .ok_or_else(|| {
                 SqlError::new(
                     "42703",
@@ -93,7 +93,7 @@ impl Ddl<'_> {
                 ..
             } => {
                 let new = crate::types::convert_type(data_type)?;
-                if self.generated_reading(table, position)?.is_some() {
+                if !self.generated_reading(table, position)?.is_empty() {
                     return Err(SqlError::unsupported(
                         "altering the type of a column used by a generated column",
                     ));

@@ -6,6 +6,12 @@
 //! one namespace. A dropped column stays in stored rows under a hidden name (as PostgreSQL's
 //! `attisdropped`), so DROP COLUMN rewrites nothing; ADD COLUMN with a non-NULL default fills the
 //! existing rows in one transaction.
+//!
+//! Generated columns keep their expression as text in the column's definition. An expression
+//! index (`CREATE INDEX ON t (lower(email))`) indexes a hidden generated column named after the
+//! expression's text (added once per expression, every row rewritten), which the binder reads
+//! wherever a query writes that expression; the column is retired (made a dropped column) when
+//! no index holds it any more. Expressions must be immutable (42P17).
 
 mod alter;
 mod alter_column;
@@ -26,7 +32,7 @@ use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::constraints::{
-    self, foreign_keys, is_dropped, referencing, Constraint, ForeignKey, DROPPED_PREFIX,
+    self, foreign_keys, is_hidden, referencing, Constraint, ForeignKey, DROPPED_PREFIX,
 };
 use crate::execution::executor::ExecCtx;
 use crate::parser::parse_expr;
@@ -249,25 +255,34 @@ impl Ddl<'_> {
         Ok(spec)
     }
 
-    /// The first generated column of `table`, other than `position` itself, whose expression
-    /// reads column `position`.
-    fn generated_reading(&self, table: &TableDef, position: usize) -> Result<Option<usize>> {
+    /// The generated columns of `table`, other than `position` itself, whose expressions read
+    /// column `position`.
+    fn generated_reading(&self, table: &TableDef, position: usize) -> Result<Vec<usize>> {
         let mut binder = Binder::new(self.engine(), self.db.stats(), vec![]);
         let generated = crate::planner::bind_write::bind_generated(&mut binder, table)?;
-        Ok(generated.into_iter().find_map(|(column, expr)| {
+        let reading = generated.into_iter().filter(|(column, expr)| {
             let mut reads = false;
             expr.visit(&mut |e| {
                 reads |= matches!(e, crate::execution::expr::Expr::Column(c) if *c == position)
             });
-            (reads && column != position).then_some(column)
-        }))
+            reads && *column != position
+        });
+        Ok(reading.map(|(column, _)| column).collect())
+    }
+
+    /// A binder for generation expressions: an expression an index holds is computed there, not
+    /// read from the index's hidden column (which they compute).
+    fn generation_binder(&self) -> Binder<'_> {
+        let mut binder = Binder::new(self.engine(), self.db.stats(), vec![]);
+        binder.expression_columns = false;
+        binder
     }
 
     /// Binds a generation expression over the row once, so a bad one fails at CREATE / ALTER
     /// time: it reads only the row's other plain columns, through immutable functions, without
     /// a subquery, and its value is assignable to the column.
     fn check_generated(&self, table: &TableDef, column: usize, text: &str) -> Result<()> {
-        let mut binder = Binder::new(self.engine(), self.db.stats(), vec![]);
+        let mut binder = self.generation_binder();
         let scope = crate::planner::bind_write::table_scope(table, None);
         let (bound, ty) = binder.bind_expr_with_level(&parse_expr(text)?, &scope)?;
         if bound.holds_subquery() {
@@ -277,10 +292,11 @@ impl Ddl<'_> {
             ));
         }
         if !bound.is_movable() {
-            return Err(SqlError::new(
-                "42P17",
-                "generation expression is not immutable",
-            ));
+            let message = match constraints::column_expression(&table.columns[column].name) {
+                Some(_) => "functions in index expression must be marked IMMUTABLE",
+                None => "generation expression is not immutable",
+            };
+            return Err(SqlError::new("42P17", message));
         }
         let mut generated_read = None;
         bound.visit(&mut |e| {
@@ -673,6 +689,7 @@ impl Ddl<'_> {
                 ));
             };
             self.engine().drop_secondary_index(&table.name, &name)?;
+            self.retire_unused_expressions(&table.name)?;
         }
         Ok(result)
     }
@@ -713,16 +730,17 @@ impl Ddl<'_> {
         if create.predicate.is_some() || !create.include.is_empty() {
             return Err(SqlError::unsupported("partial and covering indexes"));
         }
-        let names = index_column_names(&create.columns)?;
-        let columns: Vec<usize> = names
-            .iter()
-            .map(|n| {
-                table
-                    .column(n)
-                    .filter(|_| !is_dropped(n))
-                    .ok_or_else(|| SqlError::undefined_column(n))
-            })
-            .collect::<Result<_>>()?;
+        let mut columns = Vec::with_capacity(create.columns.len());
+        for element in &create.columns {
+            columns.push(match plain_column(&element.column.expr) {
+                Some(name) => table
+                    .column(&name)
+                    .filter(|_| !is_hidden(&name))
+                    .ok_or_else(|| SqlError::undefined_column(&name))?,
+                None => self.expression_column(&table.name, &element.column.expr)?,
+            });
+        }
+        let table = self.table(&create.table_name)?;
         let name = match &create.name {
             Some(name) => object_name(name).1,
             None => derived_name(&table.name, &table, &columns, "idx"),
@@ -732,15 +750,52 @@ impl Ddl<'_> {
         {
             return Ok(skipped);
         }
-        self.engine()
+        let created = self
+            .engine()
             .create_secondary_index(&table.name, &name, columns, create.unique)
             .map_err(|err| match err {
                 EngineError::UniqueViolation { .. } => {
                     SqlError::new("23505", format!("could not create unique index \"{name}\""))
                 }
                 other => other.into(),
-            })?;
+            });
+        if created.is_err() {
+            self.retire_unused_expressions(&table.name)?;
+        }
+        created?;
         Ok(QueryResult::command("CREATE INDEX"))
+    }
+
+    /// The position of the hidden column holding `expr`'s values for an expression index,
+    /// added (a generated column, every row rewritten) unless an index already has one.
+    fn expression_column(&self, table_name: &str, expr: &ast::Expr) -> Result<usize> {
+        let table = self
+            .engine()
+            .table(table_name)
+            .ok_or_else(|| SqlError::undefined_table(table_name))?;
+        let text = expr.to_string();
+        let name = constraints::expression_column(&text);
+        if let Some(position) = table.column(&name) {
+            return Ok(position);
+        }
+        let scope = crate::planner::bind_write::table_scope(&table, None);
+        let (_, ty) = self
+            .generation_binder()
+            .bind_expr_with_level(expr, &scope)?;
+        let mut altered = (*table).clone();
+        altered.columns.push(ColumnDef {
+            name,
+            data_type: ty.unwrap_or(steady_types::DataType::Text),
+            nullable: true,
+            default: None,
+            missing: None,
+            identity: None,
+            generated: Some(text.clone()),
+        });
+        let position = altered.columns.len() - 1;
+        self.check_generated(&altered, position, &text)?;
+        self.fill_new_column(&table, &altered, position)?;
+        Ok(position)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -837,9 +892,37 @@ fn named_columns(
 fn derived_name(table: &str, def: &TableDef, columns: &[usize], suffix: &str) -> String {
     let names: Vec<&str> = columns
         .iter()
-        .map(|&c| def.columns[c].name.as_str())
+        .map(|&c| name_part(&def.columns[c].name))
         .collect();
     format!("{table}_{}_{suffix}", names.join("_"))
+}
+
+/// What a column gives a derived index name: its name, or for an expression PostgreSQL's
+/// choice — the function's name for a call, else `expr`.
+fn name_part(column: &str) -> &str {
+    let Some(expression) = constraints::column_expression(column) else {
+        return column;
+    };
+    match expression.split_once('(') {
+        Some((function, _))
+            if !function.is_empty()
+                && function
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_') =>
+        {
+            function
+        }
+        _ => "expr",
+    }
+}
+
+/// The column an index element names, when it is a plain (or parenthesised) column.
+fn plain_column(expr: &ast::Expr) -> Option<String> {
+    match expr {
+        ast::Expr::Identifier(ident) => Some(normalize_ident(ident)),
+        ast::Expr::Nested(inner) => plain_column(inner),
+        _ => None,
+    }
 }
 
 /// A table definition of just columns, for checking defaults before the table exists.
