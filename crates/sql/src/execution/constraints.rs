@@ -25,13 +25,21 @@ use crate::execution::executor::ExecCtx;
 /// Column names the SQL layer gives dropped columns (kept in rows, hidden from SQL).
 pub const DROPPED_PREFIX: &str = "........pg.dropped.";
 
+/// The prefix of every column name hidden from SQL.
+const HIDDEN_PREFIX: &str = "........pg.";
+
 /// Column names of the hidden columns that hold an expression index's values: the prefix, then
 /// the expression's SQL text (a generated column of that expression, hidden from SQL).
 pub const EXPRESSION_PREFIX: &str = "........pg.expr.";
 
-/// Whether a column is hidden from SQL: a dropped column or an expression index's column.
+/// Column names of the hidden columns that hold a partial index's values: the prefix, then
+/// `<element> WHERE <predicate>`; the column is `CASE WHEN predicate THEN element END`, NULL —
+/// never in conflict, never found by a key — for the rows outside the index.
+pub const PARTIAL_PREFIX: &str = "........pg.part.";
+
+/// Whether a column is hidden from SQL: a dropped column or an index's hidden column.
 pub fn is_hidden(name: &str) -> bool {
-    name.starts_with(DROPPED_PREFIX) || name.starts_with(EXPRESSION_PREFIX)
+    name.starts_with(HIDDEN_PREFIX)
 }
 
 /// The name of the hidden column holding the values of expression `text`.
@@ -44,9 +52,26 @@ pub fn column_expression(name: &str) -> Option<&str> {
     name.strip_prefix(EXPRESSION_PREFIX)
 }
 
+/// The name of the hidden column of a partial index's `element` under `predicate`.
+pub fn partial_column(element: &str, predicate: &str) -> String {
+    format!("{PARTIAL_PREFIX}{element} WHERE {predicate}")
+}
+
+/// A partial index column's element and predicate.
+pub fn column_partial(name: &str) -> Option<(&str, &str)> {
+    name.strip_prefix(PARTIAL_PREFIX)?.split_once(" WHERE ")
+}
+
+/// Whether a column is an index's hidden column (an expression's or a partial index's).
+pub fn is_index_column(name: &str) -> bool {
+    column_expression(name).is_some() || column_partial(name).is_some()
+}
+
 /// How messages and EXPLAIN name a column: an expression index's column by its expression.
 pub fn shown_column(name: &str) -> &str {
-    column_expression(name).unwrap_or(name)
+    column_expression(name)
+        .or_else(|| column_partial(name).map(|(element, _)| element))
+        .unwrap_or(name)
 }
 
 /// A constraint kept in a table definition.

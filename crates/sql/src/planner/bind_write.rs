@@ -507,7 +507,10 @@ fn bind_target(
                     "argument of WHERE must be type boolean",
                 ));
             }
-            Some(predicate)
+            let keyed = binder.with_level(scope.clone(), |b| {
+                b.with_partial_index_keys(selection, predicate, &scope)
+            })?;
+            Some(keyed)
         }
         None => None,
     };

@@ -503,25 +503,35 @@ fn pg_indexes(ctx: &mut ExecCtx) -> Result<Rows> {
 
 /// `pg_get_indexdef`: `CREATE UNIQUE INDEX accounts_pkey ON public.accounts USING btree (id)`.
 pub fn index_definition(table: &steady_engine::catalog::TableDef, index: &IndexInfo) -> String {
+    let predicate = index.columns.first().and_then(|&c| {
+        crate::execution::constraints::column_partial(&table.columns[c].name)
+            .map(|(_, predicate)| format!(" WHERE ({predicate})"))
+    });
     format!(
-        "CREATE {}INDEX {} ON public.{} USING btree ({})",
+        "CREATE {}INDEX {} ON public.{} USING btree ({}){}",
         if index.unique { "UNIQUE " } else { "" },
         model::quote_ident(&index.name),
         model::quote_ident(&table.name),
-        column_list(table, &index.columns)
+        column_list(table, &index.columns),
+        predicate.unwrap_or_default()
     )
 }
 
 /// `a, b`: the names of columns at `positions`, quoted where needed; an expression index's
 /// column as its expression (in parentheses unless a function call or already in parentheses,
-/// as PostgreSQL writes it).
+/// as PostgreSQL writes it), a partial index's as its element.
 pub fn column_list(table: &steady_engine::catalog::TableDef, positions: &[usize]) -> String {
     let names: Vec<String> = positions
         .iter()
         .map(|&p| {
             let name = &table.columns[p].name;
-            match crate::execution::constraints::column_expression(name) {
+            let partial = crate::execution::constraints::column_partial(name);
+            let element = partial.map(|(element, _)| element);
+            match crate::execution::constraints::column_expression(name).or(element) {
                 Some(expression) if stands_alone(expression) => expression.to_owned(),
+                Some(expression) if partial.is_some() && !expression.contains(' ') => {
+                    expression.to_owned()
+                }
                 Some(expression) => format!("({expression})"),
                 None => model::quote_ident(name),
             }

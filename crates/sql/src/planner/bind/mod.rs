@@ -382,7 +382,11 @@ impl<'a> Binder<'a> {
     }
 
     /// Runs `f` with `scope` as a new innermost level.
-    fn with_level<T>(&mut self, scope: Scope, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_level<T>(
+        &mut self,
+        scope: Scope,
+        f: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
         let level = self.scopes.len();
         if self.correlated.len() <= level {
             self.correlated.resize(level + 1, false);
@@ -504,6 +508,7 @@ impl Binder<'_> {
         if let Some(selection) = &select.selection {
             let (predicate, ty) = self.bind_expr(selection, scope)?;
             expect_boolean(ty, "WHERE")?;
+            let predicate = self.with_partial_index_keys(selection, predicate, scope)?;
             if lock.is_some() {
                 where_predicate = Some(predicate.clone());
             }

@@ -999,6 +999,93 @@ pub fn literal_text(value: &ast::Value) -> Result<String> {
     }
 }
 
+impl Binder<'_> {
+    /// `predicate` (the bound WHERE clause `selection`) with the keys of the partial indexes the
+    /// clause reaches added: when every conjunct of an index's predicate is among the clause's
+    /// and the clause compares the index's element for equality with `x`, the clause implies
+    /// `column = x` for the index's hidden column (its element wherever the predicate holds),
+    /// which the index can serve. The added conjuncts change no result.
+    pub(crate) fn with_partial_index_keys(
+        &mut self,
+        selection: &AstExpr,
+        predicate: Expr,
+        scope: &Scope,
+    ) -> Result<Expr> {
+        let mut predicate = predicate;
+        for (column, x) in partial_index_keys(selection, scope) {
+            let (x, ty) = self.bind_expr(x, scope)?;
+            let Some(target) = scope.columns[column].ty else {
+                continue;
+            };
+            let Ok(x) = coerce_to(x, ty, target) else {
+                continue;
+            };
+            let key = Expr::Compare(CmpOp::Eq, Box::new(Expr::Column(column)), Box::new(x));
+            predicate = Expr::And(Box::new(predicate), Box::new(key));
+        }
+        Ok(predicate)
+    }
+}
+
+/// The `(hidden column, x)` pairs of [`Binder::with_partial_index_keys`].
+fn partial_index_keys<'e>(selection: &'e AstExpr, scope: &Scope) -> Vec<(usize, &'e AstExpr)> {
+    use crate::execution::constraints::column_partial;
+    let partial: Vec<(usize, &str, &str)> = scope
+        .columns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| column_partial(&c.name).map(|(e, p)| (i, e, p)))
+        .collect();
+    if partial.is_empty() {
+        return Vec::new();
+    }
+    let mut conjuncts = Vec::new();
+    ast_conjuncts(selection, &mut conjuncts);
+    let texts: Vec<String> = conjuncts.iter().map(|c| c.to_string()).collect();
+    let mut keys = Vec::new();
+    for (column, element, predicate) in partial {
+        let Ok(predicate) = crate::parser::parse_expr(predicate) else {
+            continue;
+        };
+        let mut required = Vec::new();
+        ast_conjuncts(&predicate, &mut required);
+        if !required.iter().all(|r| texts.contains(&r.to_string())) {
+            continue;
+        }
+        let equal_to = conjuncts.iter().find_map(|c| match c {
+            AstExpr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } if left.to_string() == element => Some(right.as_ref()),
+            AstExpr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } if right.to_string() == element => Some(left.as_ref()),
+            _ => None,
+        });
+        keys.extend(equal_to.map(|x| (column, x)));
+    }
+    keys
+}
+
+/// The top-level AND conjuncts of a clause, parentheses around them removed.
+fn ast_conjuncts<'e>(e: &'e AstExpr, out: &mut Vec<&'e AstExpr>) {
+    match e {
+        AstExpr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            ast_conjuncts(left, out);
+            ast_conjuncts(right, out);
+        }
+        AstExpr::Nested(inner) => ast_conjuncts(inner, out),
+        other => out.push(other),
+    }
+}
+
 /// The hidden column of an expression index holding `e`'s values, when exactly one column of
 /// the scope holds them (the expression is then read, not computed: the index can serve it).
 fn expression_column_of(e: &AstExpr, scope: &Scope) -> Option<Typed> {

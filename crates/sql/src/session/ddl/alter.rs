@@ -3,7 +3,7 @@
 //! bulk rebuild) and ALTER COLUMN (`alter_column`).
 
 use super::*;
-use crate::execution::constraints::column_expression;
+use crate::execution::constraints::is_index_column;
 use crate::execution::expr::Expr;
 use steady_types::DataType;
 
@@ -204,7 +204,7 @@ impl Ddl<'_> {
         let (expressions, generated): (Vec<usize>, Vec<usize>) = self
             .generated_reading(&table, position)?
             .into_iter()
-            .partition(|&c| column_expression(&table.columns[c].name).is_some());
+            .partition(|&c| is_index_column(&table.columns[c].name));
         let generated = generated.first().copied();
         if referenced || generated.is_some() {
             let error = SqlError::new(
@@ -250,7 +250,8 @@ impl Ddl<'_> {
         self.retire_unused_expressions(&table.name)
     }
 
-    /// Turns the hidden columns of expressions no index holds any more into dropped columns
+    /// Turns the hidden index columns (of expressions, of partial indexes) no index holds any
+    /// more into dropped columns
     /// (computed no more; their old values stay in the rows, unread, as a dropped column's do).
     pub(super) fn retire_unused_expressions(&self, table_name: &str) -> Result<()> {
         let table = self
@@ -261,7 +262,7 @@ impl Ddl<'_> {
         let mut retired = false;
         for (position, column) in table.columns.iter().enumerate() {
             let indexed = table.indexes.iter().any(|i| i.columns.contains(&position));
-            if column_expression(&column.name).is_some() && !indexed {
+            if is_index_column(&column.name) && !indexed {
                 altered.columns[position] = dropped_column(position, column.data_type);
                 retired = true;
             }

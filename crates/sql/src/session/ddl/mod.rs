@@ -11,7 +11,12 @@
 //! index (`CREATE INDEX ON t (lower(email))`) indexes a hidden generated column named after the
 //! expression's text (added once per expression, every row rewritten), which the binder reads
 //! wherever a query writes that expression; the column is retired (made a dropped column) when
-//! no index holds it any more. Expressions must be immutable (42P17).
+//! no index holds it any more. Expressions must be immutable (42P17). A partial index
+//! (`... WHERE deleted_at IS NULL`) indexes, per element, a hidden column `CASE WHEN predicate
+//! THEN element END`: rows outside the predicate hold NULL, which never conflicts in a unique
+//! index and is never found by an equality, so uniqueness holds only where the predicate does;
+//! a WHERE clause holding every conjunct of the predicate and `element = x` is given the implied
+//! `column = x`, which the index serves.
 
 mod alter;
 mod alter_column;
@@ -157,6 +162,45 @@ impl Ddl<'_> {
         ))
     }
 
+    /// `base`, or while that is taken `base1`, `base2`…: PostgreSQL's choice of a name it
+    /// derives for an index.
+    fn free_relation_name(&self, base: &str) -> Result<String> {
+        let mut name = base.to_owned();
+        let mut n = 0;
+        while self.relation_exists(&name)? {
+            n += 1;
+            name = format!("{base}{n}");
+        }
+        Ok(name)
+    }
+
+    /// A partial index's predicate: boolean (42804), immutable (42P17), no subquery (0A000).
+    fn check_index_predicate(&self, table: &TableDef, predicate: &ast::Expr) -> Result<()> {
+        let scope = crate::planner::bind_write::table_scope(table, None);
+        let (bound, ty) = self
+            .generation_binder()
+            .bind_expr_with_level(predicate, &scope)?;
+        if !matches!(ty, Some(steady_types::DataType::Boolean) | None) {
+            return Err(SqlError::datatype_mismatch(format!(
+                "argument of WHERE must be type boolean, not type {}",
+                ty.map_or("unknown".to_owned(), |t| t.to_string())
+            )));
+        }
+        if bound.holds_subquery() {
+            return Err(SqlError::new(
+                "0A000",
+                "cannot use subquery in index predicate",
+            ));
+        }
+        if !bound.is_movable() {
+            return Err(SqlError::new(
+                "42P17",
+                "functions in index predicate must be marked IMMUTABLE",
+            ));
+        }
+        Ok(())
+    }
+
     fn index_owner(&self, index: &str) -> Option<Arc<TableDef>> {
         self.engine()
             .tables()
@@ -292,9 +336,9 @@ impl Ddl<'_> {
             ));
         }
         if !bound.is_movable() {
-            let message = match constraints::column_expression(&table.columns[column].name) {
-                Some(_) => "functions in index expression must be marked IMMUTABLE",
-                None => "generation expression is not immutable",
+            let message = match constraints::is_index_column(&table.columns[column].name) {
+                true => "functions in index expression must be marked IMMUTABLE",
+                false => "generation expression is not immutable",
             };
             return Err(SqlError::new("42P17", message));
         }
@@ -727,29 +771,48 @@ impl Ddl<'_> {
 
     fn create_index(&self, create: &ast::CreateIndex) -> Result<QueryResult> {
         let table = self.table(&create.table_name)?;
-        if create.predicate.is_some() || !create.include.is_empty() {
-            return Err(SqlError::unsupported("partial and covering indexes"));
+        if !create.include.is_empty() {
+            return Err(SqlError::unsupported("covering indexes (INCLUDE)"));
         }
-        let mut columns = Vec::with_capacity(create.columns.len());
-        for element in &create.columns {
-            columns.push(match plain_column(&element.column.expr) {
-                Some(name) => table
-                    .column(&name)
-                    .filter(|_| !is_hidden(&name))
-                    .ok_or_else(|| SqlError::undefined_column(&name))?,
-                None => self.expression_column(&table.name, &element.column.expr)?,
-            });
+        let elements: Vec<&ast::Expr> = create.columns.iter().map(|c| &c.column.expr).collect();
+        for name in elements.iter().filter_map(|e| plain_column(e)) {
+            table
+                .column(&name)
+                .filter(|_| !is_hidden(&name))
+                .ok_or_else(|| SqlError::undefined_column(&name))?;
         }
-        let table = self.table(&create.table_name)?;
         let name = match &create.name {
             Some(name) => object_name(name).1,
-            None => derived_name(&table.name, &table, &columns, "idx"),
+            None => {
+                let parts: Vec<String> = elements.iter().map(|e| element_name_part(e)).collect();
+                self.free_relation_name(&format!("{}_{}_idx", table.name, parts.join("_")))?
+            }
         };
+        if let Some(predicate) = &create.predicate {
+            self.check_index_predicate(&table, predicate)?;
+        }
         if let Some(skipped) =
             self.existing_relation(&name, create.if_not_exists, "CREATE INDEX")?
         {
             return Ok(skipped);
         }
+        let mut columns = Vec::with_capacity(elements.len());
+        for element in elements {
+            columns.push(match (plain_column(element), &create.predicate) {
+                (Some(column), None) => table.column(&column).unwrap_or_default(),
+                (None, None) => self.index_column(
+                    &table.name,
+                    constraints::expression_column(&element.to_string()),
+                    element.to_string(),
+                )?,
+                (_, Some(predicate)) => self.index_column(
+                    &table.name,
+                    constraints::partial_column(&element.to_string(), &predicate.to_string()),
+                    format!("CASE WHEN {predicate} THEN {element} END"),
+                )?,
+            });
+        }
+        let table = self.table(&create.table_name)?;
         let created = self
             .engine()
             .create_secondary_index(&table.name, &name, columns, create.unique)
@@ -766,22 +829,20 @@ impl Ddl<'_> {
         Ok(QueryResult::command("CREATE INDEX"))
     }
 
-    /// The position of the hidden column holding `expr`'s values for an expression index,
-    /// added (a generated column, every row rewritten) unless an index already has one.
-    fn expression_column(&self, table_name: &str, expr: &ast::Expr) -> Result<usize> {
+    /// The position of index column `name`, a hidden generated column of expression `text`,
+    /// added (every row rewritten) unless an index already has it.
+    fn index_column(&self, table_name: &str, name: String, text: String) -> Result<usize> {
         let table = self
             .engine()
             .table(table_name)
             .ok_or_else(|| SqlError::undefined_table(table_name))?;
-        let text = expr.to_string();
-        let name = constraints::expression_column(&text);
         if let Some(position) = table.column(&name) {
             return Ok(position);
         }
         let scope = crate::planner::bind_write::table_scope(&table, None);
         let (_, ty) = self
             .generation_binder()
-            .bind_expr_with_level(expr, &scope)?;
+            .bind_expr_with_level(&parse_expr(&text)?, &scope)?;
         let mut altered = (*table).clone();
         altered.columns.push(ColumnDef {
             name,
@@ -892,27 +953,20 @@ fn named_columns(
 fn derived_name(table: &str, def: &TableDef, columns: &[usize], suffix: &str) -> String {
     let names: Vec<&str> = columns
         .iter()
-        .map(|&c| name_part(&def.columns[c].name))
+        .map(|&c| def.columns[c].name.as_str())
         .collect();
     format!("{table}_{}_{suffix}", names.join("_"))
 }
 
-/// What a column gives a derived index name: its name, or for an expression PostgreSQL's
-/// choice — the function's name for a call, else `expr`.
-fn name_part(column: &str) -> &str {
-    let Some(expression) = constraints::column_expression(column) else {
+/// What an index element gives a derived index name: a column's name, or for an expression
+/// PostgreSQL's choice — the function's name for a call, else `expr`.
+fn element_name_part(element: &ast::Expr) -> String {
+    if let Some(column) = plain_column(element) {
         return column;
-    };
-    match expression.split_once('(') {
-        Some((function, _))
-            if !function.is_empty()
-                && function
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_') =>
-        {
-            function
-        }
-        _ => "expr",
+    }
+    match element {
+        ast::Expr::Function(call) => object_name(&call.name).1,
+        _ => "expr".to_owned(),
     }
 }
 
