@@ -168,6 +168,10 @@ const TOKENS: &[&str] = &[
     "mode() WITHIN GROUP (ORDER BY b)",
     "(a, b) IN ((1, 'x'))",
     "'today'::date",
+    "CREATE INDEX ON t (lower(b))",
+    "CREATE UNIQUE INDEX ON t ((a + 1)) WHERE b IS NULL",
+    "WHERE a IS NULL",
+    "lower(b)",
 ];
 
 /// FROM items of generated queries: tables, WITH queries, a subquery, a table function.

@@ -623,10 +623,27 @@ fn ordered_set_value(func: AggFunc, kept: Vec<(Vec<Value>, Vec<Value>)>) -> Resu
     if func == AggFunc::Mode {
         return Ok(most_frequent(sorted));
     }
-    let fraction = match fraction {
-        Some(Value::Double(f)) => f,
-        _ => return Ok(Value::Null),
-    };
+    match fraction {
+        Some(Value::Double(f)) => percentile(func, &sorted, f),
+        // An array of fractions: an array of their percentiles, NULL for a NULL fraction.
+        Some(Value::Text(fractions)) => {
+            let fractions = steady_types::array::array_values(&fractions, &DataType::Double)?;
+            let values = fractions
+                .iter()
+                .map(|f| match f {
+                    Value::Double(f) => percentile(func, &sorted, *f),
+                    _ => Ok(Value::Null),
+                })
+                .collect::<Result<Vec<Value>>>()?;
+            Ok(Value::Text(array_text(&values)))
+        }
+        _ => Ok(Value::Null),
+    }
+}
+
+/// The `fraction` percentile of the non-empty `sorted` values: interpolated (`percentile_cont`)
+/// or the first value at or past it (`percentile_disc`).
+fn percentile(func: AggFunc, sorted: &[Value], fraction: f64) -> Result<Value> {
     if !(0.0..=1.0).contains(&fraction) {
         return Err(SqlError::new(
             "22003",

@@ -322,8 +322,16 @@ impl Binder<'_> {
         }
         let (sorted, sorted_type) = self.bind_expr(&item.expr, scope)?;
         let mut args = vec![sorted];
+        let mut fractions_array = false;
         for arg in direct {
-            let (fraction, _) = self.bind_expr_as(plain_arg(arg)?, scope, DataType::Double)?;
+            let arg = plain_arg(arg)?;
+            let (fraction, _) = match self.bind_expr(arg, scope)? {
+                (array, Some(DataType::Array(_))) => {
+                    fractions_array = true;
+                    (array, None)
+                }
+                _ => self.bind_expr_as(arg, scope, DataType::Double)?,
+            };
             if fraction.uses_columns() || fraction.holds_subquery() {
                 return Err(SqlError::unsupported(format!(
                     "a fraction of {} that reads the row",
@@ -339,9 +347,17 @@ impl Binder<'_> {
             descending,
             nulls_first: item.options.nulls_first.unwrap_or(descending),
         }];
+        let ty = func.result_type(sorted_type)?;
+        let ty = match (fractions_array, ty) {
+            (false, ty) => ty,
+            (true, Some(element)) => Some(element.array_type().ok_or_else(|| {
+                SqlError::unsupported(format!("{}[] results of {}", element, func.name()))
+            })?),
+            (true, None) => None,
+        };
         Ok(AggCall {
             func,
-            ty: func.result_type(sorted_type)?,
+            ty,
             args,
             distinct: false,
             filter,
