@@ -42,6 +42,21 @@ pub struct ColumnDef {
     pub generated: Option<String>,
 }
 
+impl ColumnDef {
+    /// A nullable column of `data_type` without default, identity or generation expression.
+    pub fn plain(name: impl Into<String>, data_type: DataType) -> ColumnDef {
+        ColumnDef {
+            name: name.into(),
+            data_type,
+            nullable: true,
+            default: None,
+            missing: None,
+            identity: None,
+            generated: None,
+        }
+    }
+}
+
 /// How an identity column takes values given by a statement (PostgreSQL's `attidentity`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Identity {

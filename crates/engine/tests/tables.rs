@@ -29,15 +29,7 @@ fn config() -> EngineConfig {
 }
 
 fn column(name: &str, data_type: DataType) -> ColumnDef {
-    ColumnDef {
-        name: name.into(),
-        data_type,
-        nullable: true,
-        default: None,
-        missing: None,
-        identity: None,
-        generated: None,
-    }
+    ColumnDef::plain(name, data_type)
 }
 
 fn accounts(engine: &Engine) {

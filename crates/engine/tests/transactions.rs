@@ -764,15 +764,7 @@ fn an_unfinished_transaction_that_rolled_back_to_a_savepoint_leaves_no_trace_aft
 }
 
 fn people(engine: &Engine) -> Arc<steady_engine::catalog::TableDef> {
-    let column = |name: &str, data_type| ColumnDef {
-        name: name.into(),
-        data_type,
-        nullable: true,
-        default: None,
-        missing: None,
-        identity: None,
-        generated: None,
-    };
+    let column = |name: &str, data_type| ColumnDef::plain(name, data_type);
     let columns = vec![
         column("id", DataType::Integer),
         column("email", DataType::Text),

@@ -6,12 +6,7 @@ use steady_types::DataType;
 /// A NOT NULL integer column named `name`.
 pub fn int_column(name: &str) -> ColumnDef {
     ColumnDef {
-        name: name.into(),
-        data_type: DataType::Integer,
         nullable: false,
-        default: None,
-        missing: None,
-        identity: None,
-        generated: None,
+        ..ColumnDef::plain(name, DataType::Integer)
     }
 }

@@ -117,13 +117,8 @@ fn config(pages: usize) -> EngineConfig {
 /// A table `(id BIGINT PRIMARY KEY, pad TEXT)`.
 fn create(engine: &Arc<Engine>, name: &str) -> anyhow::Result<Arc<TableDef>> {
     let column = |name: &str, data_type| ColumnDef {
-        name: name.to_string(),
-        data_type,
         nullable: false,
-        default: None,
-        missing: None,
-        identity: None,
-        generated: None,
+        ..ColumnDef::plain(name, data_type)
     };
     let columns = vec![
         column("id", DataType::BigInt),

@@ -417,13 +417,8 @@ fn null_values(column: &ColumnDef, table: &TableDef) -> SqlError {
 
 /// The definition a dropped column keeps at `position`: hidden, NULL in new rows.
 fn dropped_column(position: usize, data_type: DataType) -> ColumnDef {
-    ColumnDef {
-        name: format!("{DROPPED_PREFIX}{}........", position + 1),
+    ColumnDef::plain(
+        format!("{DROPPED_PREFIX}{}........", position + 1),
         data_type,
-        nullable: true,
-        default: None,
-        missing: None,
-        identity: None,
-        generated: None,
-    }
+    )
 }

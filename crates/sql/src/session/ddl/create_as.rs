@@ -120,14 +120,6 @@ fn table_columns(listed: &[String], bound: &BoundQuery) -> Result<Vec<ColumnDef>
     )?;
     Ok(named
         .into_iter()
-        .map(|(name, data_type)| ColumnDef {
-            name,
-            data_type,
-            nullable: true,
-            default: None,
-            missing: None,
-            identity: None,
-            generated: None,
-        })
+        .map(|(name, data_type)| ColumnDef::plain(name, data_type))
         .collect())
 }

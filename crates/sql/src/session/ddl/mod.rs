@@ -845,13 +845,8 @@ impl Ddl<'_> {
             .bind_expr_with_level(&parse_expr(&text)?, &scope)?;
         let mut altered = (*table).clone();
         altered.columns.push(ColumnDef {
-            name,
-            data_type: ty.unwrap_or(steady_types::DataType::Text),
-            nullable: true,
-            default: None,
-            missing: None,
-            identity: None,
             generated: Some(text.clone()),
+            ..ColumnDef::plain(name, ty.unwrap_or(steady_types::DataType::Text))
         });
         let position = altered.columns.len() - 1;
         self.check_generated(&altered, position, &text)?;
@@ -886,24 +881,12 @@ fn set_primary_key(spec: &mut TableSpec, table: &str, columns: Vec<usize>) -> Re
 fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<ColumnDef> {
     if let Some(ty) = serial_type(data_type) {
         return Ok(ColumnDef {
-            name: name.to_owned(),
-            data_type: ty,
             nullable: false,
             default: Some(format!("nextval('{}')", sequence_name(table, name))),
-            missing: None,
-            identity: None,
-            generated: None,
+            ..ColumnDef::plain(name, ty)
         });
     }
-    Ok(ColumnDef {
-        name: name.to_owned(),
-        data_type: convert_type(data_type)?,
-        nullable: true,
-        default: None,
-        missing: None,
-        identity: None,
-        generated: None,
-    })
+    Ok(ColumnDef::plain(name, convert_type(data_type)?))
 }
 
 pub use crate::execution::sequences::owned_sequence as sequence_name;
