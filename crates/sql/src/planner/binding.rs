@@ -295,17 +295,18 @@ pub fn bind_pg_typeof(binder: &mut Binder<'_>, args: &[&AstExpr], scope: &Scope)
     Ok((Expr::Literal(Value::Text(name)), Some(DataType::Text)))
 }
 
-/// `unnest(array)` in FROM (arrays being their text form, one dimension): the subscripts from
-/// the array's lower to its upper bound (`generate_series`, none for NULL or an empty array), each
-/// giving its element as text; WITH ORDINALITY numbers them from 1.
+/// `unnest(array, …)` in FROM (arrays being their text form, one dimension): for one array the
+/// subscripts from its lower to its upper bound (`generate_series`, none for NULL or an empty
+/// array), each giving its element; for several, as many rows as the longest has, the
+/// shorter ones giving NULL past their end (PostgreSQL's zip). WITH ORDINALITY numbers the rows
+/// from 1.
 pub fn bind_unnest(
     binder: &mut Binder<'_>,
-    arg: &AstExpr,
+    args: &[&AstExpr],
     alias: Option<&ast::TableAlias>,
     with_ordinality: bool,
 ) -> Result<(Plan, Scope)> {
-    let (array, array_ty) = binder.bind_expr_with_level(arg, &Scope::default())?;
-    let bound = |name: &str| -> Result<Expr> {
+    let bound_function = |name: &str, array: &Expr| -> Result<Expr> {
         let function = crate::system::function(name, 2)
             .ok_or_else(|| SqlError::new("XX000", format!("{name} is missing")))?;
         Ok(Expr::Call(
@@ -313,25 +314,68 @@ pub fn bind_unnest(
             vec![array.clone(), Expr::Literal(Value::Integer(1))],
         ))
     };
-    let series = Plan::Series {
-        start: bound("array_lower")?,
-        stop: bound("array_upper")?,
-        step: None,
+    let mut arrays = Vec::with_capacity(args.len());
+    for arg in args {
+        arrays.push(binder.bind_expr_with_level(arg, &Scope::default())?);
+    }
+    let series = match arrays.as_slice() {
+        [(array, _)] => Plan::Series {
+            start: bound_function("array_lower", array)?,
+            stop: bound_function("array_upper", array)?,
+            step: None,
+        },
+        _ => Plan::Series {
+            start: Expr::Literal(Value::Integer(1)),
+            stop: Expr::Call(
+                crate::execution::functions::lookup("greatest", arrays.len())?,
+                arrays
+                    .iter()
+                    .map(|(array, _)| bound_function("array_length", array))
+                    .collect::<Result<_>>()?,
+            ),
+            step: None,
+        },
     };
-    let element = Expr::Call(&SUBSCRIPT, vec![array.clone(), Expr::Column(0)]);
-    let (element, element_ty) = typed_element(element, array_ty);
-    let mut exprs = vec![element];
-    let mut columns = vec![Column::new(
-        "unnest",
-        Some(element_ty.unwrap_or(DataType::Text)),
-    )];
+    let mut exprs = Vec::with_capacity(arrays.len() + 1);
+    let mut columns = Vec::with_capacity(arrays.len() + 1);
+    for ((array, array_ty), arg) in arrays.iter().zip(args) {
+        // Row n's element: subscript lower + n - 1 (n itself for one array, which counts from
+        // its lower bound).
+        let subscript = match arrays.len() {
+            1 => Expr::Column(0),
+            _ => Expr::Arith(
+                crate::types::ops::ArithOp::Add,
+                Box::new(Expr::Column(0)),
+                Box::new(Expr::Arith(
+                    crate::types::ops::ArithOp::Sub,
+                    Box::new(bound_function("array_lower", array)?),
+                    Box::new(Expr::Literal(Value::Integer(1))),
+                )),
+            ),
+        };
+        let element = Expr::Call(&SUBSCRIPT, vec![array.clone(), subscript]);
+        let (element, element_ty) = match (typed_element(element, *array_ty), cast_element(arg)) {
+            // An array of a type kept as text (`timestamptz[]`, `date[]`): the cast names it.
+            ((element, None), Some(ty)) => (Expr::Cast(Box::new(element), ty), Some(ty)),
+            (typed, _) => typed,
+        };
+        exprs.push(element);
+        columns.push(Column::new(
+            "unnest",
+            Some(element_ty.unwrap_or(DataType::Text)),
+        ));
+    }
     if with_ordinality {
+        let first = match arrays.as_slice() {
+            [(array, _)] => bound_function("array_lower", array)?,
+            _ => Expr::Literal(Value::Integer(1)),
+        };
         exprs.push(Expr::Arith(
             crate::types::ops::ArithOp::Add,
             Box::new(Expr::Arith(
                 crate::types::ops::ArithOp::Sub,
                 Box::new(Expr::Column(0)),
-                Box::new(bound("array_lower")?),
+                Box::new(first),
             )),
             Box::new(Expr::Literal(Value::Integer(1))),
         ));
@@ -343,7 +387,7 @@ pub fn bind_unnest(
     };
     let alias_name = alias.map_or_else(|| "unnest".to_owned(), |a| normalize_ident(&a.name));
     if let Some(alias) = alias {
-        if alias.columns.is_empty() {
+        if alias.columns.is_empty() && arrays.len() == 1 {
             columns[0].name = alias_name.clone();
         }
         for (column, name) in columns.iter_mut().zip(&alias.columns) {
@@ -351,6 +395,19 @@ pub fn bind_unnest(
         }
     }
     Ok((plan, Scope::of_table(&alias_name, &columns)))
+}
+
+/// The element type of an array written as a cast to an array type (`(x)::timestamptz[]`), when
+/// the engine has that type.
+fn cast_element(arg: &AstExpr) -> Option<DataType> {
+    match arg {
+        AstExpr::Nested(inner) => cast_element(inner),
+        AstExpr::Cast {
+            data_type: ast::DataType::Array(element),
+            ..
+        } => crate::types::array_element(element).and_then(|e| crate::types::convert_type(e).ok()),
+        _ => None,
+    }
 }
 
 /// Catalog functions in FROM: `pg_partition_ancestors(rel)` is `rel` itself (nothing is
@@ -369,7 +426,7 @@ pub fn bind_table_function(
         )));
     };
     if name == "unnest" {
-        return bind_unnest(binder, arg, alias, with_ordinality);
+        return bind_unnest(binder, &[arg], alias, with_ordinality);
     }
     if name != "pg_partition_ancestors" {
         return Err(SqlError::undefined_function(format!(

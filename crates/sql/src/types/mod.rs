@@ -93,6 +93,18 @@ fn numeric_type(info: &ExactNumberInfo) -> Result<DataType> {
     })
 }
 
+/// A date/time type's precision (fractional digits of its seconds): values keep microseconds,
+/// so 6 — the default — or more (PostgreSQL reduces those to 6) is what they hold; fewer digits,
+/// which would round every value, are refused rather than ignored.
+fn microsecond_precision(type_name: &str, precision: Option<u64>) -> Result<()> {
+    match precision {
+        Some(p) if p < 6 => Err(SqlError::unsupported(format!(
+            "{type_name}({p}) (a precision below microseconds)"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The engine type of a SQL type name.
 pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
     use ast::DataType as T;
@@ -120,16 +132,18 @@ pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
             precision: None,
         } => DataType::Interval,
         T::Date => DataType::Date,
-        T::Timestamp(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+        T::Timestamp(p, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+            microsecond_precision("timestamp", *p)?;
             DataType::Timestamp
         }
-        T::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
+        T::Timestamp(p, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
+            microsecond_precision("timestamp with time zone", *p)?;
             DataType::TimestampTz
         }
-        T::Time(None, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+        T::Time(p, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone) => {
+            microsecond_precision("time", *p)?;
             DataType::Time
         }
-        T::Time(Some(_), _) => return Err(SqlError::unsupported("time with a precision")),
         T::Time(..) => return Err(SqlError::unsupported("time with time zone")),
         T::Custom(name, modifiers) => custom_type(&object_name(name).1, modifiers)?,
         T::Array(element) => array_type(element)?,

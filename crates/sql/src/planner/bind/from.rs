@@ -175,9 +175,9 @@ impl Binder<'_> {
                 with_offset: false,
                 with_ordinality,
                 ..
-            } if array_exprs.len() == 1 => crate::planner::binding::bind_unnest(
+            } if !array_exprs.is_empty() => crate::planner::binding::bind_unnest(
                 self,
-                &array_exprs[0],
+                &array_exprs.iter().collect::<Vec<_>>(),
                 alias.as_ref(),
                 *with_ordinality,
             ),
