@@ -136,7 +136,7 @@ impl Ddl<'_> {
             let (expr, _) = self
                 .generation_binder()
                 .bind_expr_with_level(&parse_expr(generation)?, &scope)?;
-            return self.rewrite_new_column(altered, position, &expr);
+            return self.rewrite_new_column(old, altered, position, &expr);
         }
         let mut binder = Binder::new(&engine, self.db.stats(), vec![]);
         let Some(default) = &column.default else {
@@ -154,31 +154,54 @@ impl Ddl<'_> {
             self.engine().alter_table(altered)?;
             return Ok(());
         }
-        self.rewrite_new_column(altered, position, &expr)
+        self.rewrite_new_column(old, altered, position, &expr)
     }
 
     /// Switches to `altered` and rewrites every row with its new column's value from `expr`,
-    /// evaluated over the row (23502 for a NULL in a NOT NULL column).
-    fn rewrite_new_column(&self, altered: &TableDef, position: usize, expr: &Expr) -> Result<()> {
-        let engine = Arc::clone(self.engine());
+    /// evaluated over the row (23502 for a NULL in a NOT NULL column). On any error the rows are
+    /// left as they were and the table's definition goes back to `old`: a failed ADD COLUMN (or
+    /// index expression) leaves nothing behind.
+    fn rewrite_new_column(
+        &self,
+        old: &TableDef,
+        altered: &TableDef,
+        position: usize,
+        expr: &Expr,
+    ) -> Result<()> {
         let altered = self.engine().alter_table(altered.clone())?;
-        let column = &altered.columns[position];
+        let rewritten = self.fill_rows(&altered, position, expr);
+        if rewritten.is_err() {
+            self.engine().alter_table(old.clone())?;
+        }
+        rewritten
+    }
+
+    /// Gives every row of `table` its column `position`'s value from `expr`, in one transaction.
+    fn fill_rows(&self, table: &TableDef, position: usize, expr: &Expr) -> Result<()> {
+        let engine = Arc::clone(self.engine());
+        let column = &table.columns[position];
         let mut txn = engine.begin(Isolation::ReadCommitted)?;
         let rows: Vec<(Vec<u8>, Vec<Value>)> = txn
-            .scan_rows(&altered, Bound::Unbounded, Bound::Unbounded)?
+            .scan_rows(table, Bound::Unbounded, Bound::Unbounded)?
             .collect::<std::result::Result<_, _>>()?;
         let info = self.session.info().clone();
         let mut ctx = ExecCtx::new(Some(engine.clone()), Some(&mut txn), &[], &info);
-        for (pk, mut values) in rows {
+        let filled = rows.into_iter().try_for_each(|(pk, mut values)| {
             values[position] = expr.eval(&values, &mut ctx)?.assign_to(&column.data_type)?;
             if values[position].is_null() && !column.nullable {
-                return Err(null_values(column, &altered));
+                return Err(null_values(column, table));
             }
-            ctx.txn()?.update_row(&altered, &pk, &values)?;
-        }
+            ctx.txn()?.update_row(table, &pk, &values)?;
+            Ok(())
+        });
         drop(ctx);
-        txn.commit()?;
-        Ok(())
+        match filled {
+            Ok(()) => Ok(txn.commit()?),
+            Err(err) => {
+                txn.rollback()?;
+                Err(err)
+            }
+        }
     }
 
     pub(super) fn drop_column(&self, table: &TableDef, name: &str, if_exists: bool) -> Result<()> {
