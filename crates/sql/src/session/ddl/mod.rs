@@ -56,6 +56,7 @@ pub fn is_ddl(statement: &ast::Statement) -> bool {
             | ast::Statement::Drop { .. }
             | ast::Statement::AlterTable(_)
             | ast::Statement::Truncate(_)
+            | ast::Statement::CreateSchema { .. }
     )
 }
 
@@ -98,6 +99,11 @@ pub fn execute(
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         },
         ast::Statement::AlterTable(alter) => ddl.alter_table(alter),
+        ast::Statement::CreateSchema {
+            schema_name: ast::SchemaName::Simple(name),
+            if_not_exists,
+            ..
+        } => create_schema(&object_name(name).1, *if_not_exists),
         ast::Statement::Truncate(truncate) => ddl.truncate(truncate),
         other => Err(SqlError::unsupported(format!("{other}"))),
     }
@@ -857,6 +863,33 @@ impl Ddl<'_> {
     // -----------------------------------------------------------------------------------------
     // ALTER TABLE
     // -----------------------------------------------------------------------------------------
+}
+
+/// CREATE SCHEMA: the schemas that exist (`public`, `pg_catalog`, `information_schema`) are the
+/// only ones, so `IF NOT EXISTS` of one of them is a notice and the statement is done (what
+/// migration tools send first); a schema of another name is refused, not created.
+fn create_schema(name: &str, if_not_exists: bool) -> Result<QueryResult> {
+    if name.starts_with("pg_") {
+        return Err(
+            SqlError::new("42939", format!("unacceptable schema name \"{name}\""))
+                .with_detail("The prefix \"pg_\" is reserved for system schemas."),
+        );
+    }
+    let exists = crate::system::namespace_oid(name).is_some();
+    match (exists, if_not_exists) {
+        (true, true) => Ok(QueryResult::command("CREATE SCHEMA").with_notice(
+            "NOTICE",
+            "42P06",
+            format!("schema \"{name}\" already exists, skipping"),
+        )),
+        (true, false) => Err(SqlError::new(
+            "42P06",
+            format!("schema \"{name}\" already exists"),
+        )),
+        (false, _) => Err(SqlError::unsupported(format!(
+            "CREATE SCHEMA {name} (tables live in schema public)"
+        ))),
+    }
 }
 
 /// 42703 for a key (PRIMARY KEY, UNIQUE) naming a column the table lacks.
