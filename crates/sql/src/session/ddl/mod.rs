@@ -182,29 +182,42 @@ impl Ddl<'_> {
 
     /// A partial index's predicate: boolean (42804), immutable (42P17), no subquery (0A000).
     fn check_index_predicate(&self, table: &TableDef, predicate: &ast::Expr) -> Result<()> {
-        let scope = crate::planner::bind_write::table_scope(table, None);
-        let (bound, ty) = self
-            .generation_binder()
-            .bind_expr_with_level(predicate, &scope)?;
+        let (_, ty) = self.bind_immutable(
+            table,
+            predicate,
+            "cannot use subquery in index predicate",
+            "functions in index predicate must be marked IMMUTABLE",
+        )?;
         if !matches!(ty, Some(steady_types::DataType::Boolean) | None) {
             return Err(SqlError::datatype_mismatch(format!(
                 "argument of WHERE must be type boolean, not type {}",
                 ty.map_or("unknown".to_owned(), |t| t.to_string())
             )));
         }
+        Ok(())
+    }
+
+    /// Binds `expr` over `table`'s row as a generation expression, an index expression or a
+    /// partial index's predicate is bound: 0A000 (`subquery`) if it holds a subquery, 42P17
+    /// (`volatile`) if it calls a volatile function.
+    fn bind_immutable(
+        &self,
+        table: &TableDef,
+        expr: &ast::Expr,
+        subquery: &str,
+        volatile: &str,
+    ) -> Result<(crate::execution::expr::Expr, Option<steady_types::DataType>)> {
+        let scope = crate::planner::bind_write::table_scope(table, None);
+        let (bound, ty) = self
+            .generation_binder()
+            .bind_expr_with_level(expr, &scope)?;
         if bound.holds_subquery() {
-            return Err(SqlError::new(
-                "0A000",
-                "cannot use subquery in index predicate",
-            ));
+            return Err(SqlError::new("0A000", subquery));
         }
         if !bound.is_movable() {
-            return Err(SqlError::new(
-                "42P17",
-                "functions in index predicate must be marked IMMUTABLE",
-            ));
+            return Err(SqlError::new("42P17", volatile));
         }
-        Ok(())
+        Ok((bound, ty))
     }
 
     fn index_owner(&self, index: &str) -> Option<Arc<TableDef>> {
@@ -332,22 +345,16 @@ impl Ddl<'_> {
     /// time: it reads only the row's other plain columns, through immutable functions, without
     /// a subquery, and its value is assignable to the column.
     fn check_generated(&self, table: &TableDef, column: usize, text: &str) -> Result<()> {
-        let mut binder = self.generation_binder();
-        let scope = crate::planner::bind_write::table_scope(table, None);
-        let (bound, ty) = binder.bind_expr_with_level(&parse_expr(text)?, &scope)?;
-        if bound.holds_subquery() {
-            return Err(SqlError::new(
-                "0A000",
-                "cannot use subquery in column generation expression",
-            ));
-        }
-        if !bound.is_movable() {
-            let message = match constraints::is_index_column(&table.columns[column].name) {
-                true => "functions in index expression must be marked IMMUTABLE",
-                false => "generation expression is not immutable",
-            };
-            return Err(SqlError::new("42P17", message));
-        }
+        let volatile = match constraints::is_index_column(&table.columns[column].name) {
+            true => "functions in index expression must be marked IMMUTABLE",
+            false => "generation expression is not immutable",
+        };
+        let (bound, ty) = self.bind_immutable(
+            table,
+            &parse_expr(text)?,
+            "cannot use subquery in column generation expression",
+            volatile,
+        )?;
         let mut generated_read = None;
         bound.visit(&mut |e| {
             if let crate::execution::expr::Expr::Column(c) = e {
@@ -805,7 +812,9 @@ impl Ddl<'_> {
         let mut columns = Vec::with_capacity(elements.len());
         for element in elements {
             columns.push(match (plain_column(element), &create.predicate) {
-                (Some(column), None) => table.column(&column).unwrap_or_default(),
+                (Some(column), None) => table
+                    .column(&column)
+                    .ok_or_else(|| SqlError::undefined_column(&column))?,
                 (None, None) => self.index_column(
                     &table.name,
                     constraints::expression_column(&element.to_string()),
