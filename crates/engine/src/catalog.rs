@@ -10,8 +10,8 @@
 //! memcomparable encoding of [`crate::codec`] (a hidden 8-byte row id when no primary key is
 //! declared), plus secondary indexes keyed by `(index columns ++ primary key)`, all in one space.
 //! A secondary entry's value names the row's primary key as its [`EntryFormat`] says.
-//! Catalog changes are made durable before they take effect (DDL commits on its own, outside user
-//! transactions).
+//! Catalog changes are writes of the transaction that makes them: logged in its undo log, undone
+//! by its rollback, durable with its commit (see `crate::engine`'s `catalog_change` module).
 
 use serde::{Deserialize, Serialize};
 

@@ -10,6 +10,7 @@
 
 pub mod catalog;
 pub mod codec;
+mod ddl;
 pub mod engine;
 pub mod error;
 pub mod io;

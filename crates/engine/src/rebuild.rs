@@ -1,6 +1,7 @@
 //! Table rebuilds: ALTER TABLE ... ADD PRIMARY KEY and VACUUM FULL write a table's live rows and
-//! its secondary indexes into a fresh space by bulk build, switch the table to it, and drop the
-//! old space (O(1); reclaimed in the background).
+//! its secondary indexes into a fresh space by bulk build and switch the table to it, as writes
+//! of a transaction: a rollback drops the new space and puts the old definition back; after the
+//! commit, purge drops the old space (O(1); reclaimed in the background).
 //!
 //! * **Records are copied as stored**, restamped as written by no transaction (writer 0): only the
 //!   columns of each key are decoded, and the definition keeps the missing values that rows
@@ -20,11 +21,11 @@ use steady_storage::btree::BTree;
 use steady_storage::space::Space;
 
 use crate::catalog::{EntryFormat, IndexDef, RowDecoder, TableDef};
-use crate::engine::Engine;
+use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
 use crate::sorter::KeySorter;
 use crate::table::{corrupt_row, entry_key, entry_value, has_null, index_key, wanted_columns};
-use crate::version::{IndexId, Version};
+use crate::version::{IndexId, StorageObject, Version};
 
 /// A clustered record with its key: `(key, record)`.
 type Record = (Vec<u8>, Vec<u8>);
@@ -35,19 +36,21 @@ struct BuiltTable {
     trees: Vec<(IndexId, BTree)>,
 }
 
-impl Engine {
+impl Transaction {
     /// Rebuilds a table clustered by new primary-key columns (ALTER TABLE ... ADD PRIMARY KEY),
     /// with its secondary indexes. Fails with 23505 on a duplicate key and 23502 on a NULL in a
     /// key column.
-    pub fn add_primary_key(&self, name: &str, columns: Vec<usize>) -> Result<Arc<TableDef>> {
-        let (_table, _ddl, table) = self.table_for_ddl(name)?;
+    pub fn add_primary_key(&mut self, name: &str, columns: Vec<usize>) -> Result<Arc<TableDef>> {
+        let engine = self.engine();
+        let table = self.lock_table_for_ddl(name)?;
+        let _ddl = engine.ddl.write();
         crate::table::check_key_columns(&table.columns, &columns)?;
         let rebuilt = TableDef {
             primary_key: columns.clone(),
             ..(*table).clone()
         };
         let new_key = NewKey::new(&table, columns);
-        let tree = self.tree(table.id)?;
+        let tree = engine.tree(table.id)?;
         let mut out_of_order = false;
         let mut last: Option<Vec<u8>> = None;
         let in_order = live_records(&tree).map_while(|record| {
@@ -66,16 +69,21 @@ impl Engine {
         if !out_of_order {
             return self.switch_to(&table, built);
         }
-        self.store.drop_space(built.table.space)?;
+        engine.drop_storage(StorageObject {
+            space: built.table.space,
+            tree: None,
+        })?;
         let sorted = sorted_by_new_key(&tree, &new_key, table.id)?;
         let built = self.build_table(rebuilt, sorted.into_pairs().map(Ok))?;
         self.switch_to(&table, built)
     }
 
     /// VACUUM FULL: rewrites a table's live rows and its indexes compactly into a fresh space.
-    pub fn rewrite_table(&self, name: &str) -> Result<Arc<TableDef>> {
-        let (_table, _ddl, table) = self.table_for_ddl(name)?;
-        let tree = self.tree(table.id)?;
+    pub fn rewrite_table(&mut self, name: &str) -> Result<Arc<TableDef>> {
+        let engine = self.engine();
+        let table = self.lock_table_for_ddl(name)?;
+        let _ddl = engine.ddl.write();
+        let tree = engine.tree(table.id)?;
         let built = self.build_table((*table).clone(), live_records(&tree))?;
         self.switch_to(&table, built)
     }
@@ -83,24 +91,41 @@ impl Engine {
     /// Builds `table`'s trees in a fresh space from `records` (sorted by key); on failure the
     /// space is dropped.
     fn build_table(
-        &self,
+        &mut self,
         mut table: TableDef,
         records: impl Iterator<Item = Result<Record>>,
     ) -> Result<BuiltTable> {
-        let space = self.store.create_space()?;
+        let space = self.new_space()?;
         table.space = space.id();
         for index in &mut table.indexes {
             index.entry_format = EntryFormat::PkLength;
         }
-        match self.build_trees(&table, &space, records) {
+        let engine = self.engine();
+        match engine.build_trees(&table, &space, records) {
             Ok(trees) => Ok(BuiltTable { table, trees }),
             Err(err) => {
-                self.store.drop_space(space.id())?;
+                let space = space.id();
+                engine.drop_storage(StorageObject { space, tree: None })?;
                 Err(err)
             }
         }
     }
 
+    /// Makes `built` the table's definition and trees; the old space is dropped by purge after
+    /// the commit.
+    fn switch_to(&mut self, old: &TableDef, built: BuiltTable) -> Result<Arc<TableDef>> {
+        let trees = built.trees.into_iter().map(|(id, t)| (id, Arc::new(t)));
+        self.engine.indexes.write().extend(trees);
+        let table = self.save_table(built.table)?;
+        self.drop_after_commit(StorageObject {
+            space: old.space,
+            tree: None,
+        })?;
+        Ok(table)
+    }
+}
+
+impl Engine {
     /// The clustered tree, streamed from `records`, then each secondary index from the entries
     /// gathered on the way, sorted.
     fn build_trees(
@@ -138,21 +163,6 @@ impl Engine {
             trees.push((id, tree));
         }
         Ok(trees)
-    }
-
-    /// Makes `built` the table's definition and trees, durably, and drops the old space.
-    fn switch_to(&self, old: &TableDef, built: BuiltTable) -> Result<Arc<TableDef>> {
-        self.save_table(&built.table)?;
-        let mut indexes = self.indexes.write();
-        for (id, tree) in built.trees {
-            indexes.insert(id, Arc::new(tree));
-        }
-        drop(indexes);
-        let table = Arc::new(built.table);
-        self.catalog.write().insert(table.id, table.clone());
-        crate::catalog::changed();
-        self.store.drop_space(old.space)?;
-        Ok(table)
     }
 }
 

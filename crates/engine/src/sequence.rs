@@ -6,8 +6,9 @@
 //!                      sequences made before it was kept: 1); no key: the sequence does not exist
 //! ```
 //!
-//! As in PostgreSQL, sequences are not transactional: a value handed out is never handed out again,
-//! even if the transaction that took it rolls back. Each `next_value` writes the meta tree; the
+//! As in PostgreSQL, sequence values are not transactional: a value handed out is never handed out
+//! again, even if the transaction that took it rolls back. Creating and dropping a sequence is a
+//! write of the transaction that does it, undone with it. Each `next_value` writes the meta tree; the
 //! change reaches the log before any commit that used the value is acknowledged (the log is
 //! sequential), so after a crash a sequence never goes back below a committed value.
 
@@ -77,22 +78,37 @@ impl SequenceState {
     }
 }
 
-impl Engine {
-    /// Creates a sequence whose first value is `start`; an existing one is an error.
-    pub fn create_sequence(&self, name: &str, start: i64) -> Result<()> {
-        let _guard = self.sequences.lock();
+impl Transaction {
+    /// Creates a sequence whose first value is `start`; an existing one is an error. The
+    /// sequence's creation (not the values it hands out) is undone with the transaction.
+    pub fn create_sequence(&mut self, name: &str, start: i64) -> Result<()> {
+        let engine = self.engine();
+        self.claim(name)?;
+        let _guard = engine.sequences.lock();
         let key = sequence_key(name);
-        if self.meta.get(&key)?.is_some() {
+        if engine.meta.get(&key)?.is_some() {
             return Err(EngineError::DuplicateTable(name.to_owned()));
         }
         let last = start
             .checked_sub(1)
             .ok_or_else(|| EngineError::Corrupt(format!("sequence {name} starts below i64")))?;
-        self.meta
-            .insert(&key, &SequenceState { last, start }.encode())?;
-        Ok(())
+        self.write_catalog(&key, Some(&SequenceState { last, start }.encode()))
     }
 
+    /// Drops a sequence (undone with the transaction); a missing one is ignored.
+    pub fn drop_sequence(&mut self, name: &str) -> Result<()> {
+        let engine = self.engine();
+        self.claim(name)?;
+        let _guard = engine.sequences.lock();
+        let key = sequence_key(name);
+        if engine.meta.get(&key)?.is_some() {
+            self.write_catalog(&key, None)?;
+        }
+        Ok(())
+    }
+}
+
+impl Engine {
     fn sequence_state(&self, key: &[u8], name: &str) -> Result<SequenceState> {
         let bytes = self.meta.get(key)?.ok_or_else(|| no_sequence(name))?;
         SequenceState::decode(&bytes, name)
@@ -143,12 +159,5 @@ impl Engine {
             names.push(String::from_utf8_lossy(name).into_owned());
         }
         Ok(names)
-    }
-
-    /// Drops a sequence; a missing one is ignored.
-    pub fn drop_sequence(&self, name: &str) -> Result<()> {
-        let _guard = self.sequences.lock();
-        self.meta.delete(&sequence_key(name))?;
-        Ok(())
     }
 }

@@ -14,20 +14,17 @@
 //!   that any snapshot can see has that key.
 //! * **Unique secondary indexes** lock the index key value itself for the rest of the transaction,
 //!   then look for another live row with that value.
-//! * **DDL** commits on its own and is made durable before it takes effect. Row writes take the
-//!   DDL lock shared for the duration of one write; DDL takes it exclusively, so an index build sees
-//!   no write in flight (builds are not online yet). DROP TABLE and TRUNCATE are O(1): the space is
-//!   dropped through the store's background reclaimer. An index is usable only by snapshots taken
-//!   after it was built ([`IndexDef::valid_from`]).
+//! * **DDL** ([`crate::ddl`]) is a write of a transaction, undone with it. Row writes take the
+//!   engine's DDL lock shared for the duration of one write and the table's lock shared until
+//!   their transaction ends; DDL takes both exclusively, so an index build sees no write in
+//!   flight (builds are not online yet).
 
 use std::ops::Bound;
 use std::sync::Arc;
 
-use parking_lot::RwLockWriteGuard;
 use steady_storage::btree::{BTree, Partition};
-use steady_storage::mtr::Mtr;
 
-use crate::catalog::{table_key, ColumnDef, EntryFormat, IndexDef, RowDecoder, TableDef};
+use crate::catalog::{ColumnDef, EntryFormat, IndexDef, RowDecoder, TableDef};
 use crate::codec::{encode_key, encode_row, put_varint, read_whole_varint};
 use crate::engine::row_lock::{RowLockMode, RowLockWait, RowLocked};
 use crate::engine::{Engine, InPlace, Transaction, UnlockedChange};
@@ -72,142 +69,9 @@ impl Engine {
         self.catalog.read().get(&id).cloned()
     }
 
-    /// Creates a table in a space of its own.
-    pub fn create_table(
-        &self,
-        name: &str,
-        columns: Vec<ColumnDef>,
-        primary_key: Vec<usize>,
-    ) -> Result<Arc<TableDef>> {
-        check_key_columns(&columns, &primary_key)?;
-        let _ddl = self.ddl.write();
-        if self.table(name).is_some() || self.view_exists(name)? {
-            return Err(EngineError::DuplicateTable(name.to_string()));
-        }
-        let id = self.allocate_index_id()?;
-        let space = self.store.create_space()?;
-        let tree = BTree::create(self.store.pool().clone(), space.clone(), id)?;
-        let table = TableDef {
-            id,
-            name: name.to_string(),
-            space: space.id(),
-            columns,
-            primary_key,
-            indexes: Vec::new(),
-            constraints: Vec::new(),
-        };
-        self.save_table(&table)?;
-        self.indexes.write().insert(id, Arc::new(tree));
-        let table = Arc::new(table);
-        self.catalog.write().insert(id, table.clone());
-        crate::catalog::changed();
-        Ok(table)
-    }
-
-    /// Replaces a table's definition (columns added, constraints changed) durably.
-    pub fn alter_table(&self, table: TableDef) -> Result<Arc<TableDef>> {
-        let _ddl = self.ddl.write();
-        self.save_table(&table)?;
-        let table = Arc::new(table);
-        self.catalog.write().insert(table.id, table.clone());
-        crate::catalog::changed();
-        Ok(table)
-    }
-
-    /// Drops a table: durable at once, its space reclaimed in the background (seed 004).
-    pub fn drop_table(&self, name: &str) -> Result<()> {
-        let (_table, _ddl, table) = self.table_for_ddl(name)?;
-        self.meta.delete(&table_key(table.id))?;
-        self.store.sync_log()?;
-        self.forget_table(&table);
-        self.store.drop_space(table.space)?;
-        Ok(())
-    }
-
-    /// Empties a table: its indexes move to a fresh space and the old one is dropped (O(1)).
-    pub fn truncate_table(&self, name: &str) -> Result<()> {
-        let (_table, _ddl, table) = self.table_for_ddl(name)?;
-        let space = self.store.create_space()?;
-        let mut trees = vec![(
-            table.id,
-            BTree::create(self.store.pool().clone(), space.clone(), table.id)?,
-        )];
-        for index in &table.indexes {
-            trees.push((
-                index.id,
-                BTree::create(self.store.pool().clone(), space.clone(), index.id)?,
-            ));
-        }
-        let moved = TableDef {
-            space: space.id(),
-            ..(*table).clone()
-        };
-        self.save_table(&moved)?;
-        let mut indexes = self.indexes.write();
-        for (id, tree) in trees {
-            indexes.insert(id, Arc::new(tree));
-        }
-        drop(indexes);
-        self.catalog.write().insert(moved.id, Arc::new(moved));
-        crate::catalog::changed();
-        self.store.drop_space(table.space)?;
-        Ok(())
-    }
-
-    /// Builds a secondary index over the table's current rows (a sorted scan and a bulk build,
-    /// fully logged) and adds it to the table.
-    pub fn create_secondary_index(
-        &self,
-        table: &str,
-        name: &str,
-        columns: Vec<usize>,
-        unique: bool,
-    ) -> Result<Arc<TableDef>> {
-        let _table = self.lock_table_for_ddl(table)?;
-        let _ddl = self.ddl.write();
-        let table = self
-            .table(table)
-            .ok_or_else(|| EngineError::NoSuchTable(table.to_string()))?;
-        if table.index(name).is_some() {
-            return Err(EngineError::DuplicateIndex(name.to_string()));
-        }
-        check_key_columns(&table.columns, &columns)?;
-        let id = self.allocate_index_id()?;
-        let entries = self.index_entries(&table, &columns, unique, id)?;
-        let space = self
-            .store
-            .space(table.space)
-            .ok_or(EngineError::NoSuchIndex(table.id))?;
-        let format = EntryFormat::PkLength;
-        let tree = BTree::bulk_build(
-            self.store.pool().clone(),
-            space,
-            id,
-            entries
-                .iter()
-                .map(|(key, pk, _)| Ok((key, entry_value(format, pk)))),
-            &mut |_| {},
-        )?;
-        let mut altered = (*table).clone();
-        altered.indexes.push(IndexDef {
-            id,
-            name: name.to_string(),
-            columns,
-            unique,
-            valid_from: self.txns.stats().last_csn,
-            entry_format: format,
-        });
-        self.save_table(&altered)?;
-        self.indexes.write().insert(id, Arc::new(tree));
-        let altered = Arc::new(altered);
-        self.catalog.write().insert(altered.id, altered.clone());
-        crate::catalog::changed();
-        Ok(altered)
-    }
-
     /// The sorted entries `(entry key, primary key)` of a new index over every live in-place row
     /// of `table`; 23505 if `unique` and two rows without NULLs in `columns` share a key.
-    fn index_entries(
+    pub(crate) fn index_entries(
         &self,
         table: &TableDef,
         columns: &[usize],
@@ -236,87 +100,6 @@ impl Engine {
             return Err(EngineError::UniqueViolation { index: id });
         }
         Ok(entries)
-    }
-
-    /// Drops a secondary index.
-    pub fn drop_secondary_index(&self, table: &str, name: &str) -> Result<Arc<TableDef>> {
-        let _table = self.lock_table_for_ddl(table)?;
-        let _ddl = self.ddl.write();
-        let table = self
-            .table(table)
-            .ok_or_else(|| EngineError::NoSuchTable(table.to_string()))?;
-        let index = table
-            .index(name)
-            .ok_or_else(|| EngineError::NoSuchIndexName(name.to_string()))?
-            .clone();
-        let mut altered = (*table).clone();
-        altered.indexes.retain(|i| i.id != index.id);
-        self.save_table(&altered)?;
-        self.indexes.write().remove(&index.id);
-        let altered = Arc::new(altered);
-        self.catalog.write().insert(altered.id, altered.clone());
-        crate::catalog::changed();
-        if let Some(space) = self.store.space(table.space) {
-            let mut mtr = Mtr::new(self.store.pool());
-            space.drop_tree(&mut mtr, index.id)?;
-            mtr.commit();
-        }
-        Ok(altered)
-    }
-
-    /// Table `name` ready for a change of its definition or all its rows: its table lock, then
-    /// the database's DDL lock, then its definition as it is under both.
-    pub(crate) fn table_for_ddl(
-        &self,
-        name: &str,
-    ) -> Result<(TableDdlGuard<'_>, RwLockWriteGuard<'_, ()>, Arc<TableDef>)> {
-        let table_lock = self.lock_table_for_ddl(name)?;
-        let ddl = self.ddl.write();
-        let table = self
-            .table(name)
-            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
-        Ok((table_lock, ddl, table))
-    }
-
-    /// Waits until no transaction that wrote to the table is running (they hold its table lock
-    /// shared until they end) and keeps new writers out until the returned guard is dropped. Taken
-    /// before the DDL lock, so a writer in the middle of its transaction can always finish.
-    fn lock_table_for_ddl(&self, name: &str) -> Result<TableDdlGuard<'_>> {
-        let table = self
-            .table(name)
-            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?;
-        let owner = self.txns.begin();
-        let key = LockKey {
-            index_id: table.id,
-            key: Vec::new(),
-        };
-        let locked = self
-            .locks
-            .lock(owner, key, LockMode::Exclusive, self.lock_timeout);
-        let guard = TableDdlGuard {
-            engine: self,
-            owner,
-        };
-        locked?;
-        Ok(guard)
-    }
-
-    pub(crate) fn save_table(&self, table: &TableDef) -> Result<()> {
-        let json = serde_json::to_vec(table).map_err(|e| EngineError::Corrupt(e.to_string()))?;
-        self.meta.insert(&table_key(table.id), &json)?;
-        self.store.sync_log()?;
-        Ok(())
-    }
-
-    fn forget_table(&self, table: &TableDef) {
-        let mut indexes = self.indexes.write();
-        indexes.remove(&table.id);
-        for index in &table.indexes {
-            indexes.remove(&index.id);
-        }
-        drop(indexes);
-        self.catalog.write().remove(&table.id);
-        crate::catalog::changed();
     }
 
     /// Removes the secondary entries of an old version that no other version of its row still
@@ -375,19 +158,6 @@ pub type RowForChange = (Vec<Value>, Option<InPlace>);
 /// A change without a row lock ([`Transaction::change_rows_unlocked`]): the row's primary key, the
 /// version read, and its new values (None deletes it).
 pub type RowChange = (Vec<u8>, InPlace, Option<Vec<Value>>);
-
-/// Holds a table's lock exclusively for a DDL statement; releases it when dropped.
-pub(crate) struct TableDdlGuard<'e> {
-    engine: &'e Engine,
-    owner: crate::txn::TxnId,
-}
-
-impl Drop for TableDdlGuard<'_> {
-    fn drop(&mut self) {
-        self.engine.locks.release_all(self.owner);
-        self.engine.txns.finish_read_only(self.owner);
-    }
-}
 
 /// The memcomparable key of the given columns of a row.
 pub fn index_key(values: &[Value], columns: &[usize]) -> Vec<u8> {
@@ -540,6 +310,14 @@ impl Transaction {
         let inner = self.scan(table.id, start, end)?;
         Ok(RowScan {
             inner,
+            decoder: table.decoder(None),
+        })
+    }
+
+    /// Every row of a table as it is now (see [`Transaction::scan_latest`]).
+    pub fn scan_latest_rows(&mut self, table: &TableDef) -> Result<RowScan> {
+        Ok(RowScan {
+            inner: self.scan_latest(table.id)?,
             decoder: table.decoder(None),
         })
     }

@@ -257,6 +257,56 @@ pub enum UndoAction {
     /// in the range is never its, and one of its own that an older entry must restore cannot be
     /// there (the range was empty), while newer entries are undone first.
     InsertedRange { last: Vec<u8> },
+    /// The meta-tree entry under `pk` (a table, view or sequence definition; `index` is the meta
+    /// tree's) held `before` (None: nothing): put it back. Logged before the entry changes.
+    Catalog { before: Option<Vec<u8>> },
+    /// A space, or a tree in it, was created for this transaction's DDL (see [`StorageObject`]):
+    /// drop it. Logged (and the log made durable) before the object exists.
+    Created,
+    /// A space, or a tree in it, is no longer used by the catalog this transaction leaves: purge
+    /// drops it once the transaction has committed and no snapshot older than it is open; a
+    /// rollback keeps it.
+    Dropped,
+}
+
+impl UndoAction {
+    /// Whether the entry is a row write (of a clustered index or a secondary entry), not a
+    /// catalog change.
+    pub fn is_row_write(&self) -> bool {
+        !matches!(
+            self,
+            UndoAction::Catalog { .. } | UndoAction::Created | UndoAction::Dropped
+        )
+    }
+}
+
+/// The space, or the tree in a space, a `Created` or `Dropped` undo entry names: the entry's
+/// `index` is the tree's id (0 for the whole space) and its `pk` the space id (u32 BE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageObject {
+    pub space: steady_storage::SpaceId,
+    /// None: the whole space.
+    pub tree: Option<IndexId>,
+}
+
+impl StorageObject {
+    pub fn entry(self, action: UndoAction) -> UndoEntry {
+        UndoEntry {
+            index: self.tree.unwrap_or(0),
+            pk: self.space.to_be_bytes().to_vec(),
+            action,
+        }
+    }
+
+    pub fn of(entry: &UndoEntry) -> Result<StorageObject> {
+        let space = entry.pk.as_slice().try_into().map_err(|_| {
+            EngineError::Corrupt(format!("storage object of {} bytes", entry.pk.len()))
+        })?;
+        Ok(StorageObject {
+            space: steady_storage::SpaceId::from_be_bytes(space),
+            tree: (entry.index != 0).then_some(entry.index),
+        })
+    }
 }
 
 /// One write of a transaction, as logged for rollback and purge.
@@ -273,6 +323,12 @@ const KIND_INDEX_ENTRY: u8 = 3;
 const KIND_INSERTED_RANGE: u8 = 4;
 /// An undo record holding several entries of one index (see [`UndoEntry::encode_packed`]).
 const KIND_PACKED: u8 = 5;
+/// A `Catalog` entry with a before-image (carried as `InsertedRange` carries its last key).
+const KIND_CATALOG: u8 = 6;
+/// A `Catalog` entry whose key held nothing before.
+const KIND_CATALOG_ABSENT: u8 = 7;
+const KIND_CREATED: u8 = 8;
+const KIND_DROPPED: u8 = 9;
 /// The most bytes a packed undo record holds: well under the inline limit of the smallest page
 /// (about 1,000 bytes at 4 KiB), so it never goes to an overflow page.
 pub const PACKED_UNDO_BYTES: usize = 480;
@@ -314,6 +370,10 @@ impl UndoEntry {
             UndoAction::Replaced { previous_start } => (KIND_REPLACED, *previous_start),
             UndoAction::IndexEntry => (KIND_INDEX_ENTRY, 0),
             UndoAction::InsertedRange { .. } => (KIND_INSERTED_RANGE, 0),
+            UndoAction::Catalog { before: Some(_) } => (KIND_CATALOG, 0),
+            UndoAction::Catalog { before: None } => (KIND_CATALOG_ABSENT, 0),
+            UndoAction::Created => (KIND_CREATED, 0),
+            UndoAction::Dropped => (KIND_DROPPED, 0),
         };
         out.push(kind);
         if with_index {
@@ -322,9 +382,12 @@ impl UndoEntry {
         out.extend_from_slice(&(self.pk.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.pk);
         match &self.action {
-            UndoAction::InsertedRange { last } => {
-                out.extend_from_slice(&(last.len() as u32).to_le_bytes());
-                out.extend_from_slice(last);
+            UndoAction::InsertedRange { last: bytes }
+            | UndoAction::Catalog {
+                before: Some(bytes),
+            } => {
+                out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                out.extend_from_slice(bytes);
             }
             _ => out.extend_from_slice(&start.to_le_bytes()),
         }
@@ -333,7 +396,10 @@ impl UndoEntry {
     /// Bytes of the encoding without the index.
     fn body_len(&self) -> usize {
         let tail = match &self.action {
-            UndoAction::InsertedRange { last } => 4 + last.len(),
+            UndoAction::InsertedRange { last: bytes }
+            | UndoAction::Catalog {
+                before: Some(bytes),
+            } => 4 + bytes.len(),
             _ => 8,
         };
         1 + 4 + self.pk.len() + tail
@@ -405,14 +471,19 @@ impl UndoEntry {
         let pk_len = u32::from_le_bytes(bytes[9..13].try_into().expect("4 bytes")) as usize;
         let pk = bytes.get(13..13 + pk_len).ok_or_else(corrupt)?.to_vec();
         let tail = &bytes[13 + pk_len..];
-        if bytes[0] == KIND_INSERTED_RANGE {
-            let last_len = tail.get(..4).ok_or_else(corrupt)?;
-            let last_len = u32::from_le_bytes(last_len.try_into().expect("4 bytes")) as usize;
-            if tail.len() != 4 + last_len {
+        if matches!(bytes[0], KIND_INSERTED_RANGE | KIND_CATALOG) {
+            let len = tail.get(..4).ok_or_else(corrupt)?;
+            let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+            if tail.len() != 4 + len {
                 return Err(corrupt());
             }
-            let last = tail[4..].to_vec();
-            let action = UndoAction::InsertedRange { last };
+            let carried = tail[4..].to_vec();
+            let action = match bytes[0] {
+                KIND_INSERTED_RANGE => UndoAction::InsertedRange { last: carried },
+                _ => UndoAction::Catalog {
+                    before: Some(carried),
+                },
+            };
             return Ok(UndoEntry { index, pk, action });
         }
         if tail.len() != 8 {
@@ -425,6 +496,9 @@ impl UndoEntry {
                 previous_start: start,
             },
             KIND_INDEX_ENTRY => UndoAction::IndexEntry,
+            KIND_CATALOG_ABSENT => UndoAction::Catalog { before: None },
+            KIND_CREATED => UndoAction::Created,
+            KIND_DROPPED => UndoAction::Dropped,
             _ => return Err(corrupt()),
         };
         Ok(UndoEntry { index, pk, action })
@@ -515,5 +589,49 @@ mod tests {
         assert!(!history_key(1, b"ab", 1).starts_with(&history_prefix(1, b"a")));
         assert_eq!(history_start(&history_key(1, b"a", 77)), 77);
         assert!(Version::decode(b"short").is_err());
+    }
+
+    #[test]
+    fn catalog_undo_entries_round_trip() {
+        let object = StorageObject {
+            space: 7,
+            tree: Some(42),
+        };
+        let entries = [
+            UndoEntry {
+                index: 1,
+                pk: b"table/x".to_vec(),
+                action: UndoAction::Catalog {
+                    before: Some(b"{\"id\":1}".to_vec()),
+                },
+            },
+            UndoEntry {
+                index: 1,
+                pk: b"seq/s".to_vec(),
+                action: UndoAction::Catalog { before: None },
+            },
+            // A before-image of 4 bytes encodes to as many bytes as a start CSN would.
+            UndoEntry {
+                index: 1,
+                pk: b"view/v".to_vec(),
+                action: UndoAction::Catalog {
+                    before: Some(b"abcd".to_vec()),
+                },
+            },
+            object.entry(UndoAction::Created),
+            StorageObject {
+                tree: None,
+                ..object
+            }
+            .entry(UndoAction::Dropped),
+        ];
+        for entry in &entries {
+            let encoded = entry.encode();
+            assert_eq!(&UndoEntry::decode(&encoded).unwrap(), entry);
+            assert!((0..encoded.len()).all(|n| UndoEntry::decode(&encoded[..n]).is_err()));
+            assert!(!entry.action.is_row_write());
+        }
+        assert_eq!(StorageObject::of(&entries[3]).unwrap(), object);
+        assert_eq!(StorageObject::of(&entries[4]).unwrap().tree, None);
     }
 }

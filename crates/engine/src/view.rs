@@ -9,13 +9,14 @@
 //! (so a view is always read through the current definitions of its tables), checks a
 //! replacement's columns, and keeps the dependencies in [`ViewDef::depends_on`] from being
 //! dropped from under it. A view and a table never share a name: both are created under the DDL
-//! lock, each checking the other's names. Creating, replacing and dropping a view is durable at
-//! once (the log is synced) and bumps the catalog generation, so kept plans are bound again.
+//! lock, each checking the other's names. Creating, replacing and dropping a view is a write of
+//! the transaction that does it, undone with it, and bumps the catalog generation, so kept plans
+//! are bound again.
 
 use serde::{Deserialize, Serialize};
 use steady_types::DataType;
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
 use crate::version::IndexId;
 
@@ -41,23 +42,42 @@ fn view_key(name: &str) -> Vec<u8> {
     key
 }
 
-impl Engine {
+impl Transaction {
     /// Creates view `view.name` (its `id` is assigned here), or replaces it when `replace`. A
     /// table of that name, or an existing view without `replace`, is an error.
-    pub fn create_view(&self, mut view: ViewDef, replace: bool) -> Result<ViewDef> {
-        let _ddl = self.ddl.write();
-        if self.table(&view.name).is_some() {
+    pub fn create_view(&mut self, mut view: ViewDef, replace: bool) -> Result<ViewDef> {
+        let engine = self.engine();
+        self.claim(&view.name)?;
+        let _ddl = engine.ddl.write();
+        if engine.table(&view.name).is_some() {
             return Err(EngineError::DuplicateTable(view.name));
         }
-        view.id = match self.view(&view.name)? {
+        view.id = match engine.view(&view.name)? {
             Some(_) if !replace => return Err(EngineError::DuplicateTable(view.name)),
             Some(existing) => existing.id,
-            None => self.allocate_index_id()?,
+            None => engine.allocate_index_id()?,
         };
-        self.save_view(&view)?;
+        let json = serde_json::to_vec(&view).map_err(|e| EngineError::Corrupt(e.to_string()))?;
+        self.write_catalog(&view_key(&view.name), Some(&json))?;
+        crate::catalog::changed();
         Ok(view)
     }
 
+    /// Drops view `name`; false if there is none.
+    pub fn drop_view(&mut self, name: &str) -> Result<bool> {
+        let engine = self.engine();
+        self.claim(name)?;
+        let _ddl = engine.ddl.write();
+        if engine.view(name)?.is_none() {
+            return Ok(false);
+        }
+        self.write_catalog(&view_key(name), None)?;
+        crate::catalog::changed();
+        Ok(true)
+    }
+}
+
+impl Engine {
     /// The view called `name`, if there is one.
     pub fn view(&self, name: &str) -> Result<Option<ViewDef>> {
         self.meta
@@ -82,29 +102,9 @@ impl Engine {
         Ok(views)
     }
 
-    /// Drops view `name`; false if there is none.
-    pub fn drop_view(&self, name: &str) -> Result<bool> {
-        let _ddl = self.ddl.write();
-        if self.view(name)?.is_none() {
-            return Ok(false);
-        }
-        self.meta.delete(&view_key(name))?;
-        self.store.sync_log()?;
-        crate::catalog::changed();
-        Ok(true)
-    }
-
     /// Whether a view of this name exists (checked by table creation, under the DDL lock).
     pub(crate) fn view_exists(&self, name: &str) -> Result<bool> {
         Ok(self.meta.get(&view_key(name))?.is_some())
-    }
-
-    fn save_view(&self, view: &ViewDef) -> Result<()> {
-        let json = serde_json::to_vec(view).map_err(|e| EngineError::Corrupt(e.to_string()))?;
-        self.meta.insert(&view_key(&view.name), &json)?;
-        self.store.sync_log()?;
-        crate::catalog::changed();
-        Ok(())
     }
 }
 

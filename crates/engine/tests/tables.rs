@@ -32,15 +32,17 @@ fn column(name: &str, data_type: DataType) -> ColumnDef {
     ColumnDef::plain(name, data_type)
 }
 
-fn accounts(engine: &Engine) {
+fn accounts(engine: &Arc<Engine>) {
     let columns = vec![
         column("id", DataType::Integer),
         column("owner", DataType::Text),
         column("balance", DataType::BigInt),
     ];
-    engine.create_table("accounts", columns, vec![0]).unwrap();
     engine
-        .create_secondary_index("accounts", "by_owner", vec![1], false)
+        .autocommit(|t| t.create_table("accounts", columns, vec![0]))
+        .unwrap();
+    engine
+        .autocommit(|t| t.create_secondary_index("accounts", "by_owner", vec![1], false))
         .unwrap();
 }
 
@@ -144,7 +146,7 @@ fn rollback_removes_new_index_entries_and_unique_indexes_refuse_duplicates() {
     let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
     accounts(&engine);
     engine
-        .create_secondary_index("accounts", "unique_balance", vec![2], true)
+        .autocommit(|t| t.create_secondary_index("accounts", "unique_balance", vec![2], true))
         .unwrap();
     let table = engine.table("accounts").unwrap();
     let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
@@ -168,7 +170,7 @@ fn rollback_removes_new_index_entries_and_unique_indexes_refuse_duplicates() {
     again.commit().unwrap();
     assert_eq!(
         engine
-            .create_secondary_index("accounts", "by_owner", vec![1], false)
+            .autocommit(|t| t.create_secondary_index("accounts", "by_owner", vec![1], false))
             .unwrap_err()
             .sqlstate(),
         "42P07"
@@ -181,7 +183,7 @@ fn ddl_survives_a_restart_and_drop_and_truncate_are_immediate() {
     let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
     accounts(&engine);
     engine
-        .create_table("log", vec![column("line", DataType::Text)], vec![])
+        .autocommit(|t| t.create_table("log", vec![column("line", DataType::Text)], vec![]))
         .unwrap();
     let table = engine.table("accounts").unwrap();
     let log = engine.table("log").unwrap();
@@ -215,7 +217,7 @@ fn ddl_survives_a_restart_and_drop_and_truncate_are_immediate() {
     txn.insert_row(&log, &[Value::Text("after restart".into())])
         .unwrap();
     txn.commit().unwrap();
-    engine.truncate_table("log").unwrap();
+    engine.autocommit(|t| t.truncate_table("log")).unwrap();
     let log = engine.table("log").unwrap();
     let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
     assert_eq!(
@@ -225,10 +227,13 @@ fn ddl_survives_a_restart_and_drop_and_truncate_are_immediate() {
         0
     );
     drop(txn);
-    engine.drop_table("accounts").unwrap();
+    engine.autocommit(|t| t.drop_table("accounts")).unwrap();
     assert!(engine.table("accounts").is_none());
     assert_eq!(
-        engine.drop_table("accounts").unwrap_err().sqlstate(),
+        engine
+            .autocommit(|t| t.drop_table("accounts"))
+            .unwrap_err()
+            .sqlstate(),
         "42P01"
     );
     accounts(&engine);
@@ -260,7 +265,9 @@ fn deleting_through_an_index_reads_each_clustered_page_once() {
         column("v", DataType::Integer),
         column("pad", DataType::Text),
     ];
-    engine.create_table("t", columns, vec![0]).unwrap();
+    engine
+        .autocommit(|t| t.create_table("t", columns, vec![0]))
+        .unwrap();
     let table = engine.table("t").unwrap();
     let rows = 22_000;
     let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
@@ -274,7 +281,7 @@ fn deleting_through_an_index_reads_each_clustered_page_once() {
     }
     txn.commit().unwrap();
     let table = engine
-        .create_secondary_index("t", "by_v", vec![1], false)
+        .autocommit(|t| t.create_secondary_index("t", "by_v", vec![1], false))
         .unwrap();
     let index = table.index("by_v").unwrap().clone();
     engine.store().checkpoint().unwrap();
@@ -319,7 +326,7 @@ fn batched_updates_and_deletes_write_as_one_by_one() {
     let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
     accounts(&engine);
     engine
-        .create_secondary_index("accounts", "by_balance", vec![2], false)
+        .autocommit(|t| t.create_secondary_index("accounts", "by_balance", vec![2], false))
         .unwrap();
     let table = engine.table("accounts").unwrap();
     let key = |id: i32| primary_key(&table, &[Value::Integer(id)]);
@@ -460,7 +467,7 @@ fn adding_a_primary_key_reclusters_a_loaded_table() {
         column("abalance", DataType::Integer),
     ];
     let table = engine
-        .create_table("pgbench_accounts", columns, vec![])
+        .autocommit(|t| t.create_table("pgbench_accounts", columns, vec![]))
         .unwrap();
     let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
     for aid in (0..500).rev() {
@@ -469,9 +476,11 @@ fn adding_a_primary_key_reclusters_a_loaded_table() {
     }
     txn.commit().unwrap();
     engine
-        .create_secondary_index("pgbench_accounts", "by_balance", vec![1], false)
+        .autocommit(|t| t.create_secondary_index("pgbench_accounts", "by_balance", vec![1], false))
         .unwrap();
-    let table = engine.add_primary_key("pgbench_accounts", vec![0]).unwrap();
+    let table = engine
+        .autocommit(|t| t.add_primary_key("pgbench_accounts", vec![0]))
+        .unwrap();
     assert_eq!(table.primary_key, vec![0]);
     let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
     let key = primary_key(&table, &[Value::Integer(42), Value::Null]);
@@ -526,7 +535,9 @@ fn adding_a_primary_key_streams_rows_in_key_order_and_sorts_the_rest() {
             column("id", DataType::Integer),
             column("v", DataType::Integer),
         ];
-        let table = engine.create_table(name, columns, vec![]).unwrap();
+        let table = engine
+            .autocommit(|t| t.create_table(name, columns, vec![]))
+            .unwrap();
         let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
         for key in keys {
             txn.insert_row(&table, &[key.clone(), Value::Integer(7)])
@@ -534,7 +545,7 @@ fn adding_a_primary_key_streams_rows_in_key_order_and_sorts_the_rest() {
         }
         txn.commit().unwrap();
         engine
-            .create_secondary_index(name, &format!("{name}_v"), vec![1], false)
+            .autocommit(|t| t.create_secondary_index(name, &format!("{name}_v"), vec![1], false))
             .unwrap();
     };
     let ascending: Vec<Value> = (0..3000).map(Value::Integer).collect();
@@ -542,7 +553,9 @@ fn adding_a_primary_key_streams_rows_in_key_order_and_sorts_the_rest() {
     late_disorder.push(Value::Integer(-1));
     for (name, keys) in [("in_order", &ascending), ("late_disorder", &late_disorder)] {
         load(name, keys);
-        let table = engine.add_primary_key(name, vec![0]).unwrap();
+        let table = engine
+            .autocommit(|t| t.add_primary_key(name, vec![0]))
+            .unwrap();
         let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
         let ids: Vec<Value> = txn
             .scan_rows(&table, Bound::Unbounded, Bound::Unbounded)
@@ -570,12 +583,16 @@ fn adding_a_primary_key_streams_rows_in_key_order_and_sorts_the_rest() {
     let mut repeated = ascending.clone();
     repeated.insert(2000, Value::Integer(1999));
     load("repeated", &repeated);
-    let err = engine.add_primary_key("repeated", vec![0]).unwrap_err();
+    let err = engine
+        .autocommit(|t| t.add_primary_key("repeated", vec![0]))
+        .unwrap_err();
     assert_eq!(err.sqlstate(), "23505");
     let mut with_null = ascending.clone();
     with_null.push(Value::Null);
     load("with_null", &with_null);
-    let err = engine.add_primary_key("with_null", vec![0]).unwrap_err();
+    let err = engine
+        .autocommit(|t| t.add_primary_key("with_null", vec![0]))
+        .unwrap_err();
     assert_eq!(err.sqlstate(), "23502");
     for name in ["repeated", "with_null"] {
         let table = engine.table(name).unwrap();
@@ -599,8 +616,10 @@ fn ddl_waits_for_writers_of_the_table() {
     let mut writer = engine.begin(Isolation::ReadCommitted).unwrap();
     writer.insert_row(&table, &row(1, "ann", 1)).unwrap();
     std::thread::scope(|s| {
-        let ddl =
-            s.spawn(|| engine.create_secondary_index("accounts", "by_balance", vec![2], false));
+        let ddl = s.spawn(|| {
+            engine
+                .autocommit(|t| t.create_secondary_index("accounts", "by_balance", vec![2], false))
+        });
         std::thread::sleep(Duration::from_millis(150));
         assert!(
             !ddl.is_finished(),
@@ -642,7 +661,9 @@ fn an_insert_of_a_present_key_without_a_row_lock_is_a_unique_violation_that_chan
         column("id", DataType::Integer),
         column("v", DataType::Integer),
     ];
-    let table = engine.create_table("plain", columns, vec![0]).unwrap();
+    let table = engine
+        .autocommit(|t| t.create_table("plain", columns, vec![0]))
+        .unwrap();
     let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
     for id in 0..100 {
         txn.insert_row(&table, &[Value::Integer(id), Value::Integer(id)])

@@ -293,7 +293,7 @@ fn rows_inserted_in_runs_are_undone_by_savepoints_and_their_delete_marks_purged(
     let (_, engine) = engine();
     let column = common::int_column;
     let def = engine
-        .create_table("loaded", vec![column("id"), column("v")], vec![0])
+        .autocommit(|t| t.create_table("loaded", vec![column("id"), column("v")], vec![0]))
         .unwrap();
     let table = def.id;
     let rows = |range: std::ops::Range<i32>| -> Vec<Vec<Value>> {
@@ -362,7 +362,7 @@ fn a_load_in_key_order_is_undone_around_rows_other_transactions_put_in_its_range
         let (vfs, engine) = engine();
         let column = common::int_column;
         let def = engine
-            .create_table("loaded", vec![column("id"), column("v")], vec![0])
+            .autocommit(|t| t.create_table("loaded", vec![column("id"), column("v")], vec![0]))
             .unwrap();
         let row = |id: i32, v: i32| vec![Value::Integer(id), Value::Integer(v)];
         let key = |id: i32| primary_key(&def, &[Value::Integer(id)]);
@@ -763,15 +763,17 @@ fn an_unfinished_transaction_that_rolled_back_to_a_savepoint_leaves_no_trace_aft
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
-fn people(engine: &Engine) -> Arc<steady_engine::catalog::TableDef> {
+fn people(engine: &Arc<Engine>) -> Arc<steady_engine::catalog::TableDef> {
     let column = |name: &str, data_type| ColumnDef::plain(name, data_type);
     let columns = vec![
         column("id", DataType::Integer),
         column("email", DataType::Text),
     ];
-    engine.create_table("people", columns, vec![0]).unwrap();
     engine
-        .create_secondary_index("people", "by_email", vec![1], true)
+        .autocommit(|t| t.create_table("people", columns, vec![0]))
+        .unwrap();
+    engine
+        .autocommit(|t| t.create_secondary_index("people", "by_email", vec![1], true))
         .unwrap()
 }
 

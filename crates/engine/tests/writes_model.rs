@@ -68,16 +68,16 @@ fn config() -> EngineConfig {
 
 /// Table `t`; with `indexed`, a secondary index on `v` (without one, inserts go without row locks
 /// and a batch of ascending new keys is undone by one range entry).
-fn table(engine: &Engine, indexed: bool) -> Arc<TableDef> {
+fn table(engine: &Arc<Engine>, indexed: bool) -> Arc<TableDef> {
     let column = common::int_column;
     let table = engine
-        .create_table("t", vec![column("id"), column("v")], vec![0])
+        .autocommit(|t| t.create_table("t", vec![column("id"), column("v")], vec![0]))
         .unwrap();
     if !indexed {
         return table;
     }
     engine
-        .create_secondary_index("t", "by_v", vec![1], false)
+        .autocommit(|t| t.create_secondary_index("t", "by_v", vec![1], false))
         .unwrap()
 }
 

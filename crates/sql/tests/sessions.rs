@@ -690,3 +690,41 @@ fn a_hang_up_before_a_statement_starts_ends_it_and_an_idle_cancel_does_not() {
     let err = run(&mut session, LONG_QUERY).unwrap_err();
     assert_eq!(err.code, "08006", "{err}");
 }
+
+/// A statement of another session that names a table whose definition an open transaction has
+/// changed waits for that transaction, then binds with the committed definition: the new one
+/// after COMMIT, the old one after ROLLBACK — never the uncommitted one. A table created in an
+/// open transaction is waited for likewise, and is gone for the waiter if it rolls back.
+#[test]
+fn a_statement_naming_a_table_with_uncommitted_ddl_waits_for_that_transaction() {
+    let (_dir, db) = open();
+    let mut ddl = db.session("ddl");
+    ok(&mut ddl, "CREATE TABLE t (id integer PRIMARY KEY)");
+    ok(&mut ddl, "INSERT INTO t VALUES (1)");
+    for (end, columns) in [("ROLLBACK", 1), ("COMMIT", 2)] {
+        ok(&mut ddl, "BEGIN");
+        ok(&mut ddl, "ALTER TABLE t ADD COLUMN c integer DEFAULT 7");
+        let before = db.engine().locks().stats().lock_waits;
+        let reader = thread::spawn({
+            let db = Arc::clone(&db);
+            move || {
+                ok(&mut db.session("reader"), "SELECT * FROM t")
+                    .columns
+                    .len()
+            }
+        });
+        wait_for_lock_wait(&db, before);
+        ok(&mut ddl, end);
+        assert_eq!(reader.join().unwrap(), columns, "after {end}");
+    }
+    ok(&mut ddl, "BEGIN");
+    ok(&mut ddl, "CREATE TABLE fresh (id integer)");
+    let before = db.engine().locks().stats().lock_waits;
+    let writer = thread::spawn({
+        let db = Arc::clone(&db);
+        move || run(&mut db.session("writer"), "INSERT INTO fresh VALUES (1)").map(|r| r.tag)
+    });
+    wait_for_lock_wait(&db, before);
+    ok(&mut ddl, "ROLLBACK");
+    assert_eq!(writer.join().unwrap().unwrap_err().code, "42P01");
+}

@@ -241,12 +241,24 @@ impl Store {
     /// Creates a new, empty space with an id never handed out before by this store and with no file
     /// or trash file in the directory.
     pub fn create_space(&self) -> Result<Arc<Space>> {
-        let mut spaces = self.spaces.write();
+        self.create_space_at(self.reserve_space_id())
+    }
+
+    /// An id no space has or had (no file, live or in the trash, carries it) and no other call
+    /// returns, for [`Store::create_space_at`]: a caller can log it before the file exists.
+    pub fn reserve_space_id(&self) -> SpaceId {
+        let _spaces = self.spaces.write();
         let mut id = self.next_id.load(Ordering::Relaxed);
         while self.vfs.exists(&Space::file_name(id)) || self.vfs.exists(&trash_name(id)) {
             id += 1;
         }
         self.next_id.store(id + 1, Ordering::Relaxed);
+        id
+    }
+
+    /// Creates the space of a reserved id.
+    pub fn create_space_at(&self, id: SpaceId) -> Result<Arc<Space>> {
+        let mut spaces = self.spaces.write();
         let space = Space::create(self.vfs.as_ref(), id, self.page_size())?;
         spaces.insert(id, space.clone());
         Ok(space)

@@ -3,13 +3,15 @@
 //! This module holds the types (`Engine`, `Transaction`, `Scan`, their fields) and the engine's
 //! life cycle; the behaviour is split by concern: [`open`] (opening and recovery), [`read`]
 //! (visibility and the history store), [`transaction`] (snapshots, reads, commit, rollback),
-//! [`write`] (row writes, locks, undo), [`savepoint`], [`scan`] and [`purge`] (with the
-//! graveyard).
+//! [`write`] (row writes, locks, undo), [`savepoint`], [`scan`], [`purge`] (with the
+//! graveyard) and [`catalog_change`] (the undo entries of DDL, and claims on the names it
+//! changes).
 //!
 //! ```text
 //! system space 0:  meta tree (1)      next transaction id block, next index id
 //!                  history tree (2)   old versions, keyed (index, pk, !start csn)   see [`crate::version`]
-//!                  undo tree (3)      each transaction's writes, then its commit marker
+//!                  undo tree (3)      each transaction's writes (rows, and catalog changes), then
+//!                                     its commit marker
 //! space n:         the trees of one table: clustered index (and, later, its secondary indexes)
 //! ```
 //!
@@ -56,6 +58,7 @@
 //!   such a pass removes every history version those transactions replaced before forgetting them:
 //!   no entry with a real start CSN can remain below a start-0 entry of the same row.
 
+mod catalog_change;
 mod open;
 mod purge;
 mod read;
@@ -205,6 +208,11 @@ pub struct Engine {
     pub(crate) catalog: RwLock<HashMap<IndexId, Arc<TableDef>>>,
     /// Held shared by each row write and exclusively by DDL.
     pub(crate) ddl: RwLock<()>,
+    /// Names claimed by open transactions' DDL, with the claiming transaction (see
+    /// [`catalog_change`]).
+    claims: Mutex<HashMap<String, TxnId>>,
+    /// How many names are claimed: statements look at `claims` only when some are.
+    claim_count: AtomicUsize,
     id_allocation: Mutex<()>,
     /// The hidden row ids reserved: next to hand out, end of the block.
     row_ids: Mutex<(u64, u64)>,
@@ -310,6 +318,7 @@ impl Engine {
             locked_writes: HashSet::new(),
             deleted: false,
             locked_rows: HashMap::default(),
+            claimed: Vec::new(),
             ended: false,
         })
     }
@@ -407,6 +416,8 @@ pub struct Transaction {
     /// Rows `lock_row` locked, with their newest versions, for the writes that follow (see
     /// [`Transaction::lock_row`]), by primary key: at most [`LOCKED_ROWS_KEPT`], one per key.
     locked_rows: HashMap<Vec<u8>, LockedRow, ahash::RandomState>,
+    /// The names this transaction's DDL claimed (see [`catalog_change`]).
+    claimed: Vec<String>,
     pub(crate) ended: bool,
 }
 

@@ -6,6 +6,7 @@
 //! at once (no snapshot survives a restart). The graveyard is always emptied: its marks are out
 //! of their tables already and no snapshot can need them.
 
+use super::catalog_change::{open_table_trees, recover_catalog_change};
 use super::savepoint::undo_write;
 use super::*;
 
@@ -25,12 +26,19 @@ impl Engine {
             .space(SYSTEM_SPACE)
             .expect("a store has a system space");
         let meta = open_or_create(&store, &system, META_INDEX)?;
-        let catalog = load_catalog(&meta)?;
-        let indexes = open_user_indexes(&store)?;
+        let mut indexes = open_user_indexes(&store)?;
+        trees_of_catalog(&store, &load_catalog(&meta)?, &mut indexes)?;
         let first_txn = read_counter(&meta, META_NEXT_TXN)?.unwrap_or(1);
         let history = open_or_create(&store, &system, HISTORY_INDEX)?;
         let undo = open_or_create(&store, &system, UNDO_INDEX)?;
-        let leftover = roll_back_unfinished(&undo, &history, &indexes)?;
+        let recovery = Recovery {
+            store: &store,
+            meta: &meta,
+            history: &history,
+        };
+        let leftover = recovery.roll_back_unfinished(&undo, &mut indexes)?;
+        let catalog = load_catalog(&meta)?;
+        trees_of_catalog(&store, &catalog, &mut indexes)?;
         let (history, undo, history_length) = if leftover.committed.is_empty() {
             let history = recreate(&store, &system, history)?;
             (history, recreate(&store, &system, undo)?, 0)
@@ -69,6 +77,8 @@ impl Engine {
             history_length: AtomicI64::new(history_length),
             catalog: RwLock::new(catalog),
             ddl: RwLock::new(()),
+            claims: Mutex::new(HashMap::new()),
+            claim_count: AtomicUsize::new(0),
             id_allocation: Mutex::new(()),
             row_ids: Mutex::new((0, 0)),
         });
@@ -129,38 +139,63 @@ impl Engine {
     }
 }
 
-/// Rolls back every transaction in the undo tree that has no commit marker.
-pub(super) fn roll_back_unfinished(
-    undo: &BTree,
-    history: &BTree,
-    trees: &HashMap<IndexId, Arc<BTree>>,
-) -> Result<Leftover> {
-    let mut by_txn: HashMap<TxnId, (Vec<UndoEntry>, bool)> = HashMap::new();
-    for entry in undo.range(Bound::Unbounded, Bound::Unbounded) {
-        let (key, value) = entry?;
-        let (txn, sequence) = split_undo_key(&key)?;
-        let slot = by_txn.entry(txn).or_default();
-        if sequence == COMMIT_MARKER {
-            slot.1 = true;
-        } else {
-            slot.0.extend(UndoEntry::decode_record(&value)?);
+/// What recovery works on before the engine exists.
+struct Recovery<'s> {
+    store: &'s Store,
+    meta: &'s BTree,
+    history: &'s BTree,
+}
+
+impl Recovery<'_> {
+    /// Rolls back every transaction in the undo tree that has no commit marker: its row writes in
+    /// `trees`, and its catalog changes (which `trees` follows).
+    fn roll_back_unfinished(
+        &self,
+        undo: &BTree,
+        trees: &mut HashMap<IndexId, Arc<BTree>>,
+    ) -> Result<Leftover> {
+        let mut by_txn: HashMap<TxnId, (Vec<UndoEntry>, bool)> = HashMap::new();
+        for entry in undo.range(Bound::Unbounded, Bound::Unbounded) {
+            let (key, value) = entry?;
+            let (txn, sequence) = split_undo_key(&key)?;
+            let slot = by_txn.entry(txn).or_default();
+            if sequence == COMMIT_MARKER {
+                slot.1 = true;
+            } else {
+                slot.0.extend(UndoEntry::decode_record(&value)?);
+            }
         }
+        let mut leftover = Leftover {
+            rolled_back: Vec::new(),
+            committed: Vec::new(),
+        };
+        for (txn, (writes, committed)) in by_txn {
+            if committed {
+                leftover.committed.push((txn, writes));
+                continue;
+            }
+            for entry in writes.iter().rev() {
+                if entry.action.is_row_write() {
+                    undo_write(self.history, trees, txn, entry)?;
+                } else {
+                    recover_catalog_change(self.store, self.meta, trees, entry)?;
+                }
+            }
+            leftover.rolled_back.push(txn);
+        }
+        Ok(leftover)
     }
-    let mut leftover = Leftover {
-        rolled_back: Vec::new(),
-        committed: Vec::new(),
-    };
-    for (txn, (writes, committed)) in by_txn {
-        if committed {
-            leftover.committed.push((txn, writes));
-            continue;
-        }
-        for entry in writes.iter().rev() {
-            undo_write(history, trees, txn, entry)?;
-        }
-        leftover.rolled_back.push(txn);
-    }
-    Ok(leftover)
+}
+
+/// Makes `trees` follow the catalog: each table's ids map to the trees of the space it names.
+fn trees_of_catalog(
+    store: &Store,
+    catalog: &HashMap<IndexId, Arc<TableDef>>,
+    trees: &mut HashMap<IndexId, Arc<BTree>>,
+) -> Result<()> {
+    catalog
+        .values()
+        .try_for_each(|table| open_table_trees(store, table, trees))
 }
 
 pub(super) fn open_or_create(store: &Store, space: &Arc<Space>, index: IndexId) -> Result<BTree> {

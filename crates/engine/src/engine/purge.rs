@@ -30,6 +30,7 @@ impl Engine {
             items.into_iter().partition(|item| item.csn <= horizon);
         self.bury_delete_marks(&mut kept)?;
         removed += self.purge_delete_marks(&done)?;
+        self.drop_unused_storage(&done)?;
         self.delete_undo(done.iter().map(|item| item.txn))?;
         pinned.extend(kept);
         self.pinned_count.store(pinned.len(), Ordering::Release);
@@ -126,7 +127,7 @@ impl Engine {
             .flat_map(|item| {
                 item.writes
                     .iter()
-                    .filter(|(w, _)| w.action != UndoAction::IndexEntry)
+                    .filter(|(w, _)| is_clustered_write(&w.action))
                     .map(move |(w, _)| (w.index, w.pk.as_slice(), item.txn))
             })
             .collect();
@@ -203,7 +204,7 @@ impl Engine {
             let clustered = item
                 .writes
                 .iter()
-                .filter(|(w, _)| w.action != UndoAction::IndexEntry);
+                .filter(|(w, _)| is_clustered_write(&w.action));
             marks.extend(clustered.map(|(w, _)| (w.index, w.pk.clone(), item.txn, item.csn)));
         }
         marks.sort_unstable();
@@ -340,6 +341,11 @@ pub(super) fn run_purge(engine: Weak<Engine>) {
         drop(engine);
         std::thread::sleep(PURGE_INTERVAL);
     }
+}
+
+/// Whether an undo entry is a write of a row in a clustered index (where a delete mark may be).
+fn is_clustered_write(action: &UndoAction) -> bool {
+    action.is_row_write() && *action != UndoAction::IndexEntry
 }
 
 /// The graveyard key of a row: its index, then its primary key.

@@ -68,7 +68,7 @@ impl Transaction {
         self.locked_rows.clear();
         let trees = self.engine.indexes.read().clone();
         self.restore_rewrites(&trees, savepoint.rewrites)?;
-        self.undo_writes_since(&trees, savepoint.undo_length)?;
+        self.undo_writes_since(trees, savepoint.undo_length)?;
         if savepoint.undo_length < self.undo_length {
             let since = undo_key(self.id, savepoint.undo_length);
             let last = undo_key(self.id, self.undo_length - 1);
@@ -110,7 +110,8 @@ impl Transaction {
             std::mem::take(&mut self.writes)
         };
         if !self.deleted {
-            writes.retain(|w| matches!(w.action, UndoAction::Replaced { .. }));
+            writes
+                .retain(|w| matches!(w.action, UndoAction::Replaced { .. } | UndoAction::Dropped));
         }
         let replaced = std::mem::take(&mut self.replaced).into_values();
         Ok(writes
@@ -141,15 +142,18 @@ impl Transaction {
     /// replaced versions in history (noted in `replaced`), and forgets the rows they first wrote.
     pub(super) fn undo_writes_since(
         &mut self,
-        trees: &HashMap<IndexId, Arc<BTree>>,
+        mut trees: HashMap<IndexId, Arc<BTree>>,
         from: u64,
     ) -> Result<()> {
         for entry in self.logged_writes(from)?.iter().rev() {
-            if let Some(key) = undo_in_place(&self.engine.history, trees, self.id, entry)? {
+            if let Some(key) = self.undo_entry(&mut trees, entry, true)? {
                 self.replaced.insert(key, entry.clone());
             }
             match &entry.action {
-                UndoAction::IndexEntry => {}
+                UndoAction::IndexEntry
+                | UndoAction::Catalog { .. }
+                | UndoAction::Created
+                | UndoAction::Dropped => {}
                 UndoAction::InsertedRange { last } => {
                     let (index, first) = (entry.index, &entry.pk);
                     self.written.retain(|(i, pk), _| {
@@ -197,6 +201,7 @@ pub(super) fn undo_in_place(
             tree.delete(&entry.pk)?;
             Ok(None)
         }
+        UndoAction::Catalog { .. } | UndoAction::Created | UndoAction::Dropped => Ok(None),
         UndoAction::Inserted => {
             if written_by(tree, &entry.pk, txn)? {
                 tree.delete(&entry.pk)?;

@@ -1,7 +1,6 @@
 //! A transaction's life: its snapshot per statement, reads (`get`, `scan`, SSI read tracking),
 //! commit (the commit marker, the durable log, then the CSN) and rollback.
 
-use super::savepoint::undo_write;
 use super::*;
 
 impl Transaction {
@@ -119,6 +118,24 @@ impl Transaction {
         })
     }
 
+    /// The rows of `index` in key order as they are now, as READ UNCOMMITTED sees them: this
+    /// transaction's writes and every committed one. DDL checks a table's rows so, under the
+    /// table's lock held exclusively (no other transaction has a write in flight there), whatever
+    /// the transaction's snapshot.
+    pub fn scan_latest(&mut self, index: IndexId) -> Result<Scan> {
+        self.check_open()?;
+        Ok(Scan {
+            engine: Arc::clone(&self.engine),
+            reader: self.id,
+            tree: self.engine.tree(index)?,
+            index,
+            snapshot: None,
+            next_start: Some(Bound::Unbounded),
+            end: Bound::Unbounded,
+            leaf: Default::default(),
+        })
+    }
+
     /// Makes the transaction's writes durable, then visible.
     pub fn commit(mut self) -> Result<()> {
         self.check_open()?;
@@ -164,11 +181,9 @@ impl Transaction {
     /// left in history.
     pub(super) fn undo_all(&mut self) -> Result<()> {
         let engine = Arc::clone(&self.engine);
-        let trees = engine.indexes.read().clone();
+        let mut trees = engine.indexes.read().clone();
         for entry in self.logged_writes(0)?.iter().rev() {
-            if undo_write(&engine.history, &trees, self.id, entry)? {
-                engine.history_length.fetch_sub(1, Ordering::Relaxed);
-            }
+            self.undo_entry(&mut trees, entry, false)?;
         }
         for key in self.replaced.keys() {
             engine.history_delete_if_superseded_by(key, self.id)?;
@@ -189,6 +204,7 @@ impl Transaction {
             self.engine.txns.release_snapshot(snapshot);
         }
         self.engine.locks.release_all(self.id);
+        self.release_claims();
         self.ended = true;
     }
 }

@@ -93,7 +93,7 @@ fn bind_returning(
 
 fn lookup_table(binder: &Binder, name: &ast::ObjectName) -> Result<Arc<TableDef>> {
     let (schema, table) = object_name(name);
-    if let Some(found) = binder.user_table(schema.as_deref(), &table) {
+    if let Some(found) = binder.user_table(schema.as_deref(), &table)? {
         return Ok(found);
     }
     if crate::system::lookup(schema.as_deref(), &table).is_some() {

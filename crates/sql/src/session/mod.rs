@@ -7,8 +7,9 @@
 //! `BEGIN ... COMMIT` the engine transaction starts at the first statement that reads or writes
 //! (so `SET TRANSACTION` can still choose its isolation level). After an error inside a block,
 //! every statement but `ROLLBACK`, `COMMIT` (which then rolls back) and `ROLLBACK TO SAVEPOINT`
-//! fails with 25P02. DDL runs on its own, outside the block's transaction (the engine's DDL is not
-//! transactional yet).
+//! fails with 25P02. DDL is a write of the block's transaction like any other (the engine's DDL is
+//! transactional): it commits or rolls back with the block, savepoints included. VACUUM is
+//! refused inside a block (25001), as in PostgreSQL.
 
 mod block;
 pub mod ddl;
@@ -478,6 +479,7 @@ impl Session {
         self.check_writable(statement)?;
         let plan = prepared.plan(self.db.stats().epoch(), || {
             Binder::new(self.db.engine(), self.db.stats(), prepared.params.clone())
+                .for_transaction(txn.id())
                 .bind_statement(statement)?
                 .ok_or_else(|| SqlError::new("XX000", "a prepared statement without a plan"))
         })?;
@@ -620,8 +622,11 @@ impl Session {
                 }
             }
             statement if crate::session::ddl::is_ddl(statement) => {
+                self.check_ddl_writable()?;
                 let db = Arc::clone(&self.db);
-                crate::session::ddl::execute(&db, self, statement)
+                self.in_transaction(|session, txn| {
+                    crate::session::ddl::execute(&db, session, txn, statement)
+                })
             }
             statement => self
                 .in_transaction(|session, txn| session.execute_dml(statement, txn, params, types)),
@@ -698,10 +703,22 @@ impl Session {
         types: Vec<Option<DataType>>,
     ) -> Result<QueryResult> {
         self.check_writable(statement)?;
-        let mut binder = Binder::new(self.db.engine(), self.db.stats(), types);
+        let mut binder =
+            Binder::new(self.db.engine(), self.db.stats(), types).for_transaction(txn.id());
         let engine = Arc::clone(self.db.engine());
         let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
         crate::session::dml::execute(&mut binder, &mut ctx, statement)
+    }
+
+    /// Refuses DDL inside a READ ONLY transaction block (25006).
+    fn check_ddl_writable(&self) -> Result<()> {
+        if self.block.as_ref().is_some_and(|b| b.read_only) {
+            return Err(SqlError::new(
+                "25006",
+                "cannot execute DDL in a read-only transaction",
+            ));
+        }
+        Ok(())
     }
 
     /// Refuses a write inside a READ ONLY transaction block (25006).
@@ -922,7 +939,7 @@ impl Session {
                 tables.to_vec()
             };
             for name in &names {
-                engine.rewrite_table(name)?;
+                engine.autocommit(|txn| txn.rewrite_table(name))?;
             }
         }
         if analyze {

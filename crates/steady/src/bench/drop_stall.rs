@@ -124,7 +124,7 @@ fn create(engine: &Arc<Engine>, name: &str) -> anyhow::Result<Arc<TableDef>> {
         column("id", DataType::BigInt),
         column("pad", DataType::Text),
     ];
-    Ok(engine.create_table(name, columns, vec![0])?)
+    Ok(engine.autocommit(|t| t.create_table(name, columns, vec![0]))?)
 }
 
 /// Inserts rows with the given ids in one transaction.
@@ -345,7 +345,7 @@ struct Dropped {
 /// Drops the big table while the queries run and waits for the reclaimer, then for `TAIL`.
 fn drop_and_reclaim(engine: &Arc<Engine>, queries: &Queries) -> anyhow::Result<Dropped> {
     let start = queries.mark();
-    engine.drop_table("big")?;
+    engine.autocommit(|t| t.drop_table("big"))?;
     let statement_end = queries.now();
     anyhow::ensure!(
         engine.store().wait_reclaimed(RECLAIM_TIMEOUT),

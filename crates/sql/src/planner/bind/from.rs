@@ -271,7 +271,7 @@ impl Binder<'_> {
         schema: Option<&str>,
         name: &str,
     ) -> Result<(Plan, Vec<Column>)> {
-        if let Some(table) = self.user_table(schema, name) {
+        if let Some(table) = self.user_table(schema, name)? {
             self.relations_read.push(table.name.clone());
             let columns = table_columns(&table);
             let plan = Plan::Scan {
@@ -286,11 +286,15 @@ impl Binder<'_> {
         Ok((Plan::System(system), system_columns(system)))
     }
 
-    /// The user table `name` (schema `public` or none).
-    pub fn user_table(&self, schema: Option<&str>, name: &str) -> Option<Arc<TableDef>> {
+    /// The user table `name` (schema `public` or none), once no other transaction's DDL claims
+    /// the name.
+    pub fn user_table(&self, schema: Option<&str>, name: &str) -> Result<Option<Arc<TableDef>>> {
         match schema {
-            None | Some("public") => self.engine.table(name),
-            Some(_) => None,
+            None | Some("public") => {
+                self.wait_for_claim(name)?;
+                Ok(self.engine.table(name))
+            }
+            Some(_) => Ok(None),
         }
     }
 

@@ -135,6 +135,10 @@ pub struct Binder<'a> {
     /// Whether an expression an expression index holds binds to the index's hidden column
     /// (off while binding the generation expressions that compute those columns).
     pub(crate) expression_columns: bool,
+    /// The transaction the statement will run in: a table or view it names that another
+    /// transaction's uncommitted DDL has claimed is looked up only after that one ends
+    /// (`Engine::wait_for_claim`). None: bound without running (Describe, the shell's binding).
+    waiter: Option<steady_engine::txn::TxnId>,
 }
 
 impl<'a> Binder<'a> {
@@ -160,7 +164,23 @@ impl<'a> Binder<'a> {
             working: None,
             volatile_seen: false,
             expression_columns: true,
+            waiter: None,
         }
+    }
+
+    /// A binder for a statement that runs in transaction `txn` (see [`Binder::waiter`]).
+    pub fn for_transaction(mut self, txn: steady_engine::txn::TxnId) -> Self {
+        self.waiter = Some(txn);
+        self
+    }
+
+    /// Waits, if the statement runs in a transaction, until no other transaction's DDL claims
+    /// relation `name` (its definition is then committed or rolled back).
+    pub(crate) fn wait_for_claim(&self, name: &str) -> Result<()> {
+        if let Some(waiter) = self.waiter {
+            self.engine.wait_for_claim(name, waiter)?;
+        }
+        Ok(())
     }
 
     // -----------------------------------------------------------------------------------------

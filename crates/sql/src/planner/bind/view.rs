@@ -21,7 +21,7 @@ impl Binder<'_> {
         name: &str,
         alias: Option<&ast::TableAlias>,
     ) -> Result<Option<(Plan, Scope)>> {
-        if !matches!(schema, None | Some("public")) || self.engine.table(name).is_some() {
+        if !matches!(schema, None | Some("public")) || self.user_table(schema, name)?.is_some() {
             return Ok(None);
         }
         let Some(view) = self.engine.view(name)? else {

@@ -120,27 +120,22 @@ impl Ddl<'_> {
     ) -> Result<()> {
         let engine = Arc::clone(self.engine());
         let column = &altered.columns[position];
-        let mut txn = engine.begin(Isolation::ReadCommitted)?;
-        let has_rows = txn
-            .scan_rows(old, Bound::Unbounded, Bound::Unbounded)?
-            .next()
-            .is_some();
+        let has_rows = self.txn().scan_latest_rows(old)?.next().is_some();
         let valued = column.default.is_some() || column.generated.is_some();
         if has_rows && !valued && !column.nullable {
             return Err(null_values(column, old));
         }
-        txn.rollback()?;
         let ty = column.data_type;
         if let Some(generation) = &column.generated {
             let scope = crate::planner::bind_write::table_scope(altered, None);
             let (expr, _) = self
                 .generation_binder()
                 .bind_expr_with_level(&parse_expr(generation)?, &scope)?;
-            return self.rewrite_new_column(old, altered, position, &expr);
+            return self.rewrite_new_column(altered, position, &expr);
         }
         let mut binder = Binder::new(&engine, self.db.stats(), vec![]);
         let Some(default) = &column.default else {
-            self.engine().alter_table(altered.clone())?;
+            self.txn().alter_table(altered.clone())?;
             return Ok(());
         };
         let (expr, _) = binder.bind_expr_as(&parse_expr(default)?, &Scope::default(), ty)?;
@@ -151,57 +146,38 @@ impl Ddl<'_> {
             let mut altered = altered.clone();
             altered.columns[position].missing =
                 (!value.is_null()).then(|| steady_engine::codec::encode_row(&[value]));
-            self.engine().alter_table(altered)?;
+            self.txn().alter_table(altered)?;
             return Ok(());
         }
-        self.rewrite_new_column(old, altered, position, &expr)
+        self.rewrite_new_column(altered, position, &expr)
     }
 
     /// Switches to `altered` and rewrites every row with its new column's value from `expr`,
-    /// evaluated over the row (23502 for a NULL in a NOT NULL column). On any error the rows are
-    /// left as they were and the table's definition goes back to `old`: a failed ADD COLUMN (or
-    /// index expression) leaves nothing behind.
-    fn rewrite_new_column(
-        &self,
-        old: &TableDef,
-        altered: &TableDef,
-        position: usize,
-        expr: &Expr,
-    ) -> Result<()> {
-        let altered = self.engine().alter_table(altered.clone())?;
-        let rewritten = self.fill_rows(&altered, position, expr);
-        if rewritten.is_err() {
-            self.engine().alter_table(old.clone())?;
-        }
-        rewritten
+    /// evaluated over the row (23502 for a NULL in a NOT NULL column). A failure leaves the rows
+    /// and the definition to the transaction's rollback.
+    fn rewrite_new_column(&self, altered: &TableDef, position: usize, expr: &Expr) -> Result<()> {
+        let altered = self.txn().alter_table(altered.clone())?;
+        self.fill_rows(&altered, position, expr)
     }
 
-    /// Gives every row of `table` its column `position`'s value from `expr`, in one transaction.
+    /// Gives every row of `table` its column `position`'s value from `expr`.
     fn fill_rows(&self, table: &TableDef, position: usize, expr: &Expr) -> Result<()> {
         let engine = Arc::clone(self.engine());
         let column = &table.columns[position];
-        let mut txn = engine.begin(Isolation::ReadCommitted)?;
+        let mut txn = self.txn();
         let rows: Vec<(Vec<u8>, Vec<Value>)> = txn
-            .scan_rows(table, Bound::Unbounded, Bound::Unbounded)?
+            .scan_latest_rows(table)?
             .collect::<std::result::Result<_, _>>()?;
         let info = self.session.info().clone();
-        let mut ctx = ExecCtx::new(Some(engine.clone()), Some(&mut txn), &[], &info);
-        let filled = rows.into_iter().try_for_each(|(pk, mut values)| {
+        let mut ctx = ExecCtx::new(Some(engine), Some(&mut *txn), &[], &info);
+        rows.into_iter().try_for_each(|(pk, mut values)| {
             values[position] = expr.eval(&values, &mut ctx)?.assign_to(&column.data_type)?;
             if values[position].is_null() && !column.nullable {
                 return Err(null_values(column, table));
             }
             ctx.txn()?.update_row(table, &pk, &values)?;
             Ok(())
-        });
-        drop(ctx);
-        match filled {
-            Ok(()) => Ok(txn.commit()?),
-            Err(err) => {
-                txn.rollback()?;
-                Err(err)
-            }
-        }
+        })
     }
 
     pub(super) fn drop_column(&self, table: &TableDef, name: &str, if_exists: bool) -> Result<()> {
@@ -252,8 +228,7 @@ impl Ddl<'_> {
                 .iter()
                 .any(|c| *c == position || expressions.contains(c))
         }) {
-            self.engine()
-                .drop_secondary_index(&table.name, &index.name)?;
+            self.txn().drop_secondary_index(&table.name, &index.name)?;
         }
         let mut altered = (*self
             .engine()
@@ -269,7 +244,7 @@ impl Ddl<'_> {
                 Ok(Constraint::Check(check)) => !reading.contains(&check.name),
                 Err(_) => true,
             });
-        self.engine().alter_table(altered)?;
+        self.txn().alter_table(altered)?;
         self.retire_unused_expressions(&table.name)
     }
 
@@ -291,7 +266,7 @@ impl Ddl<'_> {
             }
         }
         if retired {
-            self.engine().alter_table(altered)?;
+            self.txn().alter_table(altered)?;
         }
         Ok(())
     }
@@ -339,7 +314,7 @@ impl Ddl<'_> {
                         format!("relation \"{name}\" already exists"),
                     ));
                 }
-                self.engine()
+                self.txn()
                     .create_secondary_index(&table.name, &name, columns, true)
                     .map_err(|err| match err {
                         EngineError::UniqueViolation { .. } => SqlError::new(
@@ -372,7 +347,7 @@ impl Ddl<'_> {
     /// ADD PRIMARY KEY: the columns become NOT NULL and the table is re-clustered on them.
     pub(super) fn add_primary_key(&self, table: &TableDef, columns: Vec<usize>) -> Result<()> {
         let rebuilt = self
-            .engine()
+            .txn()
             .add_primary_key(&table.name, columns.clone())
             .map_err(|err| match err {
                 EngineError::UniqueViolation { .. } => SqlError::new(
@@ -395,7 +370,7 @@ impl Ddl<'_> {
         for &c in &columns {
             altered.columns[c].nullable = false;
         }
-        self.engine().alter_table(altered)?;
+        self.txn().alter_table(altered)?;
         Ok(())
     }
 
@@ -411,7 +386,7 @@ impl Ddl<'_> {
             return self.remove_constraint(table, name);
         }
         if table.index(name).is_some_and(|i| i.unique) {
-            self.engine().drop_secondary_index(&table.name, name)?;
+            self.txn().drop_secondary_index(&table.name, name)?;
             return Ok(());
         }
         if if_exists {

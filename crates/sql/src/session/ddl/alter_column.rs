@@ -7,9 +7,9 @@
 //! (rows stored before an ADD COLUMN keep reading their `missing` value).
 //!
 //! As PostgreSQL: an identity column's default and nullability belong to its identity (42601),
-//! and a primary key column stays NOT NULL (42P16). SET NOT NULL's scan reads a snapshot, like
-//! ADD CHECK's validation: a NULL inserted by a transaction that commits during the scan is not
-//! seen (per-table DDL locks are issue 15's).
+//! and a primary key column stays NOT NULL (42P16). SET NOT NULL's scan, like ADD CHECK's
+//! validation, reads the rows as they are under the table's lock (held exclusively: no other
+//! writer has a change in flight), its own transaction's writes included.
 
 use sqlparser::ast::AlterColumnOperation;
 
@@ -108,15 +108,13 @@ impl Ddl<'_> {
             }
             other => return Err(SqlError::unsupported(format!("ALTER COLUMN ... {other}"))),
         }
-        self.engine().alter_table(altered)?;
+        self.txn().alter_table(altered)?;
         Ok(())
     }
 
     /// 23502 if some row, as a fresh snapshot sees the table, has NULL in column `position`.
     fn refuse_nulls(&self, table: &TableDef, position: usize) -> Result<()> {
-        let engine = Arc::clone(self.engine());
-        let mut txn = engine.begin(Isolation::ReadCommitted)?;
-        for row in txn.scan_rows(table, Bound::Unbounded, Bound::Unbounded)? {
+        for row in self.txn().scan_latest_rows(table)? {
             let (_, values) = row?;
             if values[position].is_null() {
                 return Err(SqlError::new(
@@ -128,7 +126,6 @@ impl Ddl<'_> {
                 ));
             }
         }
-        txn.rollback()?;
         Ok(())
     }
 }

@@ -6,12 +6,10 @@
 //! when the expression reads one column, else `<table>_check`, with a number appended while the
 //! name is taken.
 
-use std::ops::Bound;
 use std::sync::Arc;
 
 use sqlparser::ast;
 use steady_engine::catalog::TableDef;
-use steady_engine::engine::Isolation;
 use steady_types::DataType;
 
 use super::Ddl;
@@ -63,7 +61,7 @@ impl Ddl<'_> {
                 .push(constraints::encode(&Constraint::Check(check)));
         }
         self.validate_checks(&altered)?;
-        self.engine().alter_table(altered)?;
+        self.txn().alter_table(altered)?;
         Ok(())
     }
 
@@ -134,10 +132,9 @@ impl Ddl<'_> {
         let mut binder = Binder::new(self.engine(), self.db.stats(), Vec::new());
         let bound: Vec<CheckExpr> = bind_checks(&mut binder, table)?;
         let engine = Arc::clone(self.engine());
-        let mut txn = engine.begin(Isolation::ReadCommitted)?;
         let info = self.session.info().clone();
-        let mut ctx = ExecCtx::new(Some(engine.clone()), None, &[], &info);
-        for row in txn.scan_rows(table, Bound::Unbounded, Bound::Unbounded)? {
+        let mut ctx = ExecCtx::new(Some(engine), None, &[], &info);
+        for row in self.txn().scan_latest_rows(table)? {
             let (_, values) = row?;
             for check in &bound {
                 let holds = check.expr.eval(&values, &mut ctx)?;
@@ -152,8 +149,6 @@ impl Ddl<'_> {
                 }
             }
         }
-        drop(ctx);
-        txn.rollback()?;
         Ok(())
     }
 }

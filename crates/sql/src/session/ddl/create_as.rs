@@ -1,9 +1,8 @@
 //! `CREATE TABLE name [(columns)] AS query [WITH [NO] DATA]` and `SELECT ... INTO name FROM ...`:
 //! the query is bound first (so a bad query creates nothing), the table is created with the
 //! query's column names (or those listed) and types (text where the query's is unknown, as
-//! PostgreSQL's), then the query's rows are inserted in the session's transaction. The command tag
-//! is `SELECT n`. As every DDL statement today, the creation commits on its own (issue 15); should
-//! the insert fail, the new table is dropped again.
+//! PostgreSQL's), then the query's rows are inserted, in the same transaction as the creation. The
+//! command tag is `SELECT n`.
 //!
 //! Refused: `CREATE TEMPORARY TABLE` (SteadyDB has no session-private tables yet; making it a
 //! permanent one would silently change what was asked).
@@ -73,41 +72,38 @@ pub(super) fn refuse_temporary(temporary: bool) -> Result<()> {
 }
 
 impl Session {
-    /// Creates the table and fills it with the query's rows.
+    /// Creates the table and fills it with the query's rows, in one transaction (the block's, or
+    /// one of its own): a failed insert leaves no table behind.
     pub(crate) fn create_table_as(&mut self, create: CreateAs) -> Result<QueryResult> {
         let db = Arc::clone(&self.db);
-        let ddl = Ddl {
-            db: &db,
-            session: self,
-        };
-        if let Some(skipped) =
-            ddl.existing_relation(&create.name, create.if_not_exists, "CREATE TABLE AS")?
-        {
-            return Ok(skipped);
-        }
-        let mut binder = Binder::new(db.engine(), db.stats(), Vec::new());
-        let bound = binder.bind_query(create.query)?;
-        let columns = table_columns(&create.column_names, &bound)?;
-        let table = db
-            .engine()
-            .create_table(&create.name, columns, Vec::new())?;
-        if !create.with_data {
-            return Ok(QueryResult::command("SELECT 0"));
-        }
-        let insert = binder.bind_insert_rows(table, bound.plan)?;
-        let inserted = self.in_transaction(|session, txn| {
-            let mut ctx =
-                ExecCtx::new(Some(Arc::clone(db.engine())), Some(txn), &[], &session.info);
+        self.in_transaction(|session, txn| {
+            let ddl = Ddl::new(&db, session, txn);
+            if let Some(skipped) =
+                ddl.existing_relation(&create.name, create.if_not_exists, "CREATE TABLE AS")?
+            {
+                return Ok(skipped);
+            }
+            let mut binder = Binder::new(db.engine(), db.stats(), Vec::new());
+            let bound = binder.bind_query(create.query)?;
+            let columns = table_columns(&create.column_names, &bound)?;
+            let table = ddl.txn().create_table(&create.name, columns, Vec::new())?;
+            if !create.with_data {
+                return Ok(QueryResult::command("SELECT 0"));
+            }
+            let insert = binder.bind_insert_rows(table, bound.plan)?;
+            let mut txn = ddl.txn();
+            let mut ctx = ExecCtx::new(
+                Some(Arc::clone(db.engine())),
+                Some(&mut *txn),
+                &[],
+                &session.info,
+            );
             collect(&insert.plan, &mut ctx)?;
             Ok(QueryResult::command(format!(
                 "SELECT {}",
                 ctx.take_changed().unwrap_or(0)
             )))
-        });
-        if inserted.is_err() {
-            db.engine().drop_table(&create.name)?;
-        }
-        inserted
+        })
     }
 }
 

@@ -1,7 +1,9 @@
 //! DDL: CREATE/DROP TABLE, CREATE/DROP INDEX, ALTER TABLE (ADD/DROP COLUMN, ADD PRIMARY KEY,
 //! ADD UNIQUE / FOREIGN KEY, DROP CONSTRAINT) and TRUNCATE, on the engine's catalog.
 //!
-//! Each statement commits on its own, as the engine's DDL does. Names follow PostgreSQL's
+//! Each statement runs in the session's transaction (the block's, or one of its own) and is undone
+//! with it: a statement that fails half-way, say a CREATE TABLE whose UNIQUE constraint finds
+//! a duplicate, leaves its partial changes to the rollback. Names follow PostgreSQL's
 //! conventions (`t_pkey`, `t_a_key`, `t_a_fkey`, `t_a_idx`, `t_id_seq`); tables and indexes share
 //! one namespace. A dropped column stays in stored rows under a hidden name (as PostgreSQL's
 //! `attisdropped`), so DROP COLUMN rewrites nothing; ADD COLUMN with a non-NULL default fills the
@@ -26,12 +28,12 @@ pub(crate) mod identity;
 mod sequence;
 mod view;
 
-use std::ops::Bound;
+use std::cell::{RefCell, RefMut};
 use std::sync::Arc;
 
 use sqlparser::ast::{self, AlterTableOperation, ColumnOption, GeneratedAs, TableConstraint};
 use steady_engine::catalog::{ColumnDef, Identity, TableDef};
-use steady_engine::engine::{Engine, Isolation};
+use steady_engine::engine::{Engine, Transaction};
 use steady_engine::error::EngineError;
 use steady_types::Value;
 
@@ -60,12 +62,14 @@ pub fn is_ddl(statement: &ast::Statement) -> bool {
     )
 }
 
+/// Runs a DDL statement as a write of `txn` (the block's transaction, or one of its own).
 pub fn execute(
     db: &Arc<Database>,
     session: &Session,
+    txn: &mut Transaction,
     statement: &ast::Statement,
 ) -> Result<QueryResult> {
-    let ddl = Ddl { db, session };
+    let ddl = Ddl::new(db, session, txn);
     match statement {
         ast::Statement::CreateTable(create) => ddl.create_table(create),
         ast::Statement::CreateIndex(create) => ddl.create_index(create),
@@ -112,6 +116,8 @@ pub fn execute(
 struct Ddl<'a> {
     db: &'a Arc<Database>,
     session: &'a Session,
+    /// The transaction the statement's catalog changes and row checks are made in.
+    txn: RefCell<&'a mut Transaction>,
 }
 
 /// A foreign key declared in CREATE TABLE, added once the table exists.
@@ -134,9 +140,24 @@ struct TableSpec {
     checks: Vec<check::WrittenCheck>,
 }
 
+impl<'a> Ddl<'a> {
+    fn new(db: &'a Arc<Database>, session: &'a Session, txn: &'a mut Transaction) -> Self {
+        Ddl {
+            db,
+            session,
+            txn: RefCell::new(txn),
+        }
+    }
+}
+
 impl Ddl<'_> {
     fn engine(&self) -> &Arc<Engine> {
         self.db.engine()
+    }
+
+    /// The statement's transaction (borrowed for one engine call or one scan at a time).
+    fn txn(&self) -> RefMut<'_, Transaction> {
+        RefMut::map(self.txn.borrow_mut(), |txn| &mut **txn)
     }
 
     /// Whether a table, index or sequence is named `name` (one namespace, as PostgreSQL's).
@@ -250,13 +271,9 @@ impl Ddl<'_> {
         self.create_owned_sequences(&spec)?;
         let primary_key = spec.primary_key.clone().unwrap_or_default();
         let table = self
-            .engine()
+            .txn()
             .create_table(&name, spec.columns.clone(), primary_key)?;
-        let result = self.add_table_constraints(&table, &spec);
-        if let Err(err) = result {
-            self.engine().drop_table(&name)?;
-            return Err(err);
-        }
+        self.add_table_constraints(&table, &spec)?;
         Ok(QueryResult::command("CREATE TABLE"))
     }
 
@@ -265,12 +282,8 @@ impl Ddl<'_> {
             let index_name = constraint_name
                 .clone()
                 .unwrap_or_else(|| derived_name(&table.name, table, columns, "key"));
-            self.engine().create_secondary_index(
-                &table.name,
-                &index_name,
-                columns.clone(),
-                true,
-            )?;
+            self.txn()
+                .create_secondary_index(&table.name, &index_name, columns.clone(), true)?;
         }
         for fk in &spec.foreign_keys {
             let current = self
@@ -625,7 +638,7 @@ impl Ddl<'_> {
             .constraints
             .push(constraints::encode(&Constraint::ForeignKey(fk)));
         self.validate_rows(&altered)?;
-        self.engine().alter_table(altered)?;
+        self.txn().alter_table(altered)?;
         Ok(())
     }
 
@@ -638,18 +651,16 @@ impl Ddl<'_> {
     /// Checks every row of `table` against its foreign keys.
     fn validate_rows(&self, table: &TableDef) -> Result<()> {
         let engine = Arc::clone(self.engine());
-        let mut txn = engine.begin(Isolation::ReadCommitted)?;
+        let mut txn = self.txn();
         let rows: Vec<Vec<Value>> = txn
-            .scan_rows(table, Bound::Unbounded, Bound::Unbounded)?
+            .scan_latest_rows(table)?
             .map(|r| r.map(|(_, v)| v))
             .collect::<std::result::Result<_, _>>()?;
         let info = self.session.info().clone();
-        let mut ctx = ExecCtx::new(Some(engine.clone()), Some(&mut txn), &[], &info);
+        let mut ctx = ExecCtx::new(Some(engine), Some(&mut *txn), &[], &info);
         for values in &rows {
             constraints::check_parents(&mut ctx, table, values)?;
         }
-        drop(ctx);
-        txn.rollback()?;
         Ok(())
     }
 
@@ -701,10 +712,10 @@ impl Ddl<'_> {
             for (child, fk) in dependents {
                 self.remove_constraint(&child, &fk.name)?;
             }
-            self.engine().drop_table(name)?;
+            self.txn().drop_table(name)?;
             self.db.stats().forget(table.id);
             for sequence in owned_sequences(&table) {
-                self.engine().drop_sequence(&sequence)?;
+                self.txn().drop_sequence(&sequence)?;
             }
         }
         Ok(result)
@@ -723,7 +734,7 @@ impl Ddl<'_> {
                 Ok(Constraint::Check(check)) => check.name != name,
                 Err(_) => true,
             });
-        self.engine().alter_table(altered)?;
+        self.txn().alter_table(altered)?;
         Ok(())
     }
 
@@ -745,7 +756,7 @@ impl Ddl<'_> {
                     format!("index \"{name}\" does not exist"),
                 ));
             };
-            self.engine().drop_secondary_index(&table.name, &name)?;
+            self.txn().drop_secondary_index(&table.name, &name)?;
             self.retire_unused_expressions(&table.name)?;
         }
         Ok(result)
@@ -773,7 +784,7 @@ impl Ddl<'_> {
             }
         }
         for name in &names {
-            self.engine().truncate_table(name)?;
+            self.txn().truncate_table(name)?;
         }
         Ok(QueryResult::command("TRUNCATE TABLE"))
     }
@@ -828,19 +839,14 @@ impl Ddl<'_> {
             });
         }
         let table = self.table(&create.table_name)?;
-        let created = self
-            .engine()
+        self.txn()
             .create_secondary_index(&table.name, &name, columns, create.unique)
             .map_err(|err| match err {
                 EngineError::UniqueViolation { .. } => {
                     SqlError::new("23505", format!("could not create unique index \"{name}\""))
                 }
                 other => other.into(),
-            });
-        if created.is_err() {
-            self.retire_unused_expressions(&table.name)?;
-        }
-        created?;
+            })?;
         Ok(QueryResult::command("CREATE INDEX"))
     }
 

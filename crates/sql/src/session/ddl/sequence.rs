@@ -68,7 +68,7 @@ impl Ddl<'_> {
         if let Some(skipped) = self.existing_relation(name, if_not_exists, "CREATE SEQUENCE")? {
             return Ok(skipped);
         }
-        self.engine().create_sequence(name, spec.start)?;
+        self.txn().create_sequence(name, spec.start)?;
         Ok(QueryResult::command("CREATE SEQUENCE"))
     }
 
@@ -97,7 +97,7 @@ impl Ddl<'_> {
                 result = result.with_notice("NOTICE", "00000", message);
                 continue;
             }
-            self.engine().drop_sequence(name)?;
+            self.txn().drop_sequence(name)?;
         }
         Ok(result)
     }
@@ -127,8 +127,8 @@ impl Ddl<'_> {
     /// Creates the sequences of a new table's (or column's) serial and identity columns.
     pub(super) fn create_owned_sequences(&self, spec: &TableSpec) -> Result<()> {
         for (sequence, start) in &spec.sequences {
-            self.engine().drop_sequence(sequence)?;
-            self.engine().create_sequence(sequence, *start)?;
+            self.txn().drop_sequence(sequence)?;
+            self.txn().create_sequence(sequence, *start)?;
         }
         Ok(())
     }

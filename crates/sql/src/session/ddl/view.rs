@@ -66,7 +66,7 @@ impl Ddl<'_> {
             columns,
             depends_on,
         };
-        self.engine().create_view(view, create.or_replace)?;
+        self.txn().create_view(view, create.or_replace)?;
         Ok(QueryResult::command("CREATE VIEW"))
     }
 
@@ -121,7 +121,7 @@ impl Ddl<'_> {
         }
         self.release_dependents(&names, "view", cascade)?;
         for name in &names {
-            if !self.engine().drop_view(name)? {
+            if !self.txn().drop_view(name)? {
                 result = result.with_notice(
                     "NOTICE",
                     "00000",
@@ -166,7 +166,7 @@ impl Ddl<'_> {
         let dependent_names: Vec<String> = dependents.iter().map(|v| v.name.clone()).collect();
         self.release_dependents(&dependent_names, "view", true)?;
         for name in &dependent_names {
-            self.engine().drop_view(name)?;
+            self.txn().drop_view(name)?;
         }
         Ok(())
     }

@@ -1,0 +1,178 @@
+//! DDL on tables and their indexes, as writes of a transaction: CREATE/ALTER/DROP TABLE,
+//! TRUNCATE, CREATE/DROP INDEX. Each takes the table's lock exclusively until the transaction ends
+//! and the engine's DDL lock for its own length, and logs what it changes so that a rollback puts
+//! it back (see [`crate::engine`]'s `catalog_change` module for the undo entries and for how other
+//! transactions are kept from planning with an uncommitted definition).
+//!
+//! * **DROP TABLE and TRUNCATE are O(1)** (seed 004): the definition changes, and the old space is
+//!   dropped by purge after the commit, through the store's background reclaimer.
+//! * **TRUNCATE moves the table to a fresh space** with empty trees of the same ids; a statement
+//!   already reading the old trees finishes on them. It is not MVCC-safe, as in PostgreSQL: a
+//!   snapshot older than the TRUNCATE that reads the table afterwards finds it empty.
+//! * **CREATE INDEX** builds from the rows in place (a sorted scan and a bulk build, fully logged)
+//!   while the table's writers wait; an index is usable only by snapshots taken after it was built
+//!   ([`crate::catalog::IndexDef::valid_from`]).
+
+use std::sync::Arc;
+
+use steady_storage::btree::BTree;
+
+use crate::catalog::{ColumnDef, EntryFormat, IndexDef, TableDef};
+use crate::engine::{Engine, Transaction};
+use crate::error::{EngineError, Result};
+use crate::table::{check_key_columns, entry_value};
+use crate::version::StorageObject;
+
+impl Transaction {
+    /// Creates a table in a space of its own.
+    pub fn create_table(
+        &mut self,
+        name: &str,
+        columns: Vec<ColumnDef>,
+        primary_key: Vec<usize>,
+    ) -> Result<Arc<TableDef>> {
+        check_key_columns(&columns, &primary_key)?;
+        let engine = self.engine();
+        let _ddl = engine.ddl.write();
+        engine.check_free_name(name)?;
+        let id = engine.allocate_index_id()?;
+        self.lock_new_table(name, id)?;
+        let space = self.new_space()?;
+        let tree = BTree::create(engine.store.pool().clone(), space.clone(), id)?;
+        engine.indexes.write().insert(id, Arc::new(tree));
+        self.save_table(TableDef {
+            id,
+            name: name.to_string(),
+            space: space.id(),
+            columns,
+            primary_key,
+            indexes: Vec::new(),
+            constraints: Vec::new(),
+        })
+    }
+
+    /// Replaces a table's definition (columns added, constraints changed; the same id and space).
+    pub fn alter_table(&mut self, table: TableDef) -> Result<Arc<TableDef>> {
+        let engine = self.engine();
+        let current = engine
+            .table_by_id(table.id)
+            .ok_or_else(|| EngineError::NoSuchTable(table.name.clone()))?;
+        self.lock_table_for_ddl(&current.name)?;
+        if table.name != current.name {
+            self.claim(&table.name)?;
+        }
+        let _ddl = engine.ddl.write();
+        self.save_table(table)
+    }
+
+    /// Drops a table: its definition at once, its space by purge after the commit (seed 004).
+    pub fn drop_table(&mut self, name: &str) -> Result<()> {
+        let engine = self.engine();
+        let table = self.lock_table_for_ddl(name)?;
+        let _ddl = engine.ddl.write();
+        self.remove_table(&table)
+    }
+
+    /// Empties a table: it moves to a fresh space with empty trees, and the old one is dropped by
+    /// purge after the commit (O(1)).
+    pub fn truncate_table(&mut self, name: &str) -> Result<()> {
+        let engine = self.engine();
+        let table = self.lock_table_for_ddl(name)?;
+        let _ddl = engine.ddl.write();
+        let space = self.new_space()?;
+        let ids = std::iter::once(table.id).chain(table.indexes.iter().map(|i| i.id));
+        let mut trees = Vec::new();
+        for id in ids {
+            let tree = BTree::create(engine.store.pool().clone(), space.clone(), id)?;
+            trees.push((id, Arc::new(tree)));
+        }
+        engine.indexes.write().extend(trees);
+        self.save_table(TableDef {
+            space: space.id(),
+            ..(*table).clone()
+        })?;
+        self.drop_after_commit(StorageObject {
+            space: table.space,
+            tree: None,
+        })
+    }
+
+    /// Builds a secondary index over the table's rows in place (a sorted scan and a bulk build,
+    /// fully logged) and adds it to the table.
+    pub fn create_secondary_index(
+        &mut self,
+        table: &str,
+        name: &str,
+        columns: Vec<usize>,
+        unique: bool,
+    ) -> Result<Arc<TableDef>> {
+        let engine = self.engine();
+        let table = self.lock_table_for_ddl(table)?;
+        let _ddl = engine.ddl.write();
+        if table.index(name).is_some() {
+            return Err(EngineError::DuplicateIndex(name.to_string()));
+        }
+        check_key_columns(&table.columns, &columns)?;
+        let id = self.new_tree_id(table.space)?;
+        let entries = engine.index_entries(&table, &columns, unique, id)?;
+        let space = engine
+            .store
+            .space(table.space)
+            .ok_or(EngineError::NoSuchIndex(table.id))?;
+        let format = EntryFormat::PkLength;
+        let tree = BTree::bulk_build(
+            engine.store.pool().clone(),
+            space,
+            id,
+            entries
+                .iter()
+                .map(|(key, pk, _)| Ok((key, entry_value(format, pk)))),
+            &mut |_| {},
+        )?;
+        engine.indexes.write().insert(id, Arc::new(tree));
+        let mut altered = (*table).clone();
+        altered.indexes.push(IndexDef {
+            id,
+            name: name.to_string(),
+            columns,
+            unique,
+            valid_from: engine.txns.stats().last_csn,
+            entry_format: format,
+        });
+        self.save_table(altered)
+    }
+
+    /// Drops a secondary index: from the definition at once, its tree by purge after the commit.
+    pub fn drop_secondary_index(&mut self, table: &str, name: &str) -> Result<Arc<TableDef>> {
+        let engine = self.engine();
+        let table = self.lock_table_for_ddl(table)?;
+        let _ddl = engine.ddl.write();
+        let index = table
+            .index(name)
+            .ok_or_else(|| EngineError::NoSuchIndexName(name.to_string()))?
+            .clone();
+        let mut altered = (*table).clone();
+        altered.indexes.retain(|i| i.id != index.id);
+        let altered = self.save_table(altered)?;
+        self.drop_after_commit(StorageObject {
+            space: table.space,
+            tree: Some(index.id),
+        })?;
+        Ok(altered)
+    }
+
+    /// The engine, as a handle of its own (so that its locks can be held while `self` writes).
+    pub(crate) fn engine(&self) -> Arc<Engine> {
+        Arc::clone(&self.engine)
+    }
+}
+
+impl Engine {
+    /// Fails if a table or view is called `name` (under the DDL lock).
+    pub(crate) fn check_free_name(&self, name: &str) -> Result<()> {
+        if self.table(name).is_some() || self.view_exists(name)? {
+            return Err(EngineError::DuplicateTable(name.to_string()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,215 @@
+//! Transactional DDL at the engine API: catalog changes made in a transaction are undone by its
+//! rollback, by a rollback to a savepoint, and by recovery when it was unfinished at a crash,
+//! leaving the catalog, the rows and the data files as they were; a dropped table's space goes
+//! only after the commit, once no older snapshot is open, also when a crash came in between.
+
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::Duration;
+
+use steady_engine::catalog::{ColumnDef, TableDef};
+use steady_engine::engine::{Engine, EngineConfig, Isolation, Transaction};
+use steady_storage::io::{MemVfs, Vfs};
+use steady_storage::store::StoreConfig;
+use steady_types::{DataType, Value};
+
+fn config() -> EngineConfig {
+    EngineConfig {
+        store: StoreConfig {
+            page_size: 4096,
+            buffer_pool_bytes: 256 * 4096,
+            background_flush: false,
+            log_capacity: 16 << 20,
+            ..Default::default()
+        },
+        lock_timeout: Some(Duration::from_secs(5)),
+        background_purge: false,
+        ..Default::default()
+    }
+}
+
+fn open(vfs: &Arc<dyn Vfs>) -> Arc<Engine> {
+    Engine::open_vfs(vfs.clone(), &config()).unwrap()
+}
+
+/// A database with table `accounts (id, owner, balance)` of 300 rows and an index on owner.
+fn database() -> (Arc<dyn Vfs>, Arc<Engine>) {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let engine = open(&vfs);
+    let columns = vec![
+        ColumnDef::plain("id", DataType::BigInt),
+        ColumnDef::plain("owner", DataType::Text),
+        ColumnDef::plain("balance", DataType::BigInt),
+    ];
+    engine
+        .autocommit(|t| t.create_table("accounts", columns, vec![0]))
+        .unwrap();
+    let table = engine.table("accounts").unwrap();
+    engine
+        .autocommit(|t| {
+            for id in 0..300 {
+                let owner = Value::Text(format!("owner{}", id % 7));
+                t.insert_row(&table, &[Value::BigInt(id), owner, Value::BigInt(id * 10)])?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    engine
+        .autocommit(|t| t.create_secondary_index("accounts", "by_owner", vec![1], false))
+        .unwrap();
+    (vfs, engine)
+}
+
+/// Everything DDL may change: each table's definition and committed rows, and the data files
+/// (once dropped spaces are reclaimed).
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    tables: Vec<(TableDef, Vec<Vec<Value>>)>,
+    files: Vec<String>,
+}
+
+fn snapshot(vfs: &Arc<dyn Vfs>, engine: &Arc<Engine>) -> Snapshot {
+    assert!(engine.store().wait_reclaimed(Duration::from_secs(10)));
+    let mut reader = engine.begin(Isolation::RepeatableRead).unwrap();
+    let tables = engine
+        .tables()
+        .into_iter()
+        .map(|table| {
+            let rows = rows(&mut reader, &table);
+            ((*table).clone(), rows)
+        })
+        .collect();
+    reader.commit().unwrap();
+    let files = vfs
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter(|name| name.starts_with("space_"))
+        .collect();
+    Snapshot { tables, files }
+}
+
+fn rows(txn: &mut Transaction, table: &TableDef) -> Vec<Vec<Value>> {
+    txn.scan_rows(table, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .map(|row| row.unwrap().1)
+        .collect()
+}
+
+/// Every kind of DDL on `accounts` and a new table, with rows written around them.
+fn change_everything(engine: &Arc<Engine>, txn: &mut Transaction) {
+    let columns = vec![ColumnDef::plain("k", DataType::Integer)];
+    let created = txn.create_table("created", columns, vec![0]).unwrap();
+    txn.insert_row(&created, &[Value::Integer(1)]).unwrap();
+    txn.create_secondary_index("created", "created_k", vec![0], true)
+        .unwrap();
+    let accounts = engine.table("accounts").unwrap();
+    txn.insert_row(
+        &accounts,
+        &[Value::BigInt(1000), Value::Text("new".into()), Value::Null],
+    )
+    .unwrap();
+    txn.create_secondary_index("accounts", "by_balance", vec![2], false)
+        .unwrap();
+    txn.drop_secondary_index("accounts", "by_owner").unwrap();
+    let mut altered = (*engine.table("accounts").unwrap()).clone();
+    altered
+        .columns
+        .push(ColumnDef::plain("note", DataType::Text));
+    txn.alter_table(altered).unwrap();
+    txn.truncate_table("accounts").unwrap();
+    let accounts = engine.table("accounts").unwrap();
+    txn.insert_row(
+        &accounts,
+        &[Value::BigInt(5), Value::Null, Value::Null, Value::Null],
+    )
+    .unwrap();
+    txn.add_primary_key("accounts", vec![0]).unwrap();
+    txn.rewrite_table("accounts").unwrap();
+    txn.drop_table("created").unwrap();
+}
+
+#[test]
+fn ddl_rolled_back_with_its_transaction_leaves_catalog_rows_and_files_as_before() {
+    let (vfs, engine) = database();
+    let before = snapshot(&vfs, &engine);
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    change_everything(&engine, &mut txn);
+    assert_eq!(rows(&mut txn, &engine.table("accounts").unwrap()).len(), 1);
+    txn.rollback().unwrap();
+    engine.purge().unwrap();
+    assert_eq!(snapshot(&vfs, &engine), before);
+    // The table still takes writes through its restored index.
+    engine
+        .autocommit(|t| t.create_secondary_index("accounts", "by_balance", vec![2], false))
+        .unwrap();
+    engine.close().unwrap();
+    let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn ddl_after_a_savepoint_is_undone_by_rolling_back_to_it_and_ddl_before_it_commits() {
+    let (vfs, engine) = database();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    txn.create_secondary_index("accounts", "by_owner_id", vec![1, 0], false)
+        .unwrap();
+    let savepoint = txn.savepoint();
+    change_everything(&engine, &mut txn);
+    txn.rollback_to(&savepoint).unwrap();
+    txn.commit().unwrap();
+    engine.purge().unwrap();
+    let after = snapshot(&vfs, &engine);
+    let (accounts, rows) = &after.tables[0];
+    assert_eq!(after.tables.len(), 1);
+    let indexes: Vec<&str> = accounts.indexes.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(indexes, ["by_owner", "by_owner_id"]);
+    assert_eq!(accounts.columns.len(), 3);
+    assert_eq!(rows.len(), 300);
+    assert_eq!(after.files.len(), 2, "{:?}", after.files);
+}
+
+#[test]
+fn ddl_of_a_transaction_unfinished_at_a_crash_is_undone_on_open() {
+    let (vfs, engine) = database();
+    let before = snapshot(&vfs, &engine);
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    change_everything(&engine, &mut txn);
+    engine.store().sync_log().unwrap();
+    std::mem::forget(txn);
+    drop(engine);
+    let engine = open(&vfs);
+    assert_eq!(snapshot(&vfs, &engine), before);
+    engine.close().unwrap();
+    let report = steady_storage::check::check_directory(vfs.as_ref(), &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn a_dropped_tables_space_stays_for_older_snapshots_and_goes_after_the_commit_and_a_crash() {
+    let (vfs, engine) = database();
+    let files = |vfs: &Arc<dyn Vfs>| snapshot(vfs, &open_view(vfs)).files.len();
+    let mut older = engine.begin(Isolation::RepeatableRead).unwrap();
+    assert_eq!(
+        rows(&mut older, &engine.table("accounts").unwrap()).len(),
+        300
+    );
+    let accounts = engine.table("accounts").unwrap();
+    engine.autocommit(|t| t.drop_table("accounts")).unwrap();
+    assert!(engine.table("accounts").is_none());
+    engine.purge().unwrap();
+    // The older snapshot's scan of the dropped table still reads its space.
+    assert_eq!(rows(&mut older, &accounts).len(), 300);
+    assert_eq!(snapshot(&vfs, &engine).files.len(), 2);
+    older.commit().unwrap();
+    // Crash before purge reaches the drop: the restart's purge drops the space.
+    drop(engine);
+    assert_eq!(files(&vfs), 1);
+}
+
+/// The database in `vfs` opened and purged (what a restart does in the background).
+fn open_view(vfs: &Arc<dyn Vfs>) -> Arc<Engine> {
+    let engine = open(vfs);
+    engine.purge().unwrap();
+    engine
+}
