@@ -24,6 +24,7 @@ use rustyline::DefaultEditor;
 use steady_engine::catalog::TableDef;
 use steady_engine::engine::{Engine, EngineConfig};
 use steady_sql::execution::constraints::{foreign_keys, is_hidden};
+use steady_sql::system::{column_list, index_predicate};
 use steady_sql::values::{DataType, Value};
 use steady_sql::{Database, QueryResult, Session, SqlError, TransactionStatus};
 use steady_storage::store::StoreConfig;
@@ -353,7 +354,13 @@ fn index_lines(table: &TableDef) -> String {
     for index in &table.indexes {
         let unique = if index.unique { "UNIQUE, " } else { "" };
         let columns = column_list(table, &index.columns);
-        lines.push(format!("    \"{}\" {unique}btree ({columns})", index.name));
+        let predicate = index_predicate(table, &index.columns)
+            .map(|p| format!(" WHERE {p}"))
+            .unwrap_or_default();
+        lines.push(format!(
+            "    \"{}\" {unique}btree ({columns}){predicate}",
+            index.name
+        ));
     }
     section("Indexes:", &lines)
 }
@@ -383,14 +390,6 @@ fn section(heading: &str, lines: &[String]) -> String {
         return String::new();
     }
     format!("{heading}\n{}\n", lines.join("\n"))
-}
-
-fn column_list(table: &TableDef, positions: &[usize]) -> String {
-    let names: Vec<&str> = positions
-        .iter()
-        .map(|&p| table.columns[p].name.as_str())
-        .collect();
-    names.join(", ")
 }
 
 fn result_table(result: &QueryResult) -> Table {

@@ -23,6 +23,7 @@ mod model;
 mod oids;
 pub(crate) mod pg_type;
 mod relations;
+pub use relations::{column_list, index_predicate};
 mod rows;
 mod steady;
 mod views;

@@ -503,10 +503,7 @@ fn pg_indexes(ctx: &mut ExecCtx) -> Result<Rows> {
 
 /// `pg_get_indexdef`: `CREATE UNIQUE INDEX accounts_pkey ON public.accounts USING btree (id)`.
 pub fn index_definition(table: &steady_engine::catalog::TableDef, index: &IndexInfo) -> String {
-    let predicate = index.columns.first().and_then(|&c| {
-        crate::execution::constraints::column_partial(&table.columns[c].name)
-            .map(|(_, predicate)| format!(" WHERE ({predicate})"))
-    });
+    let predicate = index_predicate(table, &index.columns).map(|p| format!(" WHERE ({p})"));
     format!(
         "CREATE {}INDEX {} ON public.{} USING btree ({}){}",
         if index.unique { "UNIQUE " } else { "" },
@@ -515,6 +512,15 @@ pub fn index_definition(table: &steady_engine::catalog::TableDef, index: &IndexI
         column_list(table, &index.columns),
         predicate.unwrap_or_default()
     )
+}
+
+/// A partial index's predicate, from the hidden column of its first element (`positions`).
+pub fn index_predicate(
+    table: &steady_engine::catalog::TableDef,
+    positions: &[usize],
+) -> Option<String> {
+    let first = &table.columns[*positions.first()?].name;
+    crate::execution::constraints::column_partial(first).map(|(_, p)| p.to_owned())
 }
 
 /// `a, b`: the names of columns at `positions`, quoted where needed; an expression index's
