@@ -58,6 +58,17 @@ impl Ddl<'_> {
             AlterTableOperation::AlterColumn { column_name, op } => {
                 self.alter_column(table, column_name, op)
             }
+            AlterTableOperation::RenameColumn {
+                old_column_name,
+                new_column_name,
+            } => self.rename_column(
+                table,
+                &normalize_ident(old_column_name),
+                &normalize_ident(new_column_name),
+            ),
+            AlterTableOperation::RenameTable {
+                table_name: ast::RenameTableNameKind::To(new) | ast::RenameTableNameKind::As(new),
+            } => self.rename_table(table, &object_name(new).1),
             other => Err(SqlError::unsupported(format!("ALTER TABLE {other}"))),
         }
     }

@@ -25,6 +25,7 @@ mod alter_column;
 mod check;
 pub(crate) mod create_as;
 pub(crate) mod identity;
+mod rename;
 mod sequence;
 mod view;
 
