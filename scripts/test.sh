@@ -13,14 +13,14 @@ if ! cargo nextest --version >/dev/null 2>&1; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
-# Real clients: psql and pgbench (postgresql-15), sysbench, psycopg 3, SQLAlchemy 2, Django 5 and
-# pytest.
+# Real clients: psql and pgbench (postgresql-15), sysbench, psycopg 3, SQLAlchemy 2, Alembic,
+# Django 5 and pytest.
 # shellcheck source=scripts/lib/install.sh
 source scripts/lib/install.sh
 ensure_clients
-if ! python3 -c 'import psycopg, pytest, sqlalchemy, django' 2>/dev/null; then
-  python3 -m pip install -q --break-system-packages "psycopg[binary]>=3.1" pytest "sqlalchemy>=2,<3" "django>=5,<6" \
-    || python3 -m pip install -q "psycopg[binary]>=3.1" pytest "sqlalchemy>=2,<3" "django>=5,<6"
+if ! python3 -c 'import psycopg, pytest, sqlalchemy, alembic, django' 2>/dev/null; then
+  python3 -m pip install -q --break-system-packages "psycopg[binary]>=3.1" pytest "sqlalchemy>=2,<3" alembic "django>=5,<6" \
+    || python3 -m pip install -q "psycopg[binary]>=3.1" pytest "sqlalchemy>=2,<3" alembic "django>=5,<6"
 fi
 
 cargo fmt --all -- --check

@@ -232,10 +232,39 @@ fn table_attribute(column: &steady_engine::catalog::ColumnDef) -> Attribute {
         default: column
             .generated
             .clone()
-            .or_else(|| column.default.clone().filter(|_| column.identity.is_none()))
+            .or_else(|| {
+                column
+                    .default
+                    .as_deref()
+                    .filter(|_| column.identity.is_none())
+                    .map(|d| shown_default(d, column.data_type))
+            })
             .filter(|_| !dropped),
         identity: column.identity,
         generated: column.generated.is_some(),
+    }
+}
+
+/// A default as PostgreSQL's catalog shows it: a sequence's `nextval('s')` (what serial columns
+/// get) with its argument's type, `nextval('s'::regclass)`; a quoted unsigned integer on an
+/// integer column as the number (`DEFAULT '0'` is `0`, PostgreSQL's folded constant); any
+/// other as written.
+fn shown_default(default: &str, ty: DataType) -> String {
+    let integer = default
+        .strip_prefix('\'')
+        .and_then(|rest| rest.strip_suffix('\''))
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if let (Some(number), DataType::SmallInt | DataType::Integer | DataType::BigInt) = (integer, ty)
+    {
+        return number.to_owned();
+    }
+    let sequence = default
+        .strip_prefix("nextval('")
+        .and_then(|rest| rest.strip_suffix("')"))
+        .filter(|name| !name.contains('\''));
+    match sequence {
+        Some(name) => format!("nextval('{name}'::regclass)"),
+        None => default.to_owned(),
     }
 }
 
