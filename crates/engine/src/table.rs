@@ -649,7 +649,7 @@ impl Transaction {
         };
         engine
             .locks
-            .lock(self.id, key, LockMode::Shared, engine.lock_timeout)?;
+            .lock(self.id, key, LockMode::Shared, self.lock_timeout)?;
         match engine.table_by_id(table.id) {
             Some(current) if std::ptr::eq(&*current, table) || *current == *table => Ok(()),
             _ => Err(EngineError::TableChanged(table.name.clone())),
@@ -685,7 +685,7 @@ impl Transaction {
             };
             engine
                 .locks
-                .lock(self.id, lock, LockMode::Exclusive, engine.lock_timeout)?;
+                .lock(self.id, lock, LockMode::Exclusive, self.lock_timeout)?;
             if self.live_row_with_key(table, index, &sk, pk)? {
                 return Err(EngineError::UniqueViolation { index: index.id });
             }

@@ -728,3 +728,32 @@ fn a_statement_naming_a_table_with_uncommitted_ddl_waits_for_that_transaction() 
     ok(&mut ddl, "ROLLBACK");
     assert_eq!(writer.join().unwrap().unwrap_err().code, "42P01");
 }
+
+/// `SET lock_timeout` bounds every lock wait of the session's statements: a row lock, a table's
+/// lock that DDL needs, and the wait for another transaction's uncommitted DDL; each fails with
+/// 55P03 and the session goes on.
+#[test]
+fn lock_timeout_bounds_row_table_and_ddl_waits() {
+    let (_dir, db) = open();
+    let mut holder = db.session("holder");
+    ok(&mut holder, "CREATE TABLE t (id integer PRIMARY KEY, v integer)");
+    ok(&mut holder, "INSERT INTO t VALUES (1, 0)");
+    let mut waiter = db.session("waiter");
+    ok(&mut waiter, "SET lock_timeout = '150ms'");
+    ok(&mut holder, "BEGIN");
+    ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
+    for statement in [
+        "UPDATE t SET v = 2 WHERE id = 1",
+        "ALTER TABLE t ADD COLUMN w integer",
+    ] {
+        let started = Instant::now();
+        let err = run(&mut waiter, statement).unwrap_err();
+        assert_eq!(err.code, "55P03", "{statement}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{statement}");
+    }
+    ok(&mut holder, "ALTER TABLE t ADD COLUMN w integer");
+    let err = run(&mut waiter, "SELECT * FROM t").unwrap_err();
+    assert_eq!(err.code, "55P03", "{err}");
+    ok(&mut holder, "COMMIT");
+    assert_eq!(ok(&mut waiter, "SELECT * FROM t").columns.len(), 3);
+}

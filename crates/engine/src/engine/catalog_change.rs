@@ -57,14 +57,19 @@ impl Engine {
         self.claims.lock().get(name).copied()
     }
 
-    /// Waits until no transaction other than `waiter` claims `name`: the claimer has committed
-    /// or rolled back, and `name`'s definition is a committed one (waits for the claimer's own
-    /// lock, so deadlocks are found and a cancel or `lock_timeout` ends the wait).
-    pub fn wait_for_claim(&self, name: &str, waiter: TxnId) -> Result<()> {
+    /// Waits (at most `timeout` each time) until no transaction other than `waiter` claims
+    /// `name`: the claimer has committed or rolled back, and `name`'s definition is a committed
+    /// one (waits for the claimer's own lock, so deadlocks are found and a cancel ends the wait).
+    pub fn wait_for_claim(
+        &self,
+        name: &str,
+        waiter: TxnId,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
         while let Some(claimer) = self.claimer(name).filter(|&c| c != waiter) {
             let key = txn_lock_key(claimer);
             self.locks
-                .lock(waiter, key.clone(), LockMode::Shared, self.lock_timeout)?;
+                .lock(waiter, key.clone(), LockMode::Shared, timeout)?;
             self.locks.release(waiter, &key);
         }
         Ok(())
@@ -228,7 +233,7 @@ impl Transaction {
         };
         engine
             .locks
-            .lock(self.id, key, LockMode::Exclusive, engine.lock_timeout)?;
+            .lock(self.id, key, LockMode::Exclusive, self.lock_timeout)?;
         self.claim(name)?;
         engine.table_by_id(id).ok_or_else(no_table)
     }

@@ -319,6 +319,7 @@ impl Engine {
             deleted: false,
             locked_rows: HashMap::default(),
             claimed: Vec::new(),
+            lock_timeout: self.lock_timeout,
             ended: false,
         })
     }
@@ -418,6 +419,9 @@ pub struct Transaction {
     locked_rows: HashMap<Vec<u8>, LockedRow, ahash::RandomState>,
     /// The names this transaction's DDL claimed (see [`catalog_change`]).
     claimed: Vec<String>,
+    /// How long a lock is waited for before the statement fails (None: forever); the engine's
+    /// `lock_timeout` unless the session sets one ([`Transaction::set_lock_timeout`]).
+    pub(crate) lock_timeout: Option<Duration>,
     pub(crate) ended: bool,
 }
 

@@ -59,7 +59,7 @@ impl Transaction {
             RowLockMode::Update => LockMode::Exclusive,
         };
         let timeout = match wait {
-            RowLockWait::Block => self.engine.lock_timeout,
+            RowLockWait::Block => self.lock_timeout,
             RowLockWait::NoWait | RowLockWait::SkipLocked => Some(Duration::ZERO),
         };
         let (tree, current) = match self.lock_current_in(index, pk, lock_mode, timeout) {

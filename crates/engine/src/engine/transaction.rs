@@ -12,6 +12,17 @@ impl Transaction {
         self.isolation
     }
 
+    /// How long this transaction's lock waits last before they fail with 55P03 (None: the
+    /// engine's `lock_timeout`): a session's `lock_timeout`, set before each statement.
+    pub fn set_lock_timeout(&mut self, timeout: Option<Duration>) {
+        self.lock_timeout = timeout.or(self.engine.lock_timeout);
+    }
+
+    /// The longest a lock wait of this transaction lasts (None: no limit).
+    pub fn lock_timeout(&self) -> Option<Duration> {
+        self.lock_timeout
+    }
+
     /// Marks the start of a statement: READ COMMITTED takes a new snapshot for each.
     pub fn begin_statement(&mut self) {
         if self.isolation == Isolation::ReadCommitted {

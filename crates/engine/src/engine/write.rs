@@ -613,8 +613,7 @@ impl Transaction {
         index: IndexId,
         pk: &[u8],
     ) -> Result<(Arc<BTree>, Option<Version>)> {
-        let timeout = self.engine.lock_timeout;
-        self.lock_current_in(index, pk, LockMode::Exclusive, timeout)
+        self.lock_current_in(index, pk, LockMode::Exclusive, self.lock_timeout)
     }
 
     /// [`Transaction::lock_current`] with the lock's mode and the longest wait (for the row's
@@ -659,7 +658,7 @@ impl Transaction {
     }
 
     pub(crate) fn lock_exclusive(&self, index: IndexId, pk: &[u8]) -> Result<()> {
-        self.lock_key(index, pk, LockMode::Exclusive, self.engine.lock_timeout)
+        self.lock_key(index, pk, LockMode::Exclusive, self.lock_timeout)
     }
 
     /// Locks the row under `pk` in `mode`, waiting at most `timeout`.

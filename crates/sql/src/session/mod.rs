@@ -479,7 +479,7 @@ impl Session {
         self.check_writable(statement)?;
         let plan = prepared.plan(self.db.stats().epoch(), || {
             Binder::new(self.db.engine(), self.db.stats(), prepared.params.clone())
-                .for_transaction(txn.id())
+                .for_transaction(txn)
                 .bind_statement(statement)?
                 .ok_or_else(|| SqlError::new("XX000", "a prepared statement without a plan"))
         })?;
@@ -669,6 +669,7 @@ impl Session {
         f: impl FnOnce(&Session, &mut Transaction) -> Result<QueryResult>,
     ) -> Result<QueryResult> {
         txn.begin_statement();
+        txn.set_lock_timeout(self.info.settings.timeout("lock_timeout"));
         let timeout = self.info.settings.timeout("statement_timeout");
         self.info.cancel.start(engine, txn.id(), timeout);
         let result = f(self, txn);
@@ -703,8 +704,7 @@ impl Session {
         types: Vec<Option<DataType>>,
     ) -> Result<QueryResult> {
         self.check_writable(statement)?;
-        let mut binder =
-            Binder::new(self.db.engine(), self.db.stats(), types).for_transaction(txn.id());
+        let mut binder = Binder::new(self.db.engine(), self.db.stats(), types).for_transaction(txn);
         let engine = Arc::clone(self.db.engine());
         let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
         crate::session::dml::execute(&mut binder, &mut ctx, statement)

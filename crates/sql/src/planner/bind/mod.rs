@@ -138,7 +138,7 @@ pub struct Binder<'a> {
     /// The transaction the statement will run in: a table or view it names that another
     /// transaction's uncommitted DDL has claimed is looked up only after that one ends
     /// (`Engine::wait_for_claim`). None: bound without running (Describe, the shell's binding).
-    waiter: Option<steady_engine::txn::TxnId>,
+    waiter: Option<(steady_engine::txn::TxnId, Option<std::time::Duration>)>,
 }
 
 impl<'a> Binder<'a> {
@@ -169,16 +169,16 @@ impl<'a> Binder<'a> {
     }
 
     /// A binder for a statement that runs in transaction `txn` (see [`Binder::waiter`]).
-    pub fn for_transaction(mut self, txn: steady_engine::txn::TxnId) -> Self {
-        self.waiter = Some(txn);
+    pub fn for_transaction(mut self, txn: &steady_engine::engine::Transaction) -> Self {
+        self.waiter = Some((txn.id(), txn.lock_timeout()));
         self
     }
 
     /// Waits, if the statement runs in a transaction, until no other transaction's DDL claims
     /// relation `name` (its definition is then committed or rolled back).
     pub(crate) fn wait_for_claim(&self, name: &str) -> Result<()> {
-        if let Some(waiter) = self.waiter {
-            self.engine.wait_for_claim(name, waiter)?;
+        if let Some((waiter, timeout)) = self.waiter {
+            self.engine.wait_for_claim(name, waiter, timeout)?;
         }
         Ok(())
     }
