@@ -736,7 +736,10 @@ fn a_statement_naming_a_table_with_uncommitted_ddl_waits_for_that_transaction() 
 fn lock_timeout_bounds_row_table_and_ddl_waits() {
     let (_dir, db) = open();
     let mut holder = db.session("holder");
-    ok(&mut holder, "CREATE TABLE t (id integer PRIMARY KEY, v integer)");
+    ok(
+        &mut holder,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
     ok(&mut holder, "INSERT INTO t VALUES (1, 0)");
     let mut waiter = db.session("waiter");
     ok(&mut waiter, "SET lock_timeout = '150ms'");
@@ -756,4 +759,66 @@ fn lock_timeout_bounds_row_table_and_ddl_waits() {
     assert_eq!(err.code, "55P03", "{err}");
     ok(&mut holder, "COMMIT");
     assert_eq!(ok(&mut waiter, "SELECT * FROM t").columns.len(), 3);
+}
+
+/// `pg_locks` shows who holds and who awaits: the holder's table lock granted, and the waiter's
+/// request for the holder's transaction (whose version the row holds) not granted, each with
+/// its session's pid, as PostgreSQL's monitoring queries read them.
+#[test]
+fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
+    let (_dir, db) = open();
+    let mut holder = db.session("holder");
+    ok(&mut holder, "CREATE TABLE t (id integer PRIMARY KEY, v integer)");
+    ok(&mut holder, "INSERT INTO t VALUES (1, 0)");
+    ok(&mut holder, "BEGIN");
+    ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
+    let holder_pid = cell(&mut holder, "SELECT pg_backend_pid()");
+    let before = db.engine().locks().stats().lock_waits;
+    let (pid_sender, pid) = std::sync::mpsc::channel();
+    let waiter = thread::spawn({
+        let db = Arc::clone(&db);
+        move || {
+            let mut waiter = db.session("waiter");
+            pid_sender.send(cell(&mut waiter, "SELECT pg_backend_pid()")).unwrap();
+            ok(&mut waiter, "UPDATE t SET v = 2 WHERE id = 1");
+        }
+    });
+    let waiter_pid = pid.recv().unwrap();
+    wait_for_lock_wait(&db, before);
+    let mut observer = db.session("observer");
+    let table_lock = ok(
+        &mut observer,
+        "SELECT pid, mode, granted FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
+         WHERE c.relname = 't' AND l.locktype = 'relation' ORDER BY pid",
+    );
+    let rows: Vec<Vec<String>> = table_lock
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|v| v.to_string()).collect())
+        .collect();
+    assert!(
+        rows.contains(&vec![holder_pid.clone(), "RowExclusiveLock".into(), "t".into()]),
+        "{rows:?}"
+    );
+    let waiting = ok(
+        &mut observer,
+        "SELECT w.pid, w.locktype, h.pid FROM pg_locks w JOIN pg_locks h \
+         ON h.locktype = w.locktype AND h.relation IS NOT DISTINCT FROM w.relation \
+         AND h.transactionid IS NOT DISTINCT FROM w.transactionid AND h.granted \
+         WHERE NOT w.granted",
+    );
+    let waiting: Vec<Vec<String>> = waiting
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|v| v.to_string()).collect())
+        .collect();
+    assert_eq!(
+        waiting,
+        [[waiter_pid, "transactionid".into(), holder_pid]],
+        "the waiter awaits the holder's transaction, as in PostgreSQL (the row's version names it)"
+    );
+    ok(&mut holder, "COMMIT");
+    waiter.join().unwrap();
+    let left = ok(&mut observer, "SELECT count(*) FROM pg_locks WHERE NOT granted");
+    assert_eq!(left.rows[0][0].to_string(), "0");
 }

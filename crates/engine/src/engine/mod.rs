@@ -115,7 +115,7 @@ const PURGE_TXN: TxnId = u64::MAX - 1;
 /// The lock-table "index" of transaction locks: a transaction that inserts rows without row locks
 /// holds the key of its own id exclusively until it ends; a transaction that meets one of those
 /// rows waits on that key (see [`Transaction::insert_without_row_lock`]).
-const TXN_LOCKS: IndexId = u64::MAX;
+pub const TXN_LOCKS: IndexId = u64::MAX;
 /// Pause between background purge passes.
 const PURGE_INTERVAL: Duration = Duration::from_millis(10);
 

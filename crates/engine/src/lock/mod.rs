@@ -74,6 +74,15 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 /// A transaction id, as the lock manager sees it.
 pub type TxnId = u64;
 
+/// One lock a transaction holds (`granted`) or waits for, as [`LockManager::snapshot`] saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    pub key: LockKey,
+    pub txn: TxnId,
+    pub mode: LockMode,
+    pub granted: bool,
+}
+
 /// Number of lock-table shards (and of transaction-table shards).
 pub const SHARDS: usize = 64;
 
@@ -506,6 +515,25 @@ impl LockManager {
     /// `txn` no longer wants its next wait interrupted.
     pub fn forget_interrupt(&self, txn: TxnId) {
         self.interrupted.lock().remove(&txn);
+    }
+
+    /// Every lock held or waited for now, shard by shard (each shard consistent in itself, as
+    /// PostgreSQL's `pg_locks` is per partition): holders first, then the queue in order.
+    pub fn snapshot(&self) -> Vec<LockInfo> {
+        let mut locks = Vec::new();
+        for shard in &self.shards {
+            for (key, entry) in shard.lock().iter() {
+                let held = entry.holders.iter().map(|h| (h.txn, h.mode, true));
+                let queued = entry.queue.iter().map(|w| (w.txn, w.mode, false));
+                locks.extend(held.chain(queued).map(|(txn, mode, granted)| LockInfo {
+                    key: key.clone(),
+                    txn,
+                    mode,
+                    granted,
+                }));
+            }
+        }
+        locks
     }
 
     pub fn stats(&self) -> LockStats {

@@ -68,6 +68,9 @@ pub struct Activity {
     pub user: String,
     pub address: Option<SocketAddr>,
     pub backend_start: i64,
+    /// The engine transaction the session's latest statement ran in (0: none yet), so that
+    /// `pg_locks` can name the session holding or awaiting a lock.
+    transaction: std::sync::atomic::AtomicU64,
     cancel: CancelHandle,
     terminated: AtomicBool,
     doing: Mutex<Doing>,
@@ -77,6 +80,16 @@ impl Activity {
     /// A copy of what the session is doing now.
     pub fn doing(&self) -> Doing {
         self.doing.lock().clone()
+    }
+
+    /// The session's statement runs in engine transaction `txn`.
+    pub(crate) fn in_transaction(&self, txn: u64) {
+        self.transaction.store(txn, Ordering::Release);
+    }
+
+    /// The engine transaction of the session's latest statement (0: none yet).
+    pub fn transaction(&self) -> u64 {
+        self.transaction.load(Ordering::Acquire)
     }
 
     /// Whether the session has been told to end.
@@ -132,6 +145,7 @@ impl Activities {
             user: peer.user.clone(),
             address: peer.address,
             backend_start: now,
+            transaction: Default::default(),
             cancel,
             terminated: AtomicBool::new(false),
             doing: Mutex::new(Doing {

@@ -670,6 +670,7 @@ impl Session {
     ) -> Result<QueryResult> {
         txn.begin_statement();
         txn.set_lock_timeout(self.info.settings.timeout("lock_timeout"));
+        self.activity().in_transaction(txn.id());
         let timeout = self.info.settings.timeout("statement_timeout");
         self.info.cancel.start(engine, txn.id(), timeout);
         let result = f(self, txn);

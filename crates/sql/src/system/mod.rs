@@ -9,7 +9,7 @@
 //! PostgreSQL. Catalog values follow PostgreSQL's meanings and oids ([`oids`], [`pg_type`]), in
 //! the value types of `steady-types` ([`rows`]).
 //!
-//! Modules: [`steady`], [`activity`] (pg_stat_activity), [`views`] (pg_views & co.), [`relations`] (pg_class & co.), [`globals`] (everything else in
+//! Modules: [`steady`], [`activity`] (pg_stat_activity), [`locks`] (pg_locks), [`views`] (pg_views & co.), [`relations`] (pg_class & co.), [`globals`] (everything else in
 //! pg_catalog), [`information_schema`]; [`model`] derives relations, indexes and constraints from
 //! the engine; [`functions`] and [`arrays`] are what the binder calls (with
 //! `planner::binding`).
@@ -19,6 +19,7 @@ pub(crate) mod arrays;
 pub(crate) mod functions;
 mod globals;
 mod information_schema;
+mod locks;
 mod model;
 mod oids;
 pub(crate) mod pg_type;
@@ -43,6 +44,7 @@ static GROUPS: &[&[SystemTable]] = &[
     information_schema::VIEWS,
     activity::VIEWS,
     views::VIEWS,
+    locks::VIEWS,
 ];
 
 /// The system view `name`, in `schema` or, unqualified, in a schema of the search path.
