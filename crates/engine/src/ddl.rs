@@ -7,8 +7,10 @@
 //! * **DROP TABLE and TRUNCATE are O(1)** (seed 004): the definition changes, and the old space is
 //!   dropped by purge after the commit, through the store's background reclaimer.
 //! * **TRUNCATE moves the table to a fresh space** with empty trees of the same ids; a statement
-//!   already reading the old trees finishes on them. It is not MVCC-safe, as in PostgreSQL: a
-//!   snapshot older than the TRUNCATE that reads the table afterwards finds it empty.
+//!   already reading the old trees finishes on them. A snapshot older than the TRUNCATE's commit
+//!   that reads the table afterwards is refused with 40001 (`EngineError::TableRewritten`) rather
+//!   than shown an empty table, as PostgreSQL would show it; so are rebuilds
+//!   ([`crate::rebuild`]).
 //! * **CREATE INDEX** builds from the rows in place (a sorted scan and a bulk build, fully logged)
 //!   while the table's writers wait; an index is usable only by snapshots taken after it was built
 //!   ([`crate::catalog::IndexDef::valid_from`]).
@@ -91,6 +93,7 @@ impl Transaction {
             space: space.id(),
             ..(*table).clone()
         })?;
+        self.note_rewrite(table.clone());
         self.drop_after_commit(StorageObject {
             space: table.space,
             tree: None,

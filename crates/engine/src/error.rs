@@ -32,6 +32,8 @@ pub enum EngineError {
     IndexNotReady(String),
     #[error("relation \"{0}\" was dropped, truncated or rebuilt; repeat the statement")]
     TableChanged(String),
+    #[error("could not serialize access: relation \"{0}\" was truncated or rebuilt after this transaction's snapshot was taken")]
+    TableRewritten(String),
     #[error("column of the primary key of \"{0}\" contains null values")]
     NotNullViolation(String),
     #[error("the transaction has already ended")]
@@ -61,7 +63,7 @@ impl EngineError {
             EngineError::NoSuchIndexName(_) => "42704",
             EngineError::DuplicateTable(_) | EngineError::DuplicateIndex(_) => "42P07",
             EngineError::IndexNotReady(_) => "0A000",
-            EngineError::TableChanged(_) => "40001",
+            EngineError::TableChanged(_) | EngineError::TableRewritten(_) => "40001",
             EngineError::NotNullViolation(_) => "23502",
             EngineError::TransactionEnded => "25P01",
             EngineError::UnsupportedKeyType { .. } => "0A000",

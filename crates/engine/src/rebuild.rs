@@ -11,8 +11,9 @@
 //!   and ADD PRIMARY KEY finds them in the order of the new key when they were loaded in it (a
 //!   restore, `pgbench -i`). Only rows out of that order are gathered and sorted — the partial
 //!   build is then dropped with its space.
-//! * **Not online, not MVCC-safe.** A rebuild waits for the table's writers and keeps new ones out;
-//!   a snapshot older than it no longer finds the versions it replaced.
+//! * **Not online.** A rebuild waits for the table's writers and keeps new ones out. A snapshot
+//!   older than its commit no longer finds the versions it replaced, so it is refused on that
+//!   table with 40001 (`EngineError::TableRewritten`); newer snapshots read the rebuilt rows.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -117,6 +118,7 @@ impl Transaction {
         let trees = built.trees.into_iter().map(|(id, t)| (id, Arc::new(t)));
         self.engine.indexes.write().extend(trees);
         let table = self.save_table(built.table)?;
+        self.note_rewrite(table.clone());
         self.drop_after_commit(StorageObject {
             space: old.space,
             tree: None,

@@ -602,7 +602,7 @@ impl Transaction {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let snapshot = self.snapshot()?;
+        let snapshot = self.snapshot_of(index.id)?;
         if snapshot.is_some_and(|csn| csn < index.valid_from) {
             return Err(EngineError::IndexNotReady(index.name.clone()));
         }

@@ -768,7 +768,10 @@ fn lock_timeout_bounds_row_table_and_ddl_waits() {
 fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
     let (_dir, db) = open();
     let mut holder = db.session("holder");
-    ok(&mut holder, "CREATE TABLE t (id integer PRIMARY KEY, v integer)");
+    ok(
+        &mut holder,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
     ok(&mut holder, "INSERT INTO t VALUES (1, 0)");
     ok(&mut holder, "BEGIN");
     ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
@@ -779,7 +782,9 @@ fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
         let db = Arc::clone(&db);
         move || {
             let mut waiter = db.session("waiter");
-            pid_sender.send(cell(&mut waiter, "SELECT pg_backend_pid()")).unwrap();
+            pid_sender
+                .send(cell(&mut waiter, "SELECT pg_backend_pid()"))
+                .unwrap();
             ok(&mut waiter, "UPDATE t SET v = 2 WHERE id = 1");
         }
     });
@@ -797,7 +802,11 @@ fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
         .map(|r| r.iter().map(|v| v.to_string()).collect())
         .collect();
     assert!(
-        rows.contains(&vec![holder_pid.clone(), "RowExclusiveLock".into(), "t".into()]),
+        rows.contains(&vec![
+            holder_pid.clone(),
+            "RowExclusiveLock".into(),
+            "t".into()
+        ]),
         "{rows:?}"
     );
     let waiting = ok(
@@ -819,6 +828,9 @@ fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
     );
     ok(&mut holder, "COMMIT");
     waiter.join().unwrap();
-    let left = ok(&mut observer, "SELECT count(*) FROM pg_locks WHERE NOT granted");
+    let left = ok(
+        &mut observer,
+        "SELECT count(*) FROM pg_locks WHERE NOT granted",
+    );
     assert_eq!(left.rows[0][0].to_string(), "0");
 }

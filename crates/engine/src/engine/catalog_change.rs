@@ -75,6 +75,46 @@ impl Engine {
         Ok(())
     }
 
+    /// Tables whose contents a transaction committed at `csn` replaced: snapshots older than it
+    /// are refused there from now on (see [`Engine::rewritten`]).
+    pub(super) fn note_rewritten(&self, tables: &[Arc<TableDef>], csn: Csn) {
+        if tables.is_empty() {
+            return;
+        }
+        let mut rewritten = self.rewritten.write();
+        for table in tables {
+            let ids = std::iter::once(table.id).chain(table.indexes.iter().map(|i| i.id));
+            for id in ids {
+                rewritten.insert(id, (csn, table.name.clone()));
+            }
+        }
+        self.rewritten_count
+            .store(rewritten.len(), Ordering::Release);
+    }
+
+    /// Forgets the rewrites every open snapshot is newer than (purge, at horizon `horizon`).
+    pub(super) fn forget_rewrites(&self, horizon: Csn) {
+        if self.rewritten_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut rewritten = self.rewritten.write();
+        rewritten.retain(|_, (csn, _)| *csn > horizon);
+        self.rewritten_count
+            .store(rewritten.len(), Ordering::Release);
+    }
+
+    /// 40001 if `snapshot` is older than a TRUNCATE or rebuild of `index`'s table.
+    fn check_not_rewritten(&self, index: IndexId, snapshot: Option<Csn>) -> Result<()> {
+        let (Some(snapshot), true) = (snapshot, self.rewritten_count.load(Ordering::Acquire) > 0)
+        else {
+            return Ok(());
+        };
+        match self.rewritten.read().get(&index) {
+            Some((csn, name)) if snapshot < *csn => Err(EngineError::TableRewritten(name.clone())),
+            _ => Ok(()),
+        }
+    }
+
     /// Undoes one catalog change of a rolled-back transaction (see the module documentation);
     /// safe to repeat.
     pub(super) fn undo_catalog_change(&self, entry: &UndoEntry) -> Result<()> {
@@ -185,6 +225,20 @@ impl Transaction {
         let tree = Some(id);
         self.append_undo(StorageObject { space, tree }.entry(UndoAction::Created))?;
         Ok(id)
+    }
+
+    /// The snapshot reads of `index` use (see [`Transaction::snapshot`]), refused (40001) if a
+    /// TRUNCATE or rebuild of its table committed after it was taken.
+    pub(crate) fn snapshot_of(&mut self, index: IndexId) -> Result<Option<Csn>> {
+        let snapshot = self.snapshot()?;
+        self.engine.check_not_rewritten(index, snapshot)?;
+        Ok(snapshot)
+    }
+
+    /// The table's contents are replaced by this transaction (TRUNCATE, a rebuild): older
+    /// snapshots are refused there once it commits.
+    pub(crate) fn note_rewrite(&mut self, table: Arc<TableDef>) {
+        self.rewrote.push(table);
     }
 
     /// Drops `object` once the transaction has committed and no older snapshot is open.

@@ -213,6 +213,12 @@ pub struct Engine {
     claims: Mutex<HashMap<String, TxnId>>,
     /// How many names are claimed: statements look at `claims` only when some are.
     claim_count: AtomicUsize,
+    /// The indexes of tables whose contents a committed TRUNCATE or rebuild replaced, with its
+    /// CSN and the table's name: a snapshot older than that is refused there (40001), since the
+    /// old contents are no longer where it would look. Forgotten once the horizon passes.
+    rewritten: RwLock<HashMap<IndexId, (Csn, String)>>,
+    /// How many indexes `rewritten` holds: reads look at it only when some.
+    rewritten_count: AtomicUsize,
     id_allocation: Mutex<()>,
     /// The hidden row ids reserved: next to hand out, end of the block.
     row_ids: Mutex<(u64, u64)>,
@@ -319,6 +325,7 @@ impl Engine {
             deleted: false,
             locked_rows: HashMap::default(),
             claimed: Vec::new(),
+            rewrote: Vec::new(),
             lock_timeout: self.lock_timeout,
             ended: false,
         })
@@ -419,6 +426,9 @@ pub struct Transaction {
     locked_rows: HashMap<Vec<u8>, LockedRow, ahash::RandomState>,
     /// The names this transaction's DDL claimed (see [`catalog_change`]).
     claimed: Vec<String>,
+    /// The tables whose contents it replaced (TRUNCATE, rebuilds), for `Engine::rewritten` at
+    /// its commit.
+    rewrote: Vec<Arc<TableDef>>,
     /// How long a lock is waited for before the statement fails (None: forever); the engine's
     /// `lock_timeout` unless the session sets one ([`Transaction::set_lock_timeout`]).
     pub(crate) lock_timeout: Option<Duration>,
@@ -446,6 +456,7 @@ pub struct Savepoint {
     undo_length: u64,
     writes: usize,
     rewrites: usize,
+    rewrote: usize,
 }
 
 /// A transaction's own version of a row, replaced by its write in a later savepoint generation.

@@ -79,6 +79,8 @@ impl Engine {
             ddl: RwLock::new(()),
             claims: Mutex::new(HashMap::new()),
             claim_count: AtomicUsize::new(0),
+            rewritten: RwLock::new(HashMap::new()),
+            rewritten_count: AtomicUsize::new(0),
             id_allocation: Mutex::new(()),
             row_ids: Mutex::new((0, 0)),
         });

@@ -36,6 +36,7 @@ impl Engine {
         self.pinned_count.store(pinned.len(), Ordering::Release);
         self.purge_in_flight.store(0, Ordering::Release);
         drop(pinned);
+        self.forget_rewrites(horizon);
         if self.forgotten_below.fetch_max(horizon, Ordering::AcqRel) < horizon {
             self.txns.forget_below(horizon);
         }

@@ -45,6 +45,7 @@ impl Transaction {
             undo_length: self.undo_length,
             writes: self.writes.len(),
             rewrites: self.rewrites.len(),
+            rewrote: self.rewrote.len(),
         }
     }
 
@@ -76,6 +77,7 @@ impl Transaction {
         }
         self.undo_length = savepoint.undo_length;
         self.writes.truncate(savepoint.writes);
+        self.rewrote.truncate(savepoint.rewrote);
         Ok(())
     }
 

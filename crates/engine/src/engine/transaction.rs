@@ -68,7 +68,7 @@ impl Transaction {
     pub fn get(&mut self, index: IndexId, pk: &[u8]) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
-        let snapshot = self.snapshot()?;
+        let snapshot = self.snapshot_of(index)?;
         let record = self.engine.current_version(&tree, index, pk)?;
         let row = self
             .engine
@@ -115,7 +115,7 @@ impl Transaction {
     pub fn scan(&mut self, index: IndexId, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Result<Scan> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
-        let snapshot = self.snapshot()?;
+        let snapshot = self.snapshot_of(index)?;
         self.track_read(index, start, end)?;
         Ok(Scan {
             engine: Arc::clone(&self.engine),
@@ -169,6 +169,7 @@ impl Transaction {
         let writes = self.writes_to_purge()?;
         let mut queue = engine.purge_queue.lock();
         let csn = engine.txns.commit(self.id);
+        engine.note_rewritten(&self.rewrote, csn);
         engine.ssi.committed(self.id, csn);
         queue.push_back(PurgeItem {
             txn: self.id,

@@ -75,7 +75,7 @@ impl Transaction {
         self.check_open()?;
         let engine = Arc::clone(&self.engine);
         let tree = engine.tree(index)?;
-        let snapshot = self.snapshot()?;
+        let snapshot = self.snapshot_of(index)?;
         let mut rows = Vec::with_capacity(pks.len());
         for (pk, current) in pks.iter().zip(engine.current_versions(&tree, index, pks)?) {
             self.track_read(index, Bound::Included(pk), Bound::Included(pk))?;
@@ -113,7 +113,7 @@ impl Transaction {
         self.check_open()?;
         let engine = Arc::clone(&self.engine);
         let tree = engine.tree(index)?;
-        self.snapshot()?;
+        self.snapshot_of(index)?;
         let mut written = vec![false; changes.len()];
         if changes.is_empty() || self.isolation == Isolation::Serializable {
             return Ok(written);

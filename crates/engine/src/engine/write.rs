@@ -120,7 +120,7 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         self.check_open()?;
         let tree = engine.tree(index)?;
-        self.snapshot()?;
+        self.snapshot_of(index)?;
         let written_key = (index, pk.to_vec());
         if self.written.contains_key(&written_key) {
             return Ok(false);
@@ -338,7 +338,7 @@ impl Transaction {
         self.check_open()?;
         let engine = Arc::clone(&self.engine);
         let tree = engine.tree(index)?;
-        self.snapshot()?;
+        self.snapshot_of(index)?;
         let keys: Vec<Vec<u8>> = rows.iter().map(|(pk, _)| pk.clone()).collect();
         let currents = self.locked_versions(&tree, index, &keys)?;
         // Every check first: a failure then leaves no row noted as written without its undo entry.
@@ -448,7 +448,7 @@ impl Transaction {
     pub fn lock_rows(&mut self, index: IndexId, pks: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
         self.check_open()?;
         let tree = self.engine.tree(index)?;
-        self.snapshot()?;
+        self.snapshot_of(index)?;
         let versions = self.locked_versions(&tree, index, pks)?;
         let mut rows = Vec::with_capacity(pks.len());
         for (pk, current) in pks.iter().zip(versions) {
@@ -531,7 +531,7 @@ impl Transaction {
     /// Whether an update or delete changes the row whose newest version is `current` (see
     /// [`Transaction::row_to_change`]), without copying the row.
     fn changeable(&mut self, index: IndexId, pk: &[u8], current: Option<&Version>) -> Result<bool> {
-        let snapshot = self.snapshot()?;
+        let snapshot = self.snapshot_of(index)?;
         let seen = self.sees_a_row(index, pk, current, snapshot)?;
         self.track_read(index, Bound::Included(pk), Bound::Included(pk))?;
         let (true, Some(current)) = (seen, current) else {
@@ -630,7 +630,7 @@ impl Transaction {
         if let Some(current) = self.take_locked(&tree, index, pk) {
             return Ok((tree, Some(current)));
         }
-        self.snapshot()?;
+        self.snapshot_of(index)?;
         self.lock_key(index, pk, mode, timeout)?;
         loop {
             let current = self.engine.current_version(&tree, index, pk)?;
