@@ -35,10 +35,11 @@ impl Transaction {
     ) -> Result<Arc<TableDef>> {
         check_key_columns(&columns, &primary_key)?;
         let engine = self.engine();
+        self.claim(name)?;
         let _ddl = engine.ddl.write();
         engine.check_free_name(name)?;
         let id = engine.allocate_index_id()?;
-        self.lock_new_table(name, id)?;
+        self.lock_new_table(id)?;
         let space = self.new_space()?;
         let tree = BTree::create(engine.store.pool().clone(), space.clone(), id)?;
         engine.indexes.write().insert(id, Arc::new(tree));

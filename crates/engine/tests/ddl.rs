@@ -234,20 +234,65 @@ fn a_snapshot_older_than_a_truncate_or_rebuild_is_refused_on_that_table() {
         assert!(rows(older, &other).is_empty(), "other tables are read");
     };
     let mut older = engine.begin(Isolation::RepeatableRead).unwrap();
-    assert_eq!(rows(&mut older, &engine.table("accounts").unwrap()).len(), 300);
+    assert_eq!(
+        rows(&mut older, &engine.table("accounts").unwrap()).len(),
+        300
+    );
     let mut rolled_back = engine.begin(Isolation::ReadCommitted).unwrap();
     rolled_back.truncate_table("accounts").unwrap();
     rolled_back.rollback().unwrap();
-    assert_eq!(rows(&mut older, &engine.table("accounts").unwrap()).len(), 300);
+    assert_eq!(
+        rows(&mut older, &engine.table("accounts").unwrap()).len(),
+        300
+    );
     engine.autocommit(|t| t.rewrite_table("accounts")).unwrap();
     refused(&mut older);
     older.rollback().unwrap();
     let mut newer = engine.begin(Isolation::RepeatableRead).unwrap();
-    assert_eq!(rows(&mut newer, &engine.table("accounts").unwrap()).len(), 300);
+    assert_eq!(
+        rows(&mut newer, &engine.table("accounts").unwrap()).len(),
+        300
+    );
     engine.autocommit(|t| t.truncate_table("accounts")).unwrap();
     refused(&mut newer);
     newer.rollback().unwrap();
     let mut newest = engine.begin(Isolation::RepeatableRead).unwrap();
     assert!(rows(&mut newest, &engine.table("accounts").unwrap()).is_empty());
     newest.commit().unwrap();
+}
+
+/// A name another transaction's DDL has claimed is not taken until that transaction ends: a
+/// table dropped by an open transaction is not created again under its name by another, which
+/// waits, then fails if the drop rolled back (the table is back) and succeeds if it committed.
+#[test]
+fn creating_a_table_under_a_name_an_open_drop_claims_waits_for_the_drop() {
+    let (_vfs, engine) = database();
+    for (end, created) in [("rollback", false), ("commit", true)] {
+        let mut dropper = engine.begin(Isolation::ReadCommitted).unwrap();
+        dropper.drop_table("accounts").unwrap();
+        let waits = engine.locks().stats().lock_waits;
+        let creator = std::thread::spawn({
+            let engine = Arc::clone(&engine);
+            move || {
+                let columns = vec![ColumnDef::plain("id", DataType::BigInt)];
+                engine.autocommit(|t| t.create_table("accounts", columns, vec![0]))
+            }
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while engine.locks().stats().lock_waits == waits {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the creator never waited"
+            );
+            std::thread::yield_now();
+        }
+        match end {
+            "rollback" => dropper.rollback().unwrap(),
+            _ => dropper.commit().unwrap(),
+        }
+        let outcome = creator.join().unwrap();
+        assert_eq!(outcome.is_ok(), created, "after {end}: {outcome:?}");
+        assert_eq!(engine.tables().len(), 1);
+    }
+    assert_eq!(engine.table("accounts").unwrap().columns.len(), 1);
 }

@@ -246,16 +246,28 @@ impl Transaction {
         self.append_undo(object.entry(UndoAction::Dropped))
     }
 
-    /// Claims `name` for this transaction's DDL until it ends: other transactions' statements
-    /// naming it wait ([`Transaction::wait_for_claims`]).
+    /// Claims `name` for this transaction's DDL until it ends, after waiting for another
+    /// transaction that claimed it to end (a table dropped by one must not be created by another
+    /// while the drop may still roll back): other transactions' statements naming it wait
+    /// ([`Engine::wait_for_claim`]). Never called under the engine's DDL lock (the wait could
+    /// be for a transaction that needs it).
     pub(crate) fn claim(&mut self, name: &str) -> Result<()> {
         self.hold_own_lock()?;
-        let mut claims = self.engine.claims.lock();
-        if claims.insert(name.to_string(), self.id).is_none() {
-            self.engine.claim_count.fetch_add(1, Ordering::AcqRel);
-            self.claimed.push(name.to_string());
+        let engine = self.engine();
+        loop {
+            engine.wait_for_claim(name, self.id, self.lock_timeout)?;
+            let mut claims = engine.claims.lock();
+            match claims.get(name) {
+                Some(&claimer) if claimer == self.id => return Ok(()),
+                Some(_) => continue,
+                None => {
+                    claims.insert(name.to_string(), self.id);
+                    engine.claim_count.fetch_add(1, Ordering::AcqRel);
+                    self.claimed.push(name.to_string());
+                    return Ok(());
+                }
+            }
         }
-        Ok(())
     }
 
     /// Releases this transaction's claims (at its end).
@@ -292,15 +304,15 @@ impl Transaction {
         engine.table_by_id(id).ok_or_else(no_table)
     }
 
-    /// Locks a new table's id and claims its name, as [`Transaction::lock_table_for_ddl`].
-    pub(crate) fn lock_new_table(&mut self, name: &str, id: IndexId) -> Result<()> {
+    /// Locks a new table's id (its name is claimed already), as
+    /// [`Transaction::lock_table_for_ddl`] locks an existing one.
+    pub(crate) fn lock_new_table(&mut self, id: IndexId) -> Result<()> {
         let key = LockKey {
             index_id: id,
             key: Vec::new(),
         };
         let engine = Arc::clone(&self.engine);
-        engine.locks.lock(self.id, key, LockMode::Exclusive, None)?;
-        self.claim(name)
+        Ok(engine.locks.lock(self.id, key, LockMode::Exclusive, None)?)
     }
 
     /// Undoes one logged write during a rollback: a row write in `trees` (returning the history
