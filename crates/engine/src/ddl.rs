@@ -1,7 +1,9 @@
 //! DDL on tables and their indexes, as writes of a transaction: CREATE/ALTER/DROP TABLE,
 //! TRUNCATE, CREATE/DROP INDEX. Each takes the table's lock exclusively until the transaction ends
-//! and the engine's DDL lock for its own length, and logs what it changes so that a rollback puts
-//! it back (see [`crate::engine`]'s `catalog_change` module for the undo entries and for how other
+//! (no writer of the table has a change in flight, and none starts one), and the engine's DDL
+//! lock — which every row write of every table takes shared — only for the catalog switch at its
+//! end, never across a scan, a sort, a build or a log sync; it logs what it changes so that a
+//! rollback puts it back (see [`crate::engine`]'s `catalog_change` module for the undo entries and for how other
 //! transactions are kept from planning with an uncommitted definition).
 //!
 //! * **DROP TABLE and TRUNCATE are O(1)** (seed 004): the definition changes, and the old space is
@@ -36,12 +38,12 @@ impl Transaction {
         check_key_columns(&columns, &primary_key)?;
         let engine = self.engine();
         self.claim(name)?;
-        let _ddl = engine.ddl.write();
-        engine.check_free_name(name)?;
         let id = engine.allocate_index_id()?;
         self.lock_new_table(id)?;
         let space = self.new_space()?;
         let tree = BTree::create(engine.store.pool().clone(), space.clone(), id)?;
+        let _ddl = engine.ddl.write();
+        engine.check_free_name(name)?;
         engine.indexes.write().insert(id, Arc::new(tree));
         self.save_table(TableDef {
             id,
@@ -81,7 +83,6 @@ impl Transaction {
     pub fn truncate_table(&mut self, name: &str) -> Result<()> {
         let engine = self.engine();
         let table = self.lock_table_for_ddl(name)?;
-        let _ddl = engine.ddl.write();
         let space = self.new_space()?;
         let ids = std::iter::once(table.id).chain(table.indexes.iter().map(|i| i.id));
         let mut trees = Vec::new();
@@ -89,6 +90,7 @@ impl Transaction {
             let tree = BTree::create(engine.store.pool().clone(), space.clone(), id)?;
             trees.push((id, Arc::new(tree)));
         }
+        let _ddl = engine.ddl.write();
         engine.indexes.write().extend(trees);
         self.save_table(TableDef {
             space: space.id(),
@@ -112,7 +114,6 @@ impl Transaction {
     ) -> Result<Arc<TableDef>> {
         let engine = self.engine();
         let table = self.lock_table_for_ddl(table)?;
-        let _ddl = engine.ddl.write();
         if table.index(name).is_some() {
             return Err(EngineError::DuplicateIndex(name.to_string()));
         }
@@ -133,6 +134,7 @@ impl Transaction {
                 .map(|(key, pk, _)| Ok((key, entry_value(format, pk)))),
             &mut |_| {},
         )?;
+        let _ddl = engine.ddl.write();
         engine.indexes.write().insert(id, Arc::new(tree));
         let mut altered = (*table).clone();
         altered.indexes.push(IndexDef {

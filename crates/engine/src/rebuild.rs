@@ -44,7 +44,6 @@ impl Transaction {
     pub fn add_primary_key(&mut self, name: &str, columns: Vec<usize>) -> Result<Arc<TableDef>> {
         let engine = self.engine();
         let table = self.lock_table_for_ddl(name)?;
-        let _ddl = engine.ddl.write();
         crate::table::check_key_columns(&table.columns, &columns)?;
         let rebuilt = TableDef {
             primary_key: columns.clone(),
@@ -83,7 +82,6 @@ impl Transaction {
     pub fn rewrite_table(&mut self, name: &str) -> Result<Arc<TableDef>> {
         let engine = self.engine();
         let table = self.lock_table_for_ddl(name)?;
-        let _ddl = engine.ddl.write();
         let tree = engine.tree(table.id)?;
         let built = self.build_table((*table).clone(), live_records(&tree))?;
         self.switch_to(&table, built)
@@ -115,6 +113,8 @@ impl Transaction {
     /// Makes `built` the table's definition and trees; the old space is dropped by purge after
     /// the commit.
     fn switch_to(&mut self, old: &TableDef, built: BuiltTable) -> Result<Arc<TableDef>> {
+        let engine = self.engine();
+        let _ddl = engine.ddl.write();
         let trees = built.trees.into_iter().map(|(id, t)| (id, Arc::new(t)));
         self.engine.indexes.write().extend(trees);
         let table = self.save_table(built.table)?;

@@ -15,9 +15,10 @@
 //! * **Unique secondary indexes** lock the index key value itself for the rest of the transaction,
 //!   then look for another live row with that value.
 //! * **DDL** ([`crate::ddl`]) is a write of a transaction, undone with it. Row writes take the
-//!   engine's DDL lock shared for the duration of one write and the table's lock shared until
-//!   their transaction ends; DDL takes both exclusively, so an index build sees no write in
-//!   flight (builds are not online yet).
+//!   table's lock shared until their transaction ends and the engine's DDL lock shared for the
+//!   duration of one write; DDL takes the table's lock exclusively, so an index build sees no
+//!   write of that table in flight (builds are not online yet), and the DDL lock only for its
+//!   catalog switch, so writers of other tables go on during a build.
 
 use std::ops::Bound;
 use std::sync::Arc;

@@ -296,3 +296,64 @@ fn creating_a_table_under_a_name_an_open_drop_claims_waits_for_the_drop() {
     }
     assert_eq!(engine.table("accounts").unwrap().columns.len(), 1);
 }
+
+/// CREATE INDEX on one table holds no lock that writers of other tables take across its scan,
+/// sort and build: inserts into another table go on while it builds.
+#[test]
+fn an_index_build_lets_writers_of_other_tables_go_on() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let engine = Engine::open_vfs(
+        vfs,
+        &EngineConfig {
+            store: StoreConfig {
+                buffer_pool_bytes: 64 << 20,
+                ..config().store
+            },
+            ..config()
+        },
+    )
+    .unwrap();
+    let columns = || {
+        vec![
+            ColumnDef::plain("id", DataType::BigInt),
+            ColumnDef::plain("v", DataType::BigInt),
+        ]
+    };
+    let big = engine
+        .autocommit(|t| t.create_table("big", columns(), vec![0]))
+        .unwrap();
+    let other = engine
+        .autocommit(|t| t.create_table("other", columns(), vec![0]))
+        .unwrap();
+    engine
+        .autocommit(|t| {
+            let rows: Vec<Vec<Value>> = (0..300_000)
+                .map(|id| vec![Value::BigInt(id), Value::BigInt(id * 7 % 1000)])
+                .collect();
+            t.insert_rows(&big, &rows).map_err(|(_, e)| e)?;
+            Ok(())
+        })
+        .unwrap();
+    let build = std::thread::spawn({
+        let engine = Arc::clone(&engine);
+        move || engine.autocommit(|t| t.create_secondary_index("big", "big_v", vec![1], false))
+    });
+    let mut during_build = 0;
+    let mut id = 0;
+    while !build.is_finished() {
+        engine
+            .autocommit(|t| t.insert_row(&other, &[Value::BigInt(id), Value::BigInt(id)]))
+            .unwrap();
+        id += 1;
+        if !build.is_finished() {
+            during_build += 1;
+        }
+    }
+    build.join().unwrap().unwrap();
+    // Holding the engine's DDL lock across the build, as before, lets 3 to 5 through (those
+    // that commit before the build starts); without it, about a hundred on this machine.
+    assert!(
+        during_build >= 25,
+        "{during_build} inserts while the index was built"
+    );
+}
