@@ -267,17 +267,20 @@ pub fn parse_number(text: &str) -> Result<Value> {
         .map_err(|_| SqlError::new("22003", format!("value out of range: {text}")))
 }
 
-/// An identifier as PostgreSQL prints it: quoted unless it is lower-case letters, digits and `_`
-/// not starting with a digit.
-pub fn quote_ident(name: &str) -> String {
-    let plain = name
-        .chars()
+/// Whether `name` is lower-case letters, digits and `_`, not starting with a digit: it reads
+/// back as itself unquoted (unless it is a keyword).
+pub fn is_plain_identifier(name: &str) -> bool {
+    name.chars()
         .next()
         .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && name
             .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain {
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// An identifier as PostgreSQL prints it: quoted unless it is a plain identifier.
+pub fn quote_ident(name: &str) -> String {
+    if is_plain_identifier(name) {
         name.to_owned()
     } else {
         format!("\"{}\"", name.replace('"', "\"\""))

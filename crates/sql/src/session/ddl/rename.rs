@@ -180,13 +180,7 @@ impl VisitorMut for ColumnRenamer<'_> {
 /// An identifier that reads back as `name`: quoted unless it is a plain lower-case name that is
 /// no keyword.
 fn column_ident(name: &str) -> Ident {
-    let plain = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    let plain = crate::types::is_plain_identifier(name)
         && sqlparser::keywords::ALL_KEYWORDS
             .binary_search(&name.to_ascii_uppercase().as_str())
             .is_err();
