@@ -644,10 +644,7 @@ impl Transaction {
     /// The definition the caller holds must still be current once the lock is held.
     fn lock_table_for_write(&mut self, table: &TableDef) -> Result<()> {
         let engine = Arc::clone(&self.engine);
-        let key = LockKey {
-            index_id: table.id,
-            key: Vec::new(),
-        };
+        let key = LockKey::new(table.id, Vec::new());
         engine
             .locks
             .lock(self.id, key, LockMode::Shared, self.lock_timeout)?;

@@ -293,10 +293,7 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         let no_table = || EngineError::NoSuchTable(name.to_string());
         let id = engine.table(name).ok_or_else(no_table)?.id;
-        let key = LockKey {
-            index_id: id,
-            key: Vec::new(),
-        };
+        let key = LockKey::new(id, Vec::new());
         engine
             .locks
             .lock(self.id, key, LockMode::Exclusive, self.lock_timeout)?;
@@ -307,10 +304,7 @@ impl Transaction {
     /// Locks a new table's id (its name is claimed already), as
     /// [`Transaction::lock_table_for_ddl`] locks an existing one.
     pub(crate) fn lock_new_table(&mut self, id: IndexId) -> Result<()> {
-        let key = LockKey {
-            index_id: id,
-            key: Vec::new(),
-        };
+        let key = LockKey::new(id, Vec::new());
         let engine = Arc::clone(&self.engine);
         Ok(engine.locks.lock(self.id, key, LockMode::Exclusive, None)?)
     }
