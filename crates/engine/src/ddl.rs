@@ -1,6 +1,7 @@
 //! DDL on tables and their indexes, as writes of a transaction: CREATE/ALTER/DROP TABLE,
-//! TRUNCATE, CREATE/DROP INDEX. Each takes the table's lock exclusively until the transaction ends
-//! (no writer of the table has a change in flight, and none starts one), and the engine's DDL
+//! TRUNCATE, CREATE/DROP INDEX. Each takes the table's DDL lock and the table's lock exclusively
+//! until the transaction ends (no writer of the table has a change in flight, and none starts one;
+//! an index build takes the table's lock only for moments), and the engine's DDL
 //! lock — which every row write of every table takes shared — only for the catalog switch at its
 //! end, never across a scan, a sort, a build or a log sync; it logs what it changes so that a
 //! rollback puts it back (see [`crate::engine`]'s `catalog_change` module for the undo entries and for how other
@@ -13,18 +14,18 @@
 //!   that reads the table afterwards is refused with 40001 (`EngineError::TableRewritten`) rather
 //!   than shown an empty table, as PostgreSQL would show it; so are rebuilds
 //!   ([`crate::rebuild`]).
-//! * **CREATE INDEX** builds from the rows in place (a sorted scan and a bulk build, fully logged)
-//!   while the table's writers wait; an index is usable only by snapshots taken after it was built
-//!   ([`crate::catalog::IndexDef::valid_from`]).
+//! * **CREATE INDEX** is online ([`crate::index_build`]): the table's writers go on during the
+//!   scan, sort and build, and wait only for its start and its catalog switch; an index is usable
+//!   only by snapshots taken after its switch ([`crate::catalog::IndexDef::valid_from`]).
 
 use std::sync::Arc;
 
 use steady_storage::btree::BTree;
 
-use crate::catalog::{ColumnDef, EntryFormat, IndexDef, TableDef};
+use crate::catalog::{ColumnDef, TableDef};
 use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
-use crate::table::{check_key_columns, entry_value};
+use crate::table::check_key_columns;
 use crate::version::StorageObject;
 
 impl Transaction {
@@ -62,7 +63,11 @@ impl Transaction {
         let current = engine
             .table_by_id(table.id)
             .ok_or_else(|| EngineError::NoSuchTable(table.name.clone()))?;
-        self.lock_table_for_ddl(&current.name)?;
+        let current = self.lock_table_for_ddl(&current.name)?;
+        if table.indexes != current.indexes {
+            // Derived from a definition an index build or drop has changed since.
+            return Err(EngineError::TableChanged(current.name.clone()));
+        }
         if table.name != current.name {
             self.claim(&table.name)?;
         }
@@ -101,51 +106,6 @@ impl Transaction {
             space: table.space,
             tree: None,
         })
-    }
-
-    /// Builds a secondary index over the table's rows in place (a sorted scan and a bulk build,
-    /// fully logged) and adds it to the table.
-    pub fn create_secondary_index(
-        &mut self,
-        table: &str,
-        name: &str,
-        columns: Vec<usize>,
-        unique: bool,
-    ) -> Result<Arc<TableDef>> {
-        let engine = self.engine();
-        let table = self.lock_table_for_ddl(table)?;
-        if table.index(name).is_some() {
-            return Err(EngineError::DuplicateIndex(name.to_string()));
-        }
-        check_key_columns(&table.columns, &columns)?;
-        let id = self.new_tree_id(table.space)?;
-        let entries = engine.index_entries(&table, &columns, unique, id)?;
-        let space = engine
-            .store
-            .space(table.space)
-            .ok_or(EngineError::NoSuchIndex(table.id))?;
-        let format = EntryFormat::PkLength;
-        let tree = BTree::bulk_build(
-            engine.store.pool().clone(),
-            space,
-            id,
-            entries
-                .iter()
-                .map(|(key, pk, _)| Ok((key, entry_value(format, pk)))),
-            &mut |_| {},
-        )?;
-        let _ddl = engine.ddl.write();
-        engine.indexes.write().insert(id, Arc::new(tree));
-        let mut altered = (*table).clone();
-        altered.indexes.push(IndexDef {
-            id,
-            name: name.to_string(),
-            columns,
-            unique,
-            valid_from: engine.txns.stats().last_csn,
-            entry_format: format,
-        });
-        self.save_table(altered)
     }
 
     /// Drops a secondary index: from the definition at once, its tree by purge after the commit.

@@ -4,7 +4,7 @@
 //! [`lock`] (row locks, deadlock detection), [`ssi`] (read/write dependencies of SERIALIZABLE
 //! transactions), [`version`] (the formats of row versions, history and
 //! undo entries), [`engine`] (the database: writes, reads at each isolation level, commit, rollback,
-//! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), [`rebuild`]
+//! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), `index_build` (online CREATE INDEX), [`rebuild`]
 //! (ADD PRIMARY KEY and VACUUM FULL by bulk build), [`view`] (views as stored queries), [`codec`] (the
 //! encodings of `steady-types` values), [`io`] (page-I/O counters) and [`error`].
 
@@ -13,6 +13,7 @@ pub mod codec;
 mod ddl;
 pub mod engine;
 pub mod error;
+mod index_build;
 pub mod io;
 pub mod lock;
 pub mod rebuild;

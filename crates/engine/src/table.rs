@@ -16,9 +16,10 @@
 //!   then look for another live row with that value.
 //! * **DDL** ([`crate::ddl`]) is a write of a transaction, undone with it. Row writes take the
 //!   table's lock shared until their transaction ends and the engine's DDL lock shared for the
-//!   duration of one write; DDL takes the table's lock exclusively, so an index build sees no
-//!   write of that table in flight (builds are not online yet), and the DDL lock only for its
-//!   catalog switch, so writers of other tables go on during a build.
+//!   duration of one write; DDL takes the table's lock exclusively, and the DDL lock only for its
+//!   catalog switch, so writers of other tables go on during a build. An index build is online
+//!   ([`crate::index_build`]): it holds the table's lock only at its start and its switch, and
+//!   every write of a new version notes the row for the builds running on the table.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ use crate::engine::row_lock::{RowLockMode, RowLockWait, RowLocked};
 use crate::engine::{Engine, InPlace, Transaction, UnlockedChange};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
-use crate::sorter::{KeySorter, Sorted};
+use crate::sorter::KeySorter;
 use crate::version::{
     history_last, history_prefix, IndexId, OldVersion, UndoAction, UndoEntry, Version,
 };
@@ -68,39 +69,6 @@ impl Engine {
 
     pub(crate) fn table_by_id(&self, id: IndexId) -> Option<Arc<TableDef>> {
         self.catalog.read().get(&id).cloned()
-    }
-
-    /// The sorted entries `(entry key, primary key)` of a new index over every live in-place row
-    /// of `table`; 23505 if `unique` and two rows without NULLs in `columns` share a key.
-    pub(crate) fn index_entries(
-        &self,
-        table: &TableDef,
-        columns: &[usize],
-        unique: bool,
-        id: IndexId,
-    ) -> Result<KeySorter> {
-        let clustered = self.tree(table.id)?;
-        let decoder = table.decoder(Some(wanted_columns(table, columns)));
-        let mut entries = self.sorter_for(&clustered)?;
-        for record in clustered.range(Bound::Unbounded, Bound::Unbounded) {
-            let (pk, bytes) = record?;
-            let version = Version::from_record(bytes)?;
-            if version.deleted {
-                continue;
-            }
-            let values = decoder.decode(&version.row).map_err(corrupt_row)?;
-            let comparable = !has_null(&values, columns);
-            let key = entry_key(&index_key(&values, columns), &pk);
-            entries.push(&key, &pk, comparable);
-        }
-        entries.sort();
-        let same_key = |(a, a_pk, a_comparable): Sorted<'_>, (b, b_pk, _): Sorted<'_>| {
-            a_comparable && a[..a.len() - a_pk.len()] == b[..b.len() - b_pk.len()]
-        };
-        if unique && entries.any_neighbours(same_key) {
-            return Err(EngineError::UniqueViolation { index: id });
-        }
-        Ok(entries)
     }
 
     /// Removes the secondary entries of an old version that no other version of its row still
@@ -349,6 +317,7 @@ impl Transaction {
         self.check_unique(table, &pk, values)?;
         self.insert(table.id, &pk, &encode_row(values))?;
         self.add_index_entries(table, &pk, values)?;
+        engine.builds.note(table.id, [pk.as_slice()]);
         Ok(pk)
     }
 
@@ -383,7 +352,11 @@ impl Transaction {
             };
             keyed.push((pk, encode_row(values)));
         }
-        self.insert_many(table.id, &keyed)
+        let inserted = self.insert_many(table.id, &keyed);
+        engine
+            .builds
+            .note(table.id, keyed.iter().map(|(pk, _)| pk.as_slice()));
+        inserted
     }
 
     /// Replaces the row under `pk` (whose primary-key columns must not change; the SQL layer
@@ -397,6 +370,7 @@ impl Transaction {
             return Ok(false);
         }
         self.add_index_entries(table, pk, values)?;
+        engine.builds.note(table.id, [pk]);
         Ok(true)
     }
 
@@ -447,12 +421,13 @@ impl Transaction {
             .map(|(pk, values)| (pk.clone(), Some(encode_row(values))))
             .collect();
         let written = self.write_many_locked(table.id, &encoded)?;
-        let mut updated = 0;
+        let mut updated = Vec::new();
         for ((pk, values), _) in rows.iter().zip(written).filter(|(_, w)| *w) {
             self.add_index_entries(table, pk, values)?;
-            updated += 1;
+            updated.push(pk.as_slice());
         }
-        Ok(updated)
+        engine.builds.note(table.id, updated.iter().copied());
+        Ok(updated.len())
     }
 
     /// The row under `pk`, as this transaction sees it.
@@ -518,11 +493,14 @@ impl Transaction {
             .map(|(pk, read, values)| (pk.as_slice(), read, values.as_deref().map(encode_row)))
             .collect();
         let written = self.write_many_unlocked(table.id, &encoded)?;
+        let mut updated = Vec::new();
         for ((pk, _, values), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
             if let Some(values) = values {
                 self.add_index_entries(table, pk, values)?;
+                updated.push(pk.as_slice());
             }
         }
+        engine.builds.note(table.id, updated);
         Ok(written)
     }
 

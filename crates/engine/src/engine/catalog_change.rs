@@ -293,12 +293,23 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         let no_table = || EngineError::NoSuchTable(name.to_string());
         let id = engine.table(name).ok_or_else(no_table)?.id;
+        self.lock_ddl(id)?;
         let key = LockKey::new(id, Vec::new());
         engine
             .locks
             .lock(self.id, key, LockMode::Exclusive, self.lock_timeout)?;
         self.claim(name)?;
         engine.table_by_id(id).ok_or_else(no_table)
+    }
+
+    /// Takes table `table`'s DDL lock until the transaction ends: no other DDL on the table runs
+    /// meanwhile (the table's writers never take it).
+    pub(crate) fn lock_ddl(&mut self, table: IndexId) -> Result<()> {
+        let key = LockKey::new(DDL_LOCKS, table.to_be_bytes());
+        let engine = Arc::clone(&self.engine);
+        Ok(engine
+            .locks
+            .lock(self.id, key, LockMode::Exclusive, self.lock_timeout)?)
     }
 
     /// Locks a new table's id (its name is claimed already), as

@@ -116,6 +116,10 @@ const PURGE_TXN: TxnId = u64::MAX - 1;
 /// holds the key of its own id exclusively until it ends; a transaction that meets one of those
 /// rows waits on that key (see [`Transaction::insert_without_row_lock`]).
 pub const TXN_LOCKS: IndexId = u64::MAX;
+/// The lock-table "index" of DDL locks: DDL on a table holds the key of the table's id
+/// exclusively until it ends, so two DDL statements on one table never overlap, while the table's
+/// own lock (which its writers take shared) is held by an online index build only for moments.
+pub const DDL_LOCKS: IndexId = u64::MAX - 2;
 /// Pause between background purge passes.
 const PURGE_INTERVAL: Duration = Duration::from_millis(10);
 
@@ -219,6 +223,8 @@ pub struct Engine {
     rewritten: RwLock<HashMap<IndexId, (Csn, String)>>,
     /// How many indexes `rewritten` holds: reads look at it only when some.
     rewritten_count: AtomicUsize,
+    /// The online index builds running, with the rows written to their tables meanwhile.
+    pub(crate) builds: crate::index_build::Builds,
     id_allocation: Mutex<()>,
     /// The hidden row ids reserved: next to hand out, end of the block.
     row_ids: Mutex<(u64, u64)>,

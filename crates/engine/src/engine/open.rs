@@ -81,6 +81,7 @@ impl Engine {
             claim_count: AtomicUsize::new(0),
             rewritten: RwLock::new(HashMap::new()),
             rewritten_count: AtomicUsize::new(0),
+            builds: Default::default(),
             id_allocation: Mutex::new(()),
             row_ids: Mutex::new((0, 0)),
         });

@@ -134,13 +134,20 @@ impl Transaction {
     /// table's lock held exclusively (no other transaction has a write in flight there), whatever
     /// the transaction's snapshot.
     pub fn scan_latest(&mut self, index: IndexId) -> Result<Scan> {
+        self.scan_all_at(index, None)
+    }
+
+    /// Every row of `index` in key order as `snapshot` sees it (None: as they are now), with this
+    /// transaction's own writes; an online index build reads its table so, from a snapshot of its
+    /// own (see [`crate::index_build`]).
+    pub(crate) fn scan_all_at(&mut self, index: IndexId, snapshot: Option<Csn>) -> Result<Scan> {
         self.check_open()?;
         Ok(Scan {
             engine: Arc::clone(&self.engine),
             reader: self.id,
             tree: self.engine.tree(index)?,
             index,
-            snapshot: None,
+            snapshot,
             next_start: Some(Bound::Unbounded),
             end: Bound::Unbounded,
             leaf: Default::default(),

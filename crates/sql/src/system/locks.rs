@@ -8,7 +8,7 @@
 //! unique key value (`tuple`, on the table or index it belongs to). A waiting request has
 //! `granted = false`, so PostgreSQL's monitoring queries find who blocks whom.
 
-use steady_engine::engine::TXN_LOCKS;
+use steady_engine::engine::{DDL_LOCKS, TXN_LOCKS};
 use steady_engine::lock::{LockInfo, LockMode};
 use steady_types::{DataType, Value};
 
@@ -73,6 +73,13 @@ fn lock_row(lock: &LockInfo, pid: Value) -> Vec<Value> {
             Value::Null,
             owner.map_or(Value::Null, |t| name(&t.to_string())),
         )
+    } else if lock.key.index_id == DDL_LOCKS {
+        let table = lock.key.key.as_slice().try_into().map(u64::from_be_bytes);
+        (
+            "relation",
+            table.map_or(Value::Null, |t| oid(oids::relation(t))),
+            Value::Null,
+        )
     } else if lock.key.key.is_empty() {
         (
             "relation",
@@ -83,6 +90,8 @@ fn lock_row(lock: &LockInfo, pid: Value) -> Vec<Value> {
         ("tuple", oid(oids::relation(lock.key.index_id)), Value::Null)
     };
     let mode = match (kind, lock.mode) {
+        // The DDL lock conflicts with itself only, as PostgreSQL's SHARE UPDATE EXCLUSIVE.
+        _ if lock.key.index_id == DDL_LOCKS => "ShareUpdateExclusiveLock",
         ("relation", LockMode::Shared) => "RowExclusiveLock",
         ("relation", LockMode::Exclusive) => "AccessExclusiveLock",
         (_, LockMode::Shared) => "ShareLock",

@@ -1,0 +1,377 @@
+//! Online index builds: CREATE INDEX (UNIQUE too) while the table's writers go on.
+//!
+//! PostgreSQL's CREATE INDEX CONCURRENTLY and InnoDB's online row log, fitted to secondary entries
+//! that are not versioned ([`crate::table`]): once usable, an index must hold an entry for the
+//! newest committed version of every row; any other entry is a stale one that readers skip and
+//! purge removes. The build goes in four steps:
+//!
+//! 1. **Start** (a moment): the build takes the table's lock exclusively — waiting for the
+//!    transactions that have written to the table to end — registers a *change log* for the table,
+//!    takes a snapshot S, and lets the lock go. From then on every write of a new row version to
+//!    the table notes the row's primary key in the log ([`Builds::note`]), so every version that S
+//!    does not see is a logged row's.
+//! 2. **Build**: the rows S sees are sorted and bulk-built bottom-up into the new tree (fully
+//!    logged), with no lock held that a writer takes.
+//! 3. **Catch up**: rounds take the logged keys, read each row's newest version and add its entry
+//!    if its writer has committed; a row whose writer has not is left for a later round (an entry
+//!    for a version that is then rolled back would never be purged). A UNIQUE index's keys are
+//!    checked as they are added, against committed rows.
+//! 4. **Switch** (a moment): the table's lock, exclusively until the transaction ends, as any DDL
+//!    takes it; the rows still logged (their writers have all ended now) get their entries, and the
+//!    index joins the table's definition, usable by snapshots taken from then on
+//!    ([`crate::catalog::IndexDef::valid_from`]).
+//!
+//! **Invariants.**
+//! * The build holds the table's DDL lock ([`crate::engine::DDL_LOCKS`]) from start to end, so no
+//!   other DDL changes the table meanwhile; writers never take it.
+//! * S stays open until the switch, so purge removes no version that S does not see before the
+//!   index is in the definition: an entry added in a catch-up round for a version overwritten later
+//!   is removed by purge, which by then knows the index, when it removes that version.
+//! * A transaction that has written to the table before its CREATE INDEX holds the table's lock
+//!   already: the build then keeps it exclusively throughout (the table's writers wait, as they do
+//!   for PostgreSQL's plain CREATE INDEX), and its change log stays empty.
+//! * The change log lives in memory, as InnoDB's does: a crash rolls the build's transaction
+//!   back, and the new tree with it.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use steady_storage::btree::BTree;
+
+use crate::catalog::{EntryFormat, IndexDef, TableDef};
+use crate::codec::prefix_successor;
+use crate::engine::{Engine, Transaction};
+use crate::error::{EngineError, Result};
+use crate::lock::{LockKey, LockMode};
+use crate::sorter::{KeySorter, Sorted};
+use crate::table::{
+    check_key_columns, corrupt_row, entry_key, entry_pk, entry_value, has_null, index_key,
+    wanted_columns,
+};
+use crate::txn::{Csn, Snapshot, TxnId, TxnStatus};
+use crate::version::IndexId;
+
+/// Logged rows left for the switch, when the table's writers wait: catch-up rounds go on until
+/// no more than this many remain.
+const LEFT_FOR_SWITCH: usize = 1_000;
+/// At most this many catch-up rounds (writers faster than the build leave the rest to the switch).
+const CATCH_UP_ROUNDS: usize = 32;
+
+/// The online index builds running, each with the change log of its table.
+#[derive(Default)]
+pub(crate) struct Builds {
+    logs: Mutex<HashMap<IndexId, Vec<Arc<ChangeLog>>>>,
+    /// How many builds run: writers look at `logs` only when some do.
+    running: AtomicUsize,
+}
+
+impl Builds {
+    /// Notes that new versions of rows `pks` of table `table` were written (called by the writer
+    /// after the write, holding the table's lock shared).
+    pub(crate) fn note<'k>(&self, table: IndexId, pks: impl IntoIterator<Item = &'k [u8]>) {
+        if self.running.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let logs = self.logs.lock();
+        let Some(logs) = logs.get(&table) else {
+            return;
+        };
+        let pks: Vec<&[u8]> = pks.into_iter().collect();
+        for log in logs {
+            log.pks.lock().extend(pks.iter().map(|pk| pk.to_vec()));
+        }
+    }
+
+    fn register(&self, table: IndexId) -> Arc<ChangeLog> {
+        let log = Arc::new(ChangeLog::default());
+        self.logs.lock().entry(table).or_default().push(log.clone());
+        self.running.fetch_add(1, Ordering::AcqRel);
+        log
+    }
+
+    fn unregister(&self, table: IndexId, log: &Arc<ChangeLog>) {
+        let mut logs = self.logs.lock();
+        if let Some(of_table) = logs.get_mut(&table) {
+            of_table.retain(|l| !Arc::ptr_eq(l, log));
+            if of_table.is_empty() {
+                logs.remove(&table);
+            }
+        }
+        self.running.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The primary keys of the rows written to a table since a build started (repeats allowed).
+#[derive(Default)]
+struct ChangeLog {
+    pks: Mutex<Vec<Vec<u8>>>,
+}
+
+impl ChangeLog {
+    /// Takes the keys logged so far, ascending and without repeats.
+    fn drain(&self) -> Vec<Vec<u8>> {
+        let mut pks = std::mem::take(&mut *self.pks.lock());
+        pks.sort_unstable();
+        pks.dedup();
+        pks
+    }
+
+    fn len(&self) -> usize {
+        self.pks.lock().len()
+    }
+
+    fn put_back(&self, pks: Vec<Vec<u8>>) {
+        self.pks.lock().extend(pks);
+    }
+}
+
+/// A build from its start to its switch: its change log registered and its snapshot open; both
+/// are given up when it is dropped, whether the build succeeded or not.
+struct RunningBuild {
+    engine: Arc<Engine>,
+    table: IndexId,
+    log: Arc<ChangeLog>,
+    snapshot: Option<Snapshot>,
+}
+
+impl RunningBuild {
+    fn snapshot(&self) -> Csn {
+        self.snapshot.map_or(0, |s| s.csn)
+    }
+}
+
+impl Drop for RunningBuild {
+    fn drop(&mut self) {
+        self.engine.builds.unregister(self.table, &self.log);
+        if let Some(snapshot) = self.snapshot.take() {
+            self.engine.txns.release_snapshot(snapshot);
+        }
+    }
+}
+
+/// What a check of a UNIQUE key against the committed rows found.
+enum KeyCheck {
+    Unique,
+    /// Another row's newest version has the key but its writer has not ended: look again later.
+    Undecided,
+}
+
+impl Transaction {
+    /// Builds a secondary index over the table's rows while its writers go on (see the module
+    /// documentation) and adds it to the table; 23505 if `unique` and two rows share a key.
+    pub fn create_secondary_index(
+        &mut self,
+        table: &str,
+        name: &str,
+        columns: Vec<usize>,
+        unique: bool,
+    ) -> Result<Arc<TableDef>> {
+        let engine = self.engine();
+        let no_table = || EngineError::NoSuchTable(table.to_string());
+        let table_id = engine.table(table).ok_or_else(no_table)?.id;
+        self.lock_ddl(table_id)?;
+        let build = self.start_build(table_id)?;
+        let table = engine.table_by_id(table_id).ok_or_else(no_table)?;
+        if table.index(name).is_some() {
+            return Err(EngineError::DuplicateIndex(name.to_string()));
+        }
+        check_key_columns(&table.columns, &columns)?;
+        let index = IndexDef {
+            id: self.new_tree_id(table.space)?,
+            name: name.to_string(),
+            columns,
+            unique,
+            valid_from: 0,
+            entry_format: EntryFormat::PkLength,
+        };
+        let mut with_index = (*table).clone();
+        with_index.indexes.push(index.clone());
+        self.bulk_build_index(&with_index, &index, build.snapshot())?;
+        self.catch_up(&with_index, &index, &build.log)?;
+        let table = self.lock_table_for_ddl(&table.name)?;
+        let left = self.add_changed_entries(&with_index, &index, build.log.drain())?;
+        debug_assert!(left.is_empty(), "a writer of the table is still running");
+        drop(build);
+        let _ddl = engine.ddl.write();
+        let mut altered = (*table).clone();
+        altered.indexes.push(IndexDef {
+            valid_from: engine.txns.stats().last_csn,
+            ..index
+        });
+        self.save_table(altered)
+    }
+
+    /// Step 1: registers the build's change log and takes its snapshot, with no writer of the
+    /// table in the middle of its transaction.
+    fn start_build(&mut self, table: IndexId) -> Result<RunningBuild> {
+        let engine = self.engine();
+        let key = LockKey::new(table, Vec::new());
+        let held_before = engine.locks.holds(self.id, &key).is_some();
+        engine
+            .locks
+            .lock(self.id, key.clone(), LockMode::Exclusive, self.lock_timeout)?;
+        let log = engine.builds.register(table);
+        let snapshot = Some(engine.txns.take_snapshot());
+        if !held_before {
+            engine.locks.release(self.id, &key);
+        }
+        Ok(RunningBuild {
+            engine,
+            table,
+            log,
+            snapshot,
+        })
+    }
+
+    /// Step 2: the entries of the rows `snapshot` sees, sorted and bulk-built into `index`'s tree.
+    fn bulk_build_index(
+        &mut self,
+        table: &TableDef,
+        index: &IndexDef,
+        snapshot: Csn,
+    ) -> Result<()> {
+        let engine = self.engine();
+        let entries = self.index_entries(table, index, snapshot)?;
+        let space = engine
+            .store
+            .space(table.space)
+            .ok_or(EngineError::NoSuchIndex(table.id))?;
+        let tree = BTree::bulk_build(
+            engine.store.pool().clone(),
+            space,
+            index.id,
+            entries
+                .iter()
+                .map(|(key, pk, _)| Ok((key, entry_value(index.entry_format, pk)))),
+            &mut |_| {},
+        )?;
+        engine.indexes.write().insert(index.id, Arc::new(tree));
+        Ok(())
+    }
+
+    /// The sorted entries `(entry key, primary key)` of `index` over the rows `snapshot` sees;
+    /// 23505 if the index is unique and two of them without NULLs share a key.
+    fn index_entries(
+        &mut self,
+        table: &TableDef,
+        index: &IndexDef,
+        snapshot: Csn,
+    ) -> Result<KeySorter> {
+        let engine = self.engine();
+        let decoder = table.decoder(Some(wanted_columns(table, &index.columns)));
+        let mut entries = engine.sorter_for(&*engine.tree(table.id)?)?;
+        let mut rows = self.scan_all_at(table.id, Some(snapshot))?;
+        while let Some(row) = rows.next_entry() {
+            let (pk, bytes) = row?;
+            let values = decoder.decode(bytes).map_err(corrupt_row)?;
+            let comparable = !has_null(&values, &index.columns);
+            let key = entry_key(&index_key(&values, &index.columns), pk);
+            entries.push(&key, pk, comparable);
+        }
+        entries.sort();
+        let same_key = |(a, a_pk, a_comparable): Sorted<'_>, (b, b_pk, _): Sorted<'_>| {
+            a_comparable && a[..a.len() - a_pk.len()] == b[..b.len() - b_pk.len()]
+        };
+        if index.unique && entries.any_neighbours(same_key) {
+            return Err(EngineError::UniqueViolation { index: index.id });
+        }
+        Ok(entries)
+    }
+
+    /// Step 3: catch-up rounds over the logged rows until few are left for the switch.
+    fn catch_up(&mut self, table: &TableDef, index: &IndexDef, log: &ChangeLog) -> Result<()> {
+        for _ in 0..CATCH_UP_ROUNDS {
+            if log.len() <= LEFT_FOR_SWITCH {
+                break;
+            }
+            let left = self.add_changed_entries(table, index, log.drain())?;
+            log.put_back(left);
+        }
+        Ok(())
+    }
+
+    /// Adds to `index` the entries of the newest versions of rows `pks` (ascending) whose
+    /// writers have committed, checking a unique index's keys; returns the rows left for later.
+    fn add_changed_entries(
+        &mut self,
+        table: &TableDef,
+        index: &IndexDef,
+        pks: Vec<Vec<u8>>,
+    ) -> Result<Vec<Vec<u8>>> {
+        let engine = self.engine();
+        let clustered = engine.tree(table.id)?;
+        let tree = engine.tree(index.id)?;
+        let decoder = table.decoder(Some(wanted_columns(table, &index.columns)));
+        let versions = engine.current_versions(&clustered, table.id, &pks)?;
+        let mut left = Vec::new();
+        for (pk, version) in pks.into_iter().zip(versions) {
+            let Some(version) = version else { continue };
+            if !self.settled(version.writer) {
+                left.push(pk);
+                continue;
+            }
+            if version.deleted {
+                continue;
+            }
+            let values = decoder.decode(&version.row).map_err(corrupt_row)?;
+            let sk = index_key(&values, &index.columns);
+            let key = entry_key(&sk, &pk);
+            if tree.get(&key)?.is_none() {
+                tree.insert(&key, &entry_value(index.entry_format, &pk))?;
+            }
+            if !index.unique || has_null(&values, &index.columns) {
+                continue;
+            }
+            if let KeyCheck::Undecided = self.check_built_key(table, index, &sk, &pk)? {
+                left.push(pk);
+            }
+        }
+        Ok(left)
+    }
+
+    /// Whether a version's writer has ended (or is this transaction): its version is the row's
+    /// for good.
+    fn settled(&self, writer: TxnId) -> bool {
+        writer == self.id || matches!(self.engine.txns.status(writer), TxnStatus::Committed(_))
+    }
+
+    /// Looks for a row other than `pk` whose newest version has `index` key `sk`: 23505 if a
+    /// committed one does.
+    fn check_built_key(
+        &self,
+        table: &TableDef,
+        index: &IndexDef,
+        sk: &[u8],
+        pk: &[u8],
+    ) -> Result<KeyCheck> {
+        let engine = &self.engine;
+        let tree = engine.tree(index.id)?;
+        let clustered = engine.tree(table.id)?;
+        let decoder = table.decoder(Some(wanted_columns(table, &index.columns)));
+        let end = prefix_successor(sk);
+        let end = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let mut check = KeyCheck::Unique;
+        for entry in tree.range(Bound::Included(sk), end) {
+            let (key, value) = entry?;
+            let other = entry_pk(index.entry_format, &key, value)?;
+            if other == pk || key.len() != sk.len() + other.len() {
+                continue;
+            }
+            let Some(version) = engine.current_version(&clustered, table.id, &other)? else {
+                continue;
+            };
+            let has_key = !version.deleted
+                && index_key(&decoder.decode(&version.row).map_err(corrupt_row)?, &index.columns)
+                    == sk;
+            match (has_key, self.settled(version.writer)) {
+                (true, true) => return Err(EngineError::UniqueViolation { index: index.id }),
+                (_, false) => check = KeyCheck::Undecided,
+                (false, true) => {}
+            }
+        }
+        Ok(check)
+    }
+}
