@@ -82,6 +82,17 @@ pub struct IndexDef {
     pub entry_format: EntryFormat,
 }
 
+impl IndexDef {
+    /// The same index with its keys not required to be unique (to read a table's entries whatever
+    /// rows it holds).
+    pub(crate) fn without_unique(&self) -> IndexDef {
+        IndexDef {
+            unique: false,
+            ..self.clone()
+        }
+    }
+}
+
 /// How a secondary entry, keyed `index key ++ primary key`, names its row.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EntryFormat {

@@ -85,6 +85,11 @@ impl Builds {
         }
     }
 
+    /// How many index builds are past their start (their change logs registered).
+    pub(crate) fn running(&self) -> usize {
+        self.running.load(Ordering::Acquire)
+    }
+
     fn register(&self, table: IndexId) -> Arc<ChangeLog> {
         let log = Arc::new(ChangeLog::default());
         self.logs.lock().entry(table).or_default().push(log.clone());
@@ -157,6 +162,14 @@ enum KeyCheck {
     Unique,
     /// Another row's newest version has the key but its writer has not ended: look again later.
     Undecided,
+}
+
+impl Engine {
+    /// How many online index builds are running past their start: writes to their tables are
+    /// being noted for them.
+    pub fn index_builds_running(&self) -> usize {
+        self.builds.running()
+    }
 }
 
 impl Transaction {
@@ -234,7 +247,7 @@ impl Transaction {
         snapshot: Csn,
     ) -> Result<()> {
         let engine = self.engine();
-        let entries = self.index_entries(table, index, snapshot)?;
+        let entries = self.index_entries(table, index, Some(snapshot))?;
         let space = engine
             .store
             .space(table.space)
@@ -252,18 +265,19 @@ impl Transaction {
         Ok(())
     }
 
-    /// The sorted entries `(entry key, primary key)` of `index` over the rows `snapshot` sees;
-    /// 23505 if the index is unique and two of them without NULLs share a key.
-    fn index_entries(
+    /// The sorted entries `(entry key, primary key)` of `index` over the rows `snapshot` sees
+    /// (None: the newest versions); 23505 if the index is unique and two of them without NULLs
+    /// share a key.
+    pub(crate) fn index_entries(
         &mut self,
         table: &TableDef,
         index: &IndexDef,
-        snapshot: Csn,
+        snapshot: Option<Csn>,
     ) -> Result<KeySorter> {
         let engine = self.engine();
         let decoder = table.decoder(Some(wanted_columns(table, &index.columns)));
         let mut entries = engine.sorter_for(&*engine.tree(table.id)?)?;
-        let mut rows = self.scan_all_at(table.id, Some(snapshot))?;
+        let mut rows = self.scan_all_at(table.id, snapshot)?;
         while let Some(row) = rows.next_entry() {
             let (pk, bytes) = row?;
             let values = decoder.decode(bytes).map_err(corrupt_row)?;
@@ -364,8 +378,10 @@ impl Transaction {
                 continue;
             };
             let has_key = !version.deleted
-                && index_key(&decoder.decode(&version.row).map_err(corrupt_row)?, &index.columns)
-                    == sk;
+                && index_key(
+                    &decoder.decode(&version.row).map_err(corrupt_row)?,
+                    &index.columns,
+                ) == sk;
             match (has_key, self.settled(version.writer)) {
                 (true, true) => return Err(EngineError::UniqueViolation { index: index.id }),
                 (_, false) => check = KeyCheck::Undecided,
@@ -373,5 +389,83 @@ impl Transaction {
             }
         }
         Ok(check)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::ColumnDef;
+    use crate::engine::{EngineConfig, Isolation};
+    use steady_storage::io::{MemVfs, Vfs};
+    use steady_types::{DataType, Value};
+
+    fn row(id: i64, v: i64) -> Vec<Value> {
+        vec![Value::BigInt(id), Value::BigInt(v)]
+    }
+
+    /// A catch-up round adds the entry of a row whose writer has committed, and leaves a row
+    /// whose writer is still running for a later round: an entry added for its version would
+    /// never be purged if it rolled back.
+    #[test]
+    fn catch_up_adds_only_committed_versions() {
+        let config = EngineConfig {
+            background_purge: false,
+            ..Default::default()
+        };
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let engine = Engine::open_vfs(vfs, &config).unwrap();
+        let columns = vec![
+            ColumnDef::plain("id", DataType::BigInt),
+            ColumnDef::plain("v", DataType::BigInt),
+        ];
+        let table = engine
+            .autocommit(|t| t.create_table("t", columns, vec![0]))
+            .unwrap();
+        let (settled, running) = (index_key(&row(1, 0), &[0]), index_key(&row(2, 0), &[0]));
+        engine
+            .autocommit(|t| {
+                t.insert_row(&table, &row(1, 10))?;
+                t.insert_row(&table, &row(2, 20))
+            })
+            .unwrap();
+        let mut build = engine.begin(Isolation::ReadCommitted).unwrap();
+        let index = IndexDef {
+            id: build.new_tree_id(table.space).unwrap(),
+            name: "by_v".into(),
+            columns: vec![1],
+            unique: false,
+            valid_from: 0,
+            entry_format: EntryFormat::PkLength,
+        };
+        let mut with_index = (*table).clone();
+        with_index.indexes.push(index.clone());
+        let snapshot = engine.txns.take_snapshot().csn;
+        build
+            .bulk_build_index(&with_index, &index, snapshot)
+            .unwrap();
+        engine
+            .autocommit(|t| t.update_row(&table, &settled, &row(1, 11)))
+            .unwrap();
+        let mut writer = engine.begin(Isolation::ReadCommitted).unwrap();
+        writer.update_row(&table, &running, &row(2, 21)).unwrap();
+        let pks = vec![settled.clone(), running.clone()];
+        let left = build.add_changed_entries(&with_index, &index, pks).unwrap();
+        assert_eq!(left, vec![running.clone()]);
+        let entries = |engine: &Engine| -> Vec<Vec<u8>> {
+            let tree = engine.tree(index.id).unwrap();
+            let all = tree.range(Bound::Unbounded, Bound::Unbounded);
+            all.map(|entry| entry.unwrap().0).collect()
+        };
+        let key = |id: i64, v: i64| {
+            entry_key(&index_key(&row(id, v), &[1]), &index_key(&row(id, v), &[0]))
+        };
+        assert_eq!(entries(&engine), vec![key(1, 10), key(1, 11), key(2, 20)]);
+        writer.rollback().unwrap();
+        let left = build
+            .add_changed_entries(&with_index, &index, left)
+            .unwrap();
+        assert!(left.is_empty());
+        assert_eq!(entries(&engine), vec![key(1, 10), key(1, 11), key(2, 20)]);
     }
 }

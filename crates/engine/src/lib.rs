@@ -4,7 +4,7 @@
 //! [`lock`] (row locks, deadlock detection), [`ssi`] (read/write dependencies of SERIALIZABLE
 //! transactions), [`version`] (the formats of row versions, history and
 //! undo entries), [`engine`] (the database: writes, reads at each isolation level, commit, rollback,
-//! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), `index_build` (online CREATE INDEX), [`rebuild`]
+//! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), `index_build` (online CREATE INDEX), [`index_check`] (indexes verified against their tables), [`rebuild`]
 //! (ADD PRIMARY KEY and VACUUM FULL by bulk build), [`view`] (views as stored queries), [`codec`] (the
 //! encodings of `steady-types` values), [`io`] (page-I/O counters) and [`error`].
 
@@ -14,6 +14,7 @@ mod ddl;
 pub mod engine;
 pub mod error;
 mod index_build;
+pub mod index_check;
 pub mod io;
 pub mod lock;
 pub mod rebuild;

@@ -1,0 +1,292 @@
+//! Online index builds at the engine API: writers of the table go on during a CREATE INDEX, their
+//! writes reach the new index through the build's change log, and the index ends equal to a fresh
+//! build of the same rows (checked with `Engine::check_indexes` once purge has caught up); a
+//! UNIQUE build that meets a duplicate written during the build fails and leaves nothing behind.
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::Duration;
+
+use steady_engine::catalog::{ColumnDef, TableDef};
+use steady_engine::engine::{Engine, EngineConfig, Isolation, Transaction};
+use steady_engine::error::EngineError;
+use steady_engine::index_check::IndexCheck;
+use steady_engine::lock::LockKey;
+use steady_engine::table::index_key;
+use steady_storage::io::{MemVfs, Vfs};
+use steady_storage::store::StoreConfig;
+use steady_types::{DataType, Value};
+
+fn open() -> Arc<Engine> {
+    let config = EngineConfig {
+        store: StoreConfig {
+            page_size: 4096,
+            buffer_pool_bytes: 2048 * 4096,
+            background_flush: false,
+            log_capacity: 64 << 20,
+            ..Default::default()
+        },
+        lock_timeout: Some(Duration::from_secs(30)),
+        background_purge: false,
+        ..Default::default()
+    };
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    Engine::open_vfs(vfs, &config).unwrap()
+}
+
+/// Table `t (id bigint primary key, v bigint, w text)` with `rows` rows, v = id % 97.
+fn table(engine: &Arc<Engine>, rows: i64) -> Arc<TableDef> {
+    let columns = vec![
+        ColumnDef::plain("id", DataType::BigInt),
+        ColumnDef::plain("v", DataType::BigInt),
+        ColumnDef::plain("w", DataType::Text),
+    ];
+    engine
+        .autocommit(|t| t.create_table("t", columns, vec![0]))
+        .unwrap();
+    let table = engine.table("t").unwrap();
+    engine
+        .autocommit(|t| {
+            for id in 0..rows {
+                t.insert_row(&table, &row(id, id % 97))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    table
+}
+
+fn row(id: i64, v: i64) -> Vec<Value> {
+    vec![
+        Value::BigInt(id),
+        Value::BigInt(v),
+        Value::Text(format!("row {id}")),
+    ]
+}
+
+/// Spins until `ready` holds (another thread's progress, observed; nothing is timed).
+fn wait_until(ready: impl Fn() -> bool) {
+    while !ready() {
+        thread::yield_now();
+    }
+}
+
+/// How many transactions wait for table `table`'s lock.
+fn waiting(engine: &Engine, table: &TableDef) -> usize {
+    let key = LockKey::new(table.id, Vec::new());
+    let locks = engine.locks().snapshot();
+    locks.iter().filter(|l| l.key == key && !l.granted).count()
+}
+
+/// Runs `build` in a thread of its own while another transaction runs `during` after the build's
+/// start (so that its writes are in no snapshot of the build, only in its change log) and
+/// commits only once the build waits to switch; returns what the build returned.
+///
+/// The order is forced with the table's lock, never with time: a transaction that has written
+/// to the table makes the build's start wait; the writer's first write queues behind the start;
+/// the first transaction then commits, so the writer's writes follow the start; and the build's
+/// switch waits for the writer, which commits once it sees that. `during` must not start another
+/// transaction that writes to the table: it would queue behind the build's switch, which waits for
+/// `during`'s own transaction.
+fn build_while_writing(
+    engine: &Arc<Engine>,
+    table: &Arc<TableDef>,
+    build: impl FnOnce(&mut Transaction) -> Result<Arc<TableDef>, EngineError> + Send + 'static,
+    during: impl FnOnce(&mut Transaction) + Send + 'static,
+) -> Result<Arc<TableDef>, EngineError> {
+    let mut first = engine.begin(Isolation::ReadCommitted).unwrap();
+    first.update_row(table, &pk(0), &row(0, 0)).unwrap();
+    let builder = {
+        let engine = engine.clone();
+        thread::spawn(move || engine.autocommit(build))
+    };
+    wait_until(|| waiting(engine, table) == 1);
+    let (written, wrote) = mpsc::channel();
+    let (commit, committing) = mpsc::channel::<()>();
+    let writer = {
+        let engine = engine.clone();
+        thread::spawn(move || {
+            let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+            during(&mut txn);
+            written.send(()).unwrap();
+            committing.recv().unwrap();
+            txn.commit().unwrap();
+        })
+    };
+    wait_until(|| waiting(engine, table) == 2);
+    first.commit().unwrap();
+    wrote.recv().unwrap();
+    assert_eq!(engine.index_builds_running(), 1);
+    wait_until(|| waiting(engine, table) == 1 || builder.is_finished());
+    assert!(
+        !builder.is_finished(),
+        "the build ended before the writer did"
+    );
+    commit.send(()).unwrap();
+    writer.join().unwrap();
+    builder.join().unwrap()
+}
+
+/// Purges until nothing is left to remove, then checks every index of every table.
+fn checked(engine: &Arc<Engine>) -> Vec<IndexCheck> {
+    while engine.purge().unwrap() > 0 {}
+    engine.check_indexes().unwrap()
+}
+
+fn assert_fresh(checks: &[IndexCheck]) {
+    for check in checks {
+        assert_eq!(check.missing_count, 0, "{check:?}");
+        assert_eq!(check.stale, 0, "{check:?}");
+    }
+}
+
+#[test]
+fn writes_made_during_a_build_reach_the_index() {
+    let engine = open();
+    let table = table(&engine, 3000);
+    let writes_table = table.clone();
+    let built = build_while_writing(
+        &engine,
+        &table,
+        |t| t.create_secondary_index("t", "by_v", vec![1], false),
+        move |writer| {
+            let table = writes_table;
+            // Undone writes first: the build's snapshot saw the versions they put back.
+            let savepoint = writer.savepoint();
+            for id in 201..301 {
+                writer.update_row(&table, &pk(id), &row(id, 1000)).unwrap();
+            }
+            writer.rollback_to(&savepoint).unwrap();
+            for id in 5000..5100 {
+                writer.insert_row(&table, &row(id, 2000 + id % 3)).unwrap();
+            }
+            for id in 1..101 {
+                writer.update_row(&table, &pk(id), &row(id, 3000)).unwrap();
+            }
+            for id in 101..201 {
+                assert!(writer.delete_row(&table, &pk(id)).unwrap());
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(engine.index_builds_running(), 0);
+    let index = built.index("by_v").unwrap().clone();
+    let mut reader = engine.begin(Isolation::ReadCommitted).unwrap();
+    let key = index_key(&[Value::BigInt(3000)], &[0]);
+    let (from, to) = (Bound::Included(&key[..]), Bound::Included(&key[..]));
+    let found = reader.index_rows(&built, &index, from, to).unwrap();
+    assert_eq!(found.len(), 100, "rows updated during the build");
+    reader.commit().unwrap();
+    let checks = checked(&engine);
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].entries, 3000 - 100 + 100);
+    assert_fresh(&checks);
+}
+
+#[test]
+fn a_unique_build_meeting_a_duplicate_written_during_it_fails_and_leaves_nothing() {
+    let engine = open();
+    let table = table(&engine, 3000);
+    let trees_before = engine.store().space(table.space).unwrap().trees().len();
+    let writes_table = table.clone();
+    let failed = build_while_writing(
+        &engine,
+        &table,
+        |t| t.create_secondary_index("t", "by_w", vec![2], true),
+        move |writer| {
+            let mut duplicate = row(9000, 1);
+            duplicate[2] = Value::Text("row 17".into());
+            writer.insert_row(&writes_table, &duplicate).unwrap();
+        },
+    );
+    assert!(
+        matches!(failed, Err(EngineError::UniqueViolation { .. })),
+        "{failed:?}"
+    );
+    assert!(engine.table("t").unwrap().indexes.is_empty());
+    assert_eq!(engine.index_builds_running(), 0);
+    let trees = engine.store().space(table.space).unwrap().trees().len();
+    assert_eq!(trees, trees_before, "the new index's tree is dropped");
+}
+
+#[test]
+fn builds_under_a_stream_of_writers_end_equal_to_fresh_builds() {
+    let engine = open();
+    let table = table(&engine, 20_000);
+    let stop = Arc::new(AtomicBool::new(false));
+    let committed = Arc::new(AtomicUsize::new(0));
+    let writers: Vec<_> = (0..2)
+        .map(|n| {
+            let (engine, table) = (engine.clone(), table.clone());
+            let (stop, committed) = (stop.clone(), committed.clone());
+            thread::spawn(move || write_randomly(&engine, &table, n, &stop, &committed))
+        })
+        .collect();
+    for (name, column, unique) in [("by_v", 1, false), ("by_w", 2, true), ("by_v2", 1, false)] {
+        let before = committed.load(Ordering::Acquire);
+        let built =
+            engine.autocommit(|t| t.create_secondary_index("t", name, vec![column], unique));
+        built.unwrap();
+        wait_until(|| committed.load(Ordering::Acquire) > before);
+    }
+    stop.store(true, Ordering::Release);
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    let checks = checked(&engine);
+    assert_eq!(checks.len(), 3);
+    assert_fresh(&checks);
+}
+
+/// Transactions of a few random inserts, updates (of v, and of w keeping it unique) and deletes,
+/// one in five rolled back, until `stop`.
+fn write_randomly(
+    engine: &Arc<Engine>,
+    table: &Arc<TableDef>,
+    writer: i64,
+    stop: &AtomicBool,
+    committed: &AtomicUsize,
+) {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64 ^ writer as u64;
+    let mut next = |n: i64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as i64
+    };
+    let mut fresh_id = 1_000_000 * (writer + 1);
+    while !stop.load(Ordering::Acquire) {
+        let table = engine.table("t").unwrap_or_else(|| table.clone());
+        let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+        let result = (|| {
+            for _ in 0..4 {
+                // Each writer changes only its own residue class of ids: no row-lock waits.
+                let id = next(10_000) * 2 + writer;
+                match next(4) {
+                    0 => {
+                        fresh_id += 1;
+                        txn.insert_row(&table, &row(fresh_id, next(97)))?;
+                    }
+                    1 => drop(txn.delete_row(&table, &pk(id))?),
+                    _ => drop(txn.update_row(&table, &pk(id), &row(id, next(500)))?),
+                }
+            }
+            Ok::<_, EngineError>(())
+        })();
+        match (result, next(5)) {
+            (Ok(()), 0) => txn.rollback().unwrap(),
+            (Ok(()), _) => {
+                txn.commit().unwrap();
+                committed.fetch_add(1, Ordering::AcqRel);
+            }
+            (Err(EngineError::TableChanged(_)), _) => txn.rollback().unwrap(),
+            (Err(err), _) => panic!("writer {writer}: {err}"),
+        }
+    }
+}
+
+fn pk(id: i64) -> Vec<u8> {
+    index_key(&[Value::BigInt(id)], &[0])
+}
