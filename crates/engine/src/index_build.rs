@@ -111,13 +111,13 @@ impl Builds {
 
 /// The primary keys of the rows written to a table since a build started (repeats allowed).
 #[derive(Default)]
-struct ChangeLog {
+pub(crate) struct ChangeLog {
     pks: Mutex<Vec<Vec<u8>>>,
 }
 
 impl ChangeLog {
     /// Takes the keys logged so far, ascending and without repeats.
-    fn drain(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn drain(&self) -> Vec<Vec<u8>> {
         let mut pks = std::mem::take(&mut *self.pks.lock());
         pks.sort_unstable();
         pks.dedup();
@@ -133,17 +133,18 @@ impl ChangeLog {
     }
 }
 
-/// A build from its start to its switch: its change log registered and its snapshot open; both
-/// are given up when it is dropped, whether the build succeeded or not.
-struct RunningBuild {
+/// A build (or an online rebuild, [`crate::rebuild`]) from its start to its switch: its change
+/// log registered and its snapshot open; both are given up when it is dropped, whether the build
+/// succeeded or not.
+pub(crate) struct RunningBuild {
     engine: Arc<Engine>,
     table: IndexId,
-    log: Arc<ChangeLog>,
+    pub(crate) log: Arc<ChangeLog>,
     snapshot: Option<Snapshot>,
 }
 
 impl RunningBuild {
-    fn snapshot(&self) -> Csn {
+    pub(crate) fn snapshot(&self) -> Csn {
         self.snapshot.map_or(0, |s| s.csn)
     }
 }
@@ -203,7 +204,9 @@ impl Transaction {
         let mut with_index = (*table).clone();
         with_index.indexes.push(index.clone());
         self.bulk_build_index(&with_index, &index, build.snapshot())?;
-        self.catch_up(&with_index, &index, &build.log)?;
+        self.catch_up(&build.log, |txn, pks| {
+            txn.add_changed_entries(&with_index, &index, pks)
+        })?;
         let table = self.lock_table_for_ddl(&table.name)?;
         let left = self.add_changed_entries(&with_index, &index, build.log.drain())?;
         debug_assert!(left.is_empty(), "a writer of the table is still running");
@@ -219,7 +222,7 @@ impl Transaction {
 
     /// Step 1: registers the build's change log and takes its snapshot, with no writer of the
     /// table in the middle of its transaction.
-    fn start_build(&mut self, table: IndexId) -> Result<RunningBuild> {
+    pub(crate) fn start_build(&mut self, table: IndexId) -> Result<RunningBuild> {
         let engine = self.engine();
         let key = LockKey::new(table, Vec::new());
         let held_before = engine.locks.holds(self.id, &key).is_some();
@@ -295,13 +298,18 @@ impl Transaction {
         Ok(entries)
     }
 
-    /// Step 3: catch-up rounds over the logged rows until few are left for the switch.
-    fn catch_up(&mut self, table: &TableDef, index: &IndexDef, log: &ChangeLog) -> Result<()> {
+    /// Step 3: catch-up rounds, each giving the logged rows to `apply` (which returns those it
+    /// leaves for later), until few are left for the switch.
+    pub(crate) fn catch_up(
+        &mut self,
+        log: &ChangeLog,
+        mut apply: impl FnMut(&mut Transaction, Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>>,
+    ) -> Result<()> {
         for _ in 0..CATCH_UP_ROUNDS {
             if log.len() <= LEFT_FOR_SWITCH {
                 break;
             }
-            let left = self.add_changed_entries(table, index, log.drain())?;
+            let left = apply(self, log.drain())?;
             log.put_back(left);
         }
         Ok(())
@@ -348,7 +356,7 @@ impl Transaction {
 
     /// Whether a version's writer has ended (or is this transaction): its version is the row's
     /// for good.
-    fn settled(&self, writer: TxnId) -> bool {
+    pub(crate) fn settled(&self, writer: TxnId) -> bool {
         writer == self.id || matches!(self.engine.txns.status(writer), TxnStatus::Committed(_))
     }
 

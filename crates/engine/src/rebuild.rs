@@ -11,9 +11,15 @@
 //!   and ADD PRIMARY KEY finds them in the order of the new key when they were loaded in it (a
 //!   restore, `pgbench -i`). Only rows out of that order are gathered and sorted — the partial
 //!   build is then dropped with its space.
-//! * **Not online.** A rebuild waits for the table's writers and keeps new ones out. A snapshot
-//!   older than its commit no longer finds the versions it replaced, so it is refused on that
-//!   table with 40001 (`EngineError::TableRewritten`); newer snapshots read the rebuilt rows.
+//! * **VACUUM FULL is online**, as an index build is ([`crate::index_build`]): it copies the rows
+//!   a snapshot of its own sees while the table's writers go on and note the rows they write;
+//!   catch-up rounds copy those rows' newest committed versions over (a row deleted since is
+//!   removed, with the index entries of the copy it replaces), and the switch, under the table's
+//!   lock, copies the last few. ADD PRIMARY KEY, which re-clusters the rows, still waits for the
+//!   table's writers and keeps new ones out.
+//! * A snapshot older than a rebuild's commit no longer finds the versions it replaced, so it is
+//!   refused on that table with 40001 (`EngineError::TableRewritten`); newer snapshots read the
+//!   rebuilt rows.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -35,6 +41,15 @@ type Record = (Vec<u8>, Vec<u8>);
 struct BuiltTable {
     table: TableDef,
     trees: Vec<(IndexId, BTree)>,
+}
+
+impl BuiltTable {
+    fn tree(&self, id: IndexId) -> Result<&BTree> {
+        let found = self.trees.iter().find(|(tree, _)| *tree == id);
+        found
+            .map(|(_, tree)| tree)
+            .ok_or(EngineError::NoSuchIndex(id))
+    }
 }
 
 impl Transaction {
@@ -78,13 +93,79 @@ impl Transaction {
         self.switch_to(&table, built)
     }
 
-    /// VACUUM FULL: rewrites a table's live rows and its indexes compactly into a fresh space.
+    /// VACUUM FULL: rewrites a table's live rows and its indexes compactly into a fresh space,
+    /// online: from a snapshot while the table's writers go on, then their changes copied over,
+    /// as an index build does ([`crate::index_build`]).
     pub fn rewrite_table(&mut self, name: &str) -> Result<Arc<TableDef>> {
         let engine = self.engine();
-        let table = self.lock_table_for_ddl(name)?;
-        let tree = engine.tree(table.id)?;
-        let built = self.build_table((*table).clone(), live_records(&tree))?;
-        self.switch_to(&table, built)
+        let no_table = || EngineError::NoSuchTable(name.to_string());
+        let id = engine.table(name).ok_or_else(no_table)?.id;
+        self.lock_ddl(id)?;
+        let build = self.start_build(id)?;
+        let table = engine.table_by_id(id).ok_or_else(no_table)?;
+        let mut rows = self.scan_all_at(id, Some(build.snapshot()))?;
+        let records = std::iter::from_fn(|| {
+            let row = rows.next_entry()?;
+            Some(row.map(|(pk, row)| (pk.to_vec(), Version::encode_live(0, row))))
+        });
+        let built = self.build_table((*table).clone(), records)?;
+        self.catch_up(&build.log, |txn, pks| {
+            txn.copy_changed_rows(&table, &built, pks)
+        })?;
+        let locked = self.lock_table_for_ddl(name)?;
+        let left = self.copy_changed_rows(&table, &built, build.log.drain())?;
+        debug_assert!(left.is_empty(), "a writer of the table is still running");
+        drop(build);
+        self.switch_to(&locked, built)
+    }
+
+    /// Copies the newest versions of rows `pks` (ascending) of `table` whose writers have
+    /// committed into the rebuilt trees — a row deleted since is removed — with their index
+    /// entries; returns the rows left for later.
+    fn copy_changed_rows(
+        &mut self,
+        table: &TableDef,
+        built: &BuiltTable,
+        pks: Vec<Vec<u8>>,
+    ) -> Result<Vec<Vec<u8>>> {
+        let engine = self.engine();
+        let versions = engine.current_versions(&*engine.tree(table.id)?, table.id, &pks)?;
+        let clustered = built.tree(table.id)?;
+        let mut left = Vec::new();
+        for (pk, version) in pks.into_iter().zip(versions) {
+            if version.as_ref().is_some_and(|v| !self.settled(v.writer)) {
+                left.push(pk);
+                continue;
+            }
+            let now = version.filter(|v| !v.deleted).map(|v| v.row);
+            let before = clustered.get(&pk)?;
+            let before = before.as_deref().map(Version::record_row).transpose()?;
+            for index in &built.table.indexes {
+                let entry_of = |row: &[u8]| -> Result<Vec<u8>> {
+                    let decoder = table.decoder(Some(wanted_columns(table, &index.columns)));
+                    let values = decoder.decode(row).map_err(corrupt_row)?;
+                    Ok(entry_key(&index_key(&values, &index.columns), &pk))
+                };
+                let old = before.map(entry_of).transpose()?;
+                let new = now.as_deref().map(entry_of).transpose()?;
+                if old == new {
+                    continue;
+                }
+                let tree = built.tree(index.id)?;
+                if let Some(old) = old {
+                    tree.delete(&old)?;
+                }
+                if let Some(new) = new {
+                    tree.insert(&new, &entry_value(index.entry_format, &pk))?;
+                }
+            }
+            match now {
+                Some(row) => drop(clustered.insert(&pk, &Version::encode_live(0, &row))?),
+                None if before.is_some() => drop(clustered.delete(&pk)?),
+                None => {}
+            }
+        }
+        Ok(left)
     }
 
     /// Builds `table`'s trees in a fresh space from `records` (sorted by key); on failure the

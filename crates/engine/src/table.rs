@@ -18,8 +18,9 @@
 //!   table's lock shared until their transaction ends and the engine's DDL lock shared for the
 //!   duration of one write; DDL takes the table's lock exclusively, and the DDL lock only for its
 //!   catalog switch, so writers of other tables go on during a build. An index build is online
-//!   ([`crate::index_build`]): it holds the table's lock only at its start and its switch, and
-//!   every write of a new version notes the row for the builds running on the table.
+//!   ([`crate::index_build`]), and so is VACUUM FULL ([`crate::rebuild`]): each holds the table's
+//!   lock only at its start and its switch, and every write notes its row for the builds running
+//!   on the table.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -379,7 +380,9 @@ impl Transaction {
         self.lock_table_for_write(table)?;
         let engine = Arc::clone(&self.engine);
         let _ddl = engine.ddl.read();
-        self.delete(table.id, pk)
+        let deleted = self.delete(table.id, pk)?;
+        engine.builds.note(table.id, [pk]);
+        Ok(deleted)
     }
 
     /// Deletes rows this transaction holds locked (each returned by
@@ -392,6 +395,7 @@ impl Transaction {
         let rows: Vec<(Vec<u8>, Option<Vec<u8>>)> =
             pks.iter().map(|pk| (pk.clone(), None)).collect();
         let written = self.write_many_locked(table.id, &rows)?;
+        engine.builds.note(table.id, pks.iter().map(Vec::as_slice));
         Ok(written.into_iter().filter(|&w| w).count())
     }
 
@@ -493,14 +497,14 @@ impl Transaction {
             .map(|(pk, read, values)| (pk.as_slice(), read, values.as_deref().map(encode_row)))
             .collect();
         let written = self.write_many_unlocked(table.id, &encoded)?;
-        let mut updated = Vec::new();
+        let mut changed = Vec::new();
         for ((pk, _, values), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
             if let Some(values) = values {
                 self.add_index_entries(table, pk, values)?;
-                updated.push(pk.as_slice());
             }
+            changed.push(pk.as_slice());
         }
-        engine.builds.note(table.id, updated);
+        engine.builds.note(table.id, changed);
         Ok(written)
     }
 

@@ -146,29 +146,11 @@ fn assert_fresh(checks: &[IndexCheck]) {
 fn writes_made_during_a_build_reach_the_index() {
     let engine = open();
     let table = table(&engine, 3000);
-    let writes_table = table.clone();
     let built = build_while_writing(
         &engine,
         &table,
         |t| t.create_secondary_index("t", "by_v", vec![1], false),
-        move |writer| {
-            let table = writes_table;
-            // Undone writes first: the build's snapshot saw the versions they put back.
-            let savepoint = writer.savepoint();
-            for id in 201..301 {
-                writer.update_row(&table, &pk(id), &row(id, 1000)).unwrap();
-            }
-            writer.rollback_to(&savepoint).unwrap();
-            for id in 5000..5100 {
-                writer.insert_row(&table, &row(id, 2000 + id % 3)).unwrap();
-            }
-            for id in 1..101 {
-                writer.update_row(&table, &pk(id), &row(id, 3000)).unwrap();
-            }
-            for id in 101..201 {
-                assert!(writer.delete_row(&table, &pk(id)).unwrap());
-            }
-        },
+        writes_during(&table),
     )
     .unwrap();
     assert_eq!(engine.index_builds_running(), 0);
@@ -183,6 +165,71 @@ fn writes_made_during_a_build_reach_the_index() {
     assert_eq!(checks.len(), 1);
     assert_eq!(checks[0].entries, 3000 - 100 + 100);
     assert_fresh(&checks);
+}
+
+/// The writes `build_while_writing` makes during a build of table `t` of 3,000 rows: writes
+/// undone by a savepoint, 100 inserts, 100 updates of v to 3000 and 100 deletes.
+fn writes_during(table: &Arc<TableDef>) -> impl FnOnce(&mut Transaction) + Send + 'static {
+    let table = table.clone();
+    move |writer| {
+        // Undone writes first: the build's snapshot saw the versions they put back.
+        let savepoint = writer.savepoint();
+        for id in 201..301 {
+            writer.update_row(&table, &pk(id), &row(id, 1000)).unwrap();
+        }
+        writer.rollback_to(&savepoint).unwrap();
+        for id in 5000..5100 {
+            writer.insert_row(&table, &row(id, 2000 + id % 3)).unwrap();
+        }
+        for id in 1..101 {
+            writer.update_row(&table, &pk(id), &row(id, 3000)).unwrap();
+        }
+        for id in 101..201 {
+            assert!(writer.delete_row(&table, &pk(id)).unwrap());
+        }
+    }
+}
+
+/// The rows of table `t` after `writes_during`, by key.
+fn rows_after_writes() -> Vec<Vec<Value>> {
+    let kept = (0..3000).filter(|id| !(101..201).contains(id));
+    let old = kept.map(|id| {
+        row(
+            id,
+            if (1..101).contains(&id) {
+                3000
+            } else {
+                id % 97
+            },
+        )
+    });
+    old.chain((5000..5100).map(|id| row(id, 2000 + id % 3)))
+        .collect()
+}
+
+#[test]
+fn a_vacuum_full_keeps_the_writes_made_during_it() {
+    let engine = open();
+    table(&engine, 3000);
+    let by_v = |t: &mut Transaction| t.create_secondary_index("t", "by_v", vec![1], false);
+    let table = engine.autocommit(by_v).unwrap();
+    let rebuilt = build_while_writing(
+        &engine,
+        &table,
+        |t| t.rewrite_table("t"),
+        writes_during(&table),
+    )
+    .unwrap();
+    assert_ne!(
+        rebuilt.space, table.space,
+        "the rows moved to a fresh space"
+    );
+    let mut reader = engine.begin(Isolation::ReadCommitted).unwrap();
+    let scan = reader.scan_rows(&rebuilt, Bound::Unbounded, Bound::Unbounded);
+    let rows: Vec<Vec<Value>> = scan.unwrap().map(|r| r.unwrap().1).collect();
+    assert_eq!(rows, rows_after_writes());
+    reader.commit().unwrap();
+    assert_fresh(&checked(&engine));
 }
 
 #[test]
@@ -212,7 +259,7 @@ fn a_unique_build_meeting_a_duplicate_written_during_it_fails_and_leaves_nothing
 }
 
 #[test]
-fn builds_under_a_stream_of_writers_end_equal_to_fresh_builds() {
+fn builds_and_a_rebuild_under_a_stream_of_writers_end_equal_to_fresh_builds() {
     let engine = open();
     let table = table(&engine, 20_000);
     let stop = Arc::new(AtomicBool::new(false));
@@ -224,11 +271,15 @@ fn builds_under_a_stream_of_writers_end_equal_to_fresh_builds() {
             thread::spawn(move || write_randomly(&engine, &table, n, &stop, &committed))
         })
         .collect();
-    for (name, column, unique) in [("by_v", 1, false), ("by_w", 2, true), ("by_v2", 1, false)] {
+    let steps: [&DdlStep; 4] = [
+        &|t| t.create_secondary_index("t", "by_v", vec![1], false),
+        &|t| t.create_secondary_index("t", "by_w", vec![2], true),
+        &|t| t.rewrite_table("t"),
+        &|t| t.create_secondary_index("t", "by_v2", vec![1], false),
+    ];
+    for step in steps {
         let before = committed.load(Ordering::Acquire);
-        let built =
-            engine.autocommit(|t| t.create_secondary_index("t", name, vec![column], unique));
-        built.unwrap();
+        engine.autocommit(step).unwrap();
         wait_until(|| committed.load(Ordering::Acquire) > before);
     }
     stop.store(true, Ordering::Release);
@@ -239,6 +290,9 @@ fn builds_under_a_stream_of_writers_end_equal_to_fresh_builds() {
     assert_eq!(checks.len(), 3);
     assert_fresh(&checks);
 }
+
+/// A DDL statement on table `t`.
+type DdlStep = dyn Fn(&mut Transaction) -> Result<Arc<TableDef>, EngineError>;
 
 /// Transactions of a few random inserts, updates (of v, and of w keeping it unique) and deletes,
 /// one in five rolled back, until `stop`.
@@ -281,7 +335,9 @@ fn write_randomly(
                 txn.commit().unwrap();
                 committed.fetch_add(1, Ordering::AcqRel);
             }
-            (Err(EngineError::TableChanged(_)), _) => txn.rollback().unwrap(),
+            (Err(EngineError::TableChanged(_) | EngineError::TableRewritten(_)), _) => {
+                txn.rollback().unwrap()
+            }
             (Err(err), _) => panic!("writer {writer}: {err}"),
         }
     }
