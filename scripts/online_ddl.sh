@@ -79,7 +79,8 @@ run_system() {
     printf '%s\t%s\t%s\t%s\n' "$statement" "$begin" "$end" "${outcome//$'\n'/ }" >>"$WORK/$system.ddl"
   done
   sleep "$TAIL"
-  kill -INT "$load" 2>/dev/null || true
+  # $load is the subshell running sb; sysbench is its child.
+  pkill -INT -P "$load" 2>/dev/null || true
   wait "$load" || true
   printf 'start\t%s\n' "$started" >"$WORK/$system.start"
   run_client /dev/null sb oltp_read_write "$ROWS" cleanup || true
