@@ -10,9 +10,9 @@
 # COLUMN TYPE, VACUUM FULL. TAIL seconds (default 10) after the last, sysbench is stopped.
 #
 # Printed per system: each statement's time (or its error), the median TPS of the baseline
-# seconds, the lowest second's TPS while the statements ran and its ratio to the median, the
-# seconds below half the median, and the errors sysbench ignored (deadlocks, serialization
-# failures) while they ran. Goal (SteadyDB): no second below 0.5x the baseline median and no
+# seconds, each second's TPS while the statements ran (with the statements it overlapped), the
+# lowest and its ratio to the median, the seconds below half the median, and the errors sysbench
+# ignored (deadlocks, serialization failures) while they ran. Goal (SteadyDB): no second below 0.5x the baseline median and no
 # failed sysbench transaction beyond the ignored ones. PostgreSQL's ALTER TYPE and VACUUM FULL take
 # an ACCESS EXCLUSIVE lock and block its writers for their whole run; that is what it is compared
 # with. Both servers get BUFFER_POOL (default 1GB) and fsync on. Exits non-zero when the goal is
@@ -118,6 +118,12 @@ for system in ("steady", "postgres"):
         "seconds_below_half": sum(1 for _, t, _ in during if t < 0.5 * median),
         "ignored_errors": round(sum(e for _, _, e in during)),
         "fatal": "FATAL" in text,
+        "seconds": [
+            {"second": s, "tps": t, "ignored_errors": e,
+             "statements": [st for st, b, en, _ in ddl
+                            if float(b) - start < s and float(en) - start > s - 1]}
+            for s, t, e in seconds if first - 1 < s <= last + 2
+        ],
     }
     report[system] = entry
     if system == "steady":
@@ -131,6 +137,11 @@ else:
         print(f"{system}:")
         for s in r["statements"]:
             print(f"  {s['statement']:<58} {s['seconds']:>8.3f} s  {s['outcome']}")
+        for sec in r["seconds"]:
+            running = ", ".join(st.split(" sbtest1")[0] for st in sec["statements"]) or "-"
+            print(f"    second {sec['second']:>4}: {sec['tps']:>8.1f} TPS "
+                  f"({sec['tps'] / r['baseline_median_tps']:.2f}x), errors {sec['ignored_errors']:.0f}, "
+                  f"running: {running}")
         print(f"  baseline median TPS {r['baseline_median_tps']:.1f}; lowest second during DDL "
               f"{r['lowest_second_tps']:.1f} ({r['lowest_ratio']}x); seconds below 0.5x: "
               f"{r['seconds_below_half']}; ignored errors: {r['ignored_errors']}; FATAL: {r['fatal']}")

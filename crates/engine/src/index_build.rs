@@ -35,7 +35,7 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -90,11 +90,18 @@ impl Builds {
         self.running.load(Ordering::Acquire)
     }
 
-    fn register(&self, table: IndexId) -> Arc<ChangeLog> {
-        let log = Arc::new(ChangeLog::default());
+    fn register(&self, log: ChangeLog) -> Arc<ChangeLog> {
+        let log = Arc::new(log);
+        let table = log.table;
         self.logs.lock().entry(table).or_default().push(log.clone());
         self.running.fetch_add(1, Ordering::AcqRel);
         log
+    }
+
+    /// Every running build's progress.
+    fn progress(&self) -> Vec<BuildProgress> {
+        let logs = self.logs.lock();
+        logs.values().flatten().map(|log| log.progress()).collect()
     }
 
     fn unregister(&self, table: IndexId, log: &Arc<ChangeLog>) {
@@ -109,13 +116,66 @@ impl Builds {
     }
 }
 
-/// The primary keys of the rows written to a table since a build started (repeats allowed).
-#[derive(Default)]
+/// A running build's change log — the primary keys of the rows written to its table since it
+/// started (repeats allowed) — and what it shows of its progress.
 pub(crate) struct ChangeLog {
     pks: Mutex<Vec<Vec<u8>>>,
+    txn: TxnId,
+    table: IndexId,
+    command: &'static str,
+    phase: Mutex<&'static str>,
+    pub(crate) rows_done: AtomicU64,
+    changes_applied: AtomicU64,
+}
+
+/// A running build as the `steady_progress` view shows it (PostgreSQL's
+/// `pg_stat_progress_create_index`, also for VACUUM FULL).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildProgress {
+    /// The transaction running the build.
+    pub txn: TxnId,
+    pub table: IndexId,
+    /// `CREATE INDEX` or `VACUUM FULL`.
+    pub command: &'static str,
+    /// `waiting for writers`, `building`, `catching up`, `waiting to switch` or `switching`.
+    pub phase: &'static str,
+    /// Rows of the build's snapshot read so far.
+    pub rows_done: u64,
+    /// Rows written meanwhile whose new versions have been applied.
+    pub changes_applied: u64,
+    /// Rows written meanwhile not applied yet.
+    pub changes_waiting: u64,
 }
 
 impl ChangeLog {
+    fn new(txn: TxnId, table: IndexId, command: &'static str) -> Self {
+        ChangeLog {
+            pks: Mutex::new(Vec::new()),
+            txn,
+            table,
+            command,
+            phase: Mutex::new("waiting for writers"),
+            rows_done: AtomicU64::new(0),
+            changes_applied: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn set_phase(&self, phase: &'static str) {
+        *self.phase.lock() = phase;
+    }
+
+    fn progress(&self) -> BuildProgress {
+        BuildProgress {
+            txn: self.txn,
+            table: self.table,
+            command: self.command,
+            phase: *self.phase.lock(),
+            rows_done: self.rows_done.load(Ordering::Relaxed),
+            changes_applied: self.changes_applied.load(Ordering::Relaxed),
+            changes_waiting: self.len() as u64,
+        }
+    }
+
     /// Takes the keys logged so far, ascending and without repeats.
     pub(crate) fn drain(&self) -> Vec<Vec<u8>> {
         let mut pks = std::mem::take(&mut *self.pks.lock());
@@ -171,6 +231,11 @@ impl Engine {
     pub fn index_builds_running(&self) -> usize {
         self.builds.running()
     }
+
+    /// The progress of every online index build and rebuild running.
+    pub fn builds_in_progress(&self) -> Vec<BuildProgress> {
+        self.builds.progress()
+    }
 }
 
 impl Transaction {
@@ -187,7 +252,7 @@ impl Transaction {
         let no_table = || EngineError::NoSuchTable(table.to_string());
         let table_id = engine.table(table).ok_or_else(no_table)?.id;
         self.lock_ddl(table_id)?;
-        let build = self.start_build(table_id)?;
+        let build = self.start_build(table_id, "CREATE INDEX")?;
         let table = engine.table_by_id(table_id).ok_or_else(no_table)?;
         if table.index(name).is_some() {
             return Err(EngineError::DuplicateIndex(name.to_string()));
@@ -203,11 +268,11 @@ impl Transaction {
         };
         let mut with_index = (*table).clone();
         with_index.indexes.push(index.clone());
-        self.bulk_build_index(&with_index, &index, build.snapshot())?;
+        self.bulk_build_index(&with_index, &index, build.snapshot(), &build.log.rows_done)?;
         self.catch_up(&build.log, |txn, pks| {
             txn.add_changed_entries(&with_index, &index, pks)
         })?;
-        let table = self.lock_table_for_ddl(&table.name)?;
+        let table = self.lock_table_for_switch(&build.log, &table.name)?;
         let left = self.add_changed_entries(&with_index, &index, build.log.drain())?;
         debug_assert!(left.is_empty(), "a writer of the table is still running");
         drop(build);
@@ -222,24 +287,46 @@ impl Transaction {
 
     /// Step 1: registers the build's change log and takes its snapshot, with no writer of the
     /// table in the middle of its transaction.
-    pub(crate) fn start_build(&mut self, table: IndexId) -> Result<RunningBuild> {
+    /// The log is registered before the lock is taken (a writer noting a row it wrote before
+    /// the snapshot only costs the build a look at it), so the wait shows in `steady_progress`.
+    pub(crate) fn start_build(
+        &mut self,
+        table: IndexId,
+        command: &'static str,
+    ) -> Result<RunningBuild> {
         let engine = self.engine();
+        let log = engine
+            .builds
+            .register(ChangeLog::new(self.id, table, command));
+        let mut build = RunningBuild {
+            engine: engine.clone(),
+            table,
+            log,
+            snapshot: None,
+        };
         let key = LockKey::new(table, Vec::new());
         let held_before = engine.locks.holds(self.id, &key).is_some();
         engine
             .locks
             .lock(self.id, key.clone(), LockMode::Exclusive, self.lock_timeout)?;
-        let log = engine.builds.register(table);
-        let snapshot = Some(engine.txns.take_snapshot());
+        build.snapshot = Some(engine.txns.take_snapshot());
         if !held_before {
             engine.locks.release(self.id, &key);
         }
-        Ok(RunningBuild {
-            engine,
-            table,
-            log,
-            snapshot,
-        })
+        build.log.set_phase("building");
+        Ok(build)
+    }
+
+    /// Step 4's lock: the table's, exclusively until the transaction ends.
+    pub(crate) fn lock_table_for_switch(
+        &mut self,
+        log: &ChangeLog,
+        name: &str,
+    ) -> Result<Arc<TableDef>> {
+        log.set_phase("waiting to switch");
+        let table = self.lock_table_for_ddl(name)?;
+        log.set_phase("switching");
+        Ok(table)
     }
 
     /// Step 2: the entries of the rows `snapshot` sees, sorted and bulk-built into `index`'s tree.
@@ -248,9 +335,10 @@ impl Transaction {
         table: &TableDef,
         index: &IndexDef,
         snapshot: Csn,
+        rows_done: &AtomicU64,
     ) -> Result<()> {
         let engine = self.engine();
-        let entries = self.index_entries(table, index, Some(snapshot))?;
+        let entries = self.index_entries(table, index, Some(snapshot), Some(rows_done))?;
         let space = engine
             .store
             .space(table.space)
@@ -269,13 +357,14 @@ impl Transaction {
     }
 
     /// The sorted entries `(entry key, primary key)` of `index` over the rows `snapshot` sees
-    /// (None: the newest versions); 23505 if the index is unique and two of them without NULLs
-    /// share a key.
+    /// (None: the newest versions), counting the rows read in `rows_done`; 23505 if the index is
+    /// unique and two of them without NULLs share a key.
     pub(crate) fn index_entries(
         &mut self,
         table: &TableDef,
         index: &IndexDef,
         snapshot: Option<Csn>,
+        rows_done: Option<&AtomicU64>,
     ) -> Result<KeySorter> {
         let engine = self.engine();
         let decoder = table.decoder(Some(wanted_columns(table, &index.columns)));
@@ -287,6 +376,9 @@ impl Transaction {
             let comparable = !has_null(&values, &index.columns);
             let key = entry_key(&index_key(&values, &index.columns), pk);
             entries.push(&key, pk, comparable);
+            if let Some(done) = rows_done {
+                done.fetch_add(1, Ordering::Relaxed);
+            }
         }
         entries.sort();
         let same_key = |(a, a_pk, a_comparable): Sorted<'_>, (b, b_pk, _): Sorted<'_>| {
@@ -305,11 +397,17 @@ impl Transaction {
         log: &ChangeLog,
         mut apply: impl FnMut(&mut Transaction, Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>>,
     ) -> Result<()> {
+        log.set_phase("catching up");
         for _ in 0..CATCH_UP_ROUNDS {
             if log.len() <= LEFT_FOR_SWITCH {
                 break;
             }
-            let left = apply(self, log.drain())?;
+            let pks = log.drain();
+            let taken = pks.len();
+            let left = apply(self, pks)?;
+            let applied = taken - left.len();
+            log.changes_applied
+                .fetch_add(applied as u64, Ordering::Relaxed);
             log.put_back(left);
         }
         Ok(())
@@ -450,7 +548,7 @@ mod tests {
         with_index.indexes.push(index.clone());
         let snapshot = engine.txns.take_snapshot().csn;
         build
-            .bulk_build_index(&with_index, &index, snapshot)
+            .bulk_build_index(&with_index, &index, snapshot, &AtomicU64::new(0))
             .unwrap();
         engine
             .autocommit(|t| t.update_row(&table, &settled, &row(1, 11)))

@@ -40,7 +40,8 @@ impl Engine {
         for table in self.tables() {
             for index in &table.indexes {
                 let snapshot = txn.snapshot()?;
-                let expected = txn.index_entries(&table, &index.without_unique(), snapshot)?;
+                let expected =
+                    txn.index_entries(&table, &index.without_unique(), snapshot, None)?;
                 let mut check = IndexCheck {
                     table: table.name.clone(),
                     index: index.name.clone(),

@@ -14,6 +14,7 @@ mod ddl;
 pub mod engine;
 pub mod error;
 mod index_build;
+pub use index_build::BuildProgress;
 pub mod index_check;
 pub mod io;
 pub mod lock;

@@ -22,6 +22,7 @@
 //!   rebuilt rows.
 
 use std::ops::Bound;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use steady_storage::btree::BTree;
@@ -101,18 +102,20 @@ impl Transaction {
         let no_table = || EngineError::NoSuchTable(name.to_string());
         let id = engine.table(name).ok_or_else(no_table)?.id;
         self.lock_ddl(id)?;
-        let build = self.start_build(id)?;
+        let build = self.start_build(id, "VACUUM FULL")?;
         let table = engine.table_by_id(id).ok_or_else(no_table)?;
         let mut rows = self.scan_all_at(id, Some(build.snapshot()))?;
+        let rows_done = &build.log.rows_done;
         let records = std::iter::from_fn(|| {
             let row = rows.next_entry()?;
+            rows_done.fetch_add(1, Ordering::Relaxed);
             Some(row.map(|(pk, row)| (pk.to_vec(), Version::encode_live(0, row))))
         });
         let built = self.build_table((*table).clone(), records)?;
         self.catch_up(&build.log, |txn, pks| {
             txn.copy_changed_rows(&table, &built, pks)
         })?;
-        let locked = self.lock_table_for_ddl(name)?;
+        let locked = self.lock_table_for_switch(&build.log, name)?;
         let left = self.copy_changed_rows(&table, &built, build.log.drain())?;
         debug_assert!(left.is_empty(), "a writer of the table is still running");
         drop(build);

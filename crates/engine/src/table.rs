@@ -308,7 +308,7 @@ impl Transaction {
     /// Inserts a row; returns its clustered key. Unique secondary indexes are checked.
     pub fn insert_row(&mut self, table: &TableDef, values: &[Value]) -> Result<Vec<u8>> {
         let engine = Arc::clone(&self.engine);
-        self.lock_table_for_write(table)?;
+        let table = &*self.lock_table_for_write(table)?;
         let _ddl = engine.ddl.read();
         let pk = if table.primary_key.is_empty() {
             engine.allocate_row_id()?.to_be_bytes().to_vec()
@@ -331,14 +331,14 @@ impl Transaction {
         table: &TableDef,
         rows: &[Vec<Value>],
     ) -> std::result::Result<(), (usize, EngineError)> {
+        let engine = Arc::clone(&self.engine);
+        let table = &*self.lock_table_for_write(table).map_err(|e| (0, e))?;
         if !table.indexes.is_empty() {
             for (at, values) in rows.iter().enumerate() {
                 self.insert_row(table, values).map_err(|e| (at, e))?;
             }
             return Ok(());
         }
-        let engine = Arc::clone(&self.engine);
-        self.lock_table_for_write(table).map_err(|e| (0, e))?;
         let _ddl = engine.ddl.read();
         let mut keyed = Vec::with_capacity(rows.len());
         for (at, values) in rows.iter().enumerate() {
@@ -363,7 +363,7 @@ impl Transaction {
     /// Replaces the row under `pk` (whose primary-key columns must not change; the SQL layer
     /// turns a key change into a delete and an insert). False if this transaction sees no row.
     pub fn update_row(&mut self, table: &TableDef, pk: &[u8], values: &[Value]) -> Result<bool> {
-        self.lock_table_for_write(table)?;
+        let table = &*self.lock_table_for_write(table)?;
         let engine = Arc::clone(&self.engine);
         let _ddl = engine.ddl.read();
         self.check_unique(table, pk, values)?;
@@ -377,7 +377,7 @@ impl Transaction {
 
     /// Deletes the row under `pk`; false if this transaction sees no row.
     pub fn delete_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<bool> {
-        self.lock_table_for_write(table)?;
+        let table = &*self.lock_table_for_write(table)?;
         let engine = Arc::clone(&self.engine);
         let _ddl = engine.ddl.read();
         let deleted = self.delete(table.id, pk)?;
@@ -389,7 +389,7 @@ impl Transaction {
     /// [`Transaction::lock_table_row`]), keys ascending, as [`Transaction::delete_row`] one by one
     /// would, in runs (see `Transaction::write_many_locked`). Returns how many it deleted.
     pub fn delete_rows(&mut self, table: &TableDef, pks: &[Vec<u8>]) -> Result<usize> {
-        self.lock_table_for_write(table)?;
+        let table = &*self.lock_table_for_write(table)?;
         let engine = Arc::clone(&self.engine);
         let _ddl = engine.ddl.read();
         let rows: Vec<(Vec<u8>, Option<Vec<u8>>)> =
@@ -410,6 +410,7 @@ impl Transaction {
         table: &TableDef,
         rows: &[(Vec<u8>, Vec<Value>)],
     ) -> Result<usize> {
+        let table = &*self.lock_table_for_write(table)?;
         if table.indexes.iter().any(|index| index.unique) {
             let mut updated = 0;
             for (pk, values) in rows {
@@ -417,7 +418,6 @@ impl Transaction {
             }
             return Ok(updated);
         }
-        self.lock_table_for_write(table)?;
         let engine = Arc::clone(&self.engine);
         let _ddl = engine.ddl.read();
         let encoded: Vec<(Vec<u8>, Option<Vec<u8>>)> = rows
@@ -485,11 +485,11 @@ impl Transaction {
         table: &TableDef,
         changes: &[RowChange],
     ) -> Result<Vec<bool>> {
+        let table = &*self.lock_table_for_write(table)?;
         let unique = table.indexes.iter().any(|index| index.unique);
         if unique && changes.iter().any(|(_, _, values)| values.is_some()) {
             return Ok(vec![false; changes.len()]);
         }
-        self.lock_table_for_write(table)?;
         let engine = Arc::clone(&self.engine);
         let _ddl = engine.ddl.read();
         let encoded: Vec<UnlockedChange<'_>> = changes
@@ -622,16 +622,21 @@ impl Transaction {
         Ok(keys)
     }
 
-    /// Takes the table's lock shared until the transaction ends, so DDL on the table waits for it.
-    /// The definition the caller holds must still be current once the lock is held.
-    fn lock_table_for_write(&mut self, table: &TableDef) -> Result<()> {
+    /// Takes the table's lock shared until the transaction ends, so DDL on the table waits for
+    /// it, and returns the table's current definition, which the write goes by. The rows the
+    /// caller encoded must still fit it: the same columns, key and constraints. Only its indexes
+    /// may have changed since the caller's statement was planned (an index built or dropped, a
+    /// VACUUM FULL): the write then keeps the current ones up to date; otherwise 40001.
+    fn lock_table_for_write(&mut self, table: &TableDef) -> Result<Arc<TableDef>> {
         let engine = Arc::clone(&self.engine);
         let key = LockKey::new(table.id, Vec::new());
         engine
             .locks
             .lock(self.id, key, LockMode::Shared, self.lock_timeout)?;
         match engine.table_by_id(table.id) {
-            Some(current) if std::ptr::eq(&*current, table) || *current == *table => Ok(()),
+            Some(current) if std::ptr::eq(&*current, table) || rows_fit(&current, table) => {
+                Ok(current)
+            }
             _ => Err(EngineError::TableChanged(table.name.clone())),
         }
     }
@@ -715,6 +720,13 @@ impl Transaction {
         };
         self.append_undo(entry)
     }
+}
+
+/// Whether rows written for definition `planned` fit `current`, another version of it.
+fn rows_fit(current: &TableDef, planned: &TableDef) -> bool {
+    current.columns == planned.columns
+        && current.primary_key == planned.primary_key
+        && current.constraints == planned.constraints
 }
 
 /// Index entries are `index key ++ primary key`: an inclusive end bound on the index key must

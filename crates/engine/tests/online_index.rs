@@ -346,3 +346,41 @@ fn write_randomly(
 fn pk(id: i64) -> Vec<u8> {
     index_key(&[Value::BigInt(id)], &[0])
 }
+
+/// A write planned with the definition from before an index was built or a VACUUM FULL ran
+/// goes by the current one: it keeps the new indexes up to date, a new UNIQUE index included.
+/// Rows planned before a column was added no longer fit: 40001.
+#[test]
+fn a_write_planned_before_an_index_was_built_keeps_it_up_to_date() {
+    let engine = open();
+    let planned = table(&engine, 100);
+    let by_v = |t: &mut Transaction| t.create_secondary_index("t", "by_v", vec![1], false);
+    engine.autocommit(by_v).unwrap();
+    let by_w = |t: &mut Transaction| t.create_secondary_index("t", "by_w", vec![2], true);
+    engine.autocommit(by_w).unwrap();
+    engine.autocommit(|t| t.rewrite_table("t")).unwrap();
+    engine
+        .autocommit(|t| {
+            t.update_row(&planned, &pk(5), &row(5, 500))?;
+            t.insert_row(&planned, &row(200, 7))
+        })
+        .unwrap();
+    let mut duplicate = row(300, 1);
+    duplicate[2] = Value::Text("row 5".into());
+    let refused = engine.autocommit(|t| t.insert_row(&planned, &duplicate));
+    assert!(
+        matches!(refused, Err(EngineError::UniqueViolation { .. })),
+        "{refused:?}"
+    );
+    assert_fresh(&checked(&engine));
+    let mut widened = (*engine.table("t").unwrap()).clone();
+    widened
+        .columns
+        .push(ColumnDef::plain("x", DataType::Integer));
+    engine.autocommit(|t| t.alter_table(widened)).unwrap();
+    let refused = engine.autocommit(|t| t.insert_row(&planned, &row(400, 1)));
+    assert!(
+        matches!(refused, Err(EngineError::TableChanged(_))),
+        "{refused:?}"
+    );
+}

@@ -606,8 +606,9 @@ fn adding_a_primary_key_streams_rows_in_key_order_and_sorts_the_rest() {
     }
 }
 
-/// DDL on a table waits for the transactions that wrote to it, and a writer holding an outdated
-/// definition is told to repeat its statement.
+/// DDL on a table waits for the transactions that wrote to it; a writer holding a definition
+/// from before an index was built keeps the index up to date, and one from before a column was
+/// added is told to repeat its statement.
 #[test]
 fn ddl_waits_for_writers_of_the_table() {
     let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
@@ -615,30 +616,40 @@ fn ddl_waits_for_writers_of_the_table() {
     let table = engine.table("accounts").unwrap();
     let mut writer = engine.begin(Isolation::ReadCommitted).unwrap();
     writer.insert_row(&table, &row(1, "ann", 1)).unwrap();
+    let table_lock = steady_engine::lock::LockKey::new(table.id, Vec::new());
     std::thread::scope(|s| {
         let ddl = s.spawn(|| {
             engine
                 .autocommit(|t| t.create_secondary_index("accounts", "by_balance", vec![2], false))
         });
-        std::thread::sleep(Duration::from_millis(150));
-        assert!(
-            !ddl.is_finished(),
-            "the index build must wait for the writer"
-        );
+        let waits = || {
+            let locks = engine.locks().snapshot();
+            locks.iter().any(|l| l.key == table_lock && !l.granted)
+        };
+        while !waits() {
+            assert!(
+                !ddl.is_finished(),
+                "the index build must wait for the writer"
+            );
+            std::thread::yield_now();
+        }
         writer.insert_row(&table, &row(2, "bob", 2)).unwrap();
         writer.commit().unwrap();
         ddl.join().unwrap().unwrap();
     });
     let mut late = engine.begin(Isolation::ReadCommitted).unwrap();
-    assert_eq!(
-        late.insert_row(&table, &row(3, "cid", 3))
-            .unwrap_err()
-            .sqlstate(),
-        "40001"
-    );
-    let table = engine.table("accounts").unwrap();
     late.insert_row(&table, &row(3, "cid", 3)).unwrap();
     late.commit().unwrap();
+    let table = engine.table("accounts").unwrap();
+    let mut widened = (*table).clone();
+    widened
+        .columns
+        .push(ColumnDef::plain("note", DataType::Text));
+    engine.autocommit(|t| t.alter_table(widened)).unwrap();
+    let mut outdated = engine.begin(Isolation::ReadCommitted).unwrap();
+    let refused = outdated.insert_row(&table, &row(4, "dan", 4)).unwrap_err();
+    assert_eq!(refused.sqlstate(), "40001");
+    outdated.rollback().unwrap();
     let index = table.index("by_balance").unwrap();
     let mut reader = engine.begin(Isolation::ReadCommitted).unwrap();
     assert_eq!(

@@ -145,7 +145,13 @@ fn list_tables_shows_both_tables_and_relations_adds_the_views() {
     let names: Vec<&str> = relations.iter().map(|r| r[1].as_str()).collect();
     assert_eq!(
         names,
-        ["accounts", "steady_metrics", "steady_tables", "transfers"]
+        [
+            "accounts",
+            "steady_metrics",
+            "steady_progress",
+            "steady_tables",
+            "transfers"
+        ]
     );
     assert_eq!(relations[1][2], "view");
 }

@@ -834,3 +834,64 @@ fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
     );
     assert_eq!(left.rows[0][0].to_string(), "0");
 }
+
+/// The rows of a result as text.
+fn texts(result: &steady_sql::QueryResult) -> Vec<Vec<String>> {
+    let rows = result.rows.iter();
+    rows.map(|r| r.iter().map(|v| v.to_string()).collect())
+        .collect()
+}
+
+/// `steady_progress` shows an online CREATE INDEX with its session's pid while it runs (here
+/// at its start, waiting for a transaction that has written to the table to end), and nothing
+/// once the build is done.
+#[test]
+fn steady_progress_shows_a_running_index_build() {
+    let (_dir, db) = open();
+    let mut writer = db.session("writer");
+    ok(
+        &mut writer,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
+    ok(
+        &mut writer,
+        "INSERT INTO t SELECT g, g % 10 FROM generate_series(1, 1000) g",
+    );
+    ok(&mut writer, "BEGIN");
+    ok(&mut writer, "UPDATE t SET v = 0 WHERE id = 1");
+    let before = db.engine().locks().stats().lock_waits;
+    let (pid_sender, pid) = std::sync::mpsc::channel();
+    let builder = thread::spawn({
+        let db = Arc::clone(&db);
+        move || {
+            let mut builder = db.session("builder");
+            pid_sender
+                .send(cell(&mut builder, "SELECT pg_backend_pid()"))
+                .unwrap();
+            ok(&mut builder, "CREATE INDEX t_v ON t (v)");
+        }
+    });
+    let builder_pid = pid.recv().unwrap();
+    wait_for_lock_wait(&db, before);
+    let mut observer = db.session("observer");
+    let shown = ok(
+        &mut observer,
+        "SELECT pid, relation, command, phase, tuples_done FROM steady_progress",
+    );
+    assert_eq!(
+        texts(&shown),
+        [[
+            builder_pid,
+            "t".into(),
+            "CREATE INDEX".into(),
+            "waiting for writers".into(),
+            "0".into()
+        ]]
+    );
+    ok(&mut writer, "COMMIT");
+    builder.join().unwrap();
+    let left = ok(&mut observer, "SELECT count(*) FROM steady_progress");
+    assert_eq!(left.rows[0][0].to_string(), "0");
+    let zeros = ok(&mut observer, "SELECT count(*) FROM t WHERE v = 0");
+    assert_eq!(zeros.rows[0][0].to_string(), "101");
+}

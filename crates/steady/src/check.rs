@@ -66,7 +66,8 @@ fn check_indexes(dir: &Path) -> anyhow::Result<Vec<IndexCheck>> {
         background_purge: false,
         ..EngineConfig::default()
     };
-    let engine = Engine::open(dir, &config).with_context(|| format!("opening {}", dir.display()))?;
+    let engine =
+        Engine::open(dir, &config).with_context(|| format!("opening {}", dir.display()))?;
     let checks = engine.check_indexes().context("verifying the indexes")?;
     engine.close().context("closing the database")?;
     Ok(checks)
@@ -78,7 +79,11 @@ fn index_line(check: &IndexCheck) -> String {
     if check.missing_count == 0 {
         return format!("{name}: {counts}");
     }
-    let first: Vec<String> = check.missing.iter().map(|pk| format!("{pk:02x?}")).collect();
+    let first: Vec<String> = check
+        .missing
+        .iter()
+        .map(|pk| format!("{pk:02x?}"))
+        .collect();
     format!(
         "{name}: {counts}; {} rows have no entry (keys {})",
         check.missing_count,

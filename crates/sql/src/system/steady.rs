@@ -1,6 +1,8 @@
-//! SteadyDB's own views: `steady_metrics` (the counters of every layer) and `steady_tables` (per
+//! SteadyDB's own views: `steady_metrics` (the counters of every layer), `steady_tables` (per
 //! table: the pages of its file, live and dead rows, the pages its B+trees use, the free space of
-//! its file outside them, and the history store's length).
+//! its file outside them, and the history store's length) and `steady_progress` (each online
+//! CREATE INDEX or VACUUM FULL running: its phase, the rows of its snapshot read, and the rows
+//! written meanwhile applied and still waiting, as PostgreSQL's `pg_stat_progress_create_index`).
 
 use steady_types::{DataType, Value};
 
@@ -29,7 +31,41 @@ pub const VIEWS: &[SystemTable] = &[
         ],
         rows: tables,
     },
+    SystemTable {
+        schema: "public",
+        name: "steady_progress",
+        columns: &[
+            ("pid", DataType::Integer),
+            ("relation", DataType::Text),
+            ("command", DataType::Text),
+            ("phase", DataType::Text),
+            ("tuples_done", DataType::BigInt),
+            ("changes_applied", DataType::BigInt),
+            ("changes_waiting", DataType::BigInt),
+        ],
+        rows: progress,
+    },
 ];
+
+fn progress(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+    let engine = ctx.engine()?.clone();
+    let activities = ctx.activities()?.all();
+    let tables = engine.tables();
+    let rows = engine.builds_in_progress().into_iter().map(|build| {
+        let pid = activities.iter().find(|a| a.transaction() == build.txn);
+        let table = tables.iter().find(|t| t.id == build.table);
+        vec![
+            pid.map_or(Value::Null, |a| Value::Integer(a.pid)),
+            table.map_or(Value::Null, |t| Value::Text(t.name.clone())),
+            Value::Text(build.command.to_string()),
+            Value::Text(build.phase.to_string()),
+            Value::BigInt(build.rows_done as i64),
+            Value::BigInt(build.changes_applied as i64),
+            Value::BigInt(build.changes_waiting as i64),
+        ]
+    });
+    Ok(rows.collect())
+}
 
 fn metric(name: &str, value: u64) -> Row {
     vec![Value::Text(name.to_owned()), Value::BigInt(value as i64)]
