@@ -45,6 +45,9 @@ pub enum EngineError {
     },
     #[error("corrupt engine data: {0}")]
     Corrupt(String),
+    /// A stored value that does not convert to a column's new type (ALTER COLUMN ... TYPE).
+    #[error(transparent)]
+    Conversion(#[from] steady_types::TypeError),
 }
 
 impl EngineError {
@@ -67,6 +70,7 @@ impl EngineError {
             EngineError::NotNullViolation(_) => "23502",
             EngineError::TransactionEnded => "25P01",
             EngineError::UnsupportedKeyType { .. } => "0A000",
+            EngineError::Conversion(err) => err.sqlstate(),
         }
     }
 }

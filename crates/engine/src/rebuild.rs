@@ -29,6 +29,7 @@ use steady_storage::btree::BTree;
 use steady_storage::space::Space;
 
 use crate::catalog::{EntryFormat, IndexDef, RowDecoder, TableDef};
+use crate::codec::encode_row;
 use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
 use crate::sorter::KeySorter;
@@ -37,6 +38,65 @@ use crate::version::{IndexId, StorageObject, Version};
 
 /// A clustered record with its key: `(key, record)`.
 type Record = (Vec<u8>, Vec<u8>);
+
+/// `table` with the column types of `altered`, another version of it (the same columns
+/// otherwise); no missing values, since every row is rewritten whole. 0A000 for a primary-key
+/// column or an indexed one of a type no key can hold.
+fn retyped(table: &TableDef, altered: &TableDef) -> Result<TableDef> {
+    let mut new = table.clone();
+    if new.columns.len() != altered.columns.len() {
+        return Err(EngineError::TableChanged(table.name.clone()));
+    }
+    for (position, (column, wanted)) in new.columns.iter_mut().zip(&altered.columns).enumerate() {
+        if column.data_type != wanted.data_type && table.primary_key.contains(&position) {
+            return Err(EngineError::UnsupportedKeyType {
+                column: column.name.clone(),
+                ty: wanted.data_type,
+            });
+        }
+        column.data_type = wanted.data_type;
+        column.missing = None;
+    }
+    for index in &new.indexes {
+        crate::table::check_key_columns(&new.columns, &index.columns)?;
+    }
+    Ok(new)
+}
+
+/// Rows of a table's old definition made rows of its rewritten one: values of the columns whose
+/// types changed converted to the new types as an assignment converts them (nothing to do when
+/// none did).
+struct RowConverter {
+    new: TableDef,
+    old: RowDecoder,
+    /// The positions of the columns whose types changed.
+    casts: Vec<usize>,
+}
+
+impl RowConverter {
+    fn new(old: &TableDef, new: TableDef) -> Result<Self> {
+        let casts = (0..old.columns.len())
+            .filter(|&c| old.columns[c].data_type != new.columns[c].data_type)
+            .collect();
+        Ok(RowConverter {
+            old: old.decoder(None),
+            new,
+            casts,
+        })
+    }
+
+    /// The stored row `row` of the old definition as one of the new.
+    fn row(&self, row: &[u8]) -> Result<Vec<u8>> {
+        if self.casts.is_empty() {
+            return Ok(row.to_vec());
+        }
+        let mut values = self.old.decode(row).map_err(corrupt_row)?;
+        for &column in &self.casts {
+            values[column] = values[column].assign_to(&self.new.columns[column].data_type)?;
+        }
+        Ok(encode_row(&values))
+    }
+}
 
 /// A table's trees written into a fresh space, not yet in use.
 struct BuiltTable {
@@ -98,25 +158,54 @@ impl Transaction {
     /// online: from a snapshot while the table's writers go on, then their changes copied over,
     /// as an index build does ([`crate::index_build`]).
     pub fn rewrite_table(&mut self, name: &str) -> Result<Arc<TableDef>> {
+        self.rewrite_online(name, "VACUUM FULL", |table| Ok(table.clone()))
+    }
+
+    /// ALTER COLUMN ... TYPE: rewrites the table online, as VACUUM FULL, with each value of a
+    /// column whose type `altered` changes converted as an assignment; a value that does not fit
+    /// fails the statement (22P02, 22003...). Primary-key columns keep their types (0A000).
+    pub fn alter_column_types(&mut self, altered: TableDef) -> Result<Arc<TableDef>> {
+        let name = self
+            .engine()
+            .table_by_id(altered.id)
+            .ok_or_else(|| EngineError::NoSuchTable(altered.name.clone()))?
+            .name
+            .clone();
+        self.rewrite_online(&name, "ALTER TABLE", |current| retyped(current, &altered))
+    }
+
+    /// Rewrites table `name` into a fresh space with definition `rewritten(current)`, from a
+    /// snapshot while the table's writers go on, then their changes copied over, as an index
+    /// build does ([`crate::index_build`]).
+    fn rewrite_online(
+        &mut self,
+        name: &str,
+        command: &'static str,
+        rewritten: impl FnOnce(&TableDef) -> Result<TableDef>,
+    ) -> Result<Arc<TableDef>> {
         let engine = self.engine();
         let no_table = || EngineError::NoSuchTable(name.to_string());
         let id = engine.table(name).ok_or_else(no_table)?.id;
         self.lock_ddl(id)?;
-        let build = self.start_build(id, "VACUUM FULL")?;
+        let build = self.start_build(id, command)?;
         let table = engine.table_by_id(id).ok_or_else(no_table)?;
+        let convert = RowConverter::new(&table, rewritten(&table)?)?;
         let mut rows = self.scan_all_at(id, Some(build.snapshot()))?;
         let rows_done = &build.log.rows_done;
         let records = std::iter::from_fn(|| {
             let row = rows.next_entry()?;
             rows_done.fetch_add(1, Ordering::Relaxed);
-            Some(row.map(|(pk, row)| (pk.to_vec(), Version::encode_live(0, row))))
+            let record = row.and_then(|(pk, row)| {
+                Ok((pk.to_vec(), Version::encode_live(0, &convert.row(row)?)))
+            });
+            Some(record)
         });
-        let built = self.build_table((*table).clone(), records)?;
+        let built = self.build_table(convert.new.clone(), records)?;
         self.catch_up(&build.log, |txn, pks| {
-            txn.copy_changed_rows(&table, &built, pks)
+            txn.copy_changed_rows(&table, &convert, &built, pks)
         })?;
         let locked = self.lock_table_for_switch(&build.log, name)?;
-        let left = self.copy_changed_rows(&table, &built, build.log.drain())?;
+        let left = self.copy_changed_rows(&table, &convert, &built, build.log.drain())?;
         debug_assert!(left.is_empty(), "a writer of the table is still running");
         drop(build);
         self.switch_to(&locked, built)
@@ -128,6 +217,7 @@ impl Transaction {
     fn copy_changed_rows(
         &mut self,
         table: &TableDef,
+        convert: &RowConverter,
         built: &BuiltTable,
         pks: Vec<Vec<u8>>,
     ) -> Result<Vec<Vec<u8>>> {
@@ -140,12 +230,14 @@ impl Transaction {
                 left.push(pk);
                 continue;
             }
-            let now = version.filter(|v| !v.deleted).map(|v| v.row);
+            let now = version.filter(|v| !v.deleted).map(|v| convert.row(&v.row));
+            let now = now.transpose()?;
             let before = clustered.get(&pk)?;
             let before = before.as_deref().map(Version::record_row).transpose()?;
             for index in &built.table.indexes {
                 let entry_of = |row: &[u8]| -> Result<Vec<u8>> {
-                    let decoder = table.decoder(Some(wanted_columns(table, &index.columns)));
+                    let new = &built.table;
+                    let decoder = new.decoder(Some(wanted_columns(new, &index.columns)));
                     let values = decoder.decode(row).map_err(corrupt_row)?;
                     Ok(entry_key(&index_key(&values, &index.columns), &pk))
                 };

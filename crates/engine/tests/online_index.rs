@@ -384,3 +384,34 @@ fn a_write_planned_before_an_index_was_built_keeps_it_up_to_date() {
         "{refused:?}"
     );
 }
+
+/// ALTER COLUMN ... TYPE rewrites online as VACUUM FULL does: the rows written during it, in the
+/// old type, reach the rewritten table converted, and the index on the column is rebuilt.
+#[test]
+fn a_column_type_change_converts_the_writes_made_during_it() {
+    let engine = open();
+    table(&engine, 3000);
+    let by_v = |t: &mut Transaction| t.create_secondary_index("t", "by_v", vec![1], false);
+    let table = engine.autocommit(by_v).unwrap();
+    let mut retyped = (*table).clone();
+    retyped.columns[1].data_type = DataType::Text;
+    let altered = build_while_writing(
+        &engine,
+        &table,
+        move |t| t.alter_column_types(retyped),
+        writes_during(&table),
+    )
+    .unwrap();
+    assert_eq!(altered.columns[1].data_type, DataType::Text);
+    let mut reader = engine.begin(Isolation::ReadCommitted).unwrap();
+    let scan = reader.scan_rows(&altered, Bound::Unbounded, Bound::Unbounded);
+    let rows: Vec<Vec<Value>> = scan.unwrap().map(|r| r.unwrap().1).collect();
+    let as_text = |mut row: Vec<Value>| {
+        row[1] = Value::Text(row[1].to_string());
+        row
+    };
+    let expected: Vec<Vec<Value>> = rows_after_writes().into_iter().map(as_text).collect();
+    assert_eq!(rows, expected);
+    reader.commit().unwrap();
+    assert_fresh(&checked(&engine));
+}

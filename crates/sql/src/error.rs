@@ -95,7 +95,10 @@ impl SqlError {
 
 impl From<EngineError> for SqlError {
     fn from(err: EngineError) -> Self {
-        SqlError::new(err.sqlstate(), err.to_string())
+        match err {
+            EngineError::Conversion(err) => err.into(),
+            err => SqlError::new(err.sqlstate(), err.to_string()),
+        }
     }
 }
 

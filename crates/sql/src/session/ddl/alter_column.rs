@@ -2,9 +2,13 @@
 //! DEFAULT, DROP NOT NULL, SET NOT NULL after a scan that finds no NULL (23502 otherwise), and
 //! TYPE where every stored value is already a value of the new type in the same bytes — a string
 //! column made longer or unlimited (`varchar(30)` to `varchar(150)` or `text`), as PostgreSQL
-//! also does without a rewrite. A change of type that needs a rewrite is refused (0A000; issue 15).
-//! Rows are never rewritten: a new default applies to rows inserted later, as in PostgreSQL
-//! (rows stored before an ADD COLUMN keep reading their `missing` value).
+//! also does without a rewrite. Any other change of type that PostgreSQL makes without USING
+//! (an assignment cast; USING is not supported, 42804 otherwise) rewrites the table online
+//! (`Transaction::alter_column_types`: writers go on; each value converted as an assignment, a value
+//! that does not convert failing the statement), except for a primary-key column, whose new
+//! encoding would re-cluster the table (0A000). Otherwise rows are never rewritten: a new default
+//! applies to rows inserted later, as in PostgreSQL (rows stored before an ADD COLUMN keep reading
+//! their `missing` value).
 //!
 //! As PostgreSQL: an identity column's default and nullability belong to its identity (42601),
 //! and a primary key column stays NOT NULL (42P16). SET NOT NULL's scan, like ADD CHECK's
@@ -99,10 +103,25 @@ impl Ddl<'_> {
                     ));
                 }
                 if !widens_in_place(&def.data_type, &new) {
-                    return Err(SqlError::unsupported(format!(
-                        "ALTER COLUMN ... TYPE from {} to {new} (it needs a rewrite of the table)",
-                        def.data_type
-                    )));
+                    if table.primary_key.contains(&position) {
+                        return Err(SqlError::unsupported(format!(
+                            "ALTER COLUMN ... TYPE of primary-key column \"{name}\" from {} to {new} \
+                             (it needs the table re-clustered)",
+                            def.data_type
+                        )));
+                    }
+                    if !assignable(&def.data_type, &new) {
+                        return Err(SqlError::new(
+                            "42804",
+                            format!("column \"{name}\" cannot be cast automatically to type {new}"),
+                        )
+                        .with_hint(format!(
+                            "You might need to specify \"USING {name}::{new}\"."
+                        )));
+                    }
+                    def.data_type = new;
+                    self.txn().alter_column_types(altered)?;
+                    return Ok(());
                 }
                 def.data_type = new;
             }
@@ -140,4 +159,24 @@ fn widens_in_place(old: &steady_types::DataType, new: &steady_types::DataType) -
         (Varchar(_) | Text, Varchar(None) | Text) => true,
         _ => false,
     }
+}
+
+/// Whether PostgreSQL converts values of type `old` to `new` in an assignment (so ALTER COLUMN
+/// ... TYPE needs no USING): between numeric types, from any type to a string type, and between
+/// the date and timestamp types.
+fn assignable(old: &steady_types::DataType, new: &steady_types::DataType) -> bool {
+    use steady_types::DataType::{
+        BigInt, Char, Date, Double, Integer, Numeric, Real, SmallInt, Text, Timestamp, TimestampTz,
+        Varchar,
+    };
+    let numeric = |t: &steady_types::DataType| {
+        matches!(
+            t,
+            SmallInt | Integer | BigInt | Real | Double | Numeric { .. }
+        )
+    };
+    let datetime = |t: &steady_types::DataType| matches!(t, Date | Timestamp | TimestampTz);
+    (numeric(old) && numeric(new))
+        || matches!(new, Text | Varchar(_) | Char(_))
+        || (datetime(old) && datetime(new))
 }
