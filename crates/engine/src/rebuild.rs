@@ -32,6 +32,7 @@ use crate::catalog::{EntryFormat, IndexDef, RowDecoder, TableDef};
 use crate::codec::encode_row;
 use crate::engine::{Engine, Transaction};
 use crate::error::{EngineError, Result};
+use crate::index_build::in_background;
 use crate::sorter::KeySorter;
 use crate::table::{corrupt_row, entry_key, entry_value, has_null, index_key, wanted_columns};
 use crate::version::{IndexId, StorageObject, Version};
@@ -190,19 +191,22 @@ impl Transaction {
         let build = self.start_build(id, command)?;
         let table = engine.table_by_id(id).ok_or_else(no_table)?;
         let convert = RowConverter::new(&table, rewritten(&table)?)?;
-        let mut rows = self.scan_all_at(id, Some(build.snapshot()))?;
-        let rows_done = &build.log.rows_done;
-        let records = std::iter::from_fn(|| {
-            let row = rows.next_entry()?;
-            rows_done.fetch_add(1, Ordering::Relaxed);
-            let record = row.and_then(|(pk, row)| {
-                Ok((pk.to_vec(), Version::encode_live(0, &convert.row(row)?)))
+        let built = in_background(|| {
+            let mut rows = self.scan_all_at(id, Some(build.snapshot()))?;
+            let rows_done = &build.log.rows_done;
+            let records = std::iter::from_fn(|| {
+                let row = rows.next_entry()?;
+                rows_done.fetch_add(1, Ordering::Relaxed);
+                let record = row.and_then(|(pk, row)| {
+                    Ok((pk.to_vec(), Version::encode_live(0, &convert.row(row)?)))
+                });
+                Some(record)
             });
-            Some(record)
-        });
-        let built = self.build_table(convert.new.clone(), records)?;
-        self.catch_up(&build.log, |txn, pks| {
-            txn.copy_changed_rows(&table, &convert, &built, pks)
+            let built = self.build_table(convert.new.clone(), records)?;
+            self.catch_up(&build.log, |txn, pks| {
+                txn.copy_changed_rows(&table, &convert, &built, pks)
+            })?;
+            Ok::<_, EngineError>(built)
         })?;
         let locked = self.lock_table_for_switch(&build.log, name)?;
         let left = self.copy_changed_rows(&table, &convert, &built, build.log.drain())?;
