@@ -3,6 +3,8 @@
 //! leaving the catalog, the rows and the data files as they were; a dropped table's space goes
 //! only after the commit, once no older snapshot is open, also when a crash came in between.
 
+mod common;
+
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,18 +16,7 @@ use steady_storage::store::StoreConfig;
 use steady_types::{DataType, Value};
 
 fn config() -> EngineConfig {
-    EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 256 * 4096,
-            background_flush: false,
-            log_capacity: 16 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(5)),
-        background_purge: false,
-        ..Default::default()
-    }
+    common::config(256, 16 << 20)
 }
 
 fn open(vfs: &Arc<dyn Vfs>) -> Arc<Engine> {

@@ -3,35 +3,24 @@
 //! build of the same rows (checked with `Engine::check_indexes` once purge has caught up); a
 //! UNIQUE build that meets a duplicate written during the build fails and leaves nothing behind.
 
+mod common;
+
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::Duration;
 
 use steady_engine::catalog::{ColumnDef, TableDef};
-use steady_engine::engine::{Engine, EngineConfig, Isolation, Transaction};
+use steady_engine::engine::{Engine, Isolation, Transaction};
 use steady_engine::error::EngineError;
 use steady_engine::index_check::IndexCheck;
 use steady_engine::lock::LockKey;
 use steady_engine::table::index_key;
 use steady_storage::io::{MemVfs, Vfs};
-use steady_storage::store::StoreConfig;
 use steady_types::{DataType, Value};
 
 fn open() -> Arc<Engine> {
-    let config = EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 2048 * 4096,
-            background_flush: false,
-            log_capacity: 64 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(30)),
-        background_purge: false,
-        ..Default::default()
-    };
+    let config = common::config(2048, 64 << 20);
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     Engine::open_vfs(vfs, &config).unwrap()
 }

@@ -1,31 +1,20 @@
 //! Tables at the engine API: typed rows, secondary indexes kept in step (also for old snapshots,
 //! rollback and purge), unique indexes, hidden row ids, and DDL that survives a restart.
 
+mod common;
+
 use std::ops::Bound;
 use std::sync::Arc;
-use std::time::Duration;
 
 use steady_engine::catalog::ColumnDef;
 use steady_engine::codec::encode_key;
 use steady_engine::engine::{Engine, EngineConfig, Isolation};
 use steady_engine::table::primary_key;
 use steady_storage::io::{MemVfs, Vfs};
-use steady_storage::store::StoreConfig;
 use steady_types::{DataType, Value};
 
 fn config() -> EngineConfig {
-    EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 256 * 4096,
-            background_flush: false,
-            log_capacity: 16 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(5)),
-        background_purge: false,
-        ..Default::default()
-    }
+    common::config(256, 16 << 20)
 }
 
 fn column(name: &str, data_type: DataType) -> ColumnDef {

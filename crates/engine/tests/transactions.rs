@@ -16,22 +16,10 @@ use steady_engine::io::thread_io;
 use steady_engine::table::primary_key;
 use steady_engine::version::IndexId;
 use steady_storage::io::{MemVfs, Vfs};
-use steady_storage::store::StoreConfig;
 use steady_types::{DataType, Value};
 
 fn config() -> EngineConfig {
-    EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 512 * 4096,
-            background_flush: false,
-            log_capacity: 16 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(5)),
-        background_purge: false,
-        max_snapshot_age: None,
-    }
+    common::config(512, 16 << 20)
 }
 
 fn engine() -> (Arc<dyn Vfs>, Arc<Engine>) {

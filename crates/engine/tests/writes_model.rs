@@ -11,7 +11,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::time::Duration;
 
 use proptest::prelude::*;
 use steady_engine::catalog::TableDef;
@@ -19,7 +18,6 @@ use steady_engine::codec::encode_key;
 use steady_engine::engine::{Engine, EngineConfig, Isolation, Transaction};
 use steady_engine::table::primary_key;
 use steady_storage::io::{MemVfs, Vfs};
-use steady_storage::store::StoreConfig;
 use steady_types::Value;
 
 /// Rows by id: the value of column `v`.
@@ -52,18 +50,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn config() -> EngineConfig {
-    EngineConfig {
-        store: StoreConfig {
-            page_size: 4096,
-            buffer_pool_bytes: 256 * 4096,
-            background_flush: false,
-            log_capacity: 16 << 20,
-            ..Default::default()
-        },
-        lock_timeout: Some(Duration::from_secs(5)),
-        background_purge: false,
-        max_snapshot_age: None,
-    }
+    common::config(256, 16 << 20)
 }
 
 /// Table `t`; with `indexed`, a secondary index on `v` (without one, inserts go without row locks

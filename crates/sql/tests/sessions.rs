@@ -777,18 +777,7 @@ fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
     ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
     let holder_pid = cell(&mut holder, "SELECT pg_backend_pid()");
     let before = db.engine().locks().stats().lock_waits;
-    let (pid_sender, pid) = std::sync::mpsc::channel();
-    let waiter = thread::spawn({
-        let db = Arc::clone(&db);
-        move || {
-            let mut waiter = db.session("waiter");
-            pid_sender
-                .send(cell(&mut waiter, "SELECT pg_backend_pid()"))
-                .unwrap();
-            ok(&mut waiter, "UPDATE t SET v = 2 WHERE id = 1");
-        }
-    });
-    let waiter_pid = pid.recv().unwrap();
+    let (waiter_pid, waiter) = run_in_session(&db, "UPDATE t SET v = 2 WHERE id = 1");
     wait_for_lock_wait(&db, before);
     let mut observer = db.session("observer");
     let table_lock = ok(
@@ -796,11 +785,7 @@ fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
         "SELECT pid, mode, granted FROM pg_locks l JOIN pg_class c ON c.oid = l.relation \
          WHERE c.relname = 't' AND l.locktype = 'relation' ORDER BY pid",
     );
-    let rows: Vec<Vec<String>> = table_lock
-        .rows
-        .iter()
-        .map(|r| r.iter().map(|v| v.to_string()).collect())
-        .collect();
+    let rows = texts(&table_lock);
     assert!(
         rows.contains(&vec![
             holder_pid.clone(),
@@ -816,13 +801,8 @@ fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
          AND h.transactionid IS NOT DISTINCT FROM w.transactionid AND h.granted \
          WHERE NOT w.granted",
     );
-    let waiting: Vec<Vec<String>> = waiting
-        .rows
-        .iter()
-        .map(|r| r.iter().map(|v| v.to_string()).collect())
-        .collect();
     assert_eq!(
-        waiting,
+        texts(&waiting),
         [[waiter_pid, "transactionid".into(), holder_pid]],
         "the waiter awaits the holder's transaction, as in PostgreSQL (the row's version names it)"
     );
@@ -833,6 +813,20 @@ fn pg_locks_shows_a_row_lock_wait_and_who_holds_the_lock() {
         "SELECT count(*) FROM pg_locks WHERE NOT granted",
     );
     assert_eq!(left.rows[0][0].to_string(), "0");
+}
+
+/// Runs `sql` in a new session on a thread of its own; the session's pid (once it has one) and
+/// the thread.
+fn run_in_session(db: &Arc<Database>, sql: &'static str) -> (String, thread::JoinHandle<()>) {
+    let (pid_sender, pid) = std::sync::mpsc::channel();
+    let db = Arc::clone(db);
+    let runner = thread::spawn(move || {
+        let mut session = db.session("runner");
+        let own_pid = cell(&mut session, "SELECT pg_backend_pid()");
+        pid_sender.send(own_pid).unwrap();
+        ok(&mut session, sql);
+    });
+    (pid.recv().unwrap(), runner)
 }
 
 /// The rows of a result as text.
@@ -860,18 +854,7 @@ fn steady_progress_shows_a_running_index_build() {
     ok(&mut writer, "BEGIN");
     ok(&mut writer, "UPDATE t SET v = 0 WHERE id = 1");
     let before = db.engine().locks().stats().lock_waits;
-    let (pid_sender, pid) = std::sync::mpsc::channel();
-    let builder = thread::spawn({
-        let db = Arc::clone(&db);
-        move || {
-            let mut builder = db.session("builder");
-            pid_sender
-                .send(cell(&mut builder, "SELECT pg_backend_pid()"))
-                .unwrap();
-            ok(&mut builder, "CREATE INDEX t_v ON t (v)");
-        }
-    });
-    let builder_pid = pid.recv().unwrap();
+    let (builder_pid, builder) = run_in_session(&db, "CREATE INDEX t_v ON t (v)");
     wait_for_lock_wait(&db, before);
     let mut observer = db.session("observer");
     let shown = ok(
