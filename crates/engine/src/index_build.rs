@@ -21,6 +21,10 @@
 //!    index joins the table's definition, usable by snapshots taken from then on
 //!    ([`crate::catalog::IndexDef::valid_from`]).
 //!
+//! Steps 2 and 3 run on a thread at a lower CPU priority ([`in_background`]); each step shows
+//! in [`Engine::builds_in_progress`] (the `steady_progress` view). VACUUM FULL and ALTER COLUMN
+//! ... TYPE ([`crate::rebuild`]) go the same way, copying rows instead of adding entries.
+//!
 //! **Invariants.**
 //! * The build holds the table's DDL lock ([`crate::engine::DDL_LOCKS`]) from start to end, so no
 //!   other DDL changes the table meanwhile; writers never take it.

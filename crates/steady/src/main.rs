@@ -1,7 +1,7 @@
 //! `steady`: the SteadyDB command-line tool.
 //!
 //! Subcommands: `serve` (the PostgreSQL wire protocol server), `shell` (an embedded SQL session on a
-//! data directory), `check` (offline verification of every page and tree), `bench` (the benchmark
+//! data directory), `check` (offline verification of every page, tree and index), `bench` (the benchmark
 //! scenarios).
 //!
 //! The binary allocates through mimalloc: a statement allocates many small, short-lived values
@@ -59,7 +59,8 @@ enum Command {
         #[arg(long)]
         stop_on_error: bool,
     },
-    /// Verify every page checksum and B+tree invariant of a stopped database.
+    /// Verify every page checksum and B+tree invariant of a stopped database, then every index
+    /// against its table.
     Check {
         /// Data directory.
         dir: PathBuf,
