@@ -63,6 +63,8 @@ use crate::version::IndexId;
 const LEFT_FOR_SWITCH: usize = 1_000;
 /// At most this many catch-up rounds (writers faster than the build leave the rest to the switch).
 const CATCH_UP_ROUNDS: usize = 32;
+/// A build looks for a cancel of its statement every this many rows it reads.
+const ROWS_PER_CANCEL_CHECK: u64 = 4096;
 /// The niceness of the thread that scans, sorts, builds and catches up (Linux: +10 gives it about
 /// a tenth of the share of a foreground thread when the cores are busy, all of an idle core).
 const BUILD_NICENESS: i32 = 10;
@@ -260,6 +262,27 @@ impl Engine {
         self.builds.running()
     }
 
+    /// Counts one more row read by transaction `txn`'s build in `done`, and now and then fails
+    /// with 57014 if its statement was cancelled meanwhile (a build waits for no lock that a
+    /// cancel would end).
+    pub(crate) fn count_build_row(&self, txn: TxnId, done: &AtomicU64) -> Result<()> {
+        if done
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(ROWS_PER_CANCEL_CHECK)
+        {
+            self.check_cancelled(txn)?;
+        }
+        Ok(())
+    }
+
+    /// 57014 if transaction `txn`'s statement was cancelled while it was not waiting.
+    fn check_cancelled(&self, txn: TxnId) -> Result<()> {
+        if self.locks.is_interrupted(txn) {
+            return Err(crate::lock::LockError::Cancelled.into());
+        }
+        Ok(())
+    }
+
     /// The progress of every online index build and rebuild running.
     pub fn builds_in_progress(&self) -> Vec<BuildProgress> {
         self.builds.progress()
@@ -407,7 +430,7 @@ impl Transaction {
             let key = entry_key(&index_key(&values, &index.columns), pk);
             entries.push(&key, pk, comparable);
             if let Some(done) = rows_done {
-                done.fetch_add(1, Ordering::Relaxed);
+                engine.count_build_row(self.id, done)?;
             }
         }
         entries.sort();
@@ -432,6 +455,7 @@ impl Transaction {
             if log.len() <= LEFT_FOR_SWITCH {
                 break;
             }
+            self.engine.check_cancelled(self.id)?;
             let pks = log.drain();
             let taken = pks.len();
             let left = apply(self, pks)?;

@@ -22,7 +22,6 @@
 //!   rebuilt rows.
 
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use steady_storage::btree::BTree;
@@ -191,13 +190,14 @@ impl Transaction {
         let build = self.start_build(id, command)?;
         let table = engine.table_by_id(id).ok_or_else(no_table)?;
         let convert = RowConverter::new(&table, rewritten(&table)?)?;
+        let txn = self.id();
         let built = in_background(|| {
             let mut rows = self.scan_all_at(id, Some(build.snapshot()))?;
             let rows_done = &build.log.rows_done;
             let records = std::iter::from_fn(|| {
                 let row = rows.next_entry()?;
-                rows_done.fetch_add(1, Ordering::Relaxed);
-                let record = row.and_then(|(pk, row)| {
+                let counted = engine.count_build_row(txn, rows_done);
+                let record = counted.and(row).and_then(|(pk, row)| {
                     Ok((pk.to_vec(), Version::encode_live(0, &convert.row(row)?)))
                 });
                 Some(record)

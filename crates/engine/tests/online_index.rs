@@ -404,3 +404,32 @@ fn a_column_type_change_converts_the_writes_made_during_it() {
     reader.commit().unwrap();
     assert_fresh(&checked(&engine));
 }
+
+/// A cancel of the statement that lands while a build reads its rows (no lock wait to end)
+/// ends the build with 57014; rolled back, it leaves no index and no new tree or space.
+#[test]
+fn a_cancel_during_a_build_or_rebuild_ends_it_and_leaves_nothing() {
+    let engine = open();
+    let table = table(&engine, 3000);
+    let trees = |space| engine.store().space(space).unwrap().trees().len();
+    let trees_before = trees(table.space);
+    let steps: [&DdlStep; 2] = [
+        &|t| t.create_secondary_index("t", "by_v", vec![1], false),
+        &|t| t.rewrite_table("t"),
+    ];
+    for step in steps {
+        let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+        // As a cancel request does while the statement runs but does not wait.
+        engine.locks().interrupt(txn.id());
+        let cancelled = step(&mut txn).unwrap_err();
+        assert_eq!(cancelled.sqlstate(), "57014", "{cancelled}");
+        txn.rollback().unwrap();
+        let now = engine.table("t").unwrap();
+        assert_eq!((now.space, now.indexes.len()), (table.space, 0));
+        assert_eq!(trees(table.space), trees_before);
+        assert_eq!(engine.index_builds_running(), 0);
+    }
+    assert!(engine
+        .store()
+        .wait_reclaimed(std::time::Duration::from_secs(10)));
+}

@@ -512,6 +512,12 @@ impl LockManager {
         }
     }
 
+    /// Whether an interrupt for `txn` is pending (its statement was cancelled while not waiting):
+    /// long work that never waits looks at it now and then.
+    pub fn is_interrupted(&self, txn: TxnId) -> bool {
+        self.interrupted.lock().contains(&txn)
+    }
+
     /// `txn` no longer wants its next wait interrupted.
     pub fn forget_interrupt(&self, txn: TxnId) {
         self.interrupted.lock().remove(&txn);
