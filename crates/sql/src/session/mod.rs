@@ -939,8 +939,13 @@ impl Session {
             } else {
                 tables.to_vec()
             };
+            // One transaction per table, as PostgreSQL's VACUUM; each the statement's, so a
+            // cancel or statement_timeout ends the rewrite.
             for name in &names {
-                engine.autocommit(|txn| txn.rewrite_table(name))?;
+                self.in_transaction(|_, txn| {
+                    txn.rewrite_table(name)?;
+                    Ok(QueryResult::command("VACUUM"))
+                })?;
             }
         }
         if analyze {
