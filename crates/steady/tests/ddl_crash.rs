@@ -1,9 +1,10 @@
 //! SIGKILL of `steady serve` while a client runs DDL — CREATE INDEX, ALTER TABLE (ADD COLUMN
-//! with a constant and a volatile default, DROP COLUMN), CREATE TABLE AS, TRUNCATE and DROP, on
-//! their own and inside a transaction block — then a restart on the same directory: the rows are
-//! all there, every table the catalog holds can be read, no data file is left that no table uses
-//! (once purge has finished the committed drops), and `steady check` accepts the stopped
-//! directory. Needs psql from PostgreSQL 15 (scripts/test.sh installs it).
+//! with a constant and a volatile default, ALTER COLUMN TYPE, DROP COLUMN), CREATE TABLE AS,
+//! VACUUM FULL, TRUNCATE and DROP, on their own and inside a transaction block — then a restart
+//! on the same directory: the rows are all there, every table the catalog holds can be read, no
+//! data file is left that no table uses (once purge has finished the committed drops), and
+//! `steady check` accepts the stopped directory, its pages and every index against its table.
+//! Needs psql from PostgreSQL 15 (scripts/test.sh installs it).
 
 mod common;
 
@@ -37,9 +38,11 @@ fn round(i: u64) -> String {
     format!(
         "CREATE INDEX base_v_{i} ON base (v);
 ALTER TABLE base ADD COLUMN c_{i} integer DEFAULT {i};
+ALTER TABLE base ALTER COLUMN c_{i} TYPE bigint;
 ALTER TABLE base ADD COLUMN r_{i} double precision DEFAULT random();
 CREATE TABLE side_{i} AS SELECT id, v FROM base WHERE id % 3 = 0;
 CREATE UNIQUE INDEX side_{i}_id ON side_{i} (id);
+VACUUM FULL side_{i};
 BEGIN;
 DROP INDEX base_v_{i};
 ALTER TABLE base DROP COLUMN c_{i};
