@@ -36,6 +36,8 @@ pub enum EngineError {
     TableRewritten(String),
     #[error("column of the primary key of \"{0}\" contains null values")]
     NotNullViolation(String),
+    #[error("canceling statement due to statement timeout")]
+    StatementTimeout,
     #[error("the transaction has already ended")]
     TransactionEnded,
     #[error("column \"{column}\" of type {ty} cannot be part of a primary key or an index")]
@@ -69,6 +71,7 @@ impl EngineError {
             EngineError::TableChanged(_) | EngineError::TableRewritten(_) => "40001",
             EngineError::NotNullViolation(_) => "23502",
             EngineError::TransactionEnded => "25P01",
+            EngineError::StatementTimeout => "57014",
             EngineError::UnsupportedKeyType { .. } => "0A000",
             EngineError::Conversion(err) => err.sqlstate(),
         }

@@ -41,6 +41,7 @@ use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 use steady_storage::btree::BTree;
@@ -248,6 +249,27 @@ impl Drop for RunningBuild {
     }
 }
 
+/// What tells a build that its statement should stop: a cancel of its transaction's statement,
+/// or the statement's deadline passing.
+#[derive(Clone, Copy)]
+pub(crate) struct StopCheck {
+    txn: TxnId,
+    deadline: Option<Instant>,
+}
+
+impl StopCheck {
+    /// 57014 if the statement was cancelled while it was not waiting, or timed out.
+    fn check(&self, engine: &Engine) -> Result<()> {
+        if engine.locks.is_interrupted(self.txn) {
+            return Err(crate::lock::LockError::Cancelled.into());
+        }
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(EngineError::StatementTimeout);
+        }
+        Ok(())
+    }
+}
+
 /// What a check of a UNIQUE key against the committed rows found.
 enum KeyCheck {
     Unique,
@@ -262,23 +284,15 @@ impl Engine {
         self.builds.running()
     }
 
-    /// Counts one more row read by transaction `txn`'s build in `done`, and now and then fails
-    /// with 57014 if its statement was cancelled meanwhile (a build waits for no lock that a
-    /// cancel would end).
-    pub(crate) fn count_build_row(&self, txn: TxnId, done: &AtomicU64) -> Result<()> {
+    /// Counts one more row read by a build in `done`, and now and then fails with 57014 if
+    /// `stop` finds its statement cancelled or timed out meanwhile (a build waits for no lock
+    /// that a cancel would end).
+    pub(crate) fn count_build_row(&self, stop: &StopCheck, done: &AtomicU64) -> Result<()> {
         if done
             .fetch_add(1, Ordering::Relaxed)
             .is_multiple_of(ROWS_PER_CANCEL_CHECK)
         {
-            self.check_cancelled(txn)?;
-        }
-        Ok(())
-    }
-
-    /// 57014 if transaction `txn`'s statement was cancelled while it was not waiting.
-    fn check_cancelled(&self, txn: TxnId) -> Result<()> {
-        if self.locks.is_interrupted(txn) {
-            return Err(crate::lock::LockError::Cancelled.into());
+            stop.check(self)?;
         }
         Ok(())
     }
@@ -420,6 +434,7 @@ impl Transaction {
         rows_done: Option<&AtomicU64>,
     ) -> Result<KeySorter> {
         let engine = self.engine();
+        let stop = self.stop_check();
         let decoder = table.decoder(Some(wanted_columns(table, &index.columns)));
         let mut entries = engine.sorter_for(&*engine.tree(table.id)?)?;
         let mut rows = self.scan_all_at(table.id, snapshot)?;
@@ -430,7 +445,7 @@ impl Transaction {
             let key = entry_key(&index_key(&values, &index.columns), pk);
             entries.push(&key, pk, comparable);
             if let Some(done) = rows_done {
-                engine.count_build_row(self.id, done)?;
+                engine.count_build_row(&stop, done)?;
             }
         }
         entries.sort();
@@ -455,7 +470,7 @@ impl Transaction {
             if log.len() <= LEFT_FOR_SWITCH {
                 break;
             }
-            self.engine.check_cancelled(self.id)?;
+            self.stop_check().check(&self.engine)?;
             let pks = log.drain();
             let taken = pks.len();
             let left = apply(self, pks)?;
@@ -504,6 +519,14 @@ impl Transaction {
             }
         }
         Ok(left)
+    }
+
+    /// What tells this transaction's build that its statement should stop.
+    pub(crate) fn stop_check(&self) -> StopCheck {
+        StopCheck {
+            txn: self.id,
+            deadline: self.statement_deadline,
+        }
     }
 
     /// Whether a version's writer has ended (or is this transaction): its version is the row's

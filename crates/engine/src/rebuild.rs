@@ -190,13 +190,13 @@ impl Transaction {
         let build = self.start_build(id, command)?;
         let table = engine.table_by_id(id).ok_or_else(no_table)?;
         let convert = RowConverter::new(&table, rewritten(&table)?)?;
-        let txn = self.id();
+        let stop = self.stop_check();
         let built = in_background(|| {
             let mut rows = self.scan_all_at(id, Some(build.snapshot()))?;
             let rows_done = &build.log.rows_done;
             let records = std::iter::from_fn(|| {
                 let row = rows.next_entry()?;
-                let counted = engine.count_build_row(txn, rows_done);
+                let counted = engine.count_build_row(&stop, rows_done);
                 let record = counted.and(row).and_then(|(pk, row)| {
                     Ok((pk.to_vec(), Version::encode_live(0, &convert.row(row)?)))
                 });

@@ -902,3 +902,29 @@ fn a_cancel_request_ends_a_vacuum_full_and_leaves_the_table() {
     ok(&mut session, "VACUUM FULL t");
     assert_eq!(cell(&mut session, "SELECT sum(v) FROM t"), "300000");
 }
+
+/// statement_timeout ends a CREATE INDEX and a VACUUM FULL while they read the table (57014),
+/// which stays as it was.
+#[test]
+fn statement_timeout_ends_an_index_build_and_a_vacuum_full() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    ok(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
+    ok(
+        &mut session,
+        "INSERT INTO t SELECT g, g % 7 FROM generate_series(1, 100000) g",
+    );
+    ok(&mut session, "SET statement_timeout = 1");
+    for statement in ["CREATE INDEX t_v ON t (v)", "VACUUM FULL t"] {
+        let err = run(&mut session, statement).unwrap_err();
+        assert_eq!(err.code, "57014", "{statement}: {err}");
+        assert!(err.message.contains("statement timeout"), "{err}");
+    }
+    ok(&mut session, "RESET statement_timeout");
+    assert_eq!(cell(&mut session, "SELECT count(*) FROM t"), "100000");
+    let indexes = "SELECT count(*) FROM pg_indexes WHERE tablename = 't'";
+    assert_eq!(cell(&mut session, indexes), "1", "the primary key's only");
+}

@@ -333,6 +333,7 @@ impl Engine {
             claimed: Vec::new(),
             rewrote: Vec::new(),
             lock_timeout: self.lock_timeout,
+            statement_deadline: None,
             ended: false,
         })
     }
@@ -438,6 +439,10 @@ pub struct Transaction {
     /// How long a lock is waited for before the statement fails (None: forever); the engine's
     /// `lock_timeout` unless the session sets one ([`Transaction::set_lock_timeout`]).
     pub(crate) lock_timeout: Option<Duration>,
+    /// When the running statement times out (`statement_timeout`), for work that looks at the
+    /// clock itself: an index build or a table rewrite
+    /// ([`Transaction::set_statement_deadline`]).
+    pub(crate) statement_deadline: Option<Instant>,
     pub(crate) ended: bool,
 }
 

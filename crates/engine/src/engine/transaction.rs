@@ -18,6 +18,13 @@ impl Transaction {
         self.lock_timeout = timeout.or(self.engine.lock_timeout);
     }
 
+    /// When the statement now running times out (None: never); an index build or a table
+    /// rewrite then fails with [`EngineError::StatementTimeout`] (57014). Set before each
+    /// statement.
+    pub fn set_statement_deadline(&mut self, deadline: Option<Instant>) {
+        self.statement_deadline = deadline;
+    }
+
     /// The longest a lock wait of this transaction lasts (None: no limit).
     pub fn lock_timeout(&self) -> Option<Duration> {
         self.lock_timeout

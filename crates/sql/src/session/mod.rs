@@ -672,6 +672,7 @@ impl Session {
         txn.set_lock_timeout(self.info.settings.timeout("lock_timeout"));
         self.activity().in_transaction(txn.id());
         let timeout = self.info.settings.timeout("statement_timeout");
+        txn.set_statement_deadline(timeout.map(|t| std::time::Instant::now() + t));
         self.info.cancel.start(engine, txn.id(), timeout);
         let result = f(self, txn);
         self.info.cancel.finish();
