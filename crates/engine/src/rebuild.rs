@@ -40,8 +40,7 @@ use crate::version::{IndexId, StorageObject, Version};
 type Record = (Vec<u8>, Vec<u8>);
 
 /// `table` with the column types of `altered`, another version of it (the same columns
-/// otherwise); no missing values, since every row is rewritten whole. 0A000 for a primary-key
-/// column or an indexed one of a type no key can hold.
+/// otherwise). 0A000 for a primary-key column or an indexed one of a type no key can hold.
 fn retyped(table: &TableDef, altered: &TableDef) -> Result<TableDef> {
     let mut new = table.clone();
     if new.columns.len() != altered.columns.len() {
@@ -55,7 +54,6 @@ fn retyped(table: &TableDef, altered: &TableDef) -> Result<TableDef> {
             });
         }
         column.data_type = wanted.data_type;
-        column.missing = None;
     }
     for index in &new.indexes {
         crate::table::check_key_columns(&new.columns, &index.columns)?;
@@ -64,8 +62,9 @@ fn retyped(table: &TableDef, altered: &TableDef) -> Result<TableDef> {
 }
 
 /// Rows of a table's old definition made rows of its rewritten one: values of the columns whose
-/// types changed converted to the new types as an assignment converts them (nothing to do when
-/// none did).
+/// types changed converted to the new types as an assignment converts them, each row written
+/// whole (so the new definition needs no missing values); rows copied as stored when no type
+/// changed.
 struct RowConverter {
     new: TableDef,
     old: RowDecoder,
@@ -74,15 +73,18 @@ struct RowConverter {
 }
 
 impl RowConverter {
-    fn new(old: &TableDef, new: TableDef) -> Result<Self> {
-        let casts = (0..old.columns.len())
+    fn new(old: &TableDef, mut new: TableDef) -> Self {
+        let casts: Vec<usize> = (0..old.columns.len())
             .filter(|&c| old.columns[c].data_type != new.columns[c].data_type)
             .collect();
-        Ok(RowConverter {
+        if !casts.is_empty() {
+            new.columns.iter_mut().for_each(|c| c.missing = None);
+        }
+        RowConverter {
             old: old.decoder(None),
             new,
             casts,
-        })
+        }
     }
 
     /// The stored row `row` of the old definition as one of the new.
@@ -189,7 +191,7 @@ impl Transaction {
         self.lock_ddl(id)?;
         let build = self.start_build(id, command)?;
         let table = engine.table_by_id(id).ok_or_else(no_table)?;
-        let convert = RowConverter::new(&table, rewritten(&table)?)?;
+        let convert = RowConverter::new(&table, rewritten(&table)?);
         let stop = self.stop_check();
         let built = in_background(|| {
             let mut rows = self.scan_all_at(id, Some(build.snapshot()))?;
@@ -228,6 +230,12 @@ impl Transaction {
         let engine = self.engine();
         let versions = engine.current_versions(&*engine.tree(table.id)?, table.id, &pks)?;
         let clustered = built.tree(table.id)?;
+        let new = &built.table;
+        let decoders: Vec<RowDecoder> = new
+            .indexes
+            .iter()
+            .map(|index| new.decoder(Some(wanted_columns(new, &index.columns))))
+            .collect();
         let mut left = Vec::new();
         for (pk, version) in pks.into_iter().zip(versions) {
             if version.as_ref().is_some_and(|v| !self.settled(v.writer)) {
@@ -238,10 +246,8 @@ impl Transaction {
             let now = now.transpose()?;
             let before = clustered.get(&pk)?;
             let before = before.as_deref().map(Version::record_row).transpose()?;
-            for index in &built.table.indexes {
+            for (index, decoder) in new.indexes.iter().zip(&decoders) {
                 let entry_of = |row: &[u8]| -> Result<Vec<u8>> {
-                    let new = &built.table;
-                    let decoder = new.decoder(Some(wanted_columns(new, &index.columns)));
                     let values = decoder.decode(row).map_err(corrupt_row)?;
                     Ok(entry_key(&index_key(&values, &index.columns), &pk))
                 };
