@@ -301,6 +301,12 @@ impl Engine {
     pub fn builds_in_progress(&self) -> Vec<BuildProgress> {
         self.builds.progress()
     }
+
+    /// Called by a bulk build after each page it writes: lets waiting commits sync first
+    /// ([`steady_storage::wal::Wal::yield_to_commits`]).
+    pub(crate) fn pace_build(&self, _progress: steady_storage::btree::BuildProgress) {
+        self.store.yield_log_to_commits();
+    }
 }
 
 impl Transaction {
@@ -417,7 +423,7 @@ impl Transaction {
             entries
                 .iter()
                 .map(|(key, pk, _)| Ok((key, entry_value(index.entry_format, pk)))),
-            &mut |_| {},
+            &mut |progress| engine.pace_build(progress),
         )?;
         engine.indexes.write().insert(index.id, Arc::new(tree));
         Ok(())
@@ -497,6 +503,7 @@ impl Transaction {
         let versions = engine.current_versions(&clustered, table.id, &pks)?;
         let mut left = Vec::new();
         for (pk, version) in pks.into_iter().zip(versions) {
+            engine.store.yield_log_to_commits();
             let Some(version) = version else { continue };
             if !self.settled(version.writer) {
                 left.push(pk);

@@ -238,6 +238,7 @@ impl Transaction {
             .collect();
         let mut left = Vec::new();
         for (pk, version) in pks.into_iter().zip(versions) {
+            engine.store.yield_log_to_commits();
             if version.as_ref().is_some_and(|v| !self.settled(v.writer)) {
                 left.push(pk);
                 continue;
@@ -338,8 +339,8 @@ impl Engine {
             });
             noted.map_err(|err| failure = Some(err)).ok().map(Ok)
         });
-        let clustered =
-            BTree::bulk_build(pool.clone(), space.clone(), table.id, tapped, &mut |_| {})?;
+        let pace = &mut |progress| self.pace_build(progress);
+        let clustered = BTree::bulk_build(pool.clone(), space.clone(), table.id, tapped, pace)?;
         if let Some(err) = failure {
             return Err(err);
         }
@@ -347,7 +348,8 @@ impl Engine {
         for mut index in indexes {
             let id = index.id;
             let entries = index.sorted().map(Ok);
-            let tree = BTree::bulk_build(pool.clone(), space.clone(), id, entries, &mut |_| {})?;
+            let pace = &mut |progress| self.pace_build(progress);
+            let tree = BTree::bulk_build(pool.clone(), space.clone(), id, entries, pace)?;
             trees.push((id, tree));
         }
         Ok(trees)

@@ -212,6 +212,14 @@ impl Store {
         }
     }
 
+    /// For bulk writers, between mini-transactions: lets waiting commits sync first
+    /// ([`Wal::yield_to_commits`]).
+    pub fn yield_log_to_commits(&self) {
+        if let Some(wal) = self.pool.wal() {
+            wal.yield_to_commits();
+        }
+    }
+
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool
     }

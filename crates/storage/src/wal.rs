@@ -23,6 +23,12 @@
 //!   past that (the writer fell behind) — so the buffer stays small however long a transaction
 //!   runs; writes of the log always happen one at a time and in LSN order, so a later sync covers
 //!   every byte written before it.
+//! * **Bulk writers yield to commits.** An index build or a table rewrite appends a page's worth
+//!   of log per mini-transaction, tens of MB/s; every commit's sync would have to write that
+//!   first. Such a writer calls [`Wal::yield_to_commits`] between its mini-transactions: while
+//!   committers wait for the log and more than [`BULK_BYTES_PER_SYNC`] are unsynced, it waits
+//!   for the sync that covers what is already appended (at most [`MAX_YIELD`]), so a commit's
+//!   sync carries at most about that much of its log; on an idle log it goes on at once.
 //! * A failed write of the log fails every later flush: the bytes it took out of the buffer are
 //!   gone, and a sync after them must not acknowledge commits whose log has a hole before it.
 //! * Records are written in whole 4 KiB blocks from aligned buffers, through a second handle
@@ -36,7 +42,7 @@
 //!   <= current_lsn` and `current_lsn - checkpoint_lsn <= capacity`; [`Wal::reserve`] refuses to
 //!   overwrite the log a checkpoint still needs.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
@@ -61,6 +67,11 @@ const WRITE_OUT_BYTES: usize = 1 << 20;
 const WRITER_LAG_LIMIT: usize = 8;
 /// How long the log writer sleeps when nothing wakes it, to notice that its log is gone.
 const WRITER_IDLE: std::time::Duration = std::time::Duration::from_millis(100);
+/// Log bytes a bulk writer may have appended past the last sync before it yields to waiting
+/// commits: what it adds to a commit's sync at most.
+pub const BULK_BYTES_PER_SYNC: u64 = 128 << 10;
+/// The longest a bulk writer waits in [`Wal::yield_to_commits`].
+pub const MAX_YIELD: std::time::Duration = std::time::Duration::from_millis(20);
 /// Smallest log: large enough that any mini-transaction's record fits in half of it.
 pub const MIN_CAPACITY: u64 = 16 << 20;
 /// The first LSN of a new log (LSN 0 means "never logged").
@@ -127,6 +138,8 @@ pub struct Wal {
     checkpoint_counter: AtomicU64,
     /// Whether a thread is writing and syncing; waiters sleep on `flushed_advanced`.
     flushing: Mutex<bool>,
+    /// Threads in [`Wal::flush`] now, leading a sync or waiting for one.
+    committers: AtomicUsize,
     flushed_advanced: Condvar,
     space_freed: Condvar,
     space_lock: Mutex<()>,
@@ -215,6 +228,7 @@ impl Wal {
             horizon: AtomicU64::new(checkpoint),
             checkpoint_counter: AtomicU64::new(counter),
             flushing: Mutex::new(false),
+            committers: AtomicUsize::new(0),
             flushed_advanced: Condvar::new(),
             space_freed: Condvar::new(),
             space_lock: Mutex::new(()),
@@ -390,6 +404,16 @@ impl Wal {
     /// appended so far; the others sleep until it is done and are all woken at once, so those whose
     /// records it covered return without touching the file, and one of the rest leads the next sync.
     pub fn flush(&self, lsn: Lsn) -> Result<()> {
+        if self.flushed.load(Ordering::Acquire) >= lsn {
+            return Ok(());
+        }
+        self.committers.fetch_add(1, Ordering::AcqRel);
+        let flushed = self.flush_as_committer(lsn);
+        self.committers.fetch_sub(1, Ordering::AcqRel);
+        flushed
+    }
+
+    fn flush_as_committer(&self, lsn: Lsn) -> Result<()> {
         loop {
             if self.flushed.load(Ordering::Acquire) >= lsn {
                 return Ok(());
@@ -423,6 +447,32 @@ impl Wal {
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.flushed.store(end, Ordering::Release);
         Ok(())
+    }
+
+    /// Called by a bulk writer (index build, table rewrite, purge) between its mini-transactions:
+    /// while committers wait for the log and more than [`BULK_BYTES_PER_SYNC`] wait for a sync,
+    /// waits until a sync covers everything appended so far, or [`MAX_YIELD`] has passed;
+    /// otherwise returns at once.
+    pub fn yield_to_commits(&self) {
+        if self.committers.load(Ordering::Acquire) == 0
+            || self.current_lsn() - self.flushed_lsn() < BULK_BYTES_PER_SYNC
+        {
+            return;
+        }
+        let appended = self.current_lsn();
+        let deadline = std::time::Instant::now() + MAX_YIELD;
+        let mut flushing = self.flushing.lock();
+        while self.flushed.load(Ordering::Acquire) < appended
+            && self.committers.load(Ordering::Acquire) > 0
+        {
+            if self
+                .flushed_advanced
+                .wait_until(&mut flushing, deadline)
+                .timed_out()
+            {
+                return;
+            }
+        }
     }
 
     /// Flushes everything appended so far.
@@ -687,6 +737,40 @@ mod tests {
         let stats = wal.stats();
         assert_eq!(stats.flushed_lsn, stats.current_lsn);
         assert!(stats.fsyncs <= 1601);
+    }
+
+    /// A bulk writer's yield returns at once when no one commits, and otherwise only once the
+    /// committers' sync covers what it appended (or after [`MAX_YIELD`]).
+    #[test]
+    fn a_bulk_writer_yields_until_the_committers_sync_covers_its_log() {
+        let vfs = MemVfs::new();
+        let wal = Wal::create(&vfs, 1 << 20).unwrap();
+        let (_, page_end) = wal.append(&[3u8; 4000]).unwrap();
+        wal.yield_to_commits();
+        assert!(
+            wal.flushed_lsn() < page_end,
+            "no committer: no wait, no sync"
+        );
+
+        // A committer leads a sync: it has taken the flush and not yet written.
+        *wal.flushing.lock() = true;
+        wal.committers.fetch_add(1, Ordering::AcqRel);
+        std::thread::scope(|s| {
+            let yielder = s.spawn(|| {
+                let started = std::time::Instant::now();
+                wal.yield_to_commits();
+                (wal.flushed_lsn(), started.elapsed())
+            });
+            wal.write_and_sync().unwrap();
+            *wal.flushing.lock() = false;
+            wal.flushed_advanced.notify_all();
+            wal.committers.fetch_sub(1, Ordering::AcqRel);
+            let (flushed, waited) = yielder.join().unwrap();
+            assert!(
+                flushed >= page_end || waited >= MAX_YIELD,
+                "returned after {waited:?} with the log synced to {flushed} < {page_end}"
+            );
+        });
     }
 
     /// With a log writer, a buffer past [`WRITE_OUT_BYTES`] reaches the file without a flush

@@ -12,6 +12,16 @@
 use super::*;
 use crate::io::batch::{BatchIo, Completion, Direction};
 
+/// Pages a checkpoint writes in one batch.
+const CHECKPOINT_BATCH: usize = 64;
+/// How long a spread checkpoint ahead of its schedule pauses before it looks again.
+const CHECKPOINT_NAP: Duration = Duration::from_millis(5);
+/// The longest a spread checkpoint takes when little log is written meanwhile.
+const CHECKPOINT_SPREAD: Duration = Duration::from_secs(30);
+/// Pages a checkpoint writes before it syncs the files written: the device then takes them in
+/// slices a commit's log sync can wait behind, not in one burst at the end (PostgreSQL's
+/// checkpoint_flush_after).
+const CHECKPOINT_SYNC_PAGES: usize = 512;
 /// Writes a batch keeps in flight.
 const WRITE_DEPTH: usize = 32;
 /// The largest run of neighbouring pages written as one request.
@@ -321,25 +331,52 @@ impl BufferPool {
     /// oldest LSN is the *end* of the record that first dirtied it, so a page whose oldest LSN equals
     /// the redo point was changed by a record that recovery will not replay: it is written too.
     pub fn checkpoint(&self) -> Result<Lsn> {
+        self.checkpoint_on(None)
+    }
+
+    /// The background flusher's checkpoint: as [`BufferPool::checkpoint`], with its writes spread
+    /// over the log written meanwhile ([`Schedule`]).
+    fn spread_checkpoint(&self) -> Result<Lsn> {
+        self.checkpoint_on(self.wal().map(|wal| Schedule::start(wal)))
+    }
+
+    fn checkpoint_on(&self, mut schedule: Option<Schedule>) -> Result<Lsn> {
         let Some(wal) = self.wal() else {
             self.flush_all()?;
             self.sync_written()?;
             return Ok(0);
         };
         let redo = wal.begin_checkpoint();
+        let older = |list: &BTreeSet<(Lsn, FrameId)>| -> Vec<FrameId> {
+            let pages = list.iter().take_while(|(lsn, _)| *lsn <= redo);
+            pages.take(CHECKPOINT_BATCH).map(|&(_, f)| f).collect()
+        };
+        if let Some(schedule) = &mut schedule {
+            schedule.pages = self
+                .flush_list
+                .lock()
+                .range(..=(redo, FrameId::MAX))
+                .count();
+        }
+        let (mut written, mut unsynced) = (0, 0);
         loop {
-            let batch: Vec<FrameId> = {
-                let list = self.flush_list.lock();
-                list.iter()
-                    .take_while(|(lsn, _)| *lsn <= redo)
-                    .take(256)
-                    .map(|&(_, f)| f)
-                    .collect()
-            };
+            let batch = older(&self.flush_list.lock());
             if batch.is_empty() {
                 break;
             }
             self.write_batch(&batch)?;
+            written += batch.len();
+            unsynced += batch.len();
+            if unsynced >= CHECKPOINT_SYNC_PAGES {
+                self.sync_written()?;
+                unsynced = 0;
+            }
+            if let Some(schedule) = &schedule {
+                while schedule.ahead(wal, written) && self.flush_list.lock().len() < self.max_dirty
+                {
+                    std::thread::sleep(CHECKPOINT_NAP);
+                }
+            }
         }
         self.sync_written()?;
         wal.write_checkpoint(redo)?;
@@ -383,7 +420,7 @@ pub(super) fn run_flusher(pool: Weak<BufferPool>) {
             if wal.checkpoint_age() > wal.capacity() / 2 {
                 let started = std::time::Instant::now();
                 let age = wal.checkpoint_age();
-                match pool.checkpoint() {
+                match pool.spread_checkpoint() {
                     Ok(redo) => eprintln!(
                         "steady: checkpoint at redo lsn {redo} ({} MiB of log) took {:.1} s",
                         age >> 20,
@@ -400,6 +437,47 @@ pub(super) fn run_flusher(pool: Weak<BufferPool>) {
                 eprintln!("steady: background flush failed: {err}");
             }
         }
+    }
+}
+
+/// When a spread checkpoint should have written how much (PostgreSQL's
+/// checkpoint_completion_target): it starts when half the log is in use, writers wait for room
+/// when three quarters are, so it aims to be done at [`Schedule::FINISH`] of the log, or after
+/// [`CHECKPOINT_SPREAD`] if the log fills slower; its share of pages written may not run ahead
+/// of the larger of the two shares elapsed. Spread so, its writes — and the device's work that
+/// every commit's log sync waits behind — come a little at a time instead of all at once.
+struct Schedule {
+    /// The pages it has to write.
+    pages: usize,
+    start_age: u64,
+    finish_age: u64,
+    started: std::time::Instant,
+}
+
+impl Schedule {
+    /// The share of the log's capacity in use by which a spread checkpoint aims to be done.
+    const FINISH: f64 = 0.625;
+
+    fn start(wal: &Wal) -> Schedule {
+        let start_age = wal.checkpoint_age();
+        Schedule {
+            pages: 0,
+            start_age,
+            finish_age: ((wal.capacity() as f64 * Self::FINISH) as u64).max(start_age + 1),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Whether `written` pages are more than the schedule asks for by now.
+    fn ahead(&self, wal: &Wal, written: usize) -> bool {
+        let age = wal.checkpoint_age();
+        if age >= self.finish_age {
+            return false;
+        }
+        let by_log =
+            age.saturating_sub(self.start_age) as f64 / (self.finish_age - self.start_age) as f64;
+        let by_time = self.started.elapsed().as_secs_f64() / CHECKPOINT_SPREAD.as_secs_f64();
+        written as f64 / self.pages.max(1) as f64 > by_log.max(by_time)
     }
 }
 
