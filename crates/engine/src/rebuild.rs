@@ -204,11 +204,10 @@ impl Transaction {
                 });
                 Some(record)
             });
-            let built = self.build_table(convert.new.clone(), records)?;
-            self.catch_up(&build.log, |txn, pks| {
-                txn.copy_changed_rows(&table, &convert, &built, pks)
-            })?;
-            Ok::<_, EngineError>(built)
+            self.build_table(convert.new.clone(), records)
+        })?;
+        self.catch_up(&build.log, |txn, pks| {
+            txn.copy_changed_rows(&table, &convert, &built, pks)
         })?;
         let locked = self.lock_table_for_switch(&build.log, name)?;
         let left = self.copy_changed_rows(&table, &convert, &built, build.log.drain())?;
@@ -238,7 +237,6 @@ impl Transaction {
             .collect();
         let mut left = Vec::new();
         for (pk, version) in pks.into_iter().zip(versions) {
-            engine.store.yield_log_to_commits();
             if version.as_ref().is_some_and(|v| !self.settled(v.writer)) {
                 left.push(pk);
                 continue;

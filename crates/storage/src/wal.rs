@@ -449,10 +449,10 @@ impl Wal {
         Ok(())
     }
 
-    /// Called by a bulk writer (index build, table rewrite, purge) between its mini-transactions:
-    /// while committers wait for the log and more than [`BULK_BYTES_PER_SYNC`] wait for a sync,
-    /// waits until a sync covers everything appended so far, or [`MAX_YIELD`] has passed;
-    /// otherwise returns at once.
+    /// Called by a bulk writer (the bulk build of an index or of a rewritten table) between its
+    /// mini-transactions: while committers wait for the log and more than
+    /// [`BULK_BYTES_PER_SYNC`] wait for a sync, waits until a sync covers everything appended so
+    /// far, or [`MAX_YIELD`] has passed; otherwise returns at once.
     pub fn yield_to_commits(&self) {
         if self.committers.load(Ordering::Acquire) == 0
             || self.current_lsn() - self.flushed_lsn() < BULK_BYTES_PER_SYNC
@@ -739,18 +739,25 @@ mod tests {
         assert!(stats.fsyncs <= 1601);
     }
 
-    /// A bulk writer's yield returns at once when no one commits, and otherwise only once the
-    /// committers' sync covers what it appended (or after [`MAX_YIELD`]).
+    /// A bulk writer's yield returns at once when no one commits or less than
+    /// [`BULK_BYTES_PER_SYNC`] is unsynced, and otherwise only once the committers' sync covers
+    /// what it appended (or after [`MAX_YIELD`]).
     #[test]
     fn a_bulk_writer_yields_until_the_committers_sync_covers_its_log() {
         let vfs = MemVfs::new();
         let wal = Wal::create(&vfs, 1 << 20).unwrap();
-        let (_, page_end) = wal.append(&[3u8; 4000]).unwrap();
+        let (_, small_end) = wal.append(&[3u8; 4000]).unwrap();
+        *wal.flushing.lock() = true;
+        wal.committers.fetch_add(1, Ordering::AcqRel);
         wal.yield_to_commits();
-        assert!(
-            wal.flushed_lsn() < page_end,
-            "no committer: no wait, no sync"
-        );
+        assert!(wal.flushed_lsn() < small_end, "under the budget: no wait");
+        *wal.flushing.lock() = false;
+        wal.committers.fetch_sub(1, Ordering::AcqRel);
+        let (_, page_end) = wal
+            .append(&vec![3u8; BULK_BYTES_PER_SYNC as usize])
+            .unwrap();
+        wal.yield_to_commits();
+        assert!(wal.flushed_lsn() < page_end, "no committer: no wait");
 
         // A committer leads a sync: it has taken the flush and not yet written.
         *wal.flushing.lock() = true;

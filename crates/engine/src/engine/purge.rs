@@ -73,7 +73,6 @@ impl Engine {
         garbage.sort_unstable();
         let mut removed = 0;
         for (key, txn, index, pk) in garbage {
-            self.store.yield_log_to_commits();
             if let Some(old) = self.history_delete_if_superseded_by(&key, txn)? {
                 removed += 1;
                 self.remove_stale_entries_locked(index, &pk, &old)?;
@@ -136,7 +135,6 @@ impl Engine {
         marks.sort_unstable();
         let mut removed = 0;
         for (index, pk, txn) in marks {
-            self.store.yield_log_to_commits();
             removed += usize::from(self.remove_delete_mark(index, pk, txn)?);
         }
         Ok(removed)

@@ -10,7 +10,6 @@ mod drop_stall;
 mod fragmented_scan;
 mod group_commit;
 mod long_reader;
-mod online_ddl;
 mod scan_resistance;
 
 use std::fmt::Write as _;
@@ -46,10 +45,6 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "fragmented-scan",
         "cold scans of a table loaded in random key order vs fio's sequential MB/s on its file",
-    ),
-    (
-        "online-ddl",
-        "sysbench read/write transactions while a 1 GiB table gets CREATE INDEX, ADD COLUMN, ALTER TYPE, VACUUM FULL",
     ),
     (
         "drop-stall",
@@ -141,7 +136,6 @@ pub fn run(scenario: &str, scale: f64) -> anyhow::Result<Report> {
         "bulk-build" => bulk_build::run(scale),
         "long-reader" => long_reader::run(scale),
         "bloat" => bloat::run(scale),
-        "online-ddl" => online_ddl::run(scale),
         other => {
             let names: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
             anyhow::bail!(

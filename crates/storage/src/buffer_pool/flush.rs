@@ -499,3 +499,40 @@ fn write_runs(pages: &[Copied], most: usize) -> Vec<std::ops::Range<usize>> {
     }
     runs
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::MemVfs;
+    use crate::wal::MIN_CAPACITY;
+
+    /// A spread checkpoint's writes keep pace with the log written since it started: ahead of
+    /// the log's share it pauses, and once the log reaches the finish mark it never does.
+    #[test]
+    fn a_spread_checkpoint_keeps_pace_with_the_log() {
+        let vfs = MemVfs::new();
+        let wal = Wal::create(&vfs, MIN_CAPACITY).unwrap();
+        let quarter = (MIN_CAPACITY / 4) as usize;
+        wal.append(&vec![0u8; quarter]).unwrap();
+        wal.append(&vec![0u8; quarter]).unwrap();
+        let mut schedule = Schedule::start(&wal);
+        schedule.pages = 100;
+        assert!(
+            schedule.ahead(&wal, 1),
+            "no log written yet: one page is ahead"
+        );
+        // A fifth of the way from the start to the finish mark.
+        let to_finish = schedule.finish_age - schedule.start_age;
+        wal.append(&vec![0u8; (to_finish / 5) as usize]).unwrap();
+        assert!(
+            !schedule.ahead(&wal, 15),
+            "15% of the pages at 20% of the log"
+        );
+        assert!(
+            schedule.ahead(&wal, 30),
+            "30% of the pages at 20% of the log"
+        );
+        wal.append(&vec![0u8; to_finish as usize]).unwrap();
+        assert!(!schedule.ahead(&wal, 99), "past the finish mark it hurries");
+    }
+}
