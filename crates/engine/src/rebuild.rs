@@ -337,7 +337,7 @@ impl Engine {
             });
             noted.map_err(|err| failure = Some(err)).ok().map(Ok)
         });
-        let pace = &mut |progress| self.pace_build(progress);
+        let pace = &mut |_| self.pace_build();
         let clustered = BTree::bulk_build(pool.clone(), space.clone(), table.id, tapped, pace)?;
         if let Some(err) = failure {
             return Err(err);
@@ -346,7 +346,7 @@ impl Engine {
         for mut index in indexes {
             let id = index.id;
             let entries = index.sorted().map(Ok);
-            let pace = &mut |progress| self.pace_build(progress);
+            let pace = &mut |_| self.pace_build();
             let tree = BTree::bulk_build(pool.clone(), space.clone(), id, entries, pace)?;
             trees.push((id, tree));
         }
