@@ -829,6 +829,19 @@ fn run_in_session(db: &Arc<Database>, sql: &'static str) -> (String, thread::Joi
     (pid.recv().unwrap(), runner)
 }
 
+/// Creates table `t (id integer PRIMARY KEY, v integer)` with ids 1..=`rows` and `v = id %
+/// modulo`.
+fn create_t(session: &mut Session, rows: u32, modulo: u32) {
+    ok(
+        session,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
+    );
+    ok(
+        session,
+        &format!("INSERT INTO t SELECT g, g % {modulo} FROM generate_series(1, {rows}) g"),
+    );
+}
+
 /// The rows of a result as text.
 fn texts(result: &steady_sql::QueryResult) -> Vec<Vec<String>> {
     let rows = result.rows.iter();
@@ -843,14 +856,7 @@ fn texts(result: &steady_sql::QueryResult) -> Vec<Vec<String>> {
 fn steady_progress_shows_a_running_index_build() {
     let (_dir, db) = open();
     let mut writer = db.session("writer");
-    ok(
-        &mut writer,
-        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
-    );
-    ok(
-        &mut writer,
-        "INSERT INTO t SELECT g, g % 10 FROM generate_series(1, 1000) g",
-    );
+    create_t(&mut writer, 1000, 10);
     ok(&mut writer, "BEGIN");
     ok(&mut writer, "UPDATE t SET v = 0 WHERE id = 1");
     let before = db.engine().locks().stats().lock_waits;
@@ -886,14 +892,7 @@ fn steady_progress_shows_a_running_index_build() {
 fn a_cancel_request_ends_a_vacuum_full_and_leaves_the_table() {
     let (_dir, db) = open();
     let mut session = db.session("s");
-    ok(
-        &mut session,
-        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
-    );
-    ok(
-        &mut session,
-        "INSERT INTO t SELECT g, g % 7 FROM generate_series(1, 100000) g",
-    );
+    create_t(&mut session, 100000, 7);
     let canceller = cancel_once_active(&session);
     let err = run(&mut session, "VACUUM FULL t").unwrap_err();
     canceller.join().unwrap();
@@ -909,14 +908,7 @@ fn a_cancel_request_ends_a_vacuum_full_and_leaves_the_table() {
 fn statement_timeout_ends_an_index_build_and_a_vacuum_full() {
     let (_dir, db) = open();
     let mut session = db.session("s");
-    ok(
-        &mut session,
-        "CREATE TABLE t (id integer PRIMARY KEY, v integer)",
-    );
-    ok(
-        &mut session,
-        "INSERT INTO t SELECT g, g % 7 FROM generate_series(1, 100000) g",
-    );
+    create_t(&mut session, 100000, 7);
     ok(&mut session, "SET statement_timeout = 1");
     for statement in ["CREATE INDEX t_v ON t (v)", "VACUUM FULL t"] {
         let err = run(&mut session, statement).unwrap_err();
