@@ -52,6 +52,9 @@ pub const FREE_SEGMENT: SegmentId = 0;
 pub const SYSTEM_SEGMENT: SegmentId = 1;
 
 const EXTENT_BYTES: usize = 1 << 20;
+/// Suffix of a space file whose first pages are not yet durable; [`Store`](crate::Store)'s open
+/// removes such files (their space was never used).
+pub const CREATING_SUFFIX: &str = ".creating";
 const MAGIC: &[u8; 4] = b"STDY";
 const FORMAT_VERSION: u32 = 1;
 const HEADER_PAGE: PageNo = 0;
@@ -197,7 +200,9 @@ impl Space {
             .ok()
     }
 
-    /// Creates the file of a new, empty space: header, extent map, one system extent.
+    /// Creates the file of a new, empty space: header, extent map, one system extent. The file is
+    /// written under its name plus [`CREATING_SUFFIX`] and takes its own name only once those
+    /// pages are durable, so a crash meanwhile leaves no space file without a header.
     pub fn create(vfs: &dyn Vfs, id: SpaceId, page_size: usize) -> Result<Arc<Space>> {
         page::validate_page_size(page_size)?;
         let name = Self::file_name(id);
@@ -206,9 +211,14 @@ impl Space {
                 "space file {name} already exists"
             )));
         }
+        let unfinished = format!("{name}{CREATING_SUFFIX}");
+        if vfs.exists(&unfinished) {
+            vfs.remove(&unfinished)
+                .map_err(|e| StorageError::io(format!("removing {unfinished}"), e))?;
+        }
         let file = vfs
-            .open(&name, true)
-            .map_err(|e| StorageError::io(format!("creating {name}"), e))?;
+            .open(&unfinished, true)
+            .map_err(|e| StorageError::io(format!("creating {unfinished}"), e))?;
         let mut system = ExtentDescriptor {
             owner: SYSTEM_SEGMENT,
             ..Default::default()
@@ -228,6 +238,7 @@ impl Space {
             .and_then(|_| write(&mut map, 1))
             .and_then(|_| file.set_len(EXTENT_BYTES as u64))
             .and_then(|_| file.sync_data())
+            .and_then(|_| vfs.rename(&unfinished, &name))
             .and_then(|_| vfs.sync_dir())
             .map_err(|e| StorageError::io(format!("initialising {name}"), e))?;
         Self::open_file(file, id, page_size)

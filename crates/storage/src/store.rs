@@ -64,7 +64,7 @@ use crate::buffer_pool::{BufferPool, PoolConfig, PoolStats};
 use crate::io::{OsVfs, Vfs};
 use crate::page::DEFAULT_PAGE_SIZE;
 use crate::redo;
-use crate::space::Space;
+use crate::space::{Space, CREATING_SUFFIX};
 use crate::wal::{Wal, WalStats, LOG_FILE};
 use crate::{Result, SpaceId, StorageError};
 
@@ -344,7 +344,8 @@ fn trash_name(id: SpaceId) -> String {
     format!("{}{TRASH_SUFFIX}", Space::file_name(id))
 }
 
-/// Opens the space files of a directory (unloaded, for recovery) and finds its trash files.
+/// Opens the space files of a directory (unloaded, for recovery), finds its trash files and
+/// removes the files of spaces whose creation a crash interrupted.
 fn scan_directory(vfs: &dyn Vfs) -> Result<(SpaceMap, Vec<SpaceId>)> {
     let mut spaces = BTreeMap::new();
     let mut trash = Vec::new();
@@ -354,6 +355,9 @@ fn scan_directory(vfs: &dyn Vfs) -> Result<(SpaceMap, Vec<SpaceId>)> {
     {
         if let Some(id) = Space::id_from_file_name(&name) {
             spaces.insert(id, Space::open_unloaded(vfs, id)?);
+        } else if name.ends_with(CREATING_SUFFIX) {
+            vfs.remove(&name)
+                .map_err(|e| StorageError::io(format!("removing unfinished {name}"), e))?;
         } else if let Some(id) = name
             .strip_suffix(TRASH_SUFFIX)
             .and_then(Space::id_from_file_name)
@@ -555,5 +559,21 @@ mod tests {
         assert_eq!(reopened.page_size(), 8192);
         let ids: Vec<SpaceId> = reopened.spaces().iter().map(|s| s.id()).collect();
         assert_eq!(ids, vec![0, 1]);
+    }
+
+    #[test]
+    fn a_space_file_a_crash_left_unfinished_is_removed_on_open() {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let store = Store::open(vfs.clone(), &StoreConfig::default()).unwrap();
+        store.create_space().unwrap();
+        store.close().unwrap();
+        let unfinished = format!("{}{CREATING_SUFFIX}", Space::file_name(2));
+        vfs.open(&unfinished, true).unwrap();
+        let reopened = Store::open(vfs.clone(), &StoreConfig::default()).unwrap();
+        assert!(!vfs.exists(&unfinished));
+        let ids: Vec<SpaceId> = reopened.spaces().iter().map(|s| s.id()).collect();
+        assert_eq!(ids, vec![0, 1]);
+        assert_eq!(reopened.create_space().unwrap().id(), 2);
+        assert!(vfs.exists(&Space::file_name(2)));
     }
 }

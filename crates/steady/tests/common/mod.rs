@@ -21,11 +21,14 @@ pub fn start_server(dir: &Path) -> (Child, u16) {
         .spawn()
         .expect("start steady serve");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut logged = String::new();
     let port = loop {
-        let line = lines
-            .next()
-            .expect("steady serve logs its address")
-            .expect("stderr");
+        let Some(line) = lines.next() else {
+            panic!("steady serve ended before it logged its address; its log:\n{logged}");
+        };
+        let line = line.expect("stderr");
+        logged.push_str(&line);
+        logged.push('\n');
         if let Some((_, rest)) = line.split_once("listening on 127.0.0.1:") {
             break rest.split(' ').next().unwrap().parse().unwrap();
         }
