@@ -198,30 +198,17 @@ where
         }
         Some(_) if modified.is_empty() && spilled.is_empty() => return 0,
         Some(wal) => {
-            let encode = |horizon| {
-                let mut payload = spilled.to_vec();
-                let images = modified
-                    .iter()
-                    .filter(|guard| guard.encode_redo(&mut payload, horizon))
-                    .count();
-                (payload, images)
-            };
-            // Encoded before the log's lock is taken (page images cost more than a copy), and
-            // again under it only if a checkpoint moved the horizon meanwhile.
-            let early_horizon = wal.fpi_horizon();
-            let mut early = Some(encode(early_horizon));
+            // Encoded before the log's lock is taken: the lock covers only the copy.
+            let mut payload = spilled.to_vec();
+            let images = modified
+                .iter()
+                .filter(|guard| guard.encode_redo(&mut payload))
+                .count();
+            wal.count_full_images(images as u64);
             let (_, end) = wal
-                .append_with(
-                    |horizon| {
-                        let (payload, images) = match early.take() {
-                            Some(encoded) if horizon == early_horizon => encoded,
-                            _ => encode(horizon),
-                        };
-                        wal.count_full_images(images as u64);
-                        payload
-                    },
-                    |start| modified.iter().for_each(|guard| guard.mark_dirty(start)),
-                )
+                .append_with(&payload, |start| {
+                    modified.iter().for_each(|guard| guard.mark_dirty(start))
+                })
                 .expect(
                     "a mini-transaction's record fits the redo log (capacity checked at creation)",
                 );

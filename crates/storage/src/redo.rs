@@ -12,16 +12,17 @@
 //! ```
 //!
 //! Redo is physical: a change is applied to a page only if the page's LSN is below the record's end
-//! LSN, and it leaves the page with that LSN, so replaying twice is harmless. The first change of a
-//! page after the fuzzy-checkpoint horizon ([`crate::wal::Wal::fpi_horizon`]) is always a full image;
-//! the first change of a freshly allocated page is "zeroed, then its non-zero bytes" (kind 3), which
-//! is as self-contained as an image but only as large as what the page holds. Either way a page torn
-//! by a crash mid-write is rebuilt without being read.
+//! LSN, and it leaves the page with that LSN, so replaying twice is harmless. Recovery reads a page
+//! to replay a change onto it only after the doublewrite area
+//! ([`crate::buffer_pool::doublewrite`]) has put back any page a crash tore, so no change is logged
+//! as a full image for torn-page protection. The first change of a freshly allocated page is
+//! "zeroed, then its non-zero bytes" (kind 3), replayed without reading the page.
 //!
-//! A B+tree page is logged in those two cases as kind 5 instead, the operations that build it from
-//! zeros (`PageOps::image_of`: format, links, then its records, each after the prefix it shares
-//! with the one before): as self-contained as an image, at a few bytes a record where the records
-//! are sorted keys. A fresh page changed only by operations is logged as those operations. The checksum and LSN fields (bytes 0..12) are
+//! A B+tree page logged whole (its operations would outweigh it) is logged as kind 5 instead, the
+//! operations that build it from zeros (`PageOps::image_of`: format, links, then its records, each
+//! after the prefix it shares with the one before): as self-contained as an image, at a few bytes a
+//! record where the records are sorted keys. A fresh page changed only by operations is logged as
+//! those operations. The checksum and LSN fields (bytes 0..12) are
 //! never part of a range: the LSN is set from the record, the checksum when the page is written.
 //!
 //! Most changes are kind 4: the B+tree changes pages through [`PageMut`]'s operations (insert this

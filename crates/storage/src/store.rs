@@ -60,6 +60,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::btree;
+use crate::buffer_pool::doublewrite::Doublewrite;
 use crate::buffer_pool::{BufferPool, PoolConfig, PoolStats};
 use crate::io::{OsVfs, Vfs};
 use crate::page::DEFAULT_PAGE_SIZE;
@@ -173,9 +174,16 @@ impl Store {
         let mut pool_config = PoolConfig::with_budget(page_size, config.buffer_pool_bytes);
         pool_config.background_flush = config.background_flush;
         let pool = BufferPool::new(pool_config)?;
+        let doublewrite = Doublewrite::open(vfs.as_ref(), page_size)?;
         if vfs.exists(LOG_FILE) {
+            let restored = doublewrite.restore_torn(&spaces)?;
+            if restored > 0 {
+                eprintln!("steady: {restored} torn pages restored from the doublewrite area");
+            }
+            pool.attach_doublewrite(doublewrite);
             recover(vfs.as_ref(), &pool, &spaces)?;
         } else {
+            pool.attach_doublewrite(doublewrite);
             pool.attach_wal(Arc::new(Wal::create(vfs.as_ref(), config.log_capacity)?));
         }
         if let (true, Some(wal)) = (config.background_flush, pool.wal()) {

@@ -90,7 +90,8 @@ pub struct WalStats {
     pub bytes_written: u64,
     pub fsyncs: u64,
     pub capacity: u64,
-    /// Full page images logged (a page's first change after a checkpoint, or a new page).
+    /// Whole pages logged (a page changed as raw bytes after logged operations, or whose
+    /// operations would outweigh it).
     pub full_page_images: u64,
     /// Log bytes since the last checkpoint: what recovery would replay.
     pub checkpoint_age: u64,
@@ -134,7 +135,6 @@ pub struct Wal {
     current: AtomicU64,
     flushed: AtomicU64,
     checkpoint: AtomicU64,
-    horizon: AtomicU64,
     checkpoint_counter: AtomicU64,
     /// Whether a thread is writing and syncing; waiters sleep on `flushed_advanced`.
     flushing: Mutex<bool>,
@@ -225,7 +225,6 @@ impl Wal {
             current: AtomicU64::new(end),
             flushed: AtomicU64::new(end),
             checkpoint: AtomicU64::new(checkpoint),
-            horizon: AtomicU64::new(checkpoint),
             checkpoint_counter: AtomicU64::new(counter),
             flushing: Mutex::new(false),
             committers: AtomicUsize::new(0),
@@ -291,31 +290,15 @@ impl Wal {
     /// Appends one record; returns its start and end LSN. The record is durable after
     /// `flush(end)`. The caller must have made room (see [`Wal::has_room`]).
     pub fn append(&self, payload: &[u8]) -> Result<(Lsn, Lsn)> {
-        self.append_with(|_| payload.to_vec(), |_| {})
+        self.append_with(payload, |_| {})
     }
 
-    /// The full-page-image horizon now (see [`Wal::append_with`]): a record may be built with it
-    /// before the log's lock is taken, then used if the horizon is still the same under the lock.
-    pub fn fpi_horizon(&self) -> Lsn {
-        self.horizon.load(Ordering::Acquire)
-    }
-
-    /// Appends the record `build` makes, given the current full-page-image horizon: a page whose
-    /// LSN is below it must be logged as a full image. Building under the log's lock guarantees that
-    /// no record after a checkpoint's redo point was built with an older horizon (a caller may
-    /// encode beforehand with [`Wal::fpi_horizon`] and let `build` return that encoding when the
-    /// horizon it is given is the same).
-    ///
-    /// `appended` gets the record's start LSN while the lock is still held: a mini-transaction puts
-    /// its pages on the flush list there, so a checkpoint whose redo point lies after the record
-    /// always finds them dirty (otherwise it could pass a page whose change it then skips).
-    pub fn append_with(
-        &self,
-        build: impl FnOnce(Lsn) -> Vec<u8>,
-        appended: impl FnOnce(Lsn),
-    ) -> Result<(Lsn, Lsn)> {
+    /// Appends the record `payload` and calls `appended` with its start LSN while the log's lock
+    /// is still held: a mini-transaction puts its pages on the flush list there, so a checkpoint
+    /// whose redo point lies after the record always finds them dirty (otherwise it could pass a
+    /// page whose change it then skips).
+    pub fn append_with(&self, payload: &[u8], appended: impl FnOnce(Lsn)) -> Result<(Lsn, Lsn)> {
         let mut buffer = self.buffer.lock();
-        let payload = build(self.horizon.load(Ordering::Acquire));
         let size = (RECORD_HEADER + payload.len()) as u64;
         if size > self.capacity / 2 {
             return Err(StorageError::Config(format!(
@@ -327,10 +310,10 @@ impl Wal {
         let mut header = [0u8; RECORD_HEADER];
         write_u32(&mut header, 4, payload.len() as u32);
         write_u64(&mut header, 8, lsn);
-        let crc = crc32c::crc32c_append(crc32c::crc32c(&header[4..]), &payload);
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&header[4..]), payload);
         write_u32(&mut header, 0, crc);
         buffer.bytes.extend_from_slice(&header);
-        buffer.bytes.extend_from_slice(&payload);
+        buffer.bytes.extend_from_slice(payload);
         self.current.store(lsn + size, Ordering::Release);
         appended(lsn);
         let buffered = buffer.bytes.len();
@@ -391,13 +374,11 @@ impl Wal {
         Ok(start + written)
     }
 
-    /// Starts a checkpoint: returns its redo point (the current LSN) and makes it the full-page-image
-    /// horizon, so every page changed after it is first logged whole.
+    /// Starts a checkpoint: returns its redo point, the current LSN (read under the log's lock, so
+    /// every record before it has put its pages on the flush list).
     pub fn begin_checkpoint(&self) -> Lsn {
         let _buffer = self.buffer.lock();
-        let redo = self.current.load(Ordering::Acquire);
-        self.horizon.store(redo, Ordering::Release);
-        redo
+        self.current.load(Ordering::Acquire)
     }
 
     /// Makes every record up to `lsn` durable. One thread at a time writes and syncs everything

@@ -1,5 +1,6 @@
 //! Recovery from the redo log: changes whose log was flushed survive a crash that loses every
-//! unwritten page, and a page torn on disk is rebuilt from its full image in the log.
+//! unwritten page, and a page a crash tore during its write is put back from its copy in the
+//! doublewrite area before the log is replayed onto it.
 
 use std::sync::Arc;
 
@@ -91,8 +92,10 @@ fn flushed_changes_survive_losing_every_dirty_page() {
     assert!(store.wal_stats().checkpoint_lsn > 0);
 }
 
+/// The pages were last written at the close in `setup`, through the doublewrite area; one of them
+/// is then torn on disk as a crash during that write would leave it.
 #[test]
-fn a_torn_page_is_rebuilt_from_its_full_image() {
+fn a_torn_page_is_restored_from_the_doublewrite_area_and_replayed() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let pages = setup(&vfs, 20);
     increment_and_crash(&vfs, &pages, 9);
@@ -116,8 +119,8 @@ fn a_torn_page_is_rebuilt_from_its_full_image() {
 /// A page freed and taken again for a page its mini-transaction spills (as a long overflow chain
 /// does) can reach disk before the record that formats it. Recovery must then skip the page
 /// operations of its previous life, not replay them onto the new contents. The old life here ends
-/// with a checkpoint whose redo point is the page's own LSN, so the next change is logged as page
-/// operations rather than a full image.
+/// with a checkpoint whose redo point is the page's own LSN; the next change is logged as page
+/// operations (never as a full image).
 #[test]
 fn a_reused_page_spilled_to_disk_early_skips_the_redo_of_its_old_life() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
@@ -168,12 +171,12 @@ fn a_reused_page_spilled_to_disk_early_skips_the_redo_of_its_old_life() {
     assert!(page[HEADER_SIZE..].iter().all(|&b| b == 0xEE));
 }
 
-/// B+tree pages are logged as the operations that rebuild them (a bulk build's fresh pages, and
-/// each page's first change after a checkpoint): with every page of the tree torn on disk after
-/// the crash, recovery rebuilds them all from the log without reading them, and the tree holds
-/// every key with its newest value.
+/// A bulk-built tree is checkpointed (every page written through the doublewrite area), changed,
+/// and the log synced; then every page of its file is torn on disk: recovery puts each back from
+/// the area and replays the changes onto it (they are logged as operations, not images), and the
+/// tree holds every key with its newest value.
 #[test]
-fn torn_btree_pages_are_rebuilt_from_their_logged_operations() {
+fn torn_btree_pages_are_restored_from_the_doublewrite_area_and_replayed() {
     use steady_storage::btree::BTree;
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let key = |n: u32| format!("key-{n:08}").into_bytes();
@@ -184,11 +187,13 @@ fn torn_btree_pages_are_rebuilt_from_their_logged_operations() {
         let entries = (0..keys).map(|n| Ok((key(n), b"built".to_vec())));
         let tree = BTree::bulk_build(store.pool().clone(), space, 7, entries, &mut |_| {}).unwrap();
         store.checkpoint().unwrap();
+        let images = store.wal_stats().full_page_images;
         for n in (0..keys).step_by(7) {
             tree.insert(&key(n), b"changed after the checkpoint")
                 .unwrap();
         }
         store.sync_log().unwrap();
+        assert_eq!(store.wal_stats().full_page_images, images);
         // Crash: dirty pages are never written.
     }
     let file = vfs.open(&Space::file_name(1), false).unwrap();

@@ -7,8 +7,8 @@
 //!
 //! A chain belongs to exactly one leaf record and is only read or changed under that leaf's latch, so
 //! it needs no latching of its own. Chains are allocated from the tree's leaf segment, written as
-//! fresh pages (logged as full images by the mini-transaction and released at once, so a long chain
-//! does not pin many frames) and freed with the record.
+//! fresh pages (logged as zeroed pages plus their bytes by the mini-transaction and released at
+//! once, so a long chain does not pin many frames) and freed with the record.
 
 use std::sync::Arc;
 

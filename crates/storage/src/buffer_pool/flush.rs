@@ -77,9 +77,10 @@ impl BufferPool {
         let Some(mut page) = self.copy_for_write(frame_id, true).flatten() else {
             return Ok(());
         };
-        let written = self
-            .make_durable(page.page_lsn)
-            .and_then(|_| page.space.write_page(page.page_no, &page.copy));
+        let written = self.make_durable(page.page_lsn).and_then(|_| {
+            let _protected = self.protect(std::slice::from_ref(&page))?;
+            page.space.write_page(page.page_no, &page.copy)
+        });
         self.finish_write(&mut page, written)
     }
 
@@ -204,22 +205,53 @@ impl BufferPool {
         true
     }
 
-    /// Writes copies under the WAL rule, in page order and runs of neighbours, and finishes each.
+    /// Copies `pages` into the doublewrite area, if the pool has one (see [`doublewrite`]); the
+    /// caller writes them in place while it holds the guard.
+    fn protect(&self, pages: &[Copied]) -> Result<Option<doublewrite::Protected<'_>>> {
+        let Some(area) = self.doublewrite.get() else {
+            return Ok(None);
+        };
+        let images: Vec<(&Arc<Space>, &[u8])> =
+            pages.iter().map(|p| (&p.space, &p.copy[..])).collect();
+        area.protect(&images).map(Some)
+    }
+
+    /// Writes copies under the WAL rule, through the doublewrite area as many at a time as it
+    /// holds, in page order and runs of neighbours, and finishes each.
     fn write_copies(&self, pages: &mut [Copied]) -> Result<()> {
         let newest = pages.iter().map(|p| p.page_lsn).max().unwrap_or(0);
         if let Err(err) = self.make_durable(newest) {
-            for page in pages.iter_mut() {
-                let _ = self.finish_write(
-                    page,
-                    Err(StorageError::io(
-                        "writing pages back",
-                        std::io::Error::other(err.to_string()),
-                    )),
-                );
-            }
-            return Err(err);
+            return self.fail_writes(pages, err);
         }
         pages.sort_unstable_by_key(|p| (p.space.id(), p.page_no));
+        let per_protection = self.doublewrite.get().map_or(usize::MAX, |a| a.slots());
+        let mut result = Ok(());
+        for part in pages.chunks_mut(per_protection) {
+            let written = match self.protect(part) {
+                Ok(_protected) => self.write_in_place(part),
+                Err(err) => self.fail_writes(part, err),
+            };
+            result = result.and(written);
+        }
+        result
+    }
+
+    /// Ends the writes of `pages` with `err` (each page is dirty again) and returns it.
+    fn fail_writes(&self, pages: &mut [Copied], err: StorageError) -> Result<()> {
+        for page in pages.iter_mut() {
+            let _ = self.finish_write(
+                page,
+                Err(StorageError::io(
+                    "writing pages back",
+                    std::io::Error::other(err.to_string()),
+                )),
+            );
+        }
+        Err(err)
+    }
+
+    /// Writes sorted copies to their files, neighbours as one request, and finishes each.
+    fn write_in_place(&self, pages: &mut [Copied]) -> Result<()> {
         let runs = write_runs(pages, (MAX_WRITE_RUN_BYTES / self.page_size).max(1));
         let mut batch = BatchIo::new(WRITE_DEPTH, true);
         let mut completed: Vec<Completion> = Vec::new();

@@ -25,15 +25,19 @@
 //!   writes a dirty victim itself only when no clean one is found. Write-backs of one page are
 //!   serialised by a per-frame lock held from copying the page to the end of its write, so an
 //!   older copy never lands on disk after a newer one.
+//! * **Torn pages.** With a redo log, a page is written in place only once a copy of it is durable
+//!   in the doublewrite area ([`doublewrite`]), so the log carries no full-page image.
 //! * **Per-thread counters.** Besides the pool's global counters, each thread counts the page
 //!   requests it made itself ([`thread_io`]): a *hit* when the page was found in the pool, a *read*
 //!   when this thread read it from its file (prefetches included). They live in a thread-local cell
 //!   (no atomics, no sharing), only grow, and cover every pool the thread used; a caller measures a
 //!   piece of work as the [`ThreadIo::since`] difference of two samples (EXPLAIN ... BUFFERS).
 
+pub mod doublewrite;
 mod flush;
 mod read_ahead;
 
+use doublewrite::Doublewrite;
 use flush::run_flusher;
 use read_ahead::ReadAheadWorker;
 pub use read_ahead::{ScanAhead, ScanProgress};
@@ -222,6 +226,8 @@ pub struct BufferPool {
     flusher_wake: Condvar,
     flusher_state: Mutex<FlusherState>,
     wal: OnceLock<Arc<Wal>>,
+    /// Where pages go before they are written in place; set with the redo log (by the store).
+    doublewrite: OnceLock<Doublewrite>,
     /// Spaces written since the last checkpoint, to be synced by it.
     unsynced: Mutex<HashMap<SpaceId, Arc<Space>>>,
     /// The read-ahead thread, started by the first request.
@@ -271,6 +277,7 @@ impl BufferPool {
             flusher_wake: Condvar::new(),
             flusher_state: Mutex::new(FlusherState::default()),
             wal: OnceLock::new(),
+            doublewrite: OnceLock::new(),
             unsynced: Mutex::new(HashMap::new()),
             read_ahead: OnceLock::new(),
         });
@@ -293,6 +300,14 @@ impl BufferPool {
     pub fn attach_wal(&self, wal: Arc<Wal>) {
         if self.wal.set(wal).is_err() {
             panic!("a redo log is already attached to this buffer pool");
+        }
+    }
+
+    /// Connects the doublewrite area (before recovery replays the log, whose pages it protects
+    /// too): from now on every page reaches its file through it.
+    pub fn attach_doublewrite(&self, doublewrite: Doublewrite) {
+        if self.doublewrite.set(doublewrite).is_err() {
+            panic!("a doublewrite area is already attached to this buffer pool");
         }
     }
 
@@ -383,8 +398,9 @@ impl BufferPool {
     }
 
     /// Replays one logged page change during recovery (before the log is attached): a full image or
-    /// a zeroed page's bytes are installed without reading the page (which may be torn); byte ranges
-    /// are applied to the page read from disk unless it already carries this record's LSN.
+    /// a zeroed page's bytes are installed without reading the page; other changes are applied to
+    /// the page read from disk (whole: the doublewrite area put back any torn one) unless it
+    /// already carries this record's LSN.
     pub fn redo_change(
         &self,
         space: &Arc<Space>,
@@ -800,9 +816,9 @@ enum Changes {
 /// committed by its mini-transaction (or, failing that, when it is dropped).
 ///
 /// Redo of a guard's changes ([`PageWriteGuard::encode_redo`]): a fresh page is logged as "zeroed,
-/// then these bytes" (its non-zero bytes); a page not changed since before the checkpoint horizon
-/// as a full image (torn-page protection); otherwise its logged operations (unless they outweigh
-/// the page), or the ranges that differ from the copy taken before the first raw change.
+/// then these bytes" (its non-zero bytes); any other page as its logged operations (unless they
+/// outweigh the page), or the ranges that differ from the copy taken before the first raw change.
+/// No page is logged whole for torn-page protection: the doublewrite area gives that.
 pub struct PageWriteGuard<'a> {
     pool: &'a BufferPool,
     frame_id: FrameId,
@@ -860,7 +876,7 @@ impl PageWriteGuard<'_> {
 
     /// Appends this page's redo to a record payload (see the type's doc). Returns whether it logged
     /// a full image.
-    pub(crate) fn encode_redo(&self, out: &mut Vec<u8>, horizon: Lsn) -> bool {
+    pub(crate) fn encode_redo(&self, out: &mut Vec<u8>) -> bool {
         let page: &[u8] = self;
         if self.fresh {
             match &self.changes {
@@ -870,14 +886,6 @@ impl PageWriteGuard<'_> {
                 _ => redo::encode_zeroed(out, self.space_id, self.page_no, page),
             }
             return false;
-        }
-        let unchanged_since = match &self.changes {
-            Changes::Before(before) => page::Page::new(before).lsn(),
-            _ => page::Page::new(page).lsn(),
-        };
-        if unchanged_since < horizon {
-            self.encode_image(out);
-            return true;
         }
         match &self.changes {
             Changes::Ops(ops) if !ops.raw && ops.bytes.len() < page.len() / 2 => {
@@ -922,7 +930,7 @@ impl PageWriteGuard<'_> {
     /// never lost while the page is overwritten.
     pub(crate) fn spill_fresh(&mut self, out: &mut Vec<u8>) {
         assert!(self.fresh, "only a freshly created page can be spilled");
-        self.encode_redo(out, 0);
+        self.encode_redo(out);
         let provisional = match self.pool.wal() {
             Some(wal) => wal.current_lsn(),
             None => self.pool.next_lsn(),
