@@ -90,9 +90,10 @@ impl Doublewrite {
         assert!(pages.len() <= self.slots, "a batch fits the area");
         let mut ring = self.ring.lock();
         if ring.next + pages.len() > self.slots {
-            for (_, space) in ring.written.drain() {
+            for space in ring.written.values() {
                 space.sync()?;
             }
+            ring.written.clear();
             ring.next = 0;
         }
         let mut copies = AlignedBuf::zeroed(pages.len() * self.page_size);
