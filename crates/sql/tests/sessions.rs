@@ -110,6 +110,22 @@ fn a_cancel_request_wakes_a_statement_waiting_for_a_row_lock() {
 }
 
 #[test]
+fn statement_timeout_wakes_a_statement_waiting_for_a_row_lock() {
+    let (_dir, db) = open();
+    let (mut holder, mut waiter) = holder_and_waiter(&db);
+    ok(&mut waiter, "SET statement_timeout = 200");
+    let started = std::time::Instant::now();
+    let err = run(&mut waiter, "UPDATE t SET v = 2 WHERE id = 1").unwrap_err();
+    assert_eq!(err.code, "57014", "{err}");
+    assert!(err.message.contains("statement timeout"), "{err}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(200));
+    ok(&mut waiter, "RESET statement_timeout");
+    ok(&mut holder, "COMMIT");
+    assert_eq!(cell(&mut waiter, "SELECT v FROM t WHERE id = 1"), "1");
+    ok(&mut waiter, "UPDATE t SET v = 3 WHERE id = 1");
+}
+
+#[test]
 fn repeatable_read_sees_its_snapshot_and_a_concurrent_update_fails_with_40001() {
     let (_dir, db) = open();
     let mut a = db.session("a");

@@ -3,17 +3,23 @@
 //! a statement waiting for a row lock is woken through the engine's lock manager at once, and one
 //! about to wait does not start to (`LockManager::interrupt`).
 //!
+//! A statement timeout is noticed by the executor's checks, and also by one process-wide watcher
+//! thread ([`TimeoutWatch`], PostgreSQL's SIGALRM timer) that cancels a statement still running
+//! at its deadline: a statement waiting for a lock checks nothing, and must be woken.
+//!
 //! A cancel request or a timeout only affects the query running when it arrives: each query
 //! message clears them when it arrives, before `pg_stat_activity` shows it active, as PostgreSQL
 //! ignores a cancel that finds the session idle. A hung-up client and a termination stay (PostgreSQL's `ProcDiePending`): they end
 //! whatever statement runs next, so one that arrives between a statement's registration with the
 //! hang-up watch and its start is not lost (the watch reports a hang-up once).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use steady_engine::engine::Engine;
 use steady_engine::txn::TxnId;
 
@@ -115,7 +121,11 @@ impl CancelHandle {
             engine.locks().interrupt(txn);
         }
         drop(running);
-        *self.state.deadline.lock() = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.map(|t| Instant::now() + t);
+        *self.state.deadline.lock() = deadline;
+        if let Some(deadline) = deadline {
+            TimeoutWatch::get().watch(deadline, Arc::downgrade(&self.state));
+        }
     }
 
     /// The statement ended. The lock manager holds an interrupt for it only if a reason was set
@@ -128,6 +138,18 @@ impl CancelHandle {
         };
         if self.state.reason.load(Ordering::Acquire) != NONE {
             engine.locks().forget_interrupt(txn);
+        }
+    }
+
+    /// The error a stopped statement ends with: a 57014 raised below (a lock wait or a build the
+    /// lock manager interrupted) names the reason it was stopped for.
+    pub(crate) fn explain(&self, err: SqlError) -> SqlError {
+        if err.code != "57014" {
+            return err;
+        }
+        match self.check() {
+            Err(reason) => reason,
+            Ok(()) => err,
         }
     }
 
@@ -150,6 +172,87 @@ impl CancelHandle {
         match CancelReason::ALL.into_iter().find(|r| r.code() == code) {
             None => Ok(()),
             Some(reason) => Err(reason.error()),
+        }
+    }
+}
+
+/// The statements with a timeout, by deadline, and the thread that cancels those still running at
+/// theirs (started by the first statement with a timeout).
+struct TimeoutWatch {
+    due: Mutex<BinaryHeap<Reverse<Watched>>>,
+    changed: Condvar,
+}
+
+/// A statement's deadline and its session's cancel state.
+struct Watched {
+    deadline: Instant,
+    state: Weak<CancelState>,
+}
+
+impl PartialEq for Watched {
+    fn eq(&self, other: &Self) -> bool {
+        self.deadline == other.deadline
+    }
+}
+
+impl Eq for Watched {}
+
+impl PartialOrd for Watched {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Watched {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.deadline.cmp(&other.deadline)
+    }
+}
+
+impl TimeoutWatch {
+    fn get() -> &'static TimeoutWatch {
+        static WATCH: OnceLock<TimeoutWatch> = OnceLock::new();
+        WATCH.get_or_init(|| {
+            std::thread::Builder::new()
+                .name("steady-timeouts".into())
+                .spawn(|| TimeoutWatch::get().run())
+                .expect("spawn the statement timeout thread");
+            TimeoutWatch {
+                due: Mutex::new(BinaryHeap::new()),
+                changed: Condvar::new(),
+            }
+        })
+    }
+
+    fn watch(&self, deadline: Instant, state: Weak<CancelState>) {
+        self.due.lock().push(Reverse(Watched { deadline, state }));
+        self.changed.notify_one();
+    }
+
+    /// Cancels each watched statement at its deadline if it is still the one running in its
+    /// session (the session's deadline is still this one and a statement runs).
+    fn run(&self) {
+        let mut due = self.due.lock();
+        loop {
+            let now = Instant::now();
+            match due.peek() {
+                None => self.changed.wait(&mut due),
+                Some(Reverse(next)) if next.deadline > now => {
+                    let wait = next.deadline - now;
+                    self.changed.wait_for(&mut due, wait);
+                }
+                Some(_) => {
+                    let Some(Reverse(expired)) = due.pop() else {
+                        continue;
+                    };
+                    if let Some(state) = expired.state.upgrade() {
+                        let current = *state.deadline.lock() == Some(expired.deadline);
+                        if current && state.running.lock().is_some() {
+                            CancelHandle { state }.cancel(CancelReason::StatementTimeout);
+                        }
+                    }
+                }
+            }
         }
     }
 }

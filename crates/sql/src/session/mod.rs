@@ -674,7 +674,7 @@ impl Session {
         let timeout = self.info.settings.timeout("statement_timeout");
         txn.set_statement_deadline(timeout.map(|t| std::time::Instant::now() + t));
         self.info.cancel.start(engine, txn.id(), timeout);
-        let result = f(self, txn);
+        let result = f(self, txn).map_err(|err| self.info.cancel.explain(err));
         self.info.cancel.finish();
         result
     }
