@@ -13,9 +13,8 @@
 //! whatever statement runs next, so one that arrives between a statement's registration with the
 //! hang-up watch and its start is not lost (the watch reports a hang-up once).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -74,6 +73,8 @@ struct CancelState {
     running: Mutex<Option<(Arc<Engine>, TxnId)>>,
     /// When the running statement times out (`statement_timeout`).
     deadline: Mutex<Option<Instant>>,
+    /// The running statement's entry in the [`TimeoutWatch`].
+    watched: Mutex<Option<WatchKey>>,
 }
 
 /// A handle on one session's running statement; cheap to clone and send to other threads.
@@ -115,6 +116,13 @@ impl CancelHandle {
     /// A statement of the armed query starts (in transaction `txn`): a lock wait can now be
     /// woken, and its timeout runs.
     pub(crate) fn start(&self, engine: &Arc<Engine>, txn: TxnId, timeout: Option<Duration>) {
+        // A timeout is the statement's own: one that fired as the last statement ended is stale.
+        let _ = self.state.reason.compare_exchange(
+            CancelReason::StatementTimeout.code(),
+            NONE,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
         let mut running = self.state.running.lock();
         *running = Some((Arc::clone(engine), txn));
         if self.state.reason.load(Ordering::Acquire) != NONE {
@@ -123,15 +131,17 @@ impl CancelHandle {
         drop(running);
         let deadline = timeout.map(|t| Instant::now() + t);
         *self.state.deadline.lock() = deadline;
-        if let Some(deadline) = deadline {
-            TimeoutWatch::get().watch(deadline, Arc::downgrade(&self.state));
-        }
+        *self.state.watched.lock() =
+            deadline.map(|d| TimeoutWatch::get().watch(d, Arc::downgrade(&self.state)));
     }
 
     /// The statement ended. The lock manager holds an interrupt for it only if a reason was set
     /// (`cancel` sets one before it interrupts, under the same `running` lock), so a statement
     /// nobody stopped does not touch the lock manager's interrupts.
     pub(crate) fn finish(&self) {
+        if let Some(key) = self.state.watched.lock().take() {
+            TimeoutWatch::get().forget(key);
+        }
         let mut running = self.state.running.lock();
         let Some((engine, txn)) = running.take() else {
             return;
@@ -176,38 +186,17 @@ impl CancelHandle {
     }
 }
 
-/// The statements with a timeout, by deadline, and the thread that cancels those still running at
-/// theirs (started by the first statement with a timeout).
+/// The running statements with a timeout, by deadline, and the thread that cancels each one
+/// still running at its deadline (started by the first statement with a timeout). A statement
+/// leaves the map when it ends, so the map holds at most one entry per session.
 struct TimeoutWatch {
-    due: Mutex<BinaryHeap<Reverse<Watched>>>,
-    changed: Condvar,
+    due: Mutex<BTreeMap<WatchKey, Weak<CancelState>>>,
+    next_seq: AtomicU64,
+    earlier: Condvar,
 }
 
-/// A statement's deadline and its session's cancel state.
-struct Watched {
-    deadline: Instant,
-    state: Weak<CancelState>,
-}
-
-impl PartialEq for Watched {
-    fn eq(&self, other: &Self) -> bool {
-        self.deadline == other.deadline
-    }
-}
-
-impl Eq for Watched {}
-
-impl PartialOrd for Watched {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Watched {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.deadline.cmp(&other.deadline)
-    }
-}
+/// A watched statement's deadline, made unique by a sequence number.
+type WatchKey = (Instant, u64);
 
 impl TimeoutWatch {
     fn get() -> &'static TimeoutWatch {
@@ -218,41 +207,82 @@ impl TimeoutWatch {
                 .spawn(|| TimeoutWatch::get().run())
                 .expect("spawn the statement timeout thread");
             TimeoutWatch {
-                due: Mutex::new(BinaryHeap::new()),
-                changed: Condvar::new(),
+                due: Mutex::new(BTreeMap::new()),
+                next_seq: AtomicU64::new(0),
+                earlier: Condvar::new(),
             }
         })
     }
 
-    fn watch(&self, deadline: Instant, state: Weak<CancelState>) {
-        self.due.lock().push(Reverse(Watched { deadline, state }));
-        self.changed.notify_one();
+    /// Watches the statement `state` runs until `deadline`; returns its key.
+    fn watch(&self, deadline: Instant, state: Weak<CancelState>) -> WatchKey {
+        let key = (deadline, self.next_seq.fetch_add(1, Ordering::Relaxed));
+        let mut due = self.due.lock();
+        due.insert(key, state);
+        if due
+            .first_key_value()
+            .is_some_and(|(first, _)| *first == key)
+        {
+            self.earlier.notify_one();
+        }
+        key
     }
 
-    /// Cancels each watched statement at its deadline if it is still the one running in its
-    /// session (the session's deadline is still this one and a statement runs).
+    fn forget(&self, key: WatchKey) {
+        self.due.lock().remove(&key);
+    }
+
+    /// Cancels each watched statement at its deadline (it is still running: an ended one has
+    /// left the map).
     fn run(&self) {
         let mut due = self.due.lock();
         loop {
             let now = Instant::now();
-            match due.peek() {
-                None => self.changed.wait(&mut due),
-                Some(Reverse(next)) if next.deadline > now => {
-                    let wait = next.deadline - now;
-                    self.changed.wait_for(&mut due, wait);
+            match due.first_key_value() {
+                None => self.earlier.wait(&mut due),
+                Some((&(deadline, _), _)) if deadline > now => {
+                    self.earlier.wait_for(&mut due, deadline - now);
                 }
                 Some(_) => {
-                    let Some(Reverse(expired)) = due.pop() else {
+                    let Some((_, state)) = due.pop_first() else {
                         continue;
                     };
-                    if let Some(state) = expired.state.upgrade() {
-                        let current = *state.deadline.lock() == Some(expired.deadline);
-                        if current && state.running.lock().is_some() {
-                            CancelHandle { state }.cancel(CancelReason::StatementTimeout);
-                        }
+                    if let Some(state) = state.upgrade() {
+                        CancelHandle { state }.cancel(CancelReason::StatementTimeout);
                     }
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_watch_cancels_at_the_deadline_and_forgets_an_ended_statement() {
+        let watch = TimeoutWatch::get();
+        let ended = Arc::new(CancelState::default());
+        let far = Instant::now() + Duration::from_secs(3600);
+        let key = watch.watch(far, Arc::downgrade(&ended));
+        assert!(watch.due.lock().contains_key(&key));
+        watch.forget(key);
+        assert!(
+            !watch.due.lock().contains_key(&key),
+            "an ended statement leaves"
+        );
+
+        let running = Arc::new(CancelState::default());
+        let key = watch.watch(Instant::now(), Arc::downgrade(&running));
+        let handle = CancelHandle { state: running };
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while handle.check().is_ok() {
+            assert!(Instant::now() < give_up, "the watch never cancelled");
+            std::thread::yield_now();
+        }
+        let err = handle.check().unwrap_err();
+        assert_eq!(err.message, "canceling statement due to statement timeout");
+        assert!(!watch.due.lock().contains_key(&key));
     }
 }
