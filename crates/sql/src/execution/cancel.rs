@@ -71,9 +71,7 @@ const NONE: u8 = 0;
 struct CancelState {
     reason: AtomicU8,
     running: Mutex<Option<(Arc<Engine>, TxnId)>>,
-    /// When the running statement times out (`statement_timeout`).
-    deadline: Mutex<Option<Instant>>,
-    /// The running statement's entry in the [`TimeoutWatch`].
+    /// The running statement's entry in the [`TimeoutWatch`]: its deadline (`statement_timeout`).
     watched: Mutex<Option<WatchKey>>,
 }
 
@@ -129,10 +127,8 @@ impl CancelHandle {
             engine.locks().interrupt(txn);
         }
         drop(running);
-        let deadline = timeout.map(|t| Instant::now() + t);
-        *self.state.deadline.lock() = deadline;
-        *self.state.watched.lock() =
-            deadline.map(|d| TimeoutWatch::get().watch(d, Arc::downgrade(&self.state)));
+        *self.state.watched.lock() = timeout
+            .map(|t| TimeoutWatch::get().watch(Instant::now() + t, Arc::downgrade(&self.state)));
     }
 
     /// The statement ended. The lock manager holds an interrupt for it only if a reason was set
@@ -167,9 +163,9 @@ impl CancelHandle {
     pub fn check(&self) -> Result<()> {
         let timed_out = self
             .state
-            .deadline
+            .watched
             .lock()
-            .is_some_and(|d| Instant::now() >= d);
+            .is_some_and(|(deadline, _)| Instant::now() >= deadline);
         if timed_out {
             let _ = self.state.reason.compare_exchange(
                 NONE,
