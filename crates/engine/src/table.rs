@@ -273,6 +273,15 @@ impl Iterator for RowScan {
     }
 }
 
+/// A batch of candidates from [`Transaction::index_candidates`].
+#[derive(Debug)]
+pub struct IndexCandidates {
+    /// The primary keys of the batch's entries, sorted, without repeats.
+    pub keys: Vec<Vec<u8>>,
+    /// The entry key the batch ended at when the range goes on; None when the range is done.
+    pub resume_after: Option<Vec<u8>>,
+}
+
 impl Transaction {
     /// The rows with clustered keys in the range, in key order.
     pub fn scan_rows(
@@ -589,14 +598,9 @@ impl Transaction {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let snapshot = self.snapshot_of(index.id)?;
-        if snapshot.is_some_and(|csn| csn < index.valid_from) {
-            return Err(EngineError::IndexNotReady(index.name.clone()));
-        }
-        let tree = self.engine.tree(index.id)?;
+        let tree = self.ready_index(index)?;
         let end = entry_end(end);
-        let range = tree.range(start, end.as_ref().map(Vec::as_slice));
-        range
+        tree.range(start, end.as_ref().map(Vec::as_slice))
             .map(|entry| {
                 let (key, value) = entry?;
                 let pk = entry_pk(index.entry_format, &key, value)?;
@@ -605,25 +609,43 @@ impl Transaction {
             .collect()
     }
 
-    /// The primary keys of the entries of `index` in the range, sorted and without repeats, read
-    /// from the index alone: the candidates of a statement that finds its rows through the index.
-    /// Sorted and unique, so that visiting them changes the rows in key order and reads each
-    /// clustered page once (seed 000); entries may be stale, so the caller locks each row and
-    /// checks it again.
+    /// The tree of `index`, refused if the index was built after this transaction's snapshot.
+    fn ready_index(&mut self, index: &IndexDef) -> Result<Arc<BTree>> {
+        let snapshot = self.snapshot_of(index.id)?;
+        if snapshot.is_some_and(|csn| csn < index.valid_from) {
+            return Err(EngineError::IndexNotReady(index.name.clone()));
+        }
+        self.engine.tree(index.id)
+    }
+
+    /// The primary keys of the next `max_keys` entries of `index` in the range, sorted and without
+    /// repeats, read from the index alone: the candidates of a statement that finds its rows
+    /// through the index, a batch at a time. Sorted and unique, so that visiting them changes the
+    /// rows in key order and reads each clustered page once per batch (seed 000); entries may be
+    /// stale, so the caller locks each row and checks it again. The next batch starts after
+    /// [`IndexCandidates::resume_after`] (`start` = `Bound::Excluded` of it).
     pub fn index_candidates(
         &mut self,
         index: &IndexDef,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
-    ) -> Result<Vec<Vec<u8>>> {
-        let mut keys: Vec<Vec<u8>> = self
-            .index_entries_in(index, start, end)?
-            .into_iter()
-            .map(|(_, pk)| pk)
-            .collect();
+        max_keys: usize,
+    ) -> Result<IndexCandidates> {
+        let mut keys = Vec::new();
+        let mut resume_after = None;
+        let tree = self.ready_index(index)?;
+        let end = entry_end(end);
+        for entry in tree.range(start, end.as_ref().map(Vec::as_slice)) {
+            let (key, value) = entry?;
+            keys.push(entry_pk(index.entry_format, &key, value)?);
+            if keys.len() >= max_keys {
+                resume_after = Some(key);
+                break;
+            }
+        }
         keys.sort_unstable();
         keys.dedup();
-        Ok(keys)
+        Ok(IndexCandidates { keys, resume_after })
     }
 
     /// Takes the table's lock shared until the transaction ends, so DDL on the table waits for

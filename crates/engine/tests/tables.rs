@@ -286,10 +286,16 @@ fn deleting_through_an_index_reads_each_clustered_page_once() {
     let low = encode_key(&[Value::Integer(0)]);
     let high = encode_key(&[Value::Integer(5)]);
     let keys = txn
-        .index_candidates(&index, Bound::Included(&low), Bound::Excluded(&high))
+        .index_candidates(
+            &index,
+            Bound::Included(&low),
+            Bound::Excluded(&high),
+            usize::MAX,
+        )
         .unwrap();
+    assert!(keys.resume_after.is_none());
     let mut deleted = 0;
-    for pk in keys {
+    for pk in keys.keys {
         let Some(row) = txn.lock_table_row(&table, &pk).unwrap() else {
             continue;
         };
@@ -780,4 +786,66 @@ fn purge_finishes_after_a_restart_what_it_had_not_reached() {
         .unwrap();
     assert_eq!(bobs.len(), 50);
     reader.commit().unwrap();
+}
+
+/// `index_candidates` a batch at a time: each batch at most `max_keys` keys in primary-key order,
+/// and the batches resumed one after another give every candidate the whole range gives.
+#[test]
+fn index_candidates_in_batches_give_the_whole_range_in_key_ordered_batches() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    let columns = vec![
+        column("id", DataType::Integer),
+        column("v", DataType::Integer),
+    ];
+    engine
+        .autocommit(|t| t.create_table("t", columns, vec![0]))
+        .unwrap();
+    let table = engine.table("t").unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    for id in 0..300 {
+        let values = [Value::Integer(id), Value::Integer(id % 7)];
+        txn.insert_row(&table, &values).unwrap();
+    }
+    txn.commit().unwrap();
+    let table = engine
+        .autocommit(|t| t.create_secondary_index("t", "by_v", vec![1], false))
+        .unwrap();
+    let index = table.index("by_v").unwrap().clone();
+    let (low, high) = (
+        encode_key(&[Value::Integer(2)]),
+        encode_key(&[Value::Integer(5)]),
+    );
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    let whole = txn
+        .index_candidates(
+            &index,
+            Bound::Included(&low),
+            Bound::Included(&high),
+            usize::MAX,
+        )
+        .unwrap();
+    assert_eq!(
+        whole.keys.len(),
+        (0..300).filter(|id| (2..=5).contains(&(id % 7))).count()
+    );
+    let (mut batched, mut batches, mut after) = (Vec::new(), 0, None::<Vec<u8>>);
+    loop {
+        let start = after
+            .as_deref()
+            .map_or(Bound::Included(&low[..]), Bound::Excluded);
+        let batch = txn
+            .index_candidates(&index, start, Bound::Included(&high), 16)
+            .unwrap();
+        assert!(batch.keys.len() <= 16);
+        assert!(batch.keys.windows(2).all(|pair| pair[0] < pair[1]));
+        batched.extend(batch.keys);
+        batches += 1;
+        match batch.resume_after {
+            Some(key) => after = Some(key),
+            None => break,
+        }
+    }
+    assert!(batches > whole.keys.len() / 16);
+    batched.sort();
+    assert_eq!(batched, whole.keys);
 }

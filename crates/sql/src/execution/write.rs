@@ -14,8 +14,14 @@
 //! the CHECK constraints checked, in that order (PostgreSQL's).
 //!
 //! UPDATE and DELETE never walk an index and the table in step (seed 000): they first collect the
-//! primary keys of the candidate rows — from the secondary index alone when the planner chose one,
-//! else from a scan in key order — sort them, and then visit each row once, in primary-key order:
+//! primary keys of a batch of candidate rows — from the secondary index alone when the planner
+//! chose one, else from a scan in key order — sort them, and then visit each row once, in
+//! primary-key order; then the next batch, after the walk's last key. A batch holds at most
+//! [`CANDIDATE_BATCH`] keys, and under a LIMIT only as many as rows are still to take, so the
+//! memory a statement holds is bounded and `DELETE ... LIMIT n` reads about n rows' worth of the
+//! walk, not all of it. An UPDATE of a column of the key it walks by (which could move a row
+//! ahead of the walk) and `DELETE ... ORDER BY <primary key> LIMIT n` through an index collect
+//! every candidate in one batch ([`Walk::Whole`]). Each row is visited thus:
 //! the row must be visible to the statement's snapshot and match the WHERE clause, then it is
 //! locked and the clause re-checked on the newest version (READ COMMITTED's re-check), and only
 //! then changed. The candidates of a statement that writes in batches skip the lock where they
@@ -589,30 +595,70 @@ impl Target {
         }
     }
 
-    /// Primary keys of the candidate rows in key order, and whether each still needs the
-    /// snapshot check (index candidates) or was already read and matched (scan candidates).
-    fn candidates(&self, others: &[Row], ctx: &mut ExecCtx) -> Result<(Vec<Vec<u8>>, bool)> {
+    /// How a statement that assigns the columns `assigned` (none for a DELETE) walks its
+    /// candidates; `in_key_order`: its LIMIT takes the first rows in primary-key order (ORDER BY
+    /// the primary key).
+    pub(crate) fn walk(
+        &self,
+        mut assigned: impl Iterator<Item = usize>,
+        in_key_order: bool,
+    ) -> Walk {
+        let pk = &self.table.primary_key;
+        let (moves_rows, through_index) = match &self.access {
+            Access::Index(index, _) => (
+                assigned.any(|c| index.columns.contains(&c) || pk.contains(&c)),
+                true,
+            ),
+            _ => (assigned.any(|c| pk.contains(&c)), false),
+        };
+        if moves_rows || (through_index && in_key_order) {
+            Walk::Whole
+        } else {
+            Walk::Batches
+        }
+    }
+
+    /// The next batch of candidate rows (at most `max_keys`, after the walk's key `after`): their
+    /// primary keys in key order, from the secondary index alone when one is used, else from a
+    /// scan in key order that checks the WHERE clause.
+    fn candidates(
+        &self,
+        others: &[Row],
+        after: Option<Vec<u8>>,
+        max_keys: usize,
+        ctx: &mut ExecCtx,
+    ) -> Result<Candidates> {
         if let Access::Index(index, range) = &self.access {
             let Some((start, end)) = encode_range(range, ctx)? else {
-                return Ok((vec![], false));
+                return Ok(Candidates::none());
             };
-            let keys = ctx
-                .txn()?
-                .index_candidates(index, as_ref(&start), as_ref(&end))?;
-            return Ok((keys, true));
+            let start = after.map_or(start, Bound::Excluded);
+            let batch =
+                ctx.txn()?
+                    .index_candidates(index, as_ref(&start), as_ref(&end), max_keys)?;
+            return Ok(Candidates {
+                keys: batch.keys,
+                check_snapshot: true,
+                resume_after: batch.resume_after,
+            });
         }
         if let Access::Primary(range) = &self.access {
             if let Some(key) = single_key(range, ctx)? {
-                return Ok((key.into_iter().collect(), true));
+                return Ok(Candidates {
+                    keys: key.into_iter().collect(),
+                    check_snapshot: true,
+                    resume_after: None,
+                });
             }
         }
         let (start, end) = match &self.access {
             Access::Primary(range) => match encode_range(range, ctx)? {
                 Some(bounds) => bounds,
-                None => return Ok((vec![], false)),
+                None => return Ok(Candidates::none()),
             },
             _ => (Bound::Unbounded, Bound::Unbounded),
         };
+        let start = after.map_or(start, Bound::Excluded);
         let scan = ctx
             .txn()?
             .scan_rows(&self.table, as_ref(&start), as_ref(&end))?;
@@ -621,9 +667,21 @@ impl Target {
             let (pk, values) = row?;
             if self.matching(&values, others, ctx)?.is_some() {
                 keys.push(pk);
+                if keys.len() >= max_keys {
+                    let resume_after = keys.last().cloned();
+                    return Ok(Candidates {
+                        keys,
+                        check_snapshot: false,
+                        resume_after,
+                    });
+                }
             }
         }
-        Ok((keys, false))
+        Ok(Candidates {
+            keys,
+            check_snapshot: false,
+            resume_after: None,
+        })
     }
 
     /// The row the statement works on for the table row `values`: the row itself, or joined with
@@ -650,62 +708,100 @@ impl Target {
         Ok(None)
     }
 
-    /// Hands `writer` the candidate rows in key order, locked, with their newest values (each
-    /// still matching the WHERE clause), and has it write them every `writer.batch()` rows taken
-    /// and at the end. Candidates are read, locked and re-read a batch at a time (one walk of
-    /// the table each; one by one under a LIMIT, so that no row past it is locked). Stops after
-    /// `limit` rows taken. Returns how many it took.
+    /// Hands `writer` the candidate rows, locked, with their newest values (each still matching
+    /// the WHERE clause), and has it write them every `writer.batch()` rows taken and at the end.
+    /// Candidates are collected a batch at a time as `walk` allows, each batch visited in key
+    /// order; a batch is read, locked and re-read [`READ_BATCH`] rows at a time (one walk of the
+    /// table each; under a LIMIT never more rows than are still to take, so that no row past it
+    /// is locked). Stops as soon as `limit` rows are taken: under a LIMIT a batch holds only as
+    /// many candidates as rows are still to take. Returns how many it took.
     fn for_each_row(
         &self,
         ctx: &mut ExecCtx,
         limit: Option<usize>,
+        walk: Walk,
         writer: &mut dyn RowWriter,
     ) -> Result<usize> {
         let others = match &self.others {
             Some(plan) => collect(plan, ctx)?,
             None => Vec::new(),
         };
-        let (keys, check_snapshot) = self.candidates(&others, ctx)?;
         let batch = writer.batch(ctx)?;
-        let chunk = if limit.is_some() {
-            1
-        } else {
-            batch.min(READ_BATCH)
+        let visit = Visit {
+            others: &others,
+            limit,
+            batch,
         };
-        let unlocked = batch > 1;
-        let (mut taken, mut pending) = (0, 0);
-        for candidates in keys.chunks(chunk) {
-            ctx.check_interrupt()?;
-            if limit.is_some_and(|l| taken >= l) {
+        let mut tally = Tally::default();
+        let mut after = None;
+        loop {
+            let left = limit.map(|l| l.saturating_sub(tally.taken));
+            if left == Some(0) {
                 break;
             }
-            let candidates = if unlocked {
-                let (written, rest) = self.write_unlocked(candidates, &others, writer, ctx)?;
-                taken += written;
-                rest
-            } else if check_snapshot {
-                self.seen_matching(candidates, &others, ctx)?
-            } else {
-                candidates.to_vec()
+            let max_keys = match walk {
+                Walk::Whole => usize::MAX,
+                Walk::Batches => left.unwrap_or(CANDIDATE_BATCH).min(CANDIDATE_BATCH),
             };
-            let currents = ctx.txn()?.lock_table_rows(&self.table, &candidates)?;
-            for (pk, current) in candidates.into_iter().zip(currents) {
-                let Some(current) = current else { continue };
-                let Some(row) = self.matching(&current, &others, ctx)? else {
-                    continue;
-                };
-                if writer.take(ctx, pk, current, row)? {
-                    taken += 1;
-                    pending += 1;
-                }
-            }
-            if pending >= batch {
-                writer.flush(ctx)?;
-                pending = 0;
+            let candidates = self.candidates(&others, after.take(), max_keys, ctx)?;
+            self.take_candidates(&candidates, &visit, &mut tally, writer, ctx)?;
+            match candidates.resume_after {
+                Some(key) => after = Some(key),
+                None => break,
             }
         }
         writer.flush(ctx)?;
-        Ok(taken)
+        Ok(tally.taken)
+    }
+
+    /// Visits one batch of candidates for [`Target::for_each_row`].
+    fn take_candidates(
+        &self,
+        candidates: &Candidates,
+        visit: &Visit<'_>,
+        tally: &mut Tally,
+        writer: &mut dyn RowWriter,
+        ctx: &mut ExecCtx,
+    ) -> Result<()> {
+        let unlocked = visit.batch > 1;
+        let mut rest = candidates.keys.as_slice();
+        while !rest.is_empty() {
+            ctx.check_interrupt()?;
+            let left = visit
+                .limit
+                .map_or(usize::MAX, |l| l.saturating_sub(tally.taken));
+            if left == 0 {
+                break;
+            }
+            let (keys, after) =
+                rest.split_at(rest.len().min(visit.batch.min(READ_BATCH)).min(left));
+            rest = after;
+            let keys = if unlocked {
+                let (written, rest) = self.write_unlocked(keys, visit.others, writer, ctx)?;
+                tally.taken += written;
+                rest
+            } else if candidates.check_snapshot {
+                self.seen_matching(keys, visit.others, ctx)?
+            } else {
+                keys.to_vec()
+            };
+            let currents = ctx.txn()?.lock_table_rows(&self.table, &keys)?;
+            for (pk, current) in keys.into_iter().zip(currents) {
+                let Some(current) = current else { continue };
+                let Some(row) = self.matching(&current, visit.others, ctx)? else {
+                    continue;
+                };
+                if writer.take(ctx, pk, current, row)? {
+                    tally.taken += 1;
+                    tally.pending += 1;
+                }
+            }
+            if tally.pending >= visit.batch {
+                writer.flush(ctx)?;
+                tally.pending = 0;
+            }
+        }
+        Ok(())
     }
 
     /// Writes the candidates whose row the statement's snapshot sees in place and matches the
@@ -785,6 +881,54 @@ impl Target {
     }
 }
 
+/// How [`Target::for_each_row`] collects the candidates of its statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Walk {
+    /// A batch at a time, each sorted by primary key: the statement moves no row to a place its
+    /// walk has still to pass (it changes no column of the key it walks by).
+    Batches,
+    /// All at once, sorted by primary key: the statement may move rows ahead of its walk (an
+    /// UPDATE of the key it walks by), or its LIMIT must take the first rows in primary-key
+    /// order and it walks an index (`DELETE ... ORDER BY <primary key> LIMIT n`).
+    Whole,
+}
+
+/// One batch of candidates (see [`Target::candidates`]).
+struct Candidates {
+    /// Primary keys, in key order.
+    keys: Vec<Vec<u8>>,
+    /// Whether each still needs the snapshot check (from an index) or was read and matched (scan).
+    check_snapshot: bool,
+    /// The key of the walk (an index entry's or a primary key) the next batch starts after; None
+    /// when the walk is done.
+    resume_after: Option<Vec<u8>>,
+}
+
+impl Candidates {
+    fn none() -> Self {
+        Candidates {
+            keys: Vec::new(),
+            check_snapshot: false,
+            resume_after: None,
+        }
+    }
+}
+
+/// What [`Target::take_candidates`] needs beside the batch: the other rows of a join, the LIMIT,
+/// and the writer's batch size.
+struct Visit<'a> {
+    others: &'a [Row],
+    limit: Option<usize>,
+    batch: usize,
+}
+
+/// The rows [`Target::for_each_row`] took, and how many of them wait for a flush.
+#[derive(Default)]
+struct Tally {
+    taken: usize,
+    pending: usize,
+}
+
 /// How UPDATE and DELETE write the rows [`Target::for_each_row`] hands them: rows taken are
 /// written in batches (the engine writes a batch of locked rows in runs, a mini-transaction per
 /// leaf), so the statement's checks of a row run when it is taken, its write at the next flush.
@@ -822,6 +966,12 @@ const WRITE_BATCH: usize = 64;
 /// reads 15% more pages at 64 than one at a time, 13% at 16).
 const READ_BATCH: usize = 16;
 
+/// The most candidates an UPDATE or DELETE collects before visiting them (about 40 MiB of
+/// integer keys): the memory a statement holds stays bounded, and a 10% DELETE of a 10,000,000-row
+/// table through an index still visits its candidates in one walk of the table (seed 000: each
+/// batch is a walk of the pages its keys are on).
+const CANDIDATE_BATCH: usize = 1 << 20;
+
 /// Whether rows of `table` may be written in batches: no foreign key from or to the table (a
 /// check of one row could need another row of the statement written).
 fn batches_writes(ctx: &mut ExecCtx, table: &TableDef) -> Result<bool> {
@@ -837,7 +987,7 @@ pub struct UpdatePlan {
     pub checks: Vec<CheckExpr>,
     /// The table's generated columns and their expressions, bound over its row.
     pub generated: Vec<(usize, Expr)>,
-    /// `LIMIT n`: only the first n rows in primary-key order.
+    /// `LIMIT n`: only the first n rows the walk meets (see [`DeletePlan::limit`]).
     pub limit: Option<Expr>,
     pub returning: Option<Returning>,
 }
@@ -859,7 +1009,9 @@ impl UpdatePlan {
             moved: Vec::new(),
             written: Vec::new(),
         };
-        let count = self.target.for_each_row(ctx, limit, &mut writer)?;
+        let assigned = self.assignments.iter().chain(&self.generated);
+        let walk = self.target.walk(assigned.map(|(column, _)| *column), false);
+        let count = self.target.for_each_row(ctx, limit, walk, &mut writer)?;
         let returned = returning_rows(&self.returning, &writer.written, ctx)?;
         Ok(Written {
             count: count as u64,
@@ -955,7 +1107,12 @@ impl RowWriter for UpdateWriter<'_> {
 #[derive(Debug, Clone)]
 pub struct DeletePlan {
     pub target: Target,
+    /// `LIMIT n` (MySQL's): only the first n rows the walk meets — in primary-key order through
+    /// the primary key or a scan; through an index, in the index's order (each batch of
+    /// candidates in key order), unless `in_key_order`.
     pub limit: Option<Expr>,
+    /// `ORDER BY` the primary key: LIMIT takes the first rows in primary-key order.
+    pub in_key_order: bool,
     pub returning: Option<Returning>,
 }
 
@@ -968,7 +1125,8 @@ impl DeletePlan {
             deleted: Vec::new(),
             keep_rows: self.returning.is_some(),
         };
-        let count = self.target.for_each_row(ctx, limit, &mut writer)?;
+        let walk = self.target.walk(std::iter::empty(), self.in_key_order);
+        let count = self.target.for_each_row(ctx, limit, walk, &mut writer)?;
         let returned = returning_rows(&self.returning, &writer.deleted, ctx)?;
         Ok(Written {
             count: count as u64,

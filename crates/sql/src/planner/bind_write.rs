@@ -619,17 +619,42 @@ fn bind_delete(binder: &mut Binder, delete: &ast::Delete) -> Result<DeletePlan> 
     if !relation.joins.is_empty() || !delete.tables.is_empty() {
         return Err(SqlError::unsupported("DELETE from a join"));
     }
-    refuse_unhonoured("DELETE", &delete.order_by, false, &delete.output)?;
+    refuse_unhonoured("DELETE", &[], false, &delete.output)?;
     let using = delete.using.as_deref().unwrap_or_default();
     let (target, scope) =
         bind_target(binder, &relation.relation, using, delete.selection.as_ref())?;
+    let in_key_order = bind_key_order(binder, &target.table, &delete.order_by, &scope)?;
     let limit = bind_write_limit(binder, delete.limit.as_ref())?;
     let returning = bind_returning(binder, delete.returning.as_ref(), &scope)?;
     Ok(DeletePlan {
         target,
         limit,
+        in_key_order,
         returning,
     })
+}
+
+/// `DELETE ... ORDER BY` (MySQL's, for the rows a LIMIT takes): honoured when it orders by the
+/// table's primary key, or the key's first columns, ascending — the order SteadyDB writes in;
+/// any other order is refused (0A000), never ignored. Whether there is one.
+fn bind_key_order(
+    binder: &mut Binder,
+    table: &TableDef,
+    order_by: &[ast::OrderByExpr],
+    scope: &Scope,
+) -> Result<bool> {
+    for (position, item) in order_by.iter().enumerate() {
+        let (expr, _) = binder.bind_expr(&item.expr, scope)?;
+        let descending = !matches!(item.options.sort, None | Some(ast::OrderBySort::Asc));
+        let key_column =
+            matches!(expr, Expr::Column(c) if table.primary_key.get(position) == Some(&c));
+        if descending || !key_column || item.with_fill.is_some() {
+            return Err(SqlError::unsupported(
+                "DELETE ... ORDER BY other than the primary key's columns in ascending order",
+            ));
+        }
+    }
+    Ok(!order_by.is_empty())
 }
 
 /// 428C9 for a value other than DEFAULT given to a GENERATED ALWAYS column by INSERT.
