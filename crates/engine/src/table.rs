@@ -80,6 +80,18 @@ impl Engine {
         pk: &[u8],
         old: &OldVersion,
     ) -> Result<()> {
+        self.remove_stale_entries_besides(table, pk, old, Vec::new())
+    }
+
+    /// As [`Engine::remove_stale_entries`], keeping also the entries of `others` (versions of the
+    /// row a running transaction keeps for its savepoints).
+    pub(crate) fn remove_stale_entries_besides(
+        &self,
+        table: &TableDef,
+        pk: &[u8],
+        old: &OldVersion,
+        mut others: Vec<Version>,
+    ) -> Result<()> {
         if table.indexes.is_empty() || old.version.deleted {
             return Ok(());
         }
@@ -90,7 +102,6 @@ impl Engine {
         let Ok(old_values) = table.decode_row(&old.version.row, None) else {
             return Ok(());
         };
-        let mut others = Vec::new();
         if let Some(bytes) = self.tree(table.id)?.get(pk)? {
             let in_place = Version::decode(&bytes)?;
             others.extend(in_place.kept_version());
@@ -331,6 +342,7 @@ impl Transaction {
         self.check_unique(table, &pk, values)?;
         self.insert(table.id, &pk, &encode_row(values))?;
         self.add_index_entries(table, &pk, values)?;
+        self.drop_discarded_entries()?;
         engine.builds.note(table.id, [pk.as_slice()]);
         Ok(pk)
     }
@@ -384,6 +396,7 @@ impl Transaction {
             return Ok(false);
         }
         self.add_index_entries(table, pk, values)?;
+        self.drop_discarded_entries()?;
         engine.builds.note(table.id, [pk]);
         Ok(true)
     }
@@ -394,6 +407,7 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         let _ddl = engine.ddl.read();
         let deleted = self.delete(table.id, pk)?;
+        self.drop_discarded_entries()?;
         engine.builds.note(table.id, [pk]);
         Ok(deleted)
     }
@@ -408,6 +422,7 @@ impl Transaction {
         let rows: Vec<(Vec<u8>, Option<Vec<u8>>)> =
             pks.iter().map(|pk| (pk.clone(), None)).collect();
         let written = self.write_many_locked(table.id, &rows)?;
+        self.drop_discarded_entries()?;
         engine.builds.note(table.id, pks.iter().map(Vec::as_slice));
         Ok(written.into_iter().filter(|&w| w).count())
     }
@@ -443,6 +458,7 @@ impl Transaction {
             self.add_index_entries(table, pk, values)?;
             updated.push(pk.as_slice());
         }
+        self.drop_discarded_entries()?;
         engine.builds.note(table.id, updated.iter().copied());
         Ok(updated.len())
     }
@@ -517,6 +533,7 @@ impl Transaction {
             }
             changed.push(pk.as_slice());
         }
+        self.drop_discarded_entries()?;
         engine.builds.note(table.id, changed);
         Ok(written)
     }

@@ -849,3 +849,48 @@ fn index_candidates_in_batches_give_the_whole_range_in_key_ordered_batches() {
     batched.sort();
     assert_eq!(batched, whole.keys);
 }
+
+/// A transaction that writes a row several times leaves no secondary entry of its in-between
+/// versions (replaced in place, never in history, so purge never meets them), whether it commits
+/// or rolls back; a version a savepoint keeps keeps its entries until the savepoint is undone.
+#[test]
+fn rows_written_twice_by_one_transaction_leave_no_stale_index_entries() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    let columns = vec![
+        column("id", DataType::Integer),
+        column("v", DataType::Integer),
+    ];
+    engine
+        .autocommit(|t| t.create_table("t", columns, vec![0]))
+        .unwrap();
+    let table = engine
+        .autocommit(|t| t.create_secondary_index("t", "by_v", vec![1], false))
+        .unwrap();
+    let row = |id: i32, v: i32| vec![Value::Integer(id), Value::Integer(v)];
+    let pk = |id: i32| primary_key(&table, &row(id, 0));
+    engine
+        .autocommit(|t| (0..4).try_for_each(|id| t.insert_row(&table, &row(id, 0)).map(drop)))
+        .unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    for v in [1, 2, 3] {
+        assert!(txn.update_row(&table, &pk(0), &row(0, v)).unwrap());
+    }
+    assert!(txn.update_row(&table, &pk(1), &row(1, 5)).unwrap());
+    assert!(txn.delete_row(&table, &pk(1)).unwrap());
+    assert!(txn.update_row(&table, &pk(2), &row(2, 6)).unwrap());
+    let savepoint = txn.savepoint();
+    assert!(txn.update_row(&table, &pk(2), &row(2, 7)).unwrap());
+    txn.rollback_to(&savepoint).unwrap();
+    txn.commit().unwrap();
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    for v in [8, 9] {
+        assert!(txn.update_row(&table, &pk(3), &row(3, v)).unwrap());
+    }
+    txn.rollback().unwrap();
+    while engine.purge().unwrap() > 0 {}
+    for check in engine.check_indexes().unwrap() {
+        assert_eq!(check.missing_count, 0, "{check:?}");
+        assert_eq!(check.stale, 0, "{check:?}");
+        assert_eq!(check.entries, 3, "{check:?}");
+    }
+}

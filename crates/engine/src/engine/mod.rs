@@ -330,6 +330,7 @@ impl Engine {
             locked_writes: HashSet::new(),
             deleted: false,
             locked_rows: HashMap::default(),
+            discarded: Vec::new(),
             claimed: Vec::new(),
             rewrote: Vec::new(),
             lock_timeout: self.lock_timeout,
@@ -431,6 +432,9 @@ pub struct Transaction {
     /// Rows `lock_row` locked, with their newest versions, for the writes that follow (see
     /// [`Transaction::lock_row`]), by primary key: at most [`LOCKED_ROWS_KEPT`], one per key.
     locked_rows: HashMap<Vec<u8>, LockedRow, ahash::RandomState>,
+    /// Own live versions the last write replaced without saving them (see `discard_own`): their
+    /// secondary entries are dropped where no version of the row still has them.
+    discarded: Vec<(IndexId, Vec<u8>, Version)>,
     /// The names this transaction's DDL claimed (see [`catalog_change`]).
     claimed: Vec<String>,
     /// The tables whose contents it replaced (TRUNCATE, rebuilds), for `Engine::rewritten` at

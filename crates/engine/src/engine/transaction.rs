@@ -178,6 +178,7 @@ impl Transaction {
             self.end();
             return Ok(());
         }
+        self.drop_savepoint_versions()?;
         engine.undo.insert(&undo_key(self.id, COMMIT_MARKER), &[])?;
         engine.store.sync_log()?;
         let writes = self.writes_to_purge()?;

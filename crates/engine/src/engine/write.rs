@@ -720,6 +720,7 @@ impl Transaction {
         }
         if generation == 0 {
             return if own {
+                self.discard_own(index, pk, current);
                 Ok(log)
             } else {
                 self.first_write(index, pk, current, keep_in_mark)
@@ -740,7 +741,62 @@ impl Transaction {
                 });
                 Ok(log)
             }
-            Some(_) => Ok(log),
+            Some(_) => {
+                self.discard_own(index, pk, current);
+                Ok(log)
+            }
+        }
+    }
+
+    /// Drops the secondary entries that only the own versions this transaction's last write
+    /// replaced had (a row it wrote twice: the first new version is replaced in place, never sent
+    /// to history, so purge never meets it), where no version of the row still has them (nor one
+    /// a savepoint of this transaction keeps) — as purge does for the versions it removes. The
+    /// rows are this transaction's (row-locked, or their versions in place name it: the implicit
+    /// lock), as such a removal needs.
+    pub(crate) fn drop_discarded_entries(&mut self) -> Result<()> {
+        for (index, pk, version) in std::mem::take(&mut self.discarded) {
+            self.drop_own_entries(index, &pk, version)?;
+        }
+        Ok(())
+    }
+
+    /// At commit: drops the secondary entries that only the own versions kept for savepoints had
+    /// (the savepoints end with the transaction), as [`Transaction::drop_discarded_entries`].
+    pub(super) fn drop_savepoint_versions(&mut self) -> Result<()> {
+        for rewrite in std::mem::take(&mut self.rewrites) {
+            if !rewrite.version.deleted {
+                self.drop_own_entries(rewrite.index, &rewrite.pk, rewrite.version)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the secondary entries of row `pk` only its own version `version` had.
+    fn drop_own_entries(&self, index: IndexId, pk: &[u8], version: Version) -> Result<()> {
+        let Some(table) = self.engine.table_by_id(index) else {
+            return Ok(());
+        };
+        let saved = self
+            .rewrites
+            .iter()
+            .filter(|r| r.index == index && r.pk == pk);
+        let saved = saved.map(|r| r.version.clone()).collect();
+        let old = OldVersion {
+            version,
+            superseded_by: self.id,
+        };
+        self.engine
+            .remove_stale_entries_besides(&table, pk, &old, saved)
+    }
+
+    /// Notes an own live version a write replaces without saving it anywhere (written in the same
+    /// savepoint generation): the secondary entries only it had are dropped after the write
+    /// (`Transaction::drop_discarded_entries`), since purge never meets a version that no
+    /// history entry holds.
+    fn discard_own(&mut self, index: IndexId, pk: &[u8], current: Option<Version>) {
+        if let Some(version) = current.filter(|v| v.writer == self.id && !v.deleted) {
+            self.discarded.push((index, pk.to_vec(), version));
         }
     }
 
