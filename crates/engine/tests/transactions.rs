@@ -547,7 +547,20 @@ fn repeated_delete_limit_stays_linear_with_an_old_snapshot_open() {
         rows as usize
     );
     assert!(old.get(table, &0u32.to_be_bytes()).unwrap().is_some());
+    let some_keys: Vec<Vec<u8>> = (0..rows)
+        .step_by(7)
+        .map(|i| i.to_be_bytes().to_vec())
+        .collect();
+    let seen = old.get_many(table, &some_keys).unwrap();
+    assert!(seen
+        .iter()
+        .all(|row| row.as_deref() == Some(&[7u8; 100][..])));
     let mut now = engine.begin(Isolation::ReadCommitted).unwrap();
+    assert!(now
+        .get_many(table, &some_keys)
+        .unwrap()
+        .iter()
+        .all(Option::is_none));
     assert_eq!(
         now.scan(table, Bound::Unbounded, Bound::Unbounded)
             .unwrap()

@@ -77,7 +77,8 @@ impl Transaction {
         let tree = engine.tree(index)?;
         let snapshot = self.snapshot_of(index)?;
         let mut rows = Vec::with_capacity(pks.len());
-        for (pk, current) in pks.iter().zip(engine.current_versions(&tree, index, pks)?) {
+        let currents = engine.versions_for_snapshot(&tree, index, pks, snapshot)?;
+        for (pk, current) in pks.iter().zip(currents) {
             self.track_read(index, Bound::Included(pk), Bound::Included(pk))?;
             let changeable = current
                 .as_ref()
