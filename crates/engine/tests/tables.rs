@@ -894,3 +894,59 @@ fn rows_written_twice_by_one_transaction_leave_no_stale_index_entries() {
         assert_eq!(check.entries, 3, "{check:?}");
     }
 }
+
+/// `estimate_rows` counts a small table's rows and delete marks exactly, and estimates a large
+/// one's from a sample of its leaves — close to the truth, reading a small part of its pages.
+#[test]
+fn row_estimates_are_exact_for_a_small_table_and_close_for_a_large_one_without_a_scan() {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    let columns = vec![
+        column("id", DataType::Integer),
+        column("pad", DataType::Text),
+    ];
+    engine
+        .autocommit(|t| t.create_table("t", columns, vec![0]))
+        .unwrap();
+    let table = engine.table("t").unwrap();
+    let fill = |from: i32, to: i32| {
+        engine
+            .autocommit(|t| {
+                let rows: Vec<Vec<Value>> = (from..to)
+                    .map(|id| vec![Value::Integer(id), Value::Text("p".repeat(100))])
+                    .collect();
+                t.insert_rows(&table, &rows).map_err(|(_, err)| err)
+            })
+            .unwrap();
+    };
+    fill(0, 500);
+    engine
+        .autocommit(|t| {
+            (0..100).try_for_each(|id| {
+                t.delete_row(
+                    &table,
+                    &primary_key(&table, &[Value::Integer(id), Value::Null]),
+                )
+                .map(drop)
+            })
+        })
+        .unwrap();
+    let small = engine.estimate_rows(table.id).unwrap();
+    assert_eq!((small.live, small.dead), (400, 100));
+    while engine.purge().unwrap() > 0 {}
+    assert_eq!(engine.estimate_rows(table.id).unwrap().dead, 0);
+
+    fill(500, 60_000);
+    let before = engine.store().pool_stats().read_requests;
+    let large = engine.estimate_rows(table.id).unwrap();
+    let requests = engine.store().pool_stats().read_requests - before;
+    let truth = 59_900;
+    assert!(
+        large.live.abs_diff(truth) < truth / 10 && large.dead == 0,
+        "estimated {large:?} for {truth} rows"
+    );
+    let leaves = engine.index_pages(table.id).unwrap();
+    assert!(
+        requests * 5 < leaves,
+        "{requests} page requests for an estimate of a table of {leaves} pages"
+    );
+}

@@ -1,6 +1,7 @@
 //! SteadyDB's own views: `steady_metrics` (the counters of every layer), `steady_tables` (per
-//! table: the pages of its file, live and dead rows, the pages its B+trees use, the free space of
-//! its file outside them, and the history store's length) and `steady_progress` (each online
+//! table: the pages of its file, its live rows and delete marks — estimated from a sample of its
+//! leaves, as PostgreSQL's `reltuples`, never a scan (`Engine::estimate_rows`) — the pages its
+//! B+trees use, the free space of its file outside them, and the history store's length) and `steady_progress` (each online
 //! CREATE INDEX or VACUUM FULL running: its phase, the rows of its snapshot read, and the rows
 //! written meanwhile applied and still waiting, as PostgreSQL's `pg_stat_progress_create_index`).
 
@@ -119,15 +120,7 @@ fn tables(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
             .store()
             .space(table.space)
             .map_or(0, |s| u64::from(s.size_in_pages()));
-        let records = engine.index_records(table.id)?;
-        let live = ctx
-            .txn()?
-            .scan_rows(
-                &table,
-                std::ops::Bound::Unbounded,
-                std::ops::Bound::Unbounded,
-            )?
-            .count() as u64;
+        let estimate = engine.estimate_rows(table.id)?;
         let mut tree_pages = engine.index_pages(table.id)?;
         for index in &table.indexes {
             tree_pages += engine.index_pages(index.id)?;
@@ -136,8 +129,8 @@ fn tables(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
         rows.push(vec![
             Value::Text(table.name.clone()),
             Value::BigInt(pages as i64),
-            Value::BigInt(live as i64),
-            Value::BigInt(records.saturating_sub(live) as i64),
+            Value::BigInt(estimate.live as i64),
+            Value::BigInt(estimate.dead as i64),
             Value::BigInt(tree_pages as i64),
             Value::BigInt(free_bytes as i64),
             Value::BigInt(history as i64),
