@@ -6,7 +6,7 @@ mod common;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use steady_engine::catalog::ColumnDef;
+use steady_engine::catalog::{ColumnDef, TableDef};
 use steady_engine::codec::encode_key;
 use steady_engine::engine::{Engine, EngineConfig, Isolation};
 use steady_engine::table::primary_key;
@@ -33,6 +33,17 @@ fn accounts(engine: &Arc<Engine>) {
     engine
         .autocommit(|t| t.create_secondary_index("accounts", "by_owner", vec![1], false))
         .unwrap();
+}
+
+/// A fresh engine with table `t (id integer primary key, <second>)`.
+fn keyed_table(second: (&str, DataType)) -> (Arc<Engine>, Arc<TableDef>) {
+    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
+    let columns = vec![column("id", DataType::Integer), column(second.0, second.1)];
+    engine
+        .autocommit(|t| t.create_table("t", columns, vec![0]))
+        .unwrap();
+    let table = engine.table("t").unwrap();
+    (engine, table)
 }
 
 fn row(id: i32, owner: &str, balance: i64) -> Vec<Value> {
@@ -792,15 +803,7 @@ fn purge_finishes_after_a_restart_what_it_had_not_reached() {
 /// and the batches resumed one after another give every candidate the whole range gives.
 #[test]
 fn index_candidates_in_batches_give_the_whole_range_in_key_ordered_batches() {
-    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
-    let columns = vec![
-        column("id", DataType::Integer),
-        column("v", DataType::Integer),
-    ];
-    engine
-        .autocommit(|t| t.create_table("t", columns, vec![0]))
-        .unwrap();
-    let table = engine.table("t").unwrap();
+    let (engine, table) = keyed_table(("v", DataType::Integer));
     let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
     for id in 0..300 {
         let values = [Value::Integer(id), Value::Integer(id % 7)];
@@ -855,14 +858,7 @@ fn index_candidates_in_batches_give_the_whole_range_in_key_ordered_batches() {
 /// or rolls back; a version a savepoint keeps keeps its entries until the savepoint is undone.
 #[test]
 fn rows_written_twice_by_one_transaction_leave_no_stale_index_entries() {
-    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
-    let columns = vec![
-        column("id", DataType::Integer),
-        column("v", DataType::Integer),
-    ];
-    engine
-        .autocommit(|t| t.create_table("t", columns, vec![0]))
-        .unwrap();
+    let (engine, _) = keyed_table(("v", DataType::Integer));
     let table = engine
         .autocommit(|t| t.create_secondary_index("t", "by_v", vec![1], false))
         .unwrap();
@@ -899,15 +895,7 @@ fn rows_written_twice_by_one_transaction_leave_no_stale_index_entries() {
 /// one's from a sample of its leaves — close to the truth, reading a small part of its pages.
 #[test]
 fn row_estimates_are_exact_for_a_small_table_and_close_for_a_large_one_without_a_scan() {
-    let engine = Engine::open_vfs(Arc::new(MemVfs::new()), &config()).unwrap();
-    let columns = vec![
-        column("id", DataType::Integer),
-        column("pad", DataType::Text),
-    ];
-    engine
-        .autocommit(|t| t.create_table("t", columns, vec![0]))
-        .unwrap();
-    let table = engine.table("t").unwrap();
+    let (engine, table) = keyed_table(("pad", DataType::Text));
     let fill = |from: i32, to: i32| {
         engine
             .autocommit(|t| {
