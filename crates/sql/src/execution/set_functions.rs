@@ -164,26 +164,32 @@ pub struct Series {
     next: Value,
     stop: Value,
     step: Value,
+    /// Whether the step goes up: a number above zero, or an interval that moves `start` later.
+    ascending: bool,
 }
 
 impl Series {
     pub fn new(start: Value, stop: Value, step: Option<Value>) -> Result<Series> {
         let step = step.unwrap_or(Value::Integer(1));
-        if step.compare(&Value::Integer(0)) == Some(Ordering::Equal) {
+        let direction = step.compare(&Value::Integer(0)).or_else(|| {
+            let moved = arith(ArithOp::Add, &start, &step).ok()?;
+            moved.compare(&start)
+        });
+        if direction == Some(Ordering::Equal) {
             return Err(SqlError::new("22023", "step size cannot equal zero"));
         }
         Ok(Series {
             next: start,
             stop,
             step,
+            ascending: direction == Some(Ordering::Greater),
         })
     }
 
     pub fn next_value(&mut self) -> Option<Value> {
-        let ascending = self.step.compare(&Value::Integer(0)) == Some(Ordering::Greater);
         let done = match self.next.compare(&self.stop) {
             None => true,
-            Some(o) if ascending => o == Ordering::Greater,
+            Some(o) if self.ascending => o == Ordering::Greater,
             Some(o) => o == Ordering::Less,
         };
         if done {
