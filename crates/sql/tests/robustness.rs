@@ -172,6 +172,11 @@ const TOKENS: &[&str] = &[
     "CREATE UNIQUE INDEX ON t ((a + 1)) WHERE b IS NULL",
     "WHERE a IS NULL",
     "lower(b)",
+    "AT TIME ZONE",
+    "now() AT TIME ZONE 'Europe/Berlin'",
+    "a AT TIME ZONE b",
+    "generate_series(now(), now() + interval '1 hour', interval '10 minutes')",
+    "DELETE FROM t ORDER BY a LIMIT 1",
 ];
 
 /// FROM items of generated queries: tables, WITH queries, a subquery, a table function.

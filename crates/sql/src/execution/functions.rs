@@ -166,6 +166,13 @@ fn timestamp_like_second(args: &[Option<DataType>]) -> Option<DataType> {
         _ => Some(DataType::Timestamp),
     }
 }
+/// `timezone(zone, value)`'s type: a `timestamptz` gives a `timestamp` and the other way round.
+fn timezone_shifted(args: &[Option<DataType>]) -> Option<DataType> {
+    match args.get(1) {
+        Some(Some(DataType::Timestamp)) => Some(DataType::TimestampTz),
+        _ => Some(DataType::Timestamp),
+    }
+}
 pub(crate) fn date(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Date)
 }
@@ -259,6 +266,7 @@ static FUNCTIONS: &[Function] = &[
     strict("date_part", (2, 2), double, date_part),
     strict("extract", (2, 2), numeric, extract),
     strict("date_trunc", (2, 2), timestamp_like_second, date_trunc),
+    strict("timezone", (2, 2), timezone_shifted, timezone),
     volatile("now", timestamptz, now),
     volatile("current_timestamp", timestamptz, now),
     volatile("localtimestamp", timestamp, local_now),
@@ -946,6 +954,25 @@ fn date_part(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 fn extract(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let field = string(&args[0]).to_lowercase();
     Ok(Value::Numeric(field_value(&field, &args[1])?))
+}
+
+/// `timezone(zone, value)`, which `value AT TIME ZONE zone` is: an instant as the local time in
+/// `zone` (a `timestamp`), or a local time in `zone` as the instant it is (a `timestamptz`).
+fn timezone(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let name = string(&args[0]);
+    let zone = steady_types::zone::Zone::named(&name).ok_or_else(|| {
+        SqlError::new("22023", format!("time zone \"{name}\" not recognized")).with_detail(
+            "SteadyDB takes IANA time zone names (Europe/Berlin) and UTC, not offsets.",
+        )
+    })?;
+    match &args[1] {
+        Value::TimestampTz(instant) => Ok(Value::Timestamp(zone.to_local(*instant))),
+        Value::Timestamp(local) => Ok(Value::TimestampTz(zone.to_utc(*local))),
+        other => Err(SqlError::undefined_function(format!(
+            "function timezone(text, {}) does not exist",
+            type_name(other)
+        ))),
+    }
 }
 
 fn date_trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {

@@ -164,6 +164,10 @@ impl Binder<'_> {
                     ty,
                 ))
             }
+            AstExpr::AtTimeZone {
+                timestamp,
+                time_zone,
+            } => self.bind_at_time_zone(timestamp, time_zone, scope),
             AstExpr::Extract { field, expr, .. } => {
                 let (arg, _) = self.bind_expr(expr, scope)?;
                 let field = Expr::Literal(Value::Text(field.to_string().to_lowercase()));
@@ -1000,6 +1004,34 @@ pub fn literal_text(value: &ast::Value) -> Result<String> {
 }
 
 impl Binder<'_> {
+    /// `value AT TIME ZONE zone`: PostgreSQL's `timezone(zone, value)`. A `timestamptz` becomes
+    /// the local time in the zone (a `timestamp`), a `timestamp` the instant that local time is
+    /// (a `timestamptz`); a date or an untyped literal is read as a `timestamptz` first, as
+    /// PostgreSQL resolves them (its preferred date-time type).
+    fn bind_at_time_zone(
+        &mut self,
+        value: &AstExpr,
+        zone: &AstExpr,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let (zone, _) = self.bind_expr_as(zone, scope, DataType::Text)?;
+        let (value, ty) = match self.bind_expr(value, scope)? {
+            (value, Some(DataType::Timestamp)) => (value, DataType::TimestampTz),
+            (value, Some(DataType::TimestampTz)) => (value, DataType::Timestamp),
+            (value, None | Some(DataType::Date)) => (
+                Expr::Cast(Box::new(value), DataType::TimestampTz),
+                DataType::Timestamp,
+            ),
+            (_, Some(other)) => {
+                return Err(SqlError::undefined_function(format!(
+                    "function timezone(text, {other}) does not exist"
+                )))
+            }
+        };
+        let f = functions::lookup("timezone", 2)?;
+        Ok((Expr::Call(f, vec![zone, value]), Some(ty)))
+    }
+
     /// `predicate` (the bound WHERE clause `selection`) with the keys of the partial indexes the
     /// clause reaches added: when every conjunct of an index's predicate is among the clause's
     /// and the clause compares the index's element for equality with `x`, the clause implies
