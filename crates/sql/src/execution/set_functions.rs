@@ -164,8 +164,9 @@ pub struct Series {
     next: Value,
     stop: Value,
     step: Value,
-    /// Whether the step goes up: a number above zero, or an interval that moves `start` later.
-    ascending: bool,
+    /// Which way the step goes: a number's sign, or which way an interval moves `start`; None
+    /// (a NULL step) gives no rows, as PostgreSQL's strict function does.
+    direction: Option<Ordering>,
 }
 
 impl Series {
@@ -182,15 +183,15 @@ impl Series {
             next: start,
             stop,
             step,
-            ascending: direction == Some(Ordering::Greater),
+            direction,
         })
     }
 
     pub fn next_value(&mut self) -> Option<Value> {
-        let done = match self.next.compare(&self.stop) {
-            None => true,
-            Some(o) if self.ascending => o == Ordering::Greater,
-            Some(o) => o == Ordering::Less,
+        let done = match (self.next.compare(&self.stop), self.direction) {
+            (None, _) | (_, None) => true,
+            (Some(o), Some(Ordering::Greater)) => o == Ordering::Greater,
+            (Some(o), _) => o == Ordering::Less,
         };
         if done {
             return None;
