@@ -342,8 +342,7 @@ impl Transaction {
         self.check_unique(table, &pk, values)?;
         self.insert(table.id, &pk, &encode_row(values))?;
         self.add_index_entries(table, &pk, values)?;
-        self.drop_discarded_entries()?;
-        engine.builds.note(table.id, [pk.as_slice()]);
+        self.rows_written(table.id, [pk.as_slice()])?;
         Ok(pk)
     }
 
@@ -396,8 +395,7 @@ impl Transaction {
             return Ok(false);
         }
         self.add_index_entries(table, pk, values)?;
-        self.drop_discarded_entries()?;
-        engine.builds.note(table.id, [pk]);
+        self.rows_written(table.id, [pk])?;
         Ok(true)
     }
 
@@ -407,8 +405,7 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         let _ddl = engine.ddl.read();
         let deleted = self.delete(table.id, pk)?;
-        self.drop_discarded_entries()?;
-        engine.builds.note(table.id, [pk]);
+        self.rows_written(table.id, [pk])?;
         Ok(deleted)
     }
 
@@ -422,8 +419,7 @@ impl Transaction {
         let rows: Vec<(Vec<u8>, Option<Vec<u8>>)> =
             pks.iter().map(|pk| (pk.clone(), None)).collect();
         let written = self.write_many_locked(table.id, &rows)?;
-        self.drop_discarded_entries()?;
-        engine.builds.note(table.id, pks.iter().map(Vec::as_slice));
+        self.rows_written(table.id, pks.iter().map(Vec::as_slice))?;
         Ok(written.into_iter().filter(|&w| w).count())
     }
 
@@ -458,8 +454,7 @@ impl Transaction {
             self.add_index_entries(table, pk, values)?;
             updated.push(pk.as_slice());
         }
-        self.drop_discarded_entries()?;
-        engine.builds.note(table.id, updated.iter().copied());
+        self.rows_written(table.id, updated.iter().copied())?;
         Ok(updated.len())
     }
 
@@ -533,8 +528,7 @@ impl Transaction {
             }
             changed.push(pk.as_slice());
         }
-        self.drop_discarded_entries()?;
-        engine.builds.note(table.id, changed);
+        self.rows_written(table.id, changed)?;
         Ok(written)
     }
 
@@ -682,6 +676,19 @@ impl Transaction {
             }
             _ => Err(EngineError::TableChanged(table.name.clone())),
         }
+    }
+
+    /// After a write of rows `pks` of `table`: drops the entries of the own versions it replaced
+    /// unsaved ([`Transaction::drop_discarded_entries`]) and notes the rows for an online build or
+    /// rebuild of the table running meanwhile.
+    fn rows_written<'k>(
+        &mut self,
+        table: IndexId,
+        pks: impl IntoIterator<Item = &'k [u8]>,
+    ) -> Result<()> {
+        self.drop_discarded_entries()?;
+        self.engine.builds.note(table, pks);
+        Ok(())
     }
 
     /// Adds the entries of a row's new version to each secondary index that lacks them.
