@@ -29,7 +29,8 @@
 //! Invariants: the file length is a whole number of extents and is the space's size (no size field to
 //! disagree with it); a page is handed out only from an extent owned by the asking segment; an extent
 //! whose pages are all free returns to the free pool at once; free extents at the end of the file are
-//! cut off by [`Space::shrink`]. The in-memory descriptors mirror the extent map pages exactly, and both
+//! cut off by [`Space::shrink`], but only those that were free before a checkpoint's redo point
+//! ([`Space::tail_mark`]): recovery never replays a change to a page that is no longer in the file. The in-memory descriptors mirror the extent map pages exactly, and both
 //! change only under the allocation lock, which an mtr holds until it commits.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -131,6 +132,17 @@ struct AllocState {
     extents: Vec<ExtentDescriptor>,
     next_segment: SegmentId,
     trees: Vec<TreeEntry>,
+    /// Extents handed out from the free pool since the space was opened (see [`TailMark`]).
+    extents_taken: u64,
+}
+
+/// The free extents at the end of a space at one moment, taken before a checkpoint begins (see
+/// [`Space::shrink`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TailMark {
+    /// Extents before the free tail.
+    keep: usize,
+    extents_taken: u64,
 }
 
 /// Geometry of a space, derived from its page size.
@@ -290,6 +302,7 @@ impl Space {
                 extents: Vec::new(),
                 next_segment: SYSTEM_SEGMENT + 1,
                 trees: Vec::new(),
+                extents_taken: 0,
             }),
             size: RwLock::new((extents * geometry.pages_per_extent) as u32),
         })
@@ -333,6 +346,7 @@ impl Space {
             extents,
             next_segment,
             trees,
+            extents_taken: 0,
         };
         *self.size.write() = (extent_count * geometry.pages_per_extent) as u32;
         Ok(())
@@ -557,6 +571,7 @@ impl Space {
         };
         let page_in_extent = {
             let mut state = self.alloc.lock();
+            state.extents_taken += u64::from(newly_owned);
             let descriptor = &mut state.extents[extent];
             if newly_owned {
                 descriptor.owner = segment;
@@ -679,17 +694,38 @@ impl Space {
         Ok(())
     }
 
-    /// Cuts free extents off the end of the file, returning the space to the OS. Returns the number
-    /// of pages released.
-    pub fn shrink(&self) -> Result<u32> {
+    /// Marks the free extents at the end of the file, for [`Space::shrink`] after a checkpoint that
+    /// begins later. Taken under the allocation lock, which an mtr holds until it commits, so every
+    /// change to a page of those extents is in the log before the checkpoint's redo point.
+    pub fn tail_mark(&self) -> TailMark {
         let _allocation = self.allocation_lock.lock();
-        let mut state = self.alloc.lock();
-        let keep = state
+        let state = self.alloc.lock();
+        TailMark {
+            keep: Self::extents_before_free_tail(&state),
+            extents_taken: state.extents_taken,
+        }
+    }
+
+    fn extents_before_free_tail(state: &AllocState) -> usize {
+        state
             .extents
             .iter()
             .rposition(|d| d.owner != FREE_SEGMENT)
-            .map_or(1, |last| last + 1);
-        if keep >= state.extents.len() {
+            .map_or(1, |last| last + 1)
+    }
+
+    /// Cuts the free extents of `mark` off the end of the file, returning the space to the OS, once
+    /// a checkpoint that began after the mark is durable: recovery then replays no change to their
+    /// pages (a change after the redo point to a page cut off would meet a page of zeros). Nothing
+    /// is cut if an extent was handed out since the mark (it may have been changed and freed again
+    /// after the redo point); the next checkpoint's mark does it. Returns the number of pages
+    /// released.
+    pub fn shrink(&self, mark: TailMark) -> Result<u32> {
+        let _allocation = self.allocation_lock.lock();
+        let mut state = self.alloc.lock();
+        let keep = mark.keep.max(Self::extents_before_free_tail(&state));
+        let changed = state.extents_taken != mark.extents_taken;
+        if changed || keep >= state.extents.len() || self.is_hidden() {
             return Ok(0);
         }
         let mut size = self.size.write();
@@ -792,7 +828,18 @@ mod tests {
         space.free_page(&mut mtr, b).unwrap();
         mtr.commit();
         assert_eq!(space.page_owner(b), None);
-        assert_eq!(space.shrink().unwrap(), 256);
+        let mark = space.tail_mark();
+        let mut mtr = Mtr::new(&pool);
+        let again = space.allocate_page(&mut mtr, branches).unwrap();
+        space.free_page(&mut mtr, again).unwrap();
+        mtr.commit();
+        assert_eq!(
+            space.shrink(mark).unwrap(),
+            0,
+            "an extent handed out since the mark may hold changes after the redo point"
+        );
+        let mark = space.tail_mark();
+        assert_eq!(space.shrink(mark).unwrap(), 256);
         assert_eq!(space.size_in_pages(), 512);
         pool.flush_all().unwrap();
         let reopened = Space::open(&vfs, 7).unwrap();

@@ -326,11 +326,17 @@ impl Store {
         self.reclaimer.queue.wait_idle(timeout)
     }
 
-    /// A checkpoint (see [`BufferPool::checkpoint`]), then free tail extents go back to the OS.
+    /// A checkpoint (see [`BufferPool::checkpoint`]), then the extents that were free at the end
+    /// of each space before it began go back to the OS (see [`Space::shrink`]).
     pub fn checkpoint(&self) -> Result<()> {
+        let marks: Vec<_> = self
+            .spaces()
+            .into_iter()
+            .map(|space| (space.tail_mark(), space))
+            .collect();
         self.pool.checkpoint()?;
-        for space in self.spaces() {
-            if space.shrink()? > 0 {
+        for (mark, space) in marks {
+            if space.shrink(mark)? > 0 {
                 space.sync()?;
             }
         }

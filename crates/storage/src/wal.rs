@@ -136,6 +136,9 @@ pub struct Wal {
     flushed: AtomicU64,
     checkpoint: AtomicU64,
     checkpoint_counter: AtomicU64,
+    /// Held while a checkpoint slot is written: slots are written one at a time, each newer than
+    /// the last.
+    checkpoint_slots: Mutex<()>,
     /// Whether a thread is writing and syncing; waiters sleep on `flushed_advanced`.
     flushing: Mutex<bool>,
     /// Threads in [`Wal::flush`] now, leading a sync or waiting for one.
@@ -226,6 +229,7 @@ impl Wal {
             flushed: AtomicU64::new(end),
             checkpoint: AtomicU64::new(checkpoint),
             checkpoint_counter: AtomicU64::new(counter),
+            checkpoint_slots: Mutex::new(()),
             flushing: Mutex::new(false),
             committers: AtomicUsize::new(0),
             flushed_advanced: Condvar::new(),
@@ -492,9 +496,14 @@ impl Wal {
     }
 
     /// Records a new checkpoint: recovery will redo from `lsn`. The caller has made every page change
-    /// below `lsn` durable in the data files.
+    /// below `lsn` durable in the data files. A redo point older than the one recorded is ignored.
     pub fn write_checkpoint(&self, lsn: Lsn) -> Result<()> {
         self.flush(lsn)?;
+        let _in_order = self.checkpoint_slots.lock();
+        if lsn < self.checkpoint.load(Ordering::Acquire) {
+            // A newer checkpoint is already recorded; recovery must not go back before it.
+            return Ok(());
+        }
         let counter = self.checkpoint_counter.fetch_add(1, Ordering::AcqRel) + 1;
         let mut slot = [0u8; SLOT_SIZE];
         write_u32(&mut slot, 4, SLOT_MAGIC);
@@ -698,6 +707,22 @@ mod tests {
         let reopened = Wal::open(&vfs).unwrap();
         assert_eq!(reopened.records.len(), opened.records.len() - 1);
         assert_eq!(reopened.wal.current_lsn(), last);
+    }
+
+    /// Two checkpoints that overlap end in either order; the redo point recorded last on disk is
+    /// the newer one, so recovery never goes back to log that the newer one let writers reuse.
+    #[test]
+    fn an_older_checkpoint_written_late_does_not_replace_a_newer_one() {
+        let vfs = MemVfs::new();
+        let wal = Wal::create(&vfs, MIN_CAPACITY).unwrap();
+        let (_, older) = wal.append(&[1u8; 100]).unwrap();
+        let (_, newer) = wal.append(&[2u8; 100]).unwrap();
+        wal.write_checkpoint(newer).unwrap();
+        wal.write_checkpoint(older).unwrap();
+        assert_eq!(wal.checkpoint_lsn(), newer);
+        let opened = Wal::open(&vfs).unwrap();
+        assert_eq!(opened.wal.checkpoint_lsn(), newer);
+        assert!(opened.records.is_empty(), "{:?}", opened.records.len());
     }
 
     #[test]

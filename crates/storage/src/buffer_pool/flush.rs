@@ -362,14 +362,27 @@ impl BufferPool {
     /// and records the redo point in the log. Returns the redo point (0 without a log). A page's
     /// oldest LSN is the *end* of the record that first dirtied it, so a page whose oldest LSN equals
     /// the redo point was changed by a record that recovery will not replay: it is written too.
+    ///
+    /// Checkpoints run one at a time; one that must wait for a spread checkpoint makes it stop
+    /// pacing itself, so it waits no longer than the writes take.
     pub fn checkpoint(&self) -> Result<Lsn> {
+        self.checkpoints_waiting.fetch_add(1, Ordering::AcqRel);
+        let _one_at_a_time = self.checkpoint_lock.lock();
+        self.checkpoints_waiting.fetch_sub(1, Ordering::AcqRel);
         self.checkpoint_on(None)
     }
 
     /// The background flusher's checkpoint: as [`BufferPool::checkpoint`], with its writes spread
     /// over the log written meanwhile ([`Schedule`]).
     fn spread_checkpoint(&self) -> Result<Lsn> {
+        let _one_at_a_time = self.checkpoint_lock.lock();
         self.checkpoint_on(self.wal().map(|wal| Schedule::start(wal)))
+    }
+
+    /// Whether a spread checkpoint should stop pacing itself: another checkpoint waits for it, or
+    /// the flusher is stopping.
+    fn checkpoint_in_a_hurry(&self) -> bool {
+        self.checkpoints_waiting.load(Ordering::Acquire) > 0 || self.flusher_state.lock().stop
     }
 
     fn checkpoint_on(&self, mut schedule: Option<Schedule>) -> Result<Lsn> {
@@ -404,7 +417,9 @@ impl BufferPool {
                 unsynced = 0;
             }
             if let Some(schedule) = &schedule {
-                while schedule.ahead(wal, written) && self.flush_list.lock().len() < self.max_dirty
+                while schedule.ahead(wal, written)
+                    && self.flush_list.lock().len() < self.max_dirty
+                    && !self.checkpoint_in_a_hurry()
                 {
                     std::thread::sleep(CHECKPOINT_NAP);
                 }

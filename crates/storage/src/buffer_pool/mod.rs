@@ -230,6 +230,12 @@ pub struct BufferPool {
     doublewrite: OnceLock<Doublewrite>,
     /// Spaces written since the last checkpoint, to be synced by it.
     unsynced: Mutex<HashMap<SpaceId, Arc<Space>>>,
+    /// Held by the running checkpoint: checkpoints run one at a time, so their redo points reach
+    /// the log in the order they were taken (an older one written last would send recovery back to
+    /// log that may be overwritten, and replay changes to pages a shrink has since cut off).
+    checkpoint_lock: Mutex<()>,
+    /// Checkpoints waiting for the lock: a spread checkpoint stops pacing itself while one waits.
+    checkpoints_waiting: AtomicUsize,
     /// The read-ahead thread, started by the first request.
     read_ahead: OnceLock<ReadAheadWorker>,
 }
@@ -279,6 +285,8 @@ impl BufferPool {
             wal: OnceLock::new(),
             doublewrite: OnceLock::new(),
             unsynced: Mutex::new(HashMap::new()),
+            checkpoint_lock: Mutex::new(()),
+            checkpoints_waiting: AtomicUsize::new(0),
             read_ahead: OnceLock::new(),
         });
         if config.background_flush {
