@@ -334,10 +334,7 @@ fn to_regnamespace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 
 fn regnamespace_in(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     match to_regnamespace(args, ctx)? {
-        Value::Null => Err(SqlError::new(
-            "3F000",
-            format!("schema \"{}\" does not exist", text_of(&args[0])),
-        )),
+        Value::Null => Err(crate::types::missing_schema(&text_of(&args[0]))),
         oid => Ok(oid),
     }
 }

@@ -14,7 +14,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::executor::{collect, ExecCtx};
 use crate::planner::bind::{Binder, BoundQuery};
 use crate::session::{QueryResult, Session};
-use crate::types::{normalize_ident, object_name};
+use crate::types::{normalize_ident, public_object_name};
 use sqlparser::ast;
 use std::sync::Arc;
 
@@ -32,7 +32,7 @@ impl<'a> CreateAs<'a> {
     pub fn from_create(create: &'a ast::CreateTable, query: &'a ast::Query) -> Result<Self> {
         refuse_temporary(create.temporary)?;
         Ok(CreateAs {
-            name: object_name(&create.name).1,
+            name: public_object_name(&create.name)?,
             column_names: create
                 .columns
                 .iter()

@@ -46,7 +46,9 @@ use crate::execution::executor::ExecCtx;
 use crate::parser::parse_expr;
 use crate::planner::bind::{Binder, Scope};
 use crate::session::{Database, QueryResult, Session};
-use crate::types::{convert_type, normalize_ident, object_name, serial_type};
+use crate::types::{
+    convert_type, missing_schema, normalize_ident, object_name, public_object_name, serial_type,
+};
 
 /// Whether a statement is DDL (runs outside the session's transaction).
 pub fn is_ddl(statement: &ast::Statement) -> bool {
@@ -88,7 +90,7 @@ pub fn execute(
                 return Err(SqlError::unsupported("CREATE SEQUENCE ... OWNED BY"));
             }
             let spec = sequence::SequenceSpec::new(data_type.as_ref(), sequence_options)?;
-            ddl.create_sequence(&object_name(name).1, *if_not_exists, spec)
+            ddl.create_sequence(&public_object_name(name)?, *if_not_exists, spec)
         }
         ast::Statement::Drop {
             object_type,
@@ -250,7 +252,7 @@ impl Ddl<'_> {
     }
 
     fn table(&self, name: &ast::ObjectName) -> Result<Arc<TableDef>> {
-        let (_, name) = object_name(name);
+        let name = public_object_name(name)?;
         self.engine()
             .table(&name)
             .ok_or_else(|| SqlError::undefined_table(&name))
@@ -261,7 +263,7 @@ impl Ddl<'_> {
     // -----------------------------------------------------------------------------------------
 
     fn create_table(&self, create: &ast::CreateTable) -> Result<QueryResult> {
-        let (_, name) = object_name(&create.name);
+        let name = public_object_name(&create.name)?;
         create_as::refuse_temporary(create.temporary)?;
         if let Some(skipped) =
             self.existing_relation(&name, create.if_not_exists, "CREATE TABLE")?
@@ -563,7 +565,7 @@ impl Ddl<'_> {
         parent: &ast::ObjectName,
         ref_names: &[String],
     ) -> Result<()> {
-        let (_, parent_name) = object_name(parent);
+        let parent_name = public_object_name(parent)?;
         let parent = if parent_name == table.name {
             Arc::new(table.clone())
         } else {
@@ -675,8 +677,7 @@ impl Ddl<'_> {
         if_exists: bool,
         cascade: bool,
     ) -> Result<QueryResult> {
-        let mut result = QueryResult::command("DROP TABLE");
-        let names: Vec<String> = names.iter().map(|n| object_name(n).1).collect();
+        let (names, mut result) = drop_names(names, if_exists, QueryResult::command("DROP TABLE"))?;
         let existing: Vec<String> = names
             .iter()
             .filter(|n| self.engine().table(n).is_some())
@@ -740,9 +741,8 @@ impl Ddl<'_> {
     }
 
     fn drop_indexes(&self, names: &[ast::ObjectName], if_exists: bool) -> Result<QueryResult> {
-        let mut result = QueryResult::command("DROP INDEX");
+        let (names, mut result) = drop_names(names, if_exists, QueryResult::command("DROP INDEX"))?;
         for name in names {
-            let (_, name) = object_name(name);
             let Some(table) = self.index_owner(&name) else {
                 if if_exists {
                     result = result.with_notice(
@@ -767,8 +767,8 @@ impl Ddl<'_> {
         let names: Vec<String> = truncate
             .table_names
             .iter()
-            .map(|t| object_name(&t.name).1)
-            .collect();
+            .map(|t| public_object_name(&t.name))
+            .collect::<Result<_>>()?;
         for name in &names {
             self.engine()
                 .table(name)
@@ -807,7 +807,7 @@ impl Ddl<'_> {
                 .ok_or_else(|| SqlError::undefined_column(&name))?;
         }
         let name = match &create.name {
-            Some(name) => object_name(name).1,
+            Some(name) => public_object_name(name)?,
             None => {
                 let parts: Vec<String> = elements.iter().map(|e| element_name_part(e)).collect();
                 self.free_relation_name(&format!("{}_{}_idx", table.name, parts.join("_")))?
@@ -1035,4 +1035,24 @@ fn index_column_names(columns: &[ast::IndexColumn]) -> Result<Vec<String>> {
             ))),
         })
         .collect()
+}
+
+/// The names of a DROP list (see [`public_object_name`]); with IF EXISTS, a name in a schema that
+/// does not exist is skipped with PostgreSQL's notice, as a missing object is.
+pub(super) fn drop_names(
+    names: &[ast::ObjectName],
+    if_exists: bool,
+    mut result: QueryResult,
+) -> Result<(Vec<String>, QueryResult)> {
+    let mut found = Vec::new();
+    for name in names {
+        match (object_name(name), if_exists) {
+            ((Some(schema), _), true) if crate::system::namespace_oid(&schema).is_none() => {
+                let skipped = format!("{}, skipping", missing_schema(&schema).message);
+                result = result.with_notice("NOTICE", "00000", skipped);
+            }
+            _ => found.push(public_object_name(name)?),
+        }
+    }
+    Ok((found, result))
 }

@@ -12,7 +12,7 @@ use sqlparser::ast::{self, SequenceOptions};
 use super::{Ddl, TableSpec};
 use crate::error::{Result, SqlError};
 use crate::session::QueryResult;
-use crate::types::{convert_type, object_name};
+use crate::types::convert_type;
 
 /// What CREATE SEQUENCE asks for.
 pub(super) struct SequenceSpec {
@@ -77,8 +77,8 @@ impl Ddl<'_> {
         names: &[ast::ObjectName],
         if_exists: bool,
     ) -> Result<QueryResult> {
-        let names: Vec<String> = names.iter().map(|n| object_name(n).1).collect();
-        let mut result = QueryResult::command("DROP SEQUENCE");
+        let (names, mut result) =
+            super::drop_names(names, if_exists, QueryResult::command("DROP SEQUENCE"))?;
         for name in &names {
             if !self.engine().sequence_exists(name)? {
                 if !if_exists {

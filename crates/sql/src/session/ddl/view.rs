@@ -14,7 +14,7 @@ use super::Ddl;
 use crate::error::{Result, SqlError};
 use crate::planner::bind::Binder;
 use crate::session::QueryResult;
-use crate::types::{normalize_ident, object_name};
+use crate::types::{normalize_ident, public_object_name};
 use sqlparser::ast;
 
 impl Ddl<'_> {
@@ -25,7 +25,7 @@ impl Ddl<'_> {
         if create.temporary {
             return Err(SqlError::unsupported("temporary views"));
         }
-        let (_, name) = object_name(&create.name);
+        let name = public_object_name(&create.name)?;
         if let Some(skipped) = self.existing_view(&name, create)? {
             return Ok(skipped);
         }
@@ -105,8 +105,8 @@ impl Ddl<'_> {
         if_exists: bool,
         cascade: bool,
     ) -> Result<QueryResult> {
-        let mut result = QueryResult::command("DROP VIEW");
-        let names: Vec<String> = names.iter().map(|n| object_name(n).1).collect();
+        let (names, mut result) =
+            super::drop_names(names, if_exists, QueryResult::command("DROP VIEW"))?;
         for name in &names {
             if self.engine().table(name).is_some() {
                 return Err(SqlError::new("42809", format!("\"{name}\" is not a view"))
