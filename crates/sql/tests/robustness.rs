@@ -177,6 +177,11 @@ const TOKENS: &[&str] = &[
     "a AT TIME ZONE b",
     "generate_series(now(), now() + interval '1 hour', interval '10 minutes')",
     "DELETE FROM t ORDER BY a LIMIT 1",
+    "encode(decode(b, 'base64'), 'hex')",
+    "convert_from(decode(b, 'escape'), 'LATIN1')",
+    "convert_to(b, 'UTF8')",
+    "CREATE TABLE other.t (a int)",
+    "DROP TABLE IF EXISTS other.t",
 ];
 
 /// FROM items of generated queries: tables, WITH queries, a subquery, a table function.

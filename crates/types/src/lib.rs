@@ -73,6 +73,7 @@
 //! [`calendar`], [`cast`] and [`compare`].
 
 pub mod array;
+pub mod bytea;
 mod calendar;
 mod cast;
 mod clock;

@@ -146,6 +146,10 @@ pub(crate) fn boolean(_: &[Option<DataType>]) -> Option<DataType> {
 fn numeric(_: &[Option<DataType>]) -> Option<DataType> {
     Some(NUMERIC)
 }
+fn bytea(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Bytea)
+}
+
 fn uuid(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Uuid)
 }
@@ -246,6 +250,10 @@ static FUNCTIONS: &[Function] = &[
     strict("rpad", (2, 3), text, rpad),
     strict("repeat", (2, 2), text, repeat),
     strict("md5", (1, 1), text, md5_hex),
+    strict("encode", (2, 2), text, encode),
+    strict("decode", (2, 2), bytea, decode),
+    strict("convert_from", (2, 2), text, convert_from),
+    strict("convert_to", (2, 2), bytea, convert_to),
     strict("translate", (3, 3), text, translate),
     lenient("string_to_array", (2, 3), text, string_to_array),
     strict("quote_ident", (1, 1), text, quote_ident),
@@ -1118,6 +1126,96 @@ fn md5_hex(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         other => md5::compute(string(other).as_bytes()),
     };
     Ok(Value::Text(format!("{bytes:x}")))
+}
+
+/// `encode(bytes, format)`: a binary string as text (see [`steady_types::bytea`]); an untyped
+/// literal is read as bytea.
+fn encode(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let read = match &args[0] {
+        Value::Text(text) => Value::parse(&DataType::Bytea, text)?,
+        other => other.clone(),
+    };
+    let Value::Bytea(bytes) = read else {
+        return Err(no_such("encode", &args[0]));
+    };
+    Ok(Value::Text(steady_types::bytea::encode(
+        &bytes,
+        &string(&args[1]),
+    )?))
+}
+
+/// `decode(text, format)`: the binary string the text holds in the format.
+fn decode(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let bytes = steady_types::bytea::decode(&string(&args[0]), &string(&args[1]))?;
+    Ok(Value::Bytea(bytes))
+}
+
+/// The encodings `convert_from`/`convert_to` know, by PostgreSQL's name of them (case and
+/// punctuation ignored: `utf-8` is UTF8).
+#[derive(Clone, Copy, PartialEq)]
+enum Encoding {
+    Utf8,
+    Latin1,
+}
+
+fn encoding(name: &Value) -> Result<Encoding> {
+    let name = string(name);
+    let folded: String = name
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    match folded.as_str() {
+        "UTF8" | "UNICODE" => Ok(Encoding::Utf8),
+        "LATIN1" | "ISO88591" => Ok(Encoding::Latin1),
+        _ => Err(SqlError::unsupported(format!(
+            "conversion with encoding \"{name}\""
+        ))),
+    }
+}
+
+/// `convert_from(bytes, encoding)`: the text the bytes hold in the encoding (22021 for bytes that
+/// are not valid in it).
+fn convert_from(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let Value::Bytea(bytes) = &args[0] else {
+        return Err(no_such("convert_from", &args[0]));
+    };
+    Ok(Value::Text(match encoding(&args[1])? {
+        Encoding::Utf8 => String::from_utf8(bytes.clone()).map_err(|err| {
+            let at = err.utf8_error().valid_up_to();
+            SqlError::new(
+                "22021",
+                format!(
+                    "invalid byte sequence for encoding \"UTF8\": 0x{:02x}",
+                    bytes[at]
+                ),
+            )
+        })?,
+        Encoding::Latin1 => bytes.iter().map(|&b| char::from(b)).collect(),
+    }))
+}
+
+/// `convert_to(text, encoding)`: the text's bytes in the encoding (22P05 for a character the
+/// encoding lacks).
+fn convert_to(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let text = string(&args[0]);
+    Ok(Value::Bytea(match encoding(&args[1])? {
+        Encoding::Utf8 => text.into_bytes(),
+        Encoding::Latin1 => text
+            .chars()
+            .map(|c| {
+                u8::try_from(u32::from(c)).map_err(|_| {
+                    SqlError::new(
+                        "22P05",
+                        format!(
+                            "character with byte sequence 0x{} in encoding \"UTF8\" has no equivalent in encoding \"LATIN1\"",
+                            c.to_string().bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" 0x")
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?,
+    }))
 }
 
 /// `translate(s, from, to)`: each character of `from` in `s` replaced by the one at the same

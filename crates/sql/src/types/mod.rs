@@ -43,9 +43,11 @@ pub fn public_object_name(name: &ast::ObjectName) -> Result<String> {
     match object_name(name) {
         (None, name) => Ok(name),
         (Some(schema), name) if schema == "public" => Ok(name),
-        (Some(schema), name) if crate::system::namespace_oid(&schema).is_some() => Err(
-            SqlError::unsupported(format!("objects of your own in schema {schema} ({schema}.{name})")),
-        ),
+        (Some(schema), name) if crate::system::namespace_oid(&schema).is_some() => {
+            Err(SqlError::unsupported(format!(
+                "objects of your own in schema {schema} ({schema}.{name})"
+            )))
+        }
         (Some(schema), _) => Err(missing_schema(&schema)),
     }
 }
