@@ -34,7 +34,7 @@ use sqlparser::ast::BinaryOperator;
 use crate::execution::functions::Function;
 
 pub use crate::execution::plan::SystemTable;
-pub use oids::namespace_oid;
+pub use oids::{namespace_oid, public_object_name};
 pub use pg_type::{format_type, type_modifier, type_oid};
 
 static GROUPS: &[&[SystemTable]] = &[

@@ -50,6 +50,23 @@ pub fn namespace_oid(name: &str) -> Option<i64> {
     NAMESPACES.iter().find(|(_, n)| *n == name).map(|(o, _)| *o)
 }
 
+/// The name of a user object (table, index, view, sequence) named by a DDL statement: unqualified
+/// or in schema `public`, the only schema that holds them. Another schema is refused, never
+/// ignored, so that no statement creates, changes or drops `public.x` when `other.x` was named:
+/// 3F000 for a schema that does not exist, 0A000 for a system schema.
+pub fn public_object_name(name: &sqlparser::ast::ObjectName) -> crate::error::Result<String> {
+    match crate::types::object_name(name) {
+        (None, name) => Ok(name),
+        (Some(schema), name) if schema == "public" => Ok(name),
+        (Some(schema), name) if namespace_oid(&schema).is_some() => {
+            Err(crate::error::SqlError::unsupported(format!(
+                "objects of your own in schema {schema} ({schema}.{name})"
+            )))
+        }
+        (Some(schema), _) => Err(crate::types::missing_schema(&schema)),
+    }
+}
+
 pub fn namespace_name(oid: i64) -> Option<&'static str> {
     NAMESPACES.iter().find(|(o, _)| *o == oid).map(|(_, n)| *n)
 }

@@ -35,23 +35,6 @@ pub fn object_name(name: &ast::ObjectName) -> (Option<String>, String) {
     }
 }
 
-/// The name of a user object (table, index, view, sequence) named by a DDL statement: unqualified
-/// or in schema `public`, the only schema that holds them. Another schema is refused, never
-/// ignored, so that no statement creates, changes or drops `public.x` when `other.x` was named:
-/// 3F000 for a schema that does not exist, 0A000 for a system schema.
-pub fn public_object_name(name: &ast::ObjectName) -> Result<String> {
-    match object_name(name) {
-        (None, name) => Ok(name),
-        (Some(schema), name) if schema == "public" => Ok(name),
-        (Some(schema), name) if crate::system::namespace_oid(&schema).is_some() => {
-            Err(SqlError::unsupported(format!(
-                "objects of your own in schema {schema} ({schema}.{name})"
-            )))
-        }
-        (Some(schema), _) => Err(missing_schema(&schema)),
-    }
-}
-
 /// 3F000: a schema that does not exist.
 pub fn missing_schema(schema: &str) -> SqlError {
     SqlError::new("3F000", format!("schema \"{schema}\" does not exist"))

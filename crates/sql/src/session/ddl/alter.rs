@@ -9,7 +9,7 @@ use steady_types::DataType;
 
 impl Ddl<'_> {
     pub(super) fn alter_table(&self, alter: &ast::AlterTable) -> Result<QueryResult> {
-        let name = crate::types::public_object_name(&alter.name)?;
+        let name = crate::system::public_object_name(&alter.name)?;
         if self.engine().table(&name).is_none() {
             if alter.if_exists {
                 return Ok(QueryResult::command("ALTER TABLE"));

@@ -14,7 +14,8 @@ use crate::error::{Result, SqlError};
 use crate::execution::executor::{collect, ExecCtx};
 use crate::planner::bind::{Binder, BoundQuery};
 use crate::session::{QueryResult, Session};
-use crate::types::{normalize_ident, public_object_name};
+use crate::system::public_object_name;
+use crate::types::normalize_ident;
 use sqlparser::ast;
 use std::sync::Arc;
 

@@ -46,9 +46,8 @@ use crate::execution::executor::ExecCtx;
 use crate::parser::parse_expr;
 use crate::planner::bind::{Binder, Scope};
 use crate::session::{Database, QueryResult, Session};
-use crate::types::{
-    convert_type, missing_schema, normalize_ident, object_name, public_object_name, serial_type,
-};
+use crate::system::public_object_name;
+use crate::types::{convert_type, missing_schema, normalize_ident, object_name, serial_type};
 
 /// Whether a statement is DDL (runs outside the session's transaction).
 pub fn is_ddl(statement: &ast::Statement) -> bool {

@@ -14,7 +14,8 @@ use super::Ddl;
 use crate::error::{Result, SqlError};
 use crate::planner::bind::Binder;
 use crate::session::QueryResult;
-use crate::types::{normalize_ident, public_object_name};
+use crate::system::public_object_name;
+use crate::types::normalize_ident;
 use sqlparser::ast;
 
 impl Ddl<'_> {
