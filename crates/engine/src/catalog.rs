@@ -73,6 +73,11 @@ pub struct IndexDef {
     pub name: String,
     /// Positions of the indexed columns in the table's columns.
     pub columns: Vec<usize>,
+    /// Positions of the columns of `INCLUDE (...)`: recorded in the catalog, not stored in the
+    /// entries (rows are read from the table; there is no index-only scan to serve), so they
+    /// change neither the entries nor what the index finds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include: Vec<usize>,
     pub unique: bool,
     /// Snapshots older than this CSN must not use the index: it was built after their time.
     pub valid_from: u64,

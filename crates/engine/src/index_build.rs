@@ -329,6 +329,19 @@ impl Transaction {
         columns: Vec<usize>,
         unique: bool,
     ) -> Result<Arc<TableDef>> {
+        self.create_covering_index(table, name, columns, Vec::new(), unique)
+    }
+
+    /// [`Transaction::create_secondary_index`] with the columns of `INCLUDE (...)` recorded (see
+    /// `IndexDef::include`).
+    pub fn create_covering_index(
+        &mut self,
+        table: &str,
+        name: &str,
+        columns: Vec<usize>,
+        include: Vec<usize>,
+        unique: bool,
+    ) -> Result<Arc<TableDef>> {
         let engine = self.engine();
         let no_table = || EngineError::NoSuchTable(table.to_string());
         let table_id = engine.table(table).ok_or_else(no_table)?.id;
@@ -343,6 +356,7 @@ impl Transaction {
             id: self.new_tree_id(table.space)?,
             name: name.to_string(),
             columns,
+            include,
             unique,
             valid_from: 0,
             entry_format: EntryFormat::PkLength,
@@ -637,6 +651,7 @@ mod tests {
             id: build.new_tree_id(table.space).unwrap(),
             name: "by_v".into(),
             columns: vec![1],
+            include: Vec::new(),
             unique: false,
             valid_from: 0,
             entry_format: EntryFormat::PkLength,

@@ -348,3 +348,30 @@ fn an_index_build_lets_writers_of_other_tables_go_on() {
         "{during_build} inserts while the index was built"
     );
 }
+
+/// A covering index records its included columns in the catalog: they are there after a restart,
+/// and the index finds by its key columns alone what an index without them finds.
+#[test]
+fn a_covering_indexs_included_columns_outlive_a_restart() {
+    let (vfs, engine) = database();
+    engine
+        .autocommit(|t| t.create_covering_index("accounts", "by_balance", vec![2], vec![1], true))
+        .unwrap();
+    engine.close().unwrap();
+    let engine = open(&vfs);
+    let table = engine.table("accounts").unwrap();
+    let index = table.index("by_balance").unwrap();
+    assert_eq!(
+        (index.columns.as_slice(), index.include.as_slice()),
+        (&[2][..], &[1][..])
+    );
+    assert!(table.index("by_owner").unwrap().include.is_empty());
+    let found = engine
+        .autocommit(|t| {
+            let key = steady_engine::table::index_key(&[Value::BigInt(50)], &[0]);
+            t.index_rows(&table, index, Bound::Included(&key), Bound::Included(&key))
+        })
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].1[0], Value::BigInt(5));
+}

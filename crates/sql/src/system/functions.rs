@@ -385,7 +385,7 @@ fn get_indexdef(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
         return Ok(Value::Null);
     };
     Ok(match usize::try_from(column - 1) {
-        Ok(n) => match index.columns.get(n) {
+        Ok(n) => match index.all_columns().get(n) {
             Some(&position) => Value::Text(column_list(&table, &[position])),
             None => Value::Null,
         },

@@ -23,6 +23,8 @@ pub struct IndexInfo {
     pub oid: i64,
     pub name: String,
     pub columns: Vec<usize>,
+    /// The columns of `INCLUDE (...)`, after the key columns.
+    pub include: Vec<usize>,
     pub unique: bool,
     pub primary: bool,
     /// The engine's id of the index: the table's own for the primary key.
@@ -35,6 +37,7 @@ pub fn indexes(table: &TableDef) -> Vec<IndexInfo> {
         oid: oids::primary_key_index(table.id),
         name: format!("{}_pkey", table.name),
         columns: table.primary_key.clone(),
+        include: Vec::new(),
         unique: true,
         primary: true,
         engine_id: table.id,
@@ -43,11 +46,19 @@ pub fn indexes(table: &TableDef) -> Vec<IndexInfo> {
         oid: oids::relation(i.id),
         name: i.name.clone(),
         columns: i.columns.clone(),
+        include: i.include.clone(),
         unique: i.unique,
         primary: false,
         engine_id: i.id,
     });
     primary.into_iter().chain(secondary).collect()
+}
+
+impl IndexInfo {
+    /// Every column of the index: the key columns, then the included ones (`pg_index.indkey`).
+    pub fn all_columns(&self) -> Vec<usize> {
+        [self.columns.as_slice(), self.include.as_slice()].concat()
+    }
 }
 
 /// A constraint as `pg_constraint` shows it.

@@ -390,12 +390,12 @@ fn pg_index(ctx: &mut ExecCtx) -> Result<Rows> {
 }
 
 fn index_row(table_oid: i64, index: &IndexInfo) -> Vec<Value> {
-    let width = Value::SmallInt(index.columns.len() as i16);
+    let all = index.all_columns();
     vec![
         oid(index.oid),
         oid(table_oid),
-        width.clone(),
-        width,
+        Value::SmallInt(all.len() as i16),
+        Value::SmallInt(index.columns.len() as i16),
         flag(index.unique),
         flag(false),
         flag(index.primary),
@@ -407,9 +407,9 @@ fn index_row(table_oid: i64, index: &IndexInfo) -> Vec<Value> {
         flag(true),
         flag(true),
         flag(false),
-        attnum_vector(&index.columns),
+        attnum_vector(&all),
         // Collations, operator classes (pg_opclass lists no non-default one) and options
-        // (ascending, NULLS LAST): every column the default.
+        // (ascending, NULLS LAST) of the key columns: every one the default.
         zero_vector(index.columns.len()),
         zero_vector(index.columns.len()),
         zero_vector(index.columns.len()),
@@ -504,12 +504,15 @@ fn pg_indexes(ctx: &mut ExecCtx) -> Result<Rows> {
 /// `pg_get_indexdef`: `CREATE UNIQUE INDEX accounts_pkey ON public.accounts USING btree (id)`.
 pub fn index_definition(table: &steady_engine::catalog::TableDef, index: &IndexInfo) -> String {
     let predicate = index_predicate(table, &index.columns).map(|p| format!(" WHERE ({p})"));
+    let include = (!index.include.is_empty())
+        .then(|| format!(" INCLUDE ({})", column_list(table, &index.include)));
     format!(
-        "CREATE {}INDEX {} ON public.{} USING btree ({}){}",
+        "CREATE {}INDEX {} ON public.{} USING btree ({}){}{}",
         if index.unique { "UNIQUE " } else { "" },
         model::quote_ident(&index.name),
         model::quote_ident(&table.name),
         column_list(table, &index.columns),
+        include.unwrap_or_default(),
         predicate.unwrap_or_default()
     )
 }

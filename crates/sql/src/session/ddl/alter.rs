@@ -235,9 +235,10 @@ impl Ddl<'_> {
             });
         }
         for index in table.indexes.iter().filter(|i| {
-            i.columns
-                .iter()
-                .any(|c| *c == position || expressions.contains(c))
+            i.include.contains(&position)
+                || i.columns
+                    .iter()
+                    .any(|c| *c == position || expressions.contains(c))
         }) {
             self.txn().drop_secondary_index(&table.name, &index.name)?;
         }

@@ -795,9 +795,7 @@ impl Ddl<'_> {
 
     fn create_index(&self, create: &ast::CreateIndex) -> Result<QueryResult> {
         let table = self.table(&create.table_name)?;
-        if !create.include.is_empty() {
-            return Err(SqlError::unsupported("covering indexes (INCLUDE)"));
-        }
+        let include = included_columns(&table, &create.include)?;
         let elements: Vec<&ast::Expr> = create.columns.iter().map(|c| &c.column.expr).collect();
         for name in elements.iter().filter_map(|e| plain_column(e)) {
             table
@@ -840,7 +838,7 @@ impl Ddl<'_> {
         }
         let table = self.table(&create.table_name)?;
         self.txn()
-            .create_secondary_index(&table.name, &name, columns, create.unique)
+            .create_covering_index(&table.name, &name, columns, include, create.unique)
             .map_err(|err| match err {
                 EngineError::UniqueViolation { .. } => {
                     SqlError::new("23505", format!("could not create unique index \"{name}\""))
@@ -1054,4 +1052,18 @@ pub(super) fn drop_names(
         }
     }
     Ok((found, result))
+}
+
+/// The positions of the columns of a CREATE INDEX's `INCLUDE (...)` (see `IndexDef::include`).
+fn included_columns(table: &TableDef, names: &[ast::Ident]) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|ident| {
+            let name = normalize_ident(ident);
+            table
+                .column(&name)
+                .filter(|_| !is_hidden(&name))
+                .ok_or_else(|| SqlError::undefined_column(&name))
+        })
+        .collect()
 }
