@@ -413,6 +413,12 @@ impl Plan {
                     })
                     .collect()
             }
+            Plan::Update(update) => {
+                write_limit_details(&update.target, update.limit.as_ref(), false)
+            }
+            Plan::Delete(delete) => {
+                write_limit_details(&delete.target, delete.limit.as_ref(), delete.in_key_order)
+            }
             _ => Vec::new(),
         }
     }
@@ -641,4 +647,30 @@ impl std::fmt::Debug for SystemTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{}", self.schema, self.name)
     }
+}
+
+/// The EXPLAIN lines of an UPDATE's or DELETE's `[ORDER BY <primary key>] LIMIT n`.
+fn write_limit_details(
+    target: &crate::execution::write::Target,
+    limit: Option<&Expr>,
+    in_key_order: bool,
+) -> Vec<String> {
+    let table = &target.table;
+    let mut lines = Vec::new();
+    if in_key_order {
+        let key: Vec<&str> = table
+            .primary_key
+            .iter()
+            .map(|&p| table.columns[p].name.as_str())
+            .collect();
+        lines.push(format!("Order: primary key ({})", key.join(", ")));
+    }
+    match limit {
+        Some(Expr::Cast(count, _)) if matches!(**count, Expr::Literal(_)) => {
+            lines.push(format!("Limit: {count}"));
+        }
+        Some(limit) => lines.push(format!("Limit: {limit}")),
+        None => {}
+    }
+    lines
 }

@@ -87,8 +87,8 @@ pub fn explain(
     ))
 }
 
-/// A write node with the rows it wrote (under ANALYZE: it runs, uninstrumented below), then the
-/// plan that finds its rows.
+/// A write node with the rows it wrote (under ANALYZE: it runs, uninstrumented below) and its
+/// details (a DELETE's or UPDATE's ORDER BY and LIMIT), then the plan that finds its rows.
 fn explain_write(
     plan: &Plan,
     ctx: &mut ExecCtx,
@@ -109,6 +109,11 @@ fn explain_write(
     } else {
         lines.push(root);
     }
+    lines.extend(
+        plan.details()
+            .into_iter()
+            .map(|detail| format!("  {detail}")),
+    );
     for child in plan.children() {
         render(child, 1, &mut 0, None, false, lines);
     }
