@@ -30,8 +30,9 @@
 //! disagree with it); a page is handed out only from an extent owned by the asking segment; an extent
 //! whose pages are all free returns to the free pool at once; free extents at the end of the file are
 //! cut off by [`Space::shrink`], but only those that were free before a checkpoint's redo point
-//! ([`Space::tail_mark`]): recovery never replays a change to a page that is no longer in the file. The in-memory descriptors mirror the extent map pages exactly, and both
-//! change only under the allocation lock, which an mtr holds until it commits.
+//! ([`Space::tail_mark`]), so that recovery never replays a change to a page no longer in the file.
+//! The in-memory descriptors mirror the extent map pages exactly, and both change only under the
+//! allocation lock, which an mtr holds until it commits.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -132,8 +132,9 @@ fn parse_vacuum(rest: &[&Token]) -> Result<Statement> {
     })
 }
 
-/// `name [(columns)] [, ...]` (qualified names keep their last part; column lists are ignored),
-/// after any of `skip` words.
+/// `name [(columns)] [, ...]` (column lists are ignored), after any of `skip` words. A name
+/// qualified by `public` is its last part; by another schema it stays `schema.name`, which names
+/// no table (tables live in `public`), so the statement fails instead of taking `public.name`.
 fn table_list(tokens: &[&Token], skip: &[&str]) -> Result<Vec<String>> {
     let syntax = |t: Option<&&Token>| {
         SqlError::syntax(format!(
@@ -152,12 +153,17 @@ fn table_list(tokens: &[&Token], skip: &[&str]) -> Result<Vec<String>> {
     let mut tables = Vec::new();
     while let Some(first) = rest.next() {
         let mut name = word(first).ok_or_else(|| syntax(Some(first)))?;
+        let mut schema = None;
         while rest.peek() == Some(&&&Token::Period) {
             rest.next();
             let part = rest.next();
-            name = part.and_then(|t| word(t)).ok_or_else(|| syntax(part))?;
+            let part = part.and_then(|t| word(t)).ok_or_else(|| syntax(part))?;
+            schema = Some(std::mem::replace(&mut name, part));
         }
-        tables.push(name);
+        tables.push(match schema {
+            Some(schema) if schema != "public" => format!("{schema}.{name}"),
+            _ => name,
+        });
         if rest.peek() == Some(&&&Token::LParen) {
             for token in rest.by_ref() {
                 if token == &&Token::RParen {
