@@ -250,6 +250,13 @@ impl<'a> Page<'a> {
     }
 
     /// Structural check of the slot array and heap, independent of record contents.
+    /// Whether the heap header is in bounds (`64 + 2 * slot_count <= heap_top <= page_size`, garbage
+    /// within the heap): what record operations need of a page whose slots are consistent.
+    fn heap_in_bounds(&self) -> bool {
+        let (size, top) = (self.size(), self.heap_top());
+        self.free_start() <= top && top <= size && self.garbage() <= size - top
+    }
+
     pub fn check_slots(&self) -> Result<(), String> {
         let size = self.size();
         let (top, free_start) = (self.heap_top(), self.free_start());
@@ -452,11 +459,23 @@ impl PageOps {
         self.bytes.extend_from_slice(&index.to_le_bytes());
     }
 
-    /// Replays encoded operations on `page`.
+    /// Replays encoded operations on `page`, a page whose records are consistent (read from its
+    /// file, which checks them, or kept in the pool) or one not yet formatted. Operations that do
+    /// not fit the page — a damaged log — fail with [`BadPageOps`], never a panic: a record
+    /// operation needs a formatted page (its heap header in bounds) and a header write may not
+    /// touch the fields that describe the records (slot count, heap top, garbage), which only
+    /// record operations change.
     pub fn replay(mut ops: &[u8], page: &mut [u8]) -> Result<(), BadPageOps> {
         let mut last_insert = None;
+        let mut formatted = Page::new(page).heap_in_bounds();
         while let Some((&op, rest)) = ops.split_first() {
             ops = rest;
+            match op {
+                OP_FORMAT | OP_CLEAR => formatted = true,
+                OP_WRITE => {}
+                _ if !formatted => return Err(BadPageOps),
+                _ => {}
+            }
             last_insert = replay_one(op, &mut ops, page, last_insert).ok_or(BadPageOps)?;
         }
         Ok(())
@@ -574,6 +593,13 @@ fn replay_one(
     }
 }
 
+/// Whether bytes `at..at + len` lie in the header fields a header write may set: past the
+/// checksum and LSN, before the body, and clear of the fields that describe the records.
+fn header_field(at: usize, len: usize) -> bool {
+    let end = at + len;
+    at >= 12 && end <= HEADER_SIZE && (end <= 40 || at >= TYPE_SPECIFIC)
+}
+
 /// Replays an operation other than an insert.
 fn replay_other(op: u8, ops: &mut &[u8], page: &mut [u8], count: usize) -> Option<()> {
     match op {
@@ -583,7 +609,7 @@ fn replay_other(op: u8, ops: &mut &[u8], page: &mut [u8], count: usize) -> Optio
             let bytes = take(ops, len)?;
             match op {
                 OP_REPLACE if at < count => replace_record(page, at, bytes).ok(),
-                OP_WRITE if at >= 12 && at + len <= page.len() => {
+                OP_WRITE if header_field(at, len) => {
                     page[at..at + len].copy_from_slice(bytes);
                     Some(())
                 }
@@ -1081,6 +1107,39 @@ mod tests {
         let mut bytes = ops.bytes.clone();
         bytes.extend_from_slice(&[OP_INSERT_NEXT, 9, 1, 7]);
         assert_eq!(PageOps::replay(&bytes, &mut page), Err(BadPageOps));
+    }
+
+    /// Operations of a damaged log that would leave the records' bounds behind (a header write
+    /// over the heap fields, a record operation on a page never formatted) fail, never panic
+    /// (found by the redo_records fuzz target: a header write moved the heap top and the insert
+    /// after it wrote outside the page).
+    #[test]
+    fn operations_that_would_break_the_record_bounds_are_refused() {
+        for field in [40, 44, 48] {
+            let mut page = empty_page(4096);
+            let mut ops = PageOps::default();
+            ops.with_bytes(OP_WRITE, field, &[0xff; 4]);
+            ops.with_bytes(OP_INSERT, 0, b"abc");
+            assert_eq!(PageOps::replay(&ops.bytes, &mut page), Err(BadPageOps));
+            Page::new(&page).check_slots().unwrap();
+        }
+        let mut unformatted = vec![0u8; 4096];
+        let mut ops = PageOps::default();
+        ops.with_bytes(OP_INSERT, 0, b"abc");
+        assert_eq!(
+            PageOps::replay(&ops.bytes, &mut unformatted),
+            Err(BadPageOps)
+        );
+        let mut page = empty_page(4096);
+        let mut links = PageOps::default();
+        links.with_bytes(OP_WRITE, 36, &7u32.to_le_bytes());
+        links.with_bytes(OP_WRITE, TYPE_SPECIFIC, &[1; 12]);
+        links.with_bytes(OP_INSERT, 0, b"abc");
+        PageOps::replay(&links.bytes, &mut page).unwrap();
+        assert_eq!(
+            (Page::new(&page).next(), Page::new(&page).record(0)),
+            (7, &b"abc"[..])
+        );
     }
 
     #[test]

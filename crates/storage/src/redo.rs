@@ -31,7 +31,7 @@
 //! PostgreSQL). Logging a row costs the row and a few bytes. Only pages changed as raw bytes (space
 //! metadata) are compared with a copy taken before their first change ([`encode_diff`], kind 2).
 
-use crate::page::{read_u32, BadPageOps, PageMut, PageOps};
+use crate::page::{read_u32, BadPageOps, PageMut, PageOps, PageType};
 use crate::{Lsn, PageNo, SpaceId, StorageError};
 
 const KIND_FULL: u8 = 1;
@@ -230,14 +230,16 @@ pub fn decode(payload: &[u8], page_size: usize) -> Result<Vec<PageChange>, Stora
 }
 
 /// Applies a change to a page and stamps the record's end LSN. Fails only if page operations do not
-/// fit the page (a log that does not belong to this data).
+/// fit the page, or bytes copied into a B+tree page leave its records inconsistent (a damaged log,
+/// or one that does not belong to this data): the pool never holds a page whose records could not
+/// be read safely.
 pub fn apply(change: &ChangeBody, page: &mut [u8], end_lsn: Lsn) -> Result<(), BadPageOps> {
     match change {
-        ChangeBody::Full(image) => page.copy_from_slice(image),
-        ChangeBody::Ranges(ranges) => apply_ranges(ranges, page),
+        ChangeBody::Full(image) => copy_image(image, page)?,
+        ChangeBody::Ranges(ranges) => copy_ranges(ranges, page)?,
         ChangeBody::Zeroed(ranges) => {
             page.fill(0);
-            apply_ranges(ranges, page);
+            copy_ranges(ranges, page)?;
         }
         ChangeBody::Ops(ops) => PageOps::replay(ops, page)?,
         ChangeBody::Rebuilt(ops) => {
@@ -249,10 +251,29 @@ pub fn apply(change: &ChangeBody, page: &mut [u8], end_lsn: Lsn) -> Result<(), B
     Ok(())
 }
 
-fn apply_ranges(ranges: &[(u32, Vec<u8>)], page: &mut [u8]) {
+fn copy_image(image: &[u8], page: &mut [u8]) -> Result<(), BadPageOps> {
+    if image.len() != page.len() {
+        return Err(BadPageOps);
+    }
+    page.copy_from_slice(image);
+    records_consistent(page)
+}
+
+fn copy_ranges(ranges: &[(u32, Vec<u8>)], page: &mut [u8]) -> Result<(), BadPageOps> {
     for (offset, bytes) in ranges {
         let start = *offset as usize;
-        page[start..start + bytes.len()].copy_from_slice(bytes);
+        let target = page.get_mut(start..start + bytes.len()).ok_or(BadPageOps)?;
+        target.copy_from_slice(bytes);
+    }
+    records_consistent(page)
+}
+
+/// Whether a page that holds records (a B+tree leaf or branch) has them consistent.
+fn records_consistent(page: &[u8]) -> Result<(), BadPageOps> {
+    let view = crate::page::Page::new(page);
+    match view.page_type() {
+        PageType::Leaf | PageType::Branch => view.check_slots().map_err(|_| BadPageOps),
+        _ => Ok(()),
     }
 }
 
@@ -283,6 +304,28 @@ mod tests {
         apply(&changes[1].body, &mut torn, 78).unwrap();
         assert_eq!(torn[12..], after[12..]);
         assert!(decode(&payload[..payload.len() - 1], 4096).is_err());
+    }
+
+    /// Bytes copied into a B+tree page that leave its records out of bounds (a damaged log) fail
+    /// the change instead of putting a page in the pool that readers would trip over.
+    #[test]
+    fn ranges_that_break_a_leafs_records_are_refused() {
+        let mut before = vec![0u8; 4096];
+        crate::page::PageMut::new(&mut before).format(PageType::Leaf, 3, 9, 1, 0);
+        let mut after = before.clone();
+        crate::page::write_u32(&mut after, 44, 100_000);
+        let mut payload = Vec::new();
+        encode_diff(&mut payload, 3, 9, &before, &after);
+        let changes = decode(&payload, 4096).unwrap();
+        let mut page = before.clone();
+        assert_eq!(apply(&changes[0].body, &mut page, 5), Err(BadPageOps));
+        let mut good = before.clone();
+        crate::page::write_u32(&mut good, 36, 12);
+        let mut payload = Vec::new();
+        encode_diff(&mut payload, 3, 9, &before, &good);
+        let mut page = before.clone();
+        apply(&decode(&payload, 4096).unwrap()[0].body, &mut page, 5).unwrap();
+        assert_eq!(Page::new(&page).next(), 12);
     }
 
     /// Whatever changed, the ranges rebuild the page, and no logged byte lies in an equal run
