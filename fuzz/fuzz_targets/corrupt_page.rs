@@ -6,7 +6,7 @@
 //! page's new content, repeated to fill it.
 #![no_main]
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use steady_storage::btree::BTree;
@@ -33,14 +33,37 @@ fn key(n: u32) -> Vec<u8> {
     format!("key-{n:06}").into_bytes()
 }
 
-/// A directory holding one tree of [`KEYS`] keys in space 1, closed cleanly.
+/// The files of a directory holding one tree of [`KEYS`] keys in space 1, closed cleanly: built
+/// once, copied for each input.
+fn template() -> &'static [(String, Vec<u8>)] {
+    static FILES: OnceLock<Vec<(String, Vec<u8>)>> = OnceLock::new();
+    FILES.get_or_init(|| {
+        let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+        let store = Store::open(vfs.clone(), &config()).expect("store");
+        let space = store.create_space().expect("space");
+        let entries = (0..KEYS).map(|n| Ok((key(n), vec![b'v'; (n % 40) as usize])));
+        BTree::bulk_build(store.pool().clone(), space, INDEX, entries, &mut |_| {})
+            .expect("tree");
+        store.close().expect("close");
+        vfs.list()
+            .expect("files")
+            .into_iter()
+            .map(|name| {
+                let file = vfs.open(&name, false).expect("file");
+                let mut bytes = vec![0u8; file.file_len().expect("length") as usize];
+                file.read_at(&mut bytes, 0).expect("read");
+                (name, bytes)
+            })
+            .collect()
+    })
+}
+
 fn directory() -> Arc<dyn Vfs> {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
-    let store = Store::open(vfs.clone(), &config()).expect("store");
-    let space = store.create_space().expect("space");
-    let entries = (0..KEYS).map(|n| Ok((key(n), vec![b'v'; (n % 40) as usize])));
-    BTree::bulk_build(store.pool().clone(), space, INDEX, entries, &mut |_| {}).expect("tree");
-    store.close().expect("close");
+    for (name, bytes) in template() {
+        let file = vfs.open(name, true).expect("file");
+        file.write_at(bytes, 0).expect("write");
+    }
     vfs
 }
 
