@@ -9,10 +9,23 @@ use steady_types::DataType;
 
 impl Ddl<'_> {
     pub(super) fn alter_table(&self, alter: &ast::AlterTable) -> Result<QueryResult> {
-        let name = crate::system::public_object_name(&alter.name)?;
+        let skipped = || {
+            QueryResult::command("ALTER TABLE").with_notice(
+                "NOTICE",
+                "00000",
+                format!(
+                    "relation \"{}\" does not exist, skipping",
+                    object_name(&alter.name).1
+                ),
+            )
+        };
+        let name = match crate::system::public_object_name(&alter.name) {
+            Err(err) if err.code == "3F000" && alter.if_exists => return Ok(skipped()),
+            name => name?,
+        };
         if self.engine().table(&name).is_none() {
             if alter.if_exists {
-                return Ok(QueryResult::command("ALTER TABLE"));
+                return Ok(skipped());
             }
             return Err(SqlError::undefined_table(&name));
         }
