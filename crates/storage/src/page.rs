@@ -249,7 +249,6 @@ impl<'a> Page<'a> {
         page_size - HEADER_SIZE
     }
 
-    /// Structural check of the slot array and heap, independent of record contents.
     /// Whether the heap header is in bounds (`64 + 2 * slot_count <= heap_top <= page_size`, garbage
     /// within the heap): what record operations need of a page whose slots are consistent.
     fn heap_in_bounds(&self) -> bool {
@@ -257,6 +256,7 @@ impl<'a> Page<'a> {
         self.free_start() <= top && top <= size && self.garbage() <= size - top
     }
 
+    /// Structural check of the slot array and heap, independent of record contents.
     pub fn check_slots(&self) -> Result<(), String> {
         let size = self.size();
         let (top, free_start) = (self.heap_top(), self.free_start());
