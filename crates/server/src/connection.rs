@@ -11,14 +11,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use async_trait::async_trait;
-use pgwire::api::auth::{AuthDriver, StartupHandler};
-use pgwire::api::cancel::CancelHandler;
-use pgwire::api::copy::CopyHandler;
+use pgwire::api::auth::AuthDriver;
 use pgwire::api::portal::Format;
-use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::FieldInfo;
 use pgwire::api::stmt::QueryParser;
-use pgwire::api::{ClientInfo, PgWireServerHandlers, Type};
+use pgwire::api::{ClientInfo, Type};
 use pgwire::error::PgWireResult;
 use pgwire::messages::response::TransactionStatus as WireStatus;
 use pgwire::messages::startup::SecretKey;
@@ -238,30 +235,5 @@ impl QueryParser for Parser {
             }
             Statement::Copy(_) => Vec::new(),
         })
-    }
-}
-
-/// The handlers of one connection, as pgwire asks for them.
-pub struct Handlers(pub Arc<Connection>);
-
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        Arc::clone(&self.0)
-    }
-
-    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
-        Arc::clone(&self.0)
-    }
-
-    fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        Arc::clone(&self.0)
-    }
-
-    fn copy_handler(&self) -> Arc<impl CopyHandler> {
-        Arc::clone(&self.0)
-    }
-
-    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
-        Arc::clone(&self.0.shared.cancels)
     }
 }

@@ -18,6 +18,7 @@ pub mod hangup;
 pub mod query;
 pub mod server;
 pub mod session;
+pub mod socket;
 pub mod startup;
 pub mod tls;
 pub mod values;

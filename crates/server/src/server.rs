@@ -5,7 +5,9 @@
 //! The engine is synchronous, so a statement runs on the thread that read it from the socket: each
 //! connection gets an OS thread with a current-thread tokio runtime that drives pgwire's protocol
 //! state machine and calls into its `Session` inline. A message goes socket → parse → execute →
-//! encode → socket without a hand-off between threads, as in PostgreSQL's process per connection.
+//! encode → socket without a hand-off between threads, as in PostgreSQL's process per connection,
+//! and a plain connection's socket is read and written with blocking calls
+//! ([`crate::socket`]): one `recv` and one `send` per statement, no `epoll_wait`.
 //! (The first design ran statements on tokio's blocking pool from a multi-thread runtime: two
 //! thread hand-offs per statement, which profiles of pgbench -S showed as about half of all CPU
 //! in futex waits and wake-ups.) A slow statement or a lock wait blocks only its own connection.
@@ -23,24 +25,35 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use bytes::BytesMut;
+use futures::StreamExt;
 use pgwire::api::auth::sasl::scram::ScramAuth;
 use pgwire::api::RandomPidSecretKeyGenerator;
-use pgwire::tokio::process_socket;
+use pgwire::api::{ClientInfo, PgWireConnectionState};
+use pgwire::messages::PgWireFrontendMessage;
+use pgwire::tokio::server::{
+    negotiate_tls, process_error, process_message, MaybeTls, PgWireMessageServerCodec,
+};
 use steady_sql::execution::cancel::CancelReason;
 use steady_sql::Database;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio::time::Sleep;
+use tokio_util::codec::FramedParts;
 
 use crate::cancel::CancelRegistry;
-use crate::connection::{Connection, Handlers};
+use crate::connection::{Connection, Statement};
 use crate::error::ServerError;
 use crate::hangup::HangupWatch;
 use crate::session::LiveSessions;
+use crate::socket::ConnectionSocket;
 use crate::startup::scram;
 
 /// How often a connection checks whether it must end between statements (idle in a transaction
@@ -49,6 +62,9 @@ const IDLE_CHECK: Duration = Duration::from_millis(200);
 
 /// How long a shutdown waits for running statements to stop once canceled.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How long a client may take to start up and authenticate (pgwire's own limit).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long accepting pauses after an error (e.g. out of file descriptors).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -208,9 +224,8 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
     let tls = shared.tls.clone();
     let connection = Arc::new(Connection::new(shared, stream.as_raw_fd()));
-    let handlers = Handlers(Arc::clone(&connection));
     tokio::select! {
-        result = process_socket(stream, tls, handlers) => {
+        result = protocol(stream, tls, Arc::clone(&connection)) => {
             if let Err(err) = result {
                 if err.kind() != std::io::ErrorKind::ConnectionReset {
                     eprintln!("steady: connection ended with an error: {err}");
@@ -218,6 +233,113 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
             }
         }
         reason = must_end(&connection) => eprintln!("steady: {reason}"),
+    }
+}
+
+/// A connection's messages framed by pgwire's codec over the socket `S`.
+type Framed<S> = tokio_util::codec::Framed<S, PgWireMessageServerCodec<Statement>>;
+
+/// Runs the protocol on one connection, as pgwire's `process_socket` does, except that a plain
+/// (not TLS) connection is read and written with blocking calls ([`ConnectionSocket`]).
+async fn protocol(
+    stream: TcpStream,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    connection: Arc<Connection>,
+) -> std::io::Result<()> {
+    let startup_timeout = tokio::time::sleep(STARTUP_TIMEOUT);
+    tokio::pin!(startup_timeout);
+    let negotiated = tokio::select! {
+        () = &mut startup_timeout => return Ok(()),
+        negotiated = negotiate_tls(stream, tls) => negotiated?,
+    };
+    // A client that opened with TLS while the server has none: nothing to serve.
+    let Some(socket) = negotiated else {
+        return Ok(());
+    };
+    let parts = socket.into_parts();
+    match parts.io {
+        MaybeTls::Plain(plain) => {
+            let io = ConnectionSocket::new(plain.into_std()?)?;
+            let mut socket = reframed(io, parts.codec, parts.read_buf, parts.write_buf);
+            messages(&mut socket, startup_timeout, &connection).await
+        }
+        io => {
+            let mut socket = reframed(io, parts.codec, parts.read_buf, parts.write_buf);
+            messages(&mut socket, startup_timeout, &connection).await
+        }
+    }
+}
+
+/// A framed socket over `io`, keeping what the codec had buffered.
+fn reframed<S>(
+    io: S,
+    codec: PgWireMessageServerCodec<Statement>,
+    read_buf: BytesMut,
+    write_buf: BytesMut,
+) -> Framed<S> {
+    let mut parts = FramedParts::new(io, codec);
+    parts.read_buf = read_buf;
+    parts.write_buf = write_buf;
+    Framed::from_parts(parts)
+}
+
+/// Handles the connection's messages one at a time until the client leaves (Terminate or end of
+/// stream), a FATAL error ends the session, or the startup takes longer than its timeout.
+async fn messages<S>(
+    socket: &mut Framed<S>,
+    mut startup_timeout: Pin<&mut Sleep>,
+    connection: &Arc<Connection>,
+) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
+{
+    loop {
+        let starting = matches!(
+            socket.state(),
+            PgWireConnectionState::AwaitingStartup
+                | PgWireConnectionState::AuthenticationInProgress
+        );
+        let message = if starting {
+            tokio::select! {
+                () = &mut startup_timeout => None,
+                message = socket.next() => message,
+            }
+        } else {
+            socket.next().await
+        };
+        let Some(Ok(message)) = message else {
+            return Ok(());
+        };
+        // A client that sends Terminate waits for the server to close the socket (asyncpg).
+        if matches!(message, PgWireFrontendMessage::Terminate(_)) {
+            return Ok(());
+        }
+        let in_extended_query = match socket.state() {
+            PgWireConnectionState::CopyInProgress(extended) => extended,
+            _ => message.is_extended_query(),
+        };
+        let cancel_request = matches!(message, PgWireFrontendMessage::CancelRequest(_));
+        let handled = process_message(
+            message,
+            socket,
+            Arc::clone(connection),
+            Arc::clone(connection),
+            Arc::clone(connection),
+            Arc::clone(connection),
+            Arc::clone(&connection.shared.cancels),
+        )
+        .await;
+        if let Err(err) = handled {
+            let fatal = err.is_fatal();
+            process_error(socket, err, in_extended_query).await?;
+            if fatal {
+                return Ok(());
+            }
+        }
+        // A cancel request comes on a connection of its own, which then ends.
+        if cancel_request {
+            return Ok(());
+        }
     }
 }
 
