@@ -205,7 +205,7 @@ impl RowDecoder {
         Ok(values)
     }
 
-    /// As [`RowDecoder::decode`], into `values` (cleared first).
+    /// As [`RowDecoder::decode`], into `values` (see [`decode_row_columns_into`]).
     pub fn decode_into(&self, bytes: &[u8], values: &mut Vec<Value>) -> Result<(), CodecError> {
         let wanted = self.wanted.as_deref();
         decode_row_columns_into(bytes, &self.types, wanted, values)?;

@@ -261,6 +261,7 @@ impl RowScan {
     }
 
     /// As [`RowScan::next_values`], into `values` (cleared first); None at the end.
+    #[inline]
     pub fn next_values_into(&mut self, values: &mut Vec<Value>) -> Option<Result<()>> {
         Some(match self.inner.next_entry()? {
             Ok((_, row)) => self.decoder.decode_into(row, values).map_err(corrupt_row),

@@ -144,7 +144,9 @@ impl Version {
         split_header(record, "row version").map(|(flags, writer, _)| (writer, flags & DELETED != 0))
     }
 
-    /// The row bytes of a live clustered record (a kept mark's row), read in place.
+    /// The row bytes of a live clustered record (a kept mark's row), read in place. Inlined: a
+    /// scan calls it once per row (see `Scan::next_entry`).
+    #[inline]
     pub fn record_row(record: &[u8]) -> Result<&[u8]> {
         split_record(record).map(|(_, _, row)| row)
     }
@@ -193,25 +195,32 @@ fn encode_with_header(flags: u8, txn: TxnId, row: &[u8]) -> Vec<u8> {
 }
 
 /// A clustered record's flags, writer and row bytes (a kept mark is always a delete mark).
+#[inline]
 fn split_record(bytes: &[u8]) -> Result<(u8, TxnId, &[u8])> {
     let (flags, writer, row) = split_header(bytes, "row version")?;
     if flags & KEPT != 0 && flags & DELETED == 0 {
-        return Err(EngineError::Corrupt(format!(
-            "row version with flags {flags:#x}"
-        )));
+        return Err(bad_flags(flags));
     }
     Ok((flags, writer, row))
 }
 
+#[cold]
+fn bad_flags(flags: u8) -> EngineError {
+    EngineError::Corrupt(format!("row version with flags {flags:#x}"))
+}
+
+#[inline]
 fn split_header<'b>(bytes: &'b [u8], what: &str) -> Result<(u8, TxnId, &'b [u8])> {
     if bytes.len() < HEADER {
-        return Err(EngineError::Corrupt(format!(
-            "{what} of {} bytes",
-            bytes.len()
-        )));
+        return Err(too_short(what, bytes.len()));
     }
     let txn = u64::from_le_bytes(bytes[1..HEADER].try_into().expect("8 bytes"));
     Ok((bytes[0], txn, &bytes[HEADER..]))
+}
+
+#[cold]
+fn too_short(what: &str, len: usize) -> EngineError {
+    EngineError::Corrupt(format!("{what} of {len} bytes"))
 }
 
 /// The history-store prefix of every version of one row.

@@ -212,11 +212,13 @@ impl<'a> Page<'a> {
     fn free_start(&self) -> usize {
         HEADER_SIZE + SLOT_SIZE * self.slot_count()
     }
+    #[inline]
     fn slot_offset(&self, index: usize) -> usize {
         read_u16(self.buf, HEADER_SIZE + SLOT_SIZE * index) as usize
     }
 
     /// The bytes of record `index` (in slot order).
+    #[inline]
     pub fn record(&self, index: usize) -> &'a [u8] {
         let at = self.slot_offset(index);
         let len = read_u16(self.buf, at) as usize;

@@ -28,12 +28,12 @@ pub(super) struct ScanLeaf {
 
 impl Scan {
     /// The next row as `(pk, row bytes)`, lent until the next call.
+    /// Inlined where it is called: a scan calls it once per row, and returned through memory its
+    /// result was stored in parts and loaded whole, a store-forwarding stall per row.
+    #[inline]
     pub fn next_entry(&mut self) -> Option<Result<(&[u8], &[u8])>> {
-        while self.leaf.position == self.leaf.seen.len() {
-            self.next_start.as_ref()?;
-            if let Err(err) = self.read_next_leaf() {
-                self.next_start = None;
-                self.leaf.seen.clear();
+        if self.leaf.position == self.leaf.seen.len() {
+            if let Err(err) = self.next_leaf_with_rows()? {
                 return Some(Err(err));
             }
         }
@@ -47,6 +47,20 @@ impl Scan {
             }
             Seen::Older(entry, row) => Ok((leaf.records.key(*entry), row.as_slice())),
         })
+    }
+
+    /// Reads leaves until one has a row to give: None at the end of the range.
+    #[inline(never)]
+    fn next_leaf_with_rows(&mut self) -> Option<Result<()>> {
+        while self.leaf.position == self.leaf.seen.len() {
+            self.next_start.as_ref()?;
+            if let Err(err) = self.read_next_leaf() {
+                self.next_start = None;
+                self.leaf.seen.clear();
+                return Some(Err(err));
+            }
+        }
+        Some(Ok(()))
     }
 
     /// Reads the next leaf of the range, holding no latch once it is copied. With an old

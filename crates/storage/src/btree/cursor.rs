@@ -322,11 +322,13 @@ impl Entries {
         self.spans.is_empty()
     }
 
+    #[inline]
     pub fn key(&self, entry: usize) -> &[u8] {
         let [key, value, _] = self.spans[entry];
         &self.bytes[key as usize..value as usize]
     }
 
+    #[inline]
     pub fn value(&self, entry: usize) -> &[u8] {
         let [_, value, end] = self.spans[entry];
         &self.bytes[value as usize..end as usize]
