@@ -25,6 +25,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,10 +33,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use pgwire::api::auth::sasl::scram::ScramAuth;
 use pgwire::api::RandomPidSecretKeyGenerator;
 use pgwire::api::{ClientInfo, PgWireConnectionState};
+use pgwire::error::PgWireError;
 use pgwire::messages::PgWireFrontendMessage;
 use pgwire::tokio::server::{
     negotiate_tls, process_error, process_message, MaybeTls, PgWireMessageServerCodec,
@@ -50,7 +52,7 @@ use tokio_util::codec::FramedParts;
 
 use crate::cancel::CancelRegistry;
 use crate::connection::{Connection, Statement};
-use crate::error::ServerError;
+use crate::error::{fatal, ServerError};
 use crate::hangup::HangupWatch;
 use crate::session::LiveSessions;
 use crate::socket::ConnectionSocket;
@@ -270,6 +272,23 @@ async fn protocol(
     }
 }
 
+/// The connection's next message: None at the end of the stream, an error (FATAL, 08P01) for one
+/// that cannot be decoded. pgwire 0.42's decoders read a message's fields from the whole read
+/// buffer rather than from the message's declared length, and panic (in `bytes`) when a field
+/// runs past what has been received: a malformed Parse or Bind would end the connection's thread
+/// without a word. The panic is caught here and the client told why its connection ends.
+async fn next_message<S>(
+    socket: &mut Framed<S>,
+) -> Option<Result<PgWireFrontendMessage, PgWireError>>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
+{
+    match AssertUnwindSafe(socket.next()).catch_unwind().await {
+        Ok(message) => message,
+        Err(_) => Some(Err(fatal("08P01", "invalid frontend message format"))),
+    }
+}
+
 /// A framed socket over `io`, keeping what the codec had buffered.
 fn reframed<S>(
     io: S,
@@ -302,13 +321,15 @@ where
         let message = if starting {
             tokio::select! {
                 () = &mut startup_timeout => None,
-                message = socket.next() => message,
+                message = next_message(socket) => message,
             }
         } else {
-            socket.next().await
+            next_message(socket).await
         };
-        let Some(Ok(message)) = message else {
-            return Ok(());
+        let message = match message {
+            None => return Ok(()),
+            Some(Ok(message)) => message,
+            Some(Err(err)) => return process_error(socket, err, false).await,
         };
         // A client that sends Terminate waits for the server to close the socket (asyncpg).
         if matches!(message, PgWireFrontendMessage::Terminate(_)) {
