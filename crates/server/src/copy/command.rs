@@ -324,8 +324,12 @@ impl<'a> Parser<'a> {
     fn keyword(&mut self, keyword: &str) -> bool {
         self.skip_space();
         let rest = self.rest();
-        let matches = rest.len() >= keyword.len()
-            && rest[..keyword.len()].eq_ignore_ascii_case(keyword)
+        // Compared as bytes: the keyword is ASCII, so a match ends on a character boundary,
+        // while the text may hold a multi-byte character across the keyword's length.
+        let matches = rest
+            .as_bytes()
+            .get(..keyword.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(keyword.as_bytes()))
             && !rest[keyword.len()..]
                 .starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$');
         if matches {
@@ -479,5 +483,20 @@ mod tests {
         assert_eq!(err("copy t from stdin (format binary)"), "0A000");
         assert_eq!(err("copy t from stdin; select 1"), "42601");
         assert_eq!(err("copy (select 1) from stdin"), "42601");
+    }
+
+    /// Found by the `wire` fuzz target: a multi-byte character across a keyword's length
+    /// panicked (a string sliced inside a character); each is refused.
+    #[test]
+    fn multi_byte_text_where_a_keyword_may_come_is_an_error() {
+        for sql in [
+            "copy t fr\u{fffd}m stdin",
+            "copy t from st\u{e9}\u{e9}",
+            "copy t from stdin w\u{e9}th (format csv)",
+            "copy t from stdin with (format csv, delimiter '\u{e9}')",
+        ] {
+            assert!(parse(sql).unwrap().is_err(), "{sql}");
+        }
+        assert!(parse("c\u{fffd}py t from stdin").is_none());
     }
 }
