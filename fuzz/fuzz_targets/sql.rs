@@ -18,6 +18,14 @@ const SETUP: &str = "
     INSERT INTO u SELECT g % 7, 'y' FROM generate_series(1, 20) g;
 ";
 
+/// An engine with a 32 MiB redo log: the directory is left behind when the fuzzer exits, and
+/// the default log would take 1 GiB of it.
+fn small_engine() -> EngineConfig {
+    let mut config = EngineConfig::default();
+    config.store.log_capacity = 32 << 20;
+    config
+}
+
 /// The session every input runs in, on a database in a temporary directory (left behind when
 /// the fuzzer exits: the session is never dropped).
 fn session() -> &'static Mutex<Session> {
@@ -25,7 +33,7 @@ fn session() -> &'static Mutex<Session> {
     &SESSION
         .get_or_init(|| {
             let dir = tempfile::tempdir().expect("temporary directory");
-            let engine = Engine::open(dir.path(), &EngineConfig::default()).expect("engine");
+            let engine = Engine::open(dir.path(), &small_engine()).expect("engine");
             let db: Arc<Database> = Database::new(engine, "fuzz");
             let mut session = db.session("fuzz");
             for result in session.execute(SETUP) {

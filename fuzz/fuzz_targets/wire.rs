@@ -30,6 +30,14 @@ const SETUP: &str = "
 /// How long the harness reads the server's answer before it gives up on a connection.
 const READ_LIMIT: Duration = Duration::from_secs(5);
 
+/// An engine with a 32 MiB redo log: the directory is left behind when the fuzzer exits, and
+/// the default log would take 1 GiB of it.
+fn small_engine() -> EngineConfig {
+    let mut config = EngineConfig::default();
+    config.store.log_capacity = 32 << 20;
+    config
+}
+
 /// The address of the server every input talks to, started once on a database in a temporary
 /// directory (left behind when the fuzzer exits: the server is never stopped).
 fn server() -> SocketAddr {
@@ -37,7 +45,7 @@ fn server() -> SocketAddr {
     ADDRESS
         .get_or_init(|| {
             let dir = tempfile::tempdir().expect("temporary directory");
-            let engine = Engine::open(dir.path(), &EngineConfig::default()).expect("engine");
+            let engine = Engine::open(dir.path(), &small_engine()).expect("engine");
             let db: Arc<Database> = Database::new(engine, "postgres");
             let mut session = db.session("steady");
             for result in session.execute(SETUP) {
