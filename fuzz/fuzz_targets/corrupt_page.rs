@@ -42,8 +42,7 @@ fn template() -> &'static [(String, Vec<u8>)] {
         let store = Store::open(vfs.clone(), &config()).expect("store");
         let space = store.create_space().expect("space");
         let entries = (0..KEYS).map(|n| Ok((key(n), vec![b'v'; (n % 40) as usize])));
-        BTree::bulk_build(store.pool().clone(), space, INDEX, entries, &mut |_| {})
-            .expect("tree");
+        BTree::bulk_build(store.pool().clone(), space, INDEX, entries, &mut |_| {}).expect("tree");
         store.close().expect("close");
         vfs.list()
             .expect("files")
@@ -80,7 +79,8 @@ fuzz_target!(|input: &[u8]| {
     let page_no = u64::from(u16::from_le_bytes(*choice)) % pages;
     let mut page: Vec<u8> = content.iter().copied().cycle().take(PAGE_SIZE).collect();
     stamp_checksum(&mut page);
-    file.write_at(&page, page_no * PAGE_SIZE as u64).expect("write");
+    file.write_at(&page, page_no * PAGE_SIZE as u64)
+        .expect("write");
     let Ok(store) = Store::open(vfs.clone(), &config()) else {
         return;
     };

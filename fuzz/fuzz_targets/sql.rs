@@ -3,11 +3,10 @@
 //! that a runaway query (a huge series, a cross product) ends as an error.
 #![no_main]
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use steady_engine::engine::{Engine, EngineConfig};
-use steady_sql::{Database, Session};
+use steady_sql::Session;
 
 const SETUP: &str = "
     SET statement_timeout = '1s';
@@ -18,34 +17,23 @@ const SETUP: &str = "
     INSERT INTO u SELECT g % 7, 'y' FROM generate_series(1, 20) g;
 ";
 
-/// An engine with a 32 MiB redo log: the directory is left behind when the fuzzer exits, and
-/// the default log would take 1 GiB of it.
-fn small_engine() -> EngineConfig {
-    let mut config = EngineConfig::default();
-    config.store.log_capacity = 32 << 20;
-    config
-}
-
 /// The session every input runs in, on a database in a temporary directory (left behind when
 /// the fuzzer exits: the session is never dropped).
 fn session() -> &'static Mutex<Session> {
     static SESSION: OnceLock<(tempfile::TempDir, Mutex<Session>)> = OnceLock::new();
     &SESSION
         .get_or_init(|| {
-            let dir = tempfile::tempdir().expect("temporary directory");
-            let engine = Engine::open(dir.path(), &small_engine()).expect("engine");
-            let db: Arc<Database> = Database::new(engine, "fuzz");
-            let mut session = db.session("fuzz");
-            for result in session.execute(SETUP) {
-                result.expect("setup statement");
-            }
+            let (dir, db) = steady_fuzz::database("fuzz", "fuzz", SETUP);
+            let session = db.session("fuzz");
             (dir, Mutex::new(session))
         })
         .1
 }
 
 fuzz_target!(|text: &str| {
-    let mut session = session().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut session = session()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let _ = session.execute(text);
     let _ = session.execute("ROLLBACK");
 });

@@ -14,13 +14,11 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use steady_engine::engine::{Engine, EngineConfig};
 use steady_server::server::{Server, ServerConfig};
-use steady_sql::Database;
 
 const SETUP: &str = "
     CREATE TABLE t (a integer PRIMARY KEY, b text, c numeric);
@@ -30,28 +28,13 @@ const SETUP: &str = "
 /// How long the harness reads the server's answer before it gives up on a connection.
 const READ_LIMIT: Duration = Duration::from_secs(5);
 
-/// An engine with a 32 MiB redo log: the directory is left behind when the fuzzer exits, and
-/// the default log would take 1 GiB of it.
-fn small_engine() -> EngineConfig {
-    let mut config = EngineConfig::default();
-    config.store.log_capacity = 32 << 20;
-    config
-}
-
 /// The address of the server every input talks to, started once on a database in a temporary
 /// directory (left behind when the fuzzer exits: the server is never stopped).
 fn server() -> SocketAddr {
     static ADDRESS: OnceLock<(tempfile::TempDir, SocketAddr)> = OnceLock::new();
     ADDRESS
         .get_or_init(|| {
-            let dir = tempfile::tempdir().expect("temporary directory");
-            let engine = Engine::open(dir.path(), &small_engine()).expect("engine");
-            let db: Arc<Database> = Database::new(engine, "postgres");
-            let mut session = db.session("steady");
-            for result in session.execute(SETUP) {
-                result.expect("setup statement");
-            }
-            drop(session);
+            let (dir, db) = steady_fuzz::database("postgres", "steady", SETUP);
             tolerate_contained_decoder_panics();
             let (sender, address) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
@@ -63,7 +46,9 @@ fn server() -> SocketAddr {
                         tls: None,
                     };
                     let server = Server::bind(db, &config).await.expect("bind");
-                    sender.send(server.local_addr().expect("address")).expect("send");
+                    sender
+                        .send(server.local_addr().expect("address"))
+                        .expect("send");
                     server.run(std::future::pending()).await.expect("serve");
                 });
             });
@@ -98,7 +83,9 @@ fn startup_message() -> Vec<u8> {
         body.push(0);
     }
     body.push(0);
-    let mut message = (i32::try_from(body.len() + 4).expect("short")).to_be_bytes().to_vec();
+    let mut message = (i32::try_from(body.len() + 4).expect("short"))
+        .to_be_bytes()
+        .to_vec();
     message.extend_from_slice(&body);
     let query = b"SET statement_timeout = '1s'\0";
     message.push(b'Q');
@@ -113,7 +100,11 @@ fuzz_target!(|input: &[u8]| {
     };
     let mut stream = TcpStream::connect(server()).expect("the server accepts connections");
     stream.set_read_timeout(Some(READ_LIMIT)).expect("timeout");
-    let mut bytes = if mode % 2 == 1 { startup_message() } else { Vec::new() };
+    let mut bytes = if mode % 2 == 1 {
+        startup_message()
+    } else {
+        Vec::new()
+    };
     bytes.extend_from_slice(rest);
     // The server may close the connection before it has read everything (a FATAL error).
     let _ = stream.write_all(&bytes);
