@@ -1128,16 +1128,22 @@ fn md5_hex(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(format!("{bytes:x}")))
 }
 
-/// `encode(bytes, format)`: a binary string as text (see [`steady_types::bytea`]); an untyped
-/// literal is read as bytea.
-fn encode(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let read = match &args[0] {
+/// A function's binary-string argument: bytea, or text read as a bytea literal (an untyped
+/// literal such as `'\x6869'` arrives as text).
+fn bytea_argument(function: &str, value: &Value) -> Result<Vec<u8>> {
+    let read = match value {
         Value::Text(text) => Value::parse(&DataType::Bytea, text)?,
         other => other.clone(),
     };
-    let Value::Bytea(bytes) = read else {
-        return Err(no_such("encode", &args[0]));
-    };
+    match read {
+        Value::Bytea(bytes) => Ok(bytes),
+        _ => Err(no_such(function, value)),
+    }
+}
+
+/// `encode(bytes, format)`: a binary string as text (see [`steady_types::bytea`]).
+fn encode(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let bytes = bytea_argument("encode", &args[0])?;
     Ok(Value::Text(steady_types::bytea::encode(
         &bytes,
         &string(&args[1]),
@@ -1177,9 +1183,7 @@ fn encoding(name: &Value) -> Result<Encoding> {
 /// `convert_from(bytes, encoding)`: the text the bytes hold in the encoding (22021 for bytes that
 /// are not valid in it).
 fn convert_from(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let Value::Bytea(bytes) = &args[0] else {
-        return Err(no_such("convert_from", &args[0]));
-    };
+    let bytes = bytea_argument("convert_from", &args[0])?;
     Ok(Value::Text(match encoding(&args[1])? {
         Encoding::Utf8 => String::from_utf8(bytes.clone()).map_err(|err| {
             let at = err.utf8_error().valid_up_to();
