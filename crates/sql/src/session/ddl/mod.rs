@@ -676,7 +676,12 @@ impl Ddl<'_> {
         if_exists: bool,
         cascade: bool,
     ) -> Result<QueryResult> {
-        let (names, mut result) = drop_names(names, if_exists, QueryResult::command("DROP TABLE"))?;
+        let (names, mut result) = drop_names(
+            names,
+            if_exists,
+            "table",
+            QueryResult::command("DROP TABLE"),
+        )?;
         let existing: Vec<String> = names
             .iter()
             .filter(|n| self.engine().table(n).is_some())
@@ -740,7 +745,12 @@ impl Ddl<'_> {
     }
 
     fn drop_indexes(&self, names: &[ast::ObjectName], if_exists: bool) -> Result<QueryResult> {
-        let (names, mut result) = drop_names(names, if_exists, QueryResult::command("DROP INDEX"))?;
+        let (names, mut result) = drop_names(
+            names,
+            if_exists,
+            "index",
+            QueryResult::command("DROP INDEX"),
+        )?;
         for name in names {
             let Some(table) = self.index_owner(&name) else {
                 if if_exists {
@@ -1034,21 +1044,34 @@ fn index_column_names(columns: &[ast::IndexColumn]) -> Result<Vec<String>> {
         .collect()
 }
 
-/// The names of a DROP list (see [`public_object_name`]); with IF EXISTS, a name in a schema that
-/// does not exist is skipped with PostgreSQL's notice, as a missing object is.
+/// The names of a DROP list of `kind` objects (see [`public_object_name`]); with IF EXISTS, a
+/// name in a schema that does not exist, or one that a system schema does not hold, is skipped
+/// with PostgreSQL's notice, as a missing object is.
 pub(super) fn drop_names(
     names: &[ast::ObjectName],
     if_exists: bool,
+    kind: &str,
     mut result: QueryResult,
 ) -> Result<(Vec<String>, QueryResult)> {
     let mut found = Vec::new();
     for name in names {
-        match (object_name(name), if_exists) {
+        let skipped = match (object_name(name), if_exists) {
             ((Some(schema), _), true) if crate::system::namespace_oid(&schema).is_none() => {
-                let skipped = format!("{}, skipping", missing_schema(&schema).message);
-                result = result.with_notice("NOTICE", "00000", skipped);
+                Some(missing_schema(&schema).message)
             }
-            _ => found.push(public_object_name(name)?),
+            ((Some(schema), object), true)
+                if schema != "public"
+                    && crate::system::lookup(Some(&schema), &object).is_none() =>
+            {
+                Some(format!("{kind} \"{object}\" does not exist"))
+            }
+            _ => None,
+        };
+        match skipped {
+            Some(message) => {
+                result = result.with_notice("NOTICE", "00000", format!("{message}, skipping"));
+            }
+            None => found.push(public_object_name(name)?),
         }
     }
     Ok((found, result))

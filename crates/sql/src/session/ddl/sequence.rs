@@ -77,8 +77,12 @@ impl Ddl<'_> {
         names: &[ast::ObjectName],
         if_exists: bool,
     ) -> Result<QueryResult> {
-        let (names, mut result) =
-            super::drop_names(names, if_exists, QueryResult::command("DROP SEQUENCE"))?;
+        let (names, mut result) = super::drop_names(
+            names,
+            if_exists,
+            "sequence",
+            QueryResult::command("DROP SEQUENCE"),
+        )?;
         for name in &names {
             if !self.engine().sequence_exists(name)? {
                 if !if_exists {

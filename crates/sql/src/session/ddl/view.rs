@@ -107,7 +107,7 @@ impl Ddl<'_> {
         cascade: bool,
     ) -> Result<QueryResult> {
         let (names, mut result) =
-            super::drop_names(names, if_exists, QueryResult::command("DROP VIEW"))?;
+            super::drop_names(names, if_exists, "view", QueryResult::command("DROP VIEW"))?;
         for name in &names {
             if self.engine().table(name).is_some() {
                 return Err(SqlError::new("42809", format!("\"{name}\" is not a view"))
