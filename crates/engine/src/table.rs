@@ -260,7 +260,8 @@ impl RowScan {
         })
     }
 
-    /// As [`RowScan::next_values`], into `values` (cleared first); None at the end.
+    /// As [`RowScan::next_values`], into `values` (overwritten in place when it holds one value
+    /// per column; see `RowDecoder::decode_into`); None at the end.
     #[inline]
     pub fn next_values_into(&mut self, values: &mut Vec<Value>) -> Option<Result<()>> {
         Some(match self.inner.next_entry()? {

@@ -28,6 +28,7 @@ pub(super) struct ScanLeaf {
 
 impl Scan {
     /// The next row as `(pk, row bytes)`, lent until the next call.
+    ///
     /// Inlined where it is called: a scan calls it once per row, and returned through memory its
     /// result was stored in parts and loaded whole, a store-forwarding stall per row.
     #[inline]
