@@ -59,7 +59,7 @@ fn server() -> SocketAddr {
 
 /// pgwire 0.42's message decoders panic (in `bytes`) on a message whose fields run past what
 /// was received; the server catches that panic and ends the connection with FATAL 08P01
-/// (`steady_server::server::next_message`, tested by `steady/tests/malformed_messages.rs`).
+/// (`steady_server::server::next_message`, tested by `steady/tests/hostile_clients.rs`).
 /// libfuzzer-sys's panic hook aborts on any panic, caught or not, so this hook lets through those
 /// raised while pgwire decodes a frontend message and hands every other panic to it.
 fn tolerate_contained_decoder_panics() {

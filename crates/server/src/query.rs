@@ -52,6 +52,9 @@ use crate::copy::CopyStart;
 use crate::error::{error_response, notice_response, user_error};
 use crate::values::{decode_params, fields, row_description, RowEncoder};
 
+/// The most rows an Execute takes from its portal at once (see `Connection::execute_portal`).
+const FETCH_CHUNK: usize = 1024;
+
 #[async_trait]
 impl SimpleQueryHandler for Connection {
     async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
@@ -204,7 +207,8 @@ impl Connection {
         Ok(Response::Query(response))
     }
 
-    /// Executes a portal, or goes on with one an earlier Execute suspended.
+    /// Executes a portal, or goes on with one an earlier Execute suspended, sending at most
+    /// `max_rows` rows (all when 0).
     async fn execute_portal<C>(
         &self,
         client: &mut C,
@@ -224,15 +228,26 @@ impl Connection {
                 other => return send_extended_response(client, other).await,
             }
         }
-        let fetched = portal.fetch(max_rows).await?;
-        let mut response = fetched.response;
-        let tag = response.command_tag().to_owned();
+        // Fetched a chunk at a time: pgwire reserves room for as many rows as it is asked for,
+        // and an Execute may ask for up to 2^31 - 1 (one such message aborted the process on a
+        // failed allocation of tens of GB; found by the `wire` fuzz target).
         let mut sent = 0;
-        while let Some(row) = response.data_rows().next().await {
-            client.feed(PgWireBackendMessage::DataRow(row?)).await?;
-            sent += 1;
-        }
-        if fetched.suspended {
+        let (tag, suspended) = loop {
+            let chunk = match max_rows {
+                0 => 0,
+                _ => (max_rows - sent).min(FETCH_CHUNK),
+            };
+            let fetched = portal.fetch(chunk).await?;
+            let mut response = fetched.response;
+            while let Some(row) = response.data_rows().next().await {
+                client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                sent += 1;
+            }
+            if !fetched.suspended || sent == max_rows {
+                break (response.command_tag().to_owned(), fetched.suspended);
+            }
+        };
+        if suspended {
             client
                 .feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
                 .await?;

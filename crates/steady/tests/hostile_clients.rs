@@ -1,7 +1,5 @@
-//! A client that sends malformed protocol messages gets a FATAL error naming the fault, and the
-//! server goes on serving everyone else (found by the `wire` fuzz target: a Parse whose declared
-//! length is shorter than its fields made pgwire's decoder panic and end the connection's thread
-//! without a word).
+//! Clients that send what no well-behaved driver sends — found by the `wire` fuzz target — get
+//! an answer or a FATAL error naming the fault, and the server goes on serving everyone else.
 
 mod common;
 
@@ -61,6 +59,8 @@ fn printable(answer: &[u8]) -> String {
         .collect()
 }
 
+/// A Parse whose declared length is shorter than its fields made pgwire's decoder panic and end
+/// the connection's thread without a word.
 #[test]
 fn a_malformed_message_ends_only_its_connection_with_a_fatal_08p01() {
     let dir = tempfile::tempdir().unwrap();
@@ -84,6 +84,34 @@ fn a_malformed_message_ends_only_its_connection_with_a_fatal_08p01() {
     assert!(
         answer.contains("42"),
         "the next client got no row: {answer}"
+    );
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+/// An Execute may ask for up to 2^31 - 1 rows; pgwire reserved room for that many before
+/// fetching, and the failed allocation aborted the whole server.
+#[test]
+fn an_execute_asking_for_two_billion_rows_gets_the_rows_there_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut server, port) = common::start_server(dir.path());
+    let parse = message(b'P', b"\0SELECT g FROM generate_series(1, 3) g\0\0\0");
+    let bind = message(b'B', &[0, 0, 0, 0, 0, 0, 0, 0]);
+    let mut execute_body = vec![0];
+    execute_body.extend_from_slice(&i32::MAX.to_be_bytes());
+    let execute = message(b'E', &execute_body);
+    let sync = message(b'S', &[]);
+    let terminate = message(b'X', &[]);
+    let answer = exchange(port, &[parse, bind, execute, sync, terminate].concat());
+    let data_rows = answer
+        .windows(5)
+        .filter(|w| w[0] == b'D' && w[1..5] == [0, 0, 0, 11])
+        .count();
+    assert_eq!(data_rows, 3, "{}", printable(&answer));
+    assert!(
+        printable(&answer).contains("SELECT 3"),
+        "{}",
+        printable(&answer)
     );
     server.kill().unwrap();
     server.wait().unwrap();
