@@ -4,7 +4,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::TcpStream;
 use std::time::Duration;
 
 /// A protocol-3.0 startup message for user `steady` on database `postgres`.
@@ -27,8 +27,9 @@ fn message(kind: u8, body: &[u8]) -> Vec<u8> {
     message
 }
 
-/// Sends `bytes` after a startup message, closes the sending side and returns all the server
-/// wrote back until it closed the connection.
+/// Sends `bytes` after a startup message and returns all the server wrote back until it closed
+/// the connection (on a FATAL error or a Terminate the bytes end with). The sending side stays
+/// open: a half-closed socket reads as a client that hung up, and its statement is canceled.
 fn exchange(port: u16, bytes: &[u8]) -> Vec<u8> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
@@ -37,7 +38,6 @@ fn exchange(port: u16, bytes: &[u8]) -> Vec<u8> {
     let mut sent = startup_message();
     sent.extend_from_slice(bytes);
     stream.write_all(&sent).expect("send");
-    stream.shutdown(Shutdown::Write).expect("shutdown");
     let mut answer = Vec::new();
     stream
         .read_to_end(&mut answer)
