@@ -439,9 +439,9 @@ impl Wal {
     /// [`BULK_BYTES_PER_SYNC`] wait for a sync, waits until a sync covers everything appended so
     /// far, or [`MAX_YIELD`] has passed; otherwise returns at once.
     pub fn yield_to_commits(&self) {
-        if self.committers.load(Ordering::Acquire) == 0
-            || self.current_lsn() - self.flushed_lsn() < BULK_BYTES_PER_SYNC
-        {
+        // Read one after the other, so a sync in between can have flushed past `current`.
+        let unsynced = self.current_lsn().saturating_sub(self.flushed_lsn());
+        if self.committers.load(Ordering::Acquire) == 0 || unsynced < BULK_BYTES_PER_SYNC {
             return;
         }
         let appended = self.current_lsn();
