@@ -30,7 +30,7 @@ use steady_storage::btree::{BTree, Partition};
 use crate::catalog::{ColumnDef, EntryFormat, IndexDef, RowDecoder, TableDef};
 use crate::codec::{encode_key, encode_row, put_varint, read_whole_varint};
 use crate::engine::row_lock::{RowLockMode, RowLockWait, RowLocked};
-use crate::engine::{Engine, InPlace, Transaction, UnlockedChange};
+use crate::engine::{DeleteOutcome, Engine, InPlace, Transaction, UnlockedChange};
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
 use crate::sorter::KeySorter;
@@ -532,6 +532,26 @@ impl Transaction {
         }
         self.rows_written(table.id, changed)?;
         Ok(written)
+    }
+
+    /// Deletes the rows under `pks` (ascending) whose stored bytes `matches` accepts, each read,
+    /// decided and deleted in one visit of its leaf without a row lock where it can be (see
+    /// `Transaction::delete_many_unlocked_where`); every other key comes back deferred, for the
+    /// reading and locking path ([`Transaction::get_rows_for_change`] and after).
+    pub fn delete_rows_unlocked_where(
+        &mut self,
+        table: &TableDef,
+        pks: &[Vec<u8>],
+        matches: &mut dyn FnMut(&[u8]) -> Option<bool>,
+    ) -> Result<Vec<DeleteOutcome>> {
+        let table = &*self.lock_table_for_write(table)?;
+        let engine = Arc::clone(&self.engine);
+        let _ddl = engine.ddl.read();
+        let outcomes = self.delete_many_unlocked_where(table.id, pks, matches)?;
+        let deleted = pks.iter().zip(&outcomes);
+        let deleted = deleted.filter(|(_, &outcome)| outcome == DeleteOutcome::Deleted);
+        self.rows_written(table.id, deleted.map(|(pk, _)| pk.as_slice()))?;
+        Ok(outcomes)
     }
 
     /// Locks the rows under `pks` (ascending) for writing and returns their newest versions, as

@@ -16,6 +16,10 @@
 //! - `conditional_runs_replace_only_what_is_accepted_and_prepare_first`: `replace_run_where`
 //!   replaces only the entries its condition accepts, runs its nested writes to another tree
 //!   once per run with the leaf latched, and leaves the leaf untouched when they fail.
+//! - `rewritten_runs_replace_pass_and_stop_as_decided`: `rewrite_run` decides each present key
+//!   from its value under one latch — replaced (its payload through `prepare` and back), passed
+//!   over, or the run stopped there — stops before an absent key, and leaves the leaf untouched
+//!   when `decide` fails.
 //! - `runs_of_ascending_keys_go_in_one_call_per_leaf`: appending ascending keys in runs takes at
 //!   most two calls per leaf; filling in keys between present ones takes fewer calls than keys;
 //!   a present key stops a run at once.
@@ -38,6 +42,7 @@
 //!   reopened tree still holds the merged models. The background flusher runs here (and only here),
 //!   so page write-backs race with evictions too.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,7 +53,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::test_runner::{RngSeed, TestCaseError};
 use rand::{rngs::StdRng, seq::SliceRandom, Rng, SeedableRng};
-use steady_storage::btree::{BTree, MAX_VALUE_LEN};
+use steady_storage::btree::{BTree, RunChoice, MAX_VALUE_LEN};
 use steady_storage::check::check_directory;
 use steady_storage::io::{MemVfs, OsVfs, Vfs};
 use steady_storage::store::{Store, StoreConfig};
@@ -853,6 +858,79 @@ fn conditional_runs_replace_only_what_is_accepted_and_prepare_first() -> Result<
     );
     verify_clean(&tree)?;
     verify_clean(&side)?;
+    Ok(())
+}
+
+#[test]
+fn rewritten_runs_replace_pass_and_stop_as_decided() -> Result<(), String> {
+    let (_store, tree) = small_tree()?;
+    let key = |k: u64| k.to_be_bytes().to_vec();
+    for k in 0..10 {
+        tree.insert(&key(k), &[k as u8]).map_err(err("insert"))?;
+    }
+    // Multiples of 3 are replaced (payload: the key), 7 stops the run, the others are passed.
+    let decide = |_: usize, present: &[u8]| {
+        Ok::<_, StorageError>(match present[0] {
+            7 => RunChoice::Stop,
+            v if v % 3 == 0 => RunChoice::Replace(Cow::Owned(vec![200 + v]), u64::from(v)),
+            _ => RunChoice::Pass,
+        })
+    };
+    let keys: Vec<Vec<u8>> = (0..10).map(key).collect();
+    let (mut at, mut runs) = (0, Vec::new());
+    while at < keys.len() {
+        let done = tree
+            .rewrite_run(keys[at..].iter().map(Vec::as_slice), decide, |payloads| {
+                payloads.iter_mut().for_each(|p| *p += 1000);
+                Ok(())
+            })
+            .map_err(err("rewrite_run"))?;
+        runs.push((at, done.passed, done.positions, done.payloads));
+        at += done.passed.max(1);
+    }
+    let expected = vec![
+        (0, 7, vec![0, 3, 6], vec![1000, 1003, 1006]),
+        (7, 0, vec![], vec![]),
+        (8, 2, vec![1], vec![1009]),
+    ];
+    ensure!(runs == expected, "runs {runs:?}, expected {expected:?}");
+    for k in 0..10u64 {
+        let expected = if k % 3 == 0 { 200 + k as u8 } else { k as u8 };
+        let found = tree.get(&key(k)).map_err(err("get"))?;
+        ensure!(found == Some(vec![expected]), "key {k} holds {found:?}");
+    }
+    let with_absent = [key(1), key(2), key(15), key(3)];
+    let done = tree
+        .rewrite_run(with_absent.iter().map(Vec::as_slice), decide, |_| Ok(()))
+        .map_err(err("rewrite_run"))?;
+    ensure!(
+        done.passed == 2,
+        "a run over an absent key passed {}",
+        done.passed
+    );
+    let failing = |_: usize, _: &[u8]| -> Result<RunChoice<'static, ()>, StorageError> {
+        Err(StorageError::Config("decide failed".into()))
+    };
+    let failed = tree.rewrite_run(keys.iter().map(Vec::as_slice), failing, |_| Ok(()));
+    ensure!(failed.is_err(), "a failing decide did not fail the run");
+    let mut replaced_then_failed = 0;
+    let fails_second = |at: usize, _: &[u8]| {
+        replaced_then_failed += 1;
+        match at {
+            0 => Ok(RunChoice::Replace(Cow::Owned(vec![99]), ())),
+            _ => Err(StorageError::Config("decide failed".into())),
+        }
+    };
+    let failed = tree.rewrite_run(keys.iter().map(Vec::as_slice), fails_second, |_| Ok(()));
+    ensure!(
+        failed.is_err() && replaced_then_failed == 2,
+        "the second decision did not fail"
+    );
+    ensure!(
+        tree.get(&key(0)).map_err(err("get"))? == Some(vec![200]),
+        "a failing decide changed the leaf"
+    );
+    verify_clean(&tree)?;
     Ok(())
 }
 

@@ -158,7 +158,7 @@ impl Engine {
     /// than their commits is open).
     pub(super) fn drop_unused_storage(&self, items: &[PurgeItem]) -> Result<()> {
         let dropped = items.iter().flat_map(|item| &item.writes);
-        for (write, _) in dropped.filter(|(w, _)| w.action == UndoAction::Dropped) {
+        for write in dropped.filter(|w| w.action == UndoAction::Dropped) {
             self.drop_storage(StorageObject::of(write)?)?;
         }
         Ok(())

@@ -70,7 +70,7 @@ mod unlocked;
 mod write;
 
 use open::read_counter;
-pub use unlocked::{InPlace, SeenRow, UnlockedChange};
+pub use unlocked::{DeleteOutcome, InPlace, SeenRow, UnlockedChange};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ops::Bound;
@@ -161,12 +161,28 @@ pub enum Isolation {
 struct PurgeItem {
     txn: TxnId,
     csn: Csn,
-    writes: Vec<(UndoEntry, bool)>,
+    writes: Vec<UndoEntry>,
+    /// Per write: whether purge is done with the version it replaced. Beside the writes, not in
+    /// them: the writes are the transaction's own list, handed over at commit without a copy.
+    done: Vec<bool>,
     /// Whether the transaction deleted rows: only then can its writes have left delete marks
     /// (a bulk load's purge then has no row to visit).
     deleted: bool,
     /// Its delete marks have been moved to the graveyard.
     buried: bool,
+}
+
+impl PurgeItem {
+    fn new(txn: TxnId, csn: Csn, writes: Vec<UndoEntry>, deleted: bool) -> Self {
+        PurgeItem {
+            txn,
+            csn,
+            done: vec![false; writes.len()],
+            writes,
+            deleted,
+            buried: false,
+        }
+    }
 }
 
 /// An open database.

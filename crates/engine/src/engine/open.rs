@@ -130,13 +130,7 @@ impl Engine {
             let deleted = writes
                 .iter()
                 .any(|w| matches!(w.action, UndoAction::Replaced { .. }));
-            queue.push_back(PurgeItem {
-                txn,
-                csn: 0,
-                writes: writes.into_iter().map(|w| (w, false)).collect(),
-                deleted,
-                buried: false,
-            });
+            queue.push_back(PurgeItem::new(txn, 0, writes, deleted));
         }
         Ok(())
     }

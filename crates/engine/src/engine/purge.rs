@@ -57,7 +57,8 @@ impl Engine {
         };
         let mut garbage = Vec::new();
         for item in items.iter_mut() {
-            for (write, done) in item.writes.iter_mut().filter(|(_, done)| !done) {
+            let writes = item.writes.iter().zip(item.done.iter_mut());
+            for (write, done) in writes.filter(|(_, done)| !**done) {
                 let UndoAction::Replaced { previous_start } = write.action else {
                     *done = true;
                     continue;
@@ -128,8 +129,8 @@ impl Engine {
             .flat_map(|item| {
                 item.writes
                     .iter()
-                    .filter(|(w, _)| is_clustered_write(&w.action))
-                    .map(move |(w, _)| (w.index, w.pk.as_slice(), item.txn))
+                    .filter(|w| is_clustered_write(&w.action))
+                    .map(move |w| (w.index, w.pk.as_slice(), item.txn))
             })
             .collect();
         marks.sort_unstable();
@@ -202,11 +203,8 @@ impl Engine {
             if !item.deleted {
                 continue;
             }
-            let clustered = item
-                .writes
-                .iter()
-                .filter(|(w, _)| is_clustered_write(&w.action));
-            marks.extend(clustered.map(|(w, _)| (w.index, w.pk.clone(), item.txn, item.csn)));
+            let clustered = item.writes.iter().filter(|w| is_clustered_write(&w.action));
+            marks.extend(clustered.map(|w| (w.index, w.pk.clone(), item.txn, item.csn)));
         }
         marks.sort_unstable();
         for (index, pk, txn, csn) in marks {

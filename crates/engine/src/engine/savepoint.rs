@@ -104,7 +104,7 @@ impl Transaction {
     /// remove from history (those of writes savepoints undid included) and, if the transaction
     /// deleted rows, every row it wrote (a delete mark may be on any of them, rows inserted in
     /// runs included, read back from the undo tree).
-    pub(super) fn writes_to_purge(&mut self) -> Result<Vec<(UndoEntry, bool)>> {
+    pub(super) fn writes_to_purge(&mut self) -> Result<Vec<UndoEntry>> {
         let mut writes = if self.deleted && self.undo_runs {
             let logged = self.logged_writes(0)?;
             self.engine.rows_of_ranges(self.id, logged)?
@@ -115,12 +115,8 @@ impl Transaction {
             writes
                 .retain(|w| matches!(w.action, UndoAction::Replaced { .. } | UndoAction::Dropped));
         }
-        let replaced = std::mem::take(&mut self.replaced).into_values();
-        Ok(writes
-            .into_iter()
-            .chain(replaced)
-            .map(|write| (write, false))
-            .collect())
+        writes.extend(std::mem::take(&mut self.replaced).into_values());
+        Ok(writes)
     }
 
     /// Puts back, newest first, the own versions in `rewrites[from..]`, and the generations their

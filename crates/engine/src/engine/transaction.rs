@@ -186,13 +186,7 @@ impl Transaction {
         let csn = engine.txns.commit(self.id);
         engine.note_rewritten(&self.rewrote, csn);
         engine.ssi.committed(self.id, csn);
-        queue.push_back(PurgeItem {
-            txn: self.id,
-            csn,
-            writes,
-            deleted: self.deleted,
-            buried: false,
-        });
+        queue.push_back(PurgeItem::new(self.id, csn, writes, self.deleted));
         drop(queue);
         self.end();
         Ok(())

@@ -11,6 +11,12 @@
 //! afterwards finds a running writer in place and waits for this transaction's own lock
 //! (`Transaction::lock_current`), as for rows inserted without a row lock.
 //!
+//! **Deletes in one visit.** [`Transaction::delete_many_unlocked_where`] does the read and the
+//! write in one visit of each leaf (`BTree::rewrite_run`): with the leaf latched it checks each
+//! row's version in place as above, asks the caller's condition about the row's bytes there, and
+//! writes the delete mark, logging undo and history first under the same latch. What it cannot
+//! decide there it leaves to the caller, who reads and writes those rows the two-step way.
+//!
 //! **Refused rows.** A row is left unwritten — the caller then locks it and checks it again, the
 //! locking path — when its version in place is not the one read (someone changed it since), or
 //! someone holds or waits for its row lock (`SELECT ... FOR UPDATE / SHARE`, a writer on the
@@ -23,6 +29,10 @@
 //! its leaf latch, the version it read in place and no row lock on it; the version read was
 //! committed before this transaction's snapshot (or is its own), so first-updater-wins has
 //! nothing to refuse.
+
+use std::borrow::Cow;
+
+use steady_storage::btree::RunChoice;
 
 use super::*;
 
@@ -96,10 +106,14 @@ impl Transaction {
     /// Whether `version`, in place, is live and seen by `snapshot` as the row's newest version, so
     /// that this transaction may replace it without a row lock.
     fn may_change_unlocked(&self, version: &Version, snapshot: Option<Csn>) -> bool {
-        let seen = version.writer == self.id
-            || matches!(self.engine.txns.status(version.writer),
-                TxnStatus::Committed(csn) if snapshot.is_none_or(|s| csn <= s));
-        seen && !version.deleted && self.isolation != Isolation::Serializable
+        self.isolation != Isolation::Serializable
+            && seen_in_place(
+                &self.engine,
+                self.id,
+                snapshot,
+                version.writer,
+                version.deleted,
+            )
     }
 
     /// Writes `changes` (keys ascending, each read by [`Transaction::get_many_for_change`]) without
@@ -163,7 +177,7 @@ impl Transaction {
     /// Whether a delete of `read` keeps it in the mark: another transaction wrote it and had
     /// settled (see `Version::kept`; `first_write` decides the same way).
     fn may_keep(&self, read: &Version) -> bool {
-        read.writer != self.id && self.engine.txns.status(read.writer) == TxnStatus::Committed(0)
+        keeps_in_mark(&self.engine, self.id, read.writer)
     }
 
     /// With the leaf of `changes` latched, before they go in place: what their first writes
@@ -183,4 +197,118 @@ impl Transaction {
             .map(|((pk, InPlace(read), _), &keep)| (*pk, Some(read.clone()), keep));
         self.log_first_writes(index, replaced).map(drop)
     }
+
+    /// Deletes the rows under `pks` (ascending) that `matches` accepts, each read, decided and
+    /// deleted under its leaf's latch in one visit (`BTree::rewrite_run`), without a row lock:
+    /// a row is deleted here when its version in place is the one this transaction's snapshot
+    /// sees and nobody holds or waits for its row lock, as [`Transaction::write_many_unlocked`]
+    /// requires; `matches` gets the row's bytes (the caller's WHERE clause, evaluated with the
+    /// leaf latched: it must read nothing else). Every other key — an older version seen, a
+    /// locked row, an absent key, a SERIALIZABLE transaction — is left to the caller
+    /// ([`DeleteOutcome::Deferred`]), who reads, locks and checks it the usual way. `matches`
+    /// returning None stops the walk there (the caller's error): the keys not yet decided are
+    /// deferred.
+    pub fn delete_many_unlocked_where(
+        &mut self,
+        index: IndexId,
+        pks: &[Vec<u8>],
+        matches: &mut dyn FnMut(&[u8]) -> Option<bool>,
+    ) -> Result<Vec<DeleteOutcome>> {
+        self.check_open()?;
+        let engine = Arc::clone(&self.engine);
+        let tree = engine.tree(index)?;
+        let snapshot = self.snapshot_of(index)?;
+        let mut outcomes = vec![DeleteOutcome::Deferred; pks.len()];
+        if pks.is_empty() || self.isolation == Isolation::Serializable {
+            return Ok(outcomes);
+        }
+        self.hold_own_lock()?;
+        self.locked_writes.insert(index);
+        let id = self.id;
+        let mut at = 0;
+        let mut stopped = false;
+        while at < pks.len() && !stopped {
+            let run = &pks[at..];
+            let outcomes_run = &mut outcomes[at..];
+            let decide = |i: usize, present: &[u8]| -> Result<RunChoice<'static, Deleted>> {
+                let (writer, deleted) = Version::in_record(present)?;
+                if !seen_in_place(&engine, id, snapshot, writer, deleted)
+                    || engine
+                        .locks
+                        .is_locked(&LockKey::new(index, run[i].as_slice()))
+                {
+                    return Ok(RunChoice::Pass);
+                }
+                match matches(Version::record_row(present)?) {
+                    None => {
+                        stopped = true;
+                        Ok(RunChoice::Stop)
+                    }
+                    Some(false) => {
+                        outcomes_run[i] = DeleteOutcome::Unmatched;
+                        Ok(RunChoice::Pass)
+                    }
+                    Some(true) => {
+                        let read = Version::decode(present)?;
+                        let keep = keeps_in_mark(&engine, id, writer);
+                        let mark = if keep {
+                            Version::encode_kept_mark(id, &read.row)
+                        } else {
+                            Version::encode_mark(id)
+                        };
+                        Ok(RunChoice::Replace(Cow::Owned(mark), (i, Some(read), keep)))
+                    }
+                }
+            };
+            let done = tree.rewrite_run(run.iter().map(Vec::as_slice), decide, |deleted| {
+                self.deleted = true;
+                let replaced = deleted
+                    .iter_mut()
+                    .map(|(i, read, keep)| (run[*i].as_slice(), read.take(), *keep));
+                self.log_first_writes(index, replaced).map(drop)
+            })?;
+            for &i in &done.positions {
+                outcomes[at + i] = DeleteOutcome::Deleted;
+                engine.unbury(index, &run[i])?;
+            }
+            at += done.passed.max(1);
+        }
+        Ok(outcomes)
+    }
+}
+
+/// What [`Transaction::delete_many_unlocked_where`] did with a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteOutcome {
+    /// The row, seen in place and accepted, is deleted.
+    Deleted,
+    /// The row, seen in place, was not accepted.
+    Unmatched,
+    /// Left to the caller's reading and locking path.
+    Deferred,
+}
+
+/// A row [`Transaction::delete_many_unlocked_where`] deletes: its position in the run, the
+/// version it replaces (until logged) and whether its mark keeps the row.
+type Deleted = (usize, Option<Version>, bool);
+
+/// Whether a version in place by `writer` is live and seen by `snapshot` (of transaction `id`)
+/// as the row's newest version.
+fn seen_in_place(
+    engine: &Engine,
+    id: TxnId,
+    snapshot: Option<Csn>,
+    writer: TxnId,
+    deleted: bool,
+) -> bool {
+    let seen = writer == id
+        || matches!(engine.txns.status(writer),
+            TxnStatus::Committed(csn) if snapshot.is_none_or(|s| csn <= s));
+    seen && !deleted
+}
+
+/// Whether a delete by `id` of a version by `writer` keeps the row in its mark: another
+/// transaction wrote it and had settled (see `Version::kept`).
+fn keeps_in_mark(engine: &Engine, id: TxnId, writer: TxnId) -> bool {
+    writer != id && engine.txns.status(writer) == TxnStatus::Committed(0)
 }

@@ -52,6 +52,7 @@ use crate::{PageNo, Result, StorageError};
 pub use bulk::{discard_unfinished_builds, BuildProgress};
 pub use cursor::{Entries, LeafWalk, RangeIter, MAX_READ_AHEAD};
 pub use partition::Partition;
+pub use runs::{RunChoice, RunRewritten};
 pub use verify::{TreeStats, Verified};
 
 use node::{Limits, StoredValue};

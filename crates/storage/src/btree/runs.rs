@@ -1,10 +1,12 @@
 //! Operations on runs of sorted keys, one mini-transaction per leaf: a run costs one descent, one
 //! latch and one redo record per leaf instead of one per key. Bulk inserts (`insert_run_if_absent`),
-//! reads and in-place replacements of rows (`get_many`, `replace_run`, and `replace_run_where`
-//! for rows that must still be as they were read), and deletes of many
+//! reads and in-place replacements of rows (`get_many`, `replace_run`, `replace_run_where` for
+//! rows that must still be as they were read, and `rewrite_run`, which reads, decides and
+//! replaces each row of a run under one latch), and deletes of many
 //! keys or key ranges (`delete_sorted`, `delete_ranges`, which merge pages as single deletes do).
 //! Each leaves the tree exactly as the same operations one key at a time would.
 
+use std::borrow::Cow;
 use std::ops::Bound;
 
 use super::cursor::KeyedReadAhead;
@@ -68,7 +70,10 @@ impl BTree {
             slots.push(slot + slots.len());
             previous = Some(key);
         }
-        Ok(commit_run(mtr, leaf, entries, &slots, Placing::Insert))
+        let records = entries
+            .iter()
+            .map(|(key, value)| (key.as_slice(), value.as_slice()));
+        Ok(commit_run(mtr, leaf, records, &slots, Placing::Insert))
     }
 
     /// The values of `sorted` keys (ascending), None where a key is absent: one descent per leaf
@@ -119,44 +124,91 @@ impl BTree {
         accept: impl Fn(usize, &[u8]) -> bool,
         prepare: impl FnOnce(usize) -> std::result::Result<(), E>,
     ) -> std::result::Result<usize, E> {
-        let Some((first, _)) = entries.first() else {
-            return Ok(0);
+        let keys = entries.iter().map(|(key, _)| key.as_slice());
+        let decide = |at: usize, present: &[u8]| {
+            Ok(if accept(at, present) {
+                RunChoice::Replace(Cow::Borrowed(entries[at].1.as_slice()), ())
+            } else {
+                RunChoice::Stop
+            })
+        };
+        let done = self.rewrite_run(keys, decide, |units: &mut [()]| prepare(units.len()))?;
+        Ok(done.positions.len())
+    }
+
+    /// Rewrites a run of present keys of one leaf under one latch, deciding each key's new value
+    /// from its present one: the leading keys of `keys` (ascending) present in the leaf of the
+    /// first, each given to `decide` (its position in `keys` and its present value) to be replaced
+    /// (with a payload of the caller's), passed over unchanged, or to stop the run. The run also
+    /// stops before a key that does not ascend or is absent, whose present or new value is not
+    /// inline, or whose new record does not fit in what room is left. With the leaf still
+    /// latched, `prepare` gets the payloads of the keys about to be replaced (at least one) and
+    /// may write to *other* trees first, as for [`BTree::replace_run_where`]; if it or `decide`
+    /// fails, the leaf is left as it was. One descent, one latch, one redo record for the run —
+    /// a read, a decision and a write per row without a second visit to the leaf.
+    pub fn rewrite_run<'k, 'v, T, E: From<crate::StorageError>>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        mut decide: impl FnMut(usize, &[u8]) -> std::result::Result<RunChoice<'v, T>, E>,
+        prepare: impl FnOnce(&mut [T]) -> std::result::Result<(), E>,
+    ) -> std::result::Result<RunRewritten<T>, E> {
+        let mut keys = keys.into_iter().peekable();
+        let Some(&first) = keys.peek() else {
+            return Ok(RunRewritten::none());
         };
         let mut mtr = Mtr::new(&self.pool);
         let leaf = self.latch_leaf(&mut mtr, first)?;
         let page = Page::new(mtr.page(leaf));
         let mut room = page.free_space();
-        let mut slots = Vec::new();
-        let mut previous: Option<&[u8]> = None;
-        for (at, (key, value)) in entries.iter().enumerate() {
-            let ascends = previous.is_none_or(|p| p < key.as_slice());
-            if !ascends
-                || self.check_sizes(key, value).is_err()
-                || !self.limits.is_inline(key.len(), value.len())
-            {
+        let (mut records, mut slots) = (Vec::new(), Vec::new());
+        let (mut positions, mut payloads) = (Vec::new(), Vec::new());
+        let mut passed = 0;
+        let (mut previous, mut previous_slot): (Option<&[u8]>, Option<usize>) = (None, None);
+        for (at, key) in keys.enumerate() {
+            if previous.is_some_and(|p| p >= key) {
                 break;
             }
-            let Ok(slot) = search_in_run(page, key, slots.last().copied()) else {
+            let Ok(slot) = search_in_run(page, key, previous_slot) else {
                 break;
             };
             let old = page.record(slot);
-            let needed =
-                Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
-            let freed = Page::record_footprint(old.len());
             let StoredValue::Inline(present) = node::leaf_value(old) else {
                 break;
             };
-            if needed > room + freed || !accept(at, present) {
-                break;
+            match decide(at, present)? {
+                RunChoice::Stop => break,
+                RunChoice::Pass => {}
+                RunChoice::Replace(value, payload) => {
+                    let needed =
+                        Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
+                    let freed = Page::record_footprint(old.len());
+                    if self.check_sizes(key, &value).is_err()
+                        || !self.limits.is_inline(key.len(), value.len())
+                        || needed > room + freed
+                    {
+                        break;
+                    }
+                    room = room + freed - needed;
+                    records.push((key, value));
+                    slots.push(slot);
+                    positions.push(at);
+                    payloads.push(payload);
+                }
             }
-            room = room + freed - needed;
-            slots.push(slot);
+            passed = at + 1;
             previous = Some(key);
+            previous_slot = Some(slot);
         }
-        if !slots.is_empty() {
-            prepare(slots.len())?;
+        if !payloads.is_empty() {
+            prepare(&mut payloads)?;
         }
-        Ok(commit_run(mtr, leaf, entries, &slots, Placing::Replace))
+        let records = records.iter().map(|(key, value)| (*key, value.as_ref()));
+        commit_run(mtr, leaf, records, &slots, Placing::Replace);
+        Ok(RunRewritten {
+            passed,
+            positions,
+            payloads,
+        })
     }
 
     /// Removes the keys of `sorted` (ascending, without duplicates) that are present and returns how
@@ -309,12 +361,12 @@ enum Placing {
     Replace,
 }
 
-/// Writes the leading entries of `entries` at `slots` of the latched `leaf` (inserted before, or
-/// replacing, the records there; room checked by the caller) and commits; returns how many.
-fn commit_run(
+/// Writes the leading `records` (key and value) at `slots` of the latched `leaf` (inserted before,
+/// or replacing, the records there; room checked by the caller) and commits; returns how many.
+fn commit_run<'r>(
     mut mtr: Mtr<'_>,
     leaf: PageHandle,
-    entries: &[(Vec<u8>, Vec<u8>)],
+    records: impl Iterator<Item = (&'r [u8], &'r [u8])>,
     slots: &[usize],
     placing: Placing,
 ) -> usize {
@@ -322,7 +374,7 @@ fn commit_run(
         return 0;
     }
     let mut edit = mtr.edit(leaf);
-    for ((key, value), &slot) in entries.iter().zip(slots) {
+    for ((key, value), &slot) in records.zip(slots) {
         let record = node::encode_leaf(key, StoredValue::Inline(value));
         let written = match placing {
             Placing::Insert => edit.insert(slot, &record),
@@ -332,6 +384,35 @@ fn commit_run(
     }
     mtr.commit();
     slots.len()
+}
+
+/// What [`BTree::rewrite_run`] does with a present key, as its caller decides.
+pub enum RunChoice<'v, T> {
+    /// Replace the value with this one; the payload goes to `prepare` and back to the caller.
+    Replace(Cow<'v, [u8]>, T),
+    /// Leave the key as it is and go on with the run.
+    Pass,
+    /// End the run before this key.
+    Stop,
+}
+
+/// What [`BTree::rewrite_run`] did: how many leading keys it decided (replaced or passed over),
+/// and the keys it replaced — their positions in the keys, and their payloads as `prepare` left
+/// them.
+pub struct RunRewritten<T> {
+    pub passed: usize,
+    pub positions: Vec<usize>,
+    pub payloads: Vec<T>,
+}
+
+impl<T> RunRewritten<T> {
+    fn none() -> Self {
+        RunRewritten {
+            passed: 0,
+            positions: Vec::new(),
+            payloads: Vec::new(),
+        }
+    }
 }
 
 /// Searches a leaf for the next key of an ascending run: the whole leaf for the run's first key,

@@ -151,6 +151,23 @@ impl<'a> ExecCtx<'a> {
             .ok_or_else(|| SqlError::new("XX000", "no transaction for this statement"))
     }
 
+    /// Runs `f` with the transaction taken out of the context, so that `f` may evaluate
+    /// expressions with the context while it uses the transaction — only expressions that read
+    /// no table and call no volatile function ([`Expr::is_movable`]): one that needs the
+    /// transaction fails (XX000).
+    pub(crate) fn with_txn_apart<R>(
+        &mut self,
+        f: impl FnOnce(&mut Transaction, &mut ExecCtx<'a>) -> R,
+    ) -> Result<R> {
+        let txn = self
+            .txn
+            .take()
+            .ok_or_else(|| SqlError::new("XX000", "no transaction for this statement"))?;
+        let result = f(&mut *txn, self);
+        self.txn = Some(txn);
+        Ok(result)
+    }
+
     pub fn param(&self, index: usize, ty: Option<&DataType>) -> Result<Value> {
         let value = self.params.get(index).cloned().ok_or_else(|| {
             SqlError::new("08P01", format!("there is no parameter ${}", index + 1))
