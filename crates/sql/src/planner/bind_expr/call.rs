@@ -114,6 +114,7 @@ impl Binder<'_> {
             bound.push(expr);
             types.push(ty);
         }
+        check_bytea_argument(name, &types)?;
         let ty = match name {
             "greatest" | "least" | "nullif" => {
                 let common = common_type(types.iter().copied(), &name.to_uppercase())?;
@@ -390,4 +391,29 @@ pub(crate) fn plain_arg(arg: &ast::FunctionArg) -> Result<&AstExpr> {
         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
         _ => Err(SqlError::unsupported("this function argument")),
     }
+}
+
+/// The functions whose first argument is a binary string: bytea, or an untyped literal (read as a
+/// bytea literal when the call runs); PostgreSQL has no form of them for text or other types.
+const BYTEA_FIRST_ARGUMENT: [&str; 2] = ["encode", "convert_from"];
+
+/// 42883, as PostgreSQL, for a call of a [`BYTEA_FIRST_ARGUMENT`] function whose first argument
+/// has a type other than bytea (a text column, `'x'::text`, an integer).
+fn check_bytea_argument(name: &str, types: &[Option<DataType>]) -> Result<()> {
+    let typed_otherwise = types
+        .first()
+        .copied()
+        .flatten()
+        .is_some_and(|ty| ty != DataType::Bytea);
+    if !BYTEA_FIRST_ARGUMENT.contains(&name) || !typed_otherwise {
+        return Ok(());
+    }
+    let names: Vec<String> = types
+        .iter()
+        .map(|ty| ty.map_or_else(|| "unknown".to_string(), |ty| ty.to_string()))
+        .collect();
+    Err(SqlError::undefined_function(format!(
+        "function {name}({}) does not exist",
+        names.join(", ")
+    )))
 }
