@@ -618,7 +618,10 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
 
 /// Marks in `read` the input columns `exprs` read; false if one of them holds a subquery (what
 /// it reads is not known here).
-fn mark_columns<'e>(read: &mut Vec<bool>, exprs: impl IntoIterator<Item = &'e Expr>) -> bool {
+pub(crate) fn mark_columns<'e>(
+    read: &mut Vec<bool>,
+    exprs: impl IntoIterator<Item = &'e Expr>,
+) -> bool {
     let mut known = true;
     for expr in exprs {
         expr.visit(&mut |e| match e {

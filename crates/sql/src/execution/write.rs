@@ -39,7 +39,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use steady_engine::catalog::TableDef;
+use steady_engine::catalog::{RowDecoder, TableDef};
 use steady_engine::engine::DeleteOutcome;
 use steady_engine::error::EngineError;
 use steady_engine::table::primary_key;
@@ -54,7 +54,7 @@ use crate::execution::executor::{
     as_ref, collect, encode_range, open, single_key, typed_param, ExecCtx, Row,
 };
 use crate::execution::expr::Expr;
-use crate::execution::plan::{Access, Column, Plan};
+use crate::execution::plan::{mark_columns, Access, Column, Plan};
 use crate::types::ops;
 
 /// The most rows an INSERT hands the engine at once (see [`InsertPlan::insert_in_runs`]).
@@ -769,6 +769,7 @@ impl Target {
     ) -> Result<()> {
         let unlocked = visit.batch > 1;
         let in_place = unlocked && writer.deletes_in_place() && self.filter_reads_only_the_row();
+        let filter_decoder = in_place.then(|| self.filter_decoder());
         let read_batch = if in_place {
             visit.batch
         } else {
@@ -785,8 +786,8 @@ impl Target {
             }
             let (keys, after) = rest.split_at(rest.len().min(read_batch).min(left));
             rest = after;
-            let keys = if in_place {
-                let (deleted, deferred) = self.delete_in_place(keys, ctx)?;
+            let keys = if let Some(decoder) = &filter_decoder {
+                let (deleted, deferred) = self.delete_in_place(keys, decoder, ctx)?;
                 tally.taken += deleted;
                 let (written, rest) = self.write_unlocked(&deferred, visit.others, writer, ctx)?;
                 tally.taken += written;
@@ -887,25 +888,25 @@ impl Target {
         self.others.is_none() && self.filter.as_ref().is_none_or(Expr::is_movable)
     }
 
+    /// A decoder of the table's rows in the columns the WHERE clause reads.
+    fn filter_decoder(&self) -> RowDecoder {
+        let mut read = vec![false; self.table.columns.len()];
+        mark_columns(&mut read, self.filter.iter());
+        self.table.decoder(Some(read))
+    }
+
     /// Deletes the candidates whose row the statement's snapshot sees in place and the WHERE
     /// clause accepts, each read, checked and deleted in one visit of its leaf, without a row
-    /// lock (`Transaction::delete_rows_unlocked_where`; the clause reads only the row, decoded in
-    /// the columns it reads). Returns how many it deleted, and the candidates it left (an older
-    /// version seen, a locked row) for [`Target::write_unlocked`] and the locking path.
+    /// lock (`Transaction::delete_rows_unlocked_where`; the clause reads only the row, decoded by
+    /// `decoder` in the columns it reads: [`Target::filter_decoder`]). Returns how many it
+    /// deleted, and the candidates it left (an older version seen, a locked row) for
+    /// [`Target::write_unlocked`] and the locking path.
     fn delete_in_place(
         &self,
         candidates: &[Vec<u8>],
+        decoder: &RowDecoder,
         ctx: &mut ExecCtx,
     ) -> Result<(usize, Vec<Vec<u8>>)> {
-        let mut read = vec![false; self.table.columns.len()];
-        if let Some(filter) = &self.filter {
-            filter.visit(&mut |e| {
-                if let Expr::Column(i) = e {
-                    read[*i] = true;
-                }
-            });
-        }
-        let decoder = self.table.decoder(Some(read));
         let (mut values, mut failure) = (Vec::new(), None);
         let outcomes = ctx.with_txn_apart(|txn, ctx| {
             let mut matches = |row: &[u8]| {
