@@ -420,11 +420,14 @@ impl Wal {
         }
     }
 
-    /// Writes and syncs everything appended so far (called by one thread at a time). The leader
-    /// first yields its core once, so that committers woken by the previous sync can append and
-    /// share this one.
+    /// Writes and syncs everything appended so far (called by one thread at a time). When other
+    /// committers wait, the leader first yields its core once, so that committers woken by the
+    /// previous sync can append and share this one; alone, a yield only delays its own commit
+    /// (one-row commits at 1 client: 3,650 tps with the yield, 4,000–4,360 without, same machine).
     fn write_and_sync(&self) -> Result<()> {
-        std::thread::yield_now();
+        if self.committers.load(Ordering::Acquire) > 1 {
+            std::thread::yield_now();
+        }
         let end = self.write_buffer()?;
         self.blocks
             .sync_data()

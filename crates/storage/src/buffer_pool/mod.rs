@@ -45,7 +45,7 @@ pub use read_ahead::{ScanAhead, ScanProgress};
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -180,9 +180,13 @@ struct FrameMeta {
     space: Option<Arc<Space>>,
     /// LSN of the first change not yet written; 0 when clean.
     oldest_lsn: Lsn,
-    /// The page failed to load; the frame is reusable once unpinned.
-    failed: bool,
 }
+
+/// Where the load of a mapped frame's page stands ([`Frame::load`]).
+const LOADING: u8 = 0;
+const LOADED: u8 = 1;
+/// The page failed to load; the frame is reusable once unpinned.
+const LOAD_FAILED: u8 = 2;
 
 struct Frame {
     data: RwLock<AlignedBuf>,
@@ -197,6 +201,12 @@ struct Frame {
     referenced: AtomicBool,
     /// Loaded by read-ahead and not requested since.
     read_ahead: AtomicBool,
+    /// [`LOADING`] from mapping until the page's bytes are in, then [`LOADED`] or
+    /// [`LOAD_FAILED`]: set before the mapping is published and before the loader releases the
+    /// write latch, so a thread that pinned the frame finds a loaded page without touching its
+    /// latch (on a hot page held by a writer, waiting for the latch there and then again to
+    /// take it doubled every wait).
+    load: AtomicU8,
     meta: Mutex<FrameMeta>,
 }
 
@@ -265,6 +275,7 @@ impl BufferPool {
                 hot: AtomicBool::new(false),
                 referenced: AtomicBool::new(false),
                 read_ahead: AtomicBool::new(false),
+                load: AtomicU8::new(LOADING),
                 meta: Mutex::new(FrameMeta::default()),
             })
             .collect();
@@ -491,8 +502,11 @@ impl BufferPool {
     /// deadlock behind a queued writer here.
     fn wait_loaded(&self, frame_id: FrameId) -> bool {
         let frame = &self.frames[frame_id];
+        if frame.load.load(Ordering::Acquire) == LOADED {
+            return true;
+        }
         drop(frame.data.read_recursive());
-        if frame.meta.lock().failed {
+        if frame.load.load(Ordering::Acquire) == LOAD_FAILED {
             self.unpin(frame_id);
             return false;
         }
@@ -561,8 +575,8 @@ impl BufferPool {
         *frame.meta.lock() = FrameMeta {
             space: Some(space.clone()),
             oldest_lsn: 0,
-            failed: false,
         };
+        frame.load.store(LOADING, Ordering::Release);
         shard.insert(key, frame_id);
         Some(data)
     }
@@ -582,7 +596,7 @@ impl BufferPool {
         let frame = &self.frames[frame_id];
         if let Err(err) = loaded {
             self.forget_frame(frame_id, key);
-            frame.meta.lock().failed = true;
+            frame.load.store(LOAD_FAILED, Ordering::Release);
             drop(data);
             self.unpin(frame_id);
             return Err(err);
@@ -592,6 +606,7 @@ impl BufferPool {
             .referenced
             .store(hint == AccessHint::Normal, Ordering::Relaxed);
         frame.read_ahead.store(read_ahead, Ordering::Relaxed);
+        frame.load.store(LOADED, Ordering::Release);
         drop(data);
         Ok(())
     }
@@ -668,7 +683,8 @@ impl BufferPool {
             match &meta.space {
                 None => true,
                 Some(space)
-                    if meta.failed || space.version() != frame.version.load(Ordering::Acquire) =>
+                    if frame.load.load(Ordering::Acquire) == LOAD_FAILED
+                        || space.version() != frame.version.load(Ordering::Acquire) =>
                 {
                     true
                 }
@@ -695,7 +711,7 @@ impl BufferPool {
                 shard.remove(&key);
             }
         }
-        if meta.space.is_some() && !meta.failed {
+        if meta.space.is_some() && frame.load.load(Ordering::Acquire) != LOAD_FAILED {
             self.counters.evictions.fetch_add(1, Ordering::Relaxed);
         }
         if frame.read_ahead.swap(false, Ordering::Relaxed) {
