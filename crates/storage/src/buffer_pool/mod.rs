@@ -6,7 +6,9 @@
 //! ```
 //!
 //! * **Hit path.** One shard mutex (of [`SHARDS`]) to find the frame and pin it, then the frame's own
-//!   read/write latch. No global mutex is taken on a hit.
+//!   read/write latch. No global mutex is taken on a hit, and the pin itself touches no latch: a
+//!   frame's load state (an atomic) tells a loaded page from one still being read, whose reader
+//!   holds the write latch until the bytes are in.
 //! * **Pins and identity.** A frame's identity (space, page, space version) changes only while it has no
 //!   pins, under the lock of the shard that maps it; a pin is only taken under that same lock. So a
 //!   pinned frame always holds the page it was pinned for, and only pinned users hold latches.
