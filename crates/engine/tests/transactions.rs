@@ -16,6 +16,7 @@ use steady_engine::io::thread_io;
 use steady_engine::table::primary_key;
 use steady_engine::version::IndexId;
 use steady_storage::io::{MemVfs, Vfs};
+use steady_storage::wal::BULK_BYTES_PER_SYNC;
 use steady_types::{DataType, Value};
 
 fn config() -> EngineConfig {
@@ -242,6 +243,41 @@ fn purge_removes_deleted_rows_once_no_snapshot_sees_them() {
         0
     );
     assert_eq!(engine.stats().history_length, 0);
+}
+
+/// A purge pass syncs the log it wrote when much of it waits: the first commit after a large
+/// purge does not write and sync the purge's log as well as its own.
+#[test]
+fn a_purge_pass_syncs_its_own_log() {
+    // A pool that holds every page: no eviction syncs the log before a dirty page is written.
+    let engine =
+        Engine::open_vfs(Arc::new(MemVfs::new()), &common::config(16_384, 64 << 20)).unwrap();
+    let table = engine.create_index().unwrap();
+    let rows = 40_000u32;
+    let mut setup = engine.begin(Isolation::ReadCommitted).unwrap();
+    for i in 0..rows {
+        setup.insert(table, &i.to_be_bytes(), b"row").unwrap();
+    }
+    setup.commit().unwrap();
+    let mut deleter = engine.begin(Isolation::ReadCommitted).unwrap();
+    for i in 0..rows {
+        assert!(deleter.delete(table, &i.to_be_bytes()).unwrap());
+    }
+    deleter.commit().unwrap();
+    let before = engine.store().wal_stats();
+    engine.purge().unwrap();
+    let after = engine.store().wal_stats();
+    assert!(
+        after.current_lsn - before.current_lsn > BULK_BYTES_PER_SYNC,
+        "the purge wrote {} bytes of log, too few to show anything",
+        after.current_lsn - before.current_lsn
+    );
+    assert!(
+        after.current_lsn - after.flushed_lsn < BULK_BYTES_PER_SYNC,
+        "{} bytes of the purge's log wait for the next commit's sync",
+        after.current_lsn - after.flushed_lsn
+    );
+    assert_eq!(engine.stats().purge_lag, 0);
 }
 
 /// Purge of a transaction that only inserted visits none of its rows (no delete mark can be

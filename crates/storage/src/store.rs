@@ -220,6 +220,15 @@ impl Store {
         }
     }
 
+    /// For background writers (purge), at the end of their work: syncs the log when much of it
+    /// waits for a sync ([`Wal::flush_if_behind`]).
+    pub fn sync_log_if_behind(&self) -> Result<()> {
+        match self.pool.wal() {
+            Some(wal) => wal.flush_if_behind(),
+            None => Ok(()),
+        }
+    }
+
     /// For bulk writers, between mini-transactions: lets waiting commits sync first
     /// ([`Wal::yield_to_commits`]).
     pub fn yield_log_to_commits(&self) {

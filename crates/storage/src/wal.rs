@@ -28,7 +28,10 @@
 //!   first. Such a writer calls [`Wal::yield_to_commits`] between its mini-transactions: while
 //!   committers wait for the log and more than [`BULK_BYTES_PER_SYNC`] are unsynced, it waits
 //!   for the sync that covers what is already appended (at most [`MAX_YIELD`]), so a commit's
-//!   sync carries at most about that much of its log; on an idle log it goes on at once.
+//!   sync carries at most about that much of its log; on an idle log it goes on at once. A
+//!   background writer (purge) syncs its own log at the end of a pass when more than that waits
+//!   ([`Wal::flush_if_behind`]): after a purge of 100,000 deleted rows, the first commit paid
+//!   the write and sync of its ~540 KB of log, 13–15 ms instead of under 1.
 //! * A failed write of the log fails every later flush: the bytes it took out of the buffer are
 //!   gone, and a sync after them must not acknowledge commits whose log has a hole before it.
 //! * Records are written in whole 4 KiB blocks from aligned buffers, through a second handle
@@ -68,7 +71,8 @@ const WRITER_LAG_LIMIT: usize = 8;
 /// How long the log writer sleeps when nothing wakes it, to notice that its log is gone.
 const WRITER_IDLE: std::time::Duration = std::time::Duration::from_millis(100);
 /// Log bytes a bulk writer may have appended past the last sync before it yields to waiting
-/// commits: what it adds to a commit's sync at most.
+/// commits, and a background writer before it syncs itself: what either adds to a commit's sync
+/// at most.
 pub const BULK_BYTES_PER_SYNC: u64 = 128 << 10;
 /// The longest a bulk writer waits in [`Wal::yield_to_commits`].
 pub const MAX_YIELD: std::time::Duration = std::time::Duration::from_millis(20);
@@ -466,6 +470,17 @@ impl Wal {
     /// Flushes everything appended so far.
     pub fn flush_all(&self) -> Result<()> {
         self.flush(self.current_lsn())
+    }
+
+    /// Called by a background writer (purge) at the end of its work: flushes everything appended
+    /// so far when more than [`BULK_BYTES_PER_SYNC`] wait for a sync, so that the next commit's
+    /// sync does not write and sync the background's log too.
+    pub fn flush_if_behind(&self) -> Result<()> {
+        let unsynced = self.current_lsn().saturating_sub(self.flushed_lsn());
+        if unsynced < BULK_BYTES_PER_SYNC {
+            return Ok(());
+        }
+        self.flush_all()
     }
 
     /// Writes the log from `lsn` on (`bytes`) as whole [`LOG_BLOCK`]s: the first begins with the

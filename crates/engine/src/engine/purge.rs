@@ -32,6 +32,8 @@ impl Engine {
         removed += self.purge_delete_marks(&done)?;
         self.drop_unused_storage(&done)?;
         self.delete_undo(done.iter().map(|item| item.txn))?;
+        // The pass's redo is synced here, in the background, not by the next commit.
+        self.store.sync_log_if_behind()?;
         pinned.extend(kept);
         self.pinned_count.store(pinned.len(), Ordering::Release);
         self.purge_in_flight.store(0, Ordering::Release);
