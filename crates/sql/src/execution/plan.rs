@@ -201,6 +201,13 @@ pub enum Plan {
         id: usize,
         input: Box<Plan>,
     },
+    /// A statement whose WITH list holds INSERT, UPDATE or DELETE: each write runs once, in
+    /// order, before `body` is opened, its RETURNING rows kept under its id (read by the body's
+    /// [`Plan::Materialized`] references to it), whether or not the body reads them.
+    WithWrites {
+        writes: Vec<(usize, Plan)>,
+        body: Box<Plan>,
+    },
     /// `WITH RECURSIVE`'s `anchor UNION [ALL] recursive`: the anchor's rows, then the recursive
     /// term run again and again over the rows the previous round added (its [`Plan::WorkTable`]
     /// `id`) until a round adds none; without ALL, rows already produced are not added again.
@@ -288,6 +295,7 @@ impl Plan {
             }
             Plan::Lateral { .. } => "Nested Loop (lateral)".into(),
             Plan::Materialized { id, .. } => format!("CTE Scan (computed once, #{id})"),
+            Plan::WithWrites { .. } => "WITH writes (each run once, first)".into(),
             Plan::RecursiveUnion { .. } => "Recursive Union".into(),
             Plan::WorkTable { .. } => "WorkTable Scan".into(),
             Plan::SetOp { op, all, .. } => {
@@ -445,6 +453,7 @@ impl Plan {
             | Plan::Distinct { input }
             | Plan::LockRows { input, .. }
             | Plan::Materialized { input, .. } => input.output_names(),
+            Plan::WithWrites { body, .. } => body.output_names(),
             Plan::SetOp { left: input, .. } | Plan::RecursiveUnion { anchor: input, .. } => {
                 input.output_names()
             }
@@ -494,6 +503,11 @@ impl Plan {
             | Plan::Series { .. }
             | Plan::WorkTable { .. } => vec![],
             Plan::Materialized { input, .. } => vec![input],
+            Plan::WithWrites { writes, body } => writes
+                .iter()
+                .map(|(_, write)| write)
+                .chain([body.as_ref()])
+                .collect(),
             Plan::RecursiveUnion {
                 anchor, recursive, ..
             } => vec![anchor, recursive],
@@ -594,6 +608,12 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
         | Plan::Distinct { input }
         | Plan::LockRows { input, .. }
         | Plan::Materialized { input, .. } => prune_scan_columns(input, None),
+        Plan::WithWrites { writes, body } => {
+            writes
+                .iter_mut()
+                .for_each(|(_, write)| prune_scan_columns(write, None));
+            prune_scan_columns(body, needed);
+        }
         Plan::RecursiveUnion {
             anchor, recursive, ..
         } => {

@@ -26,7 +26,10 @@ impl Binder<'_> {
     /// columns; none without RETURNING). Other statements are not planned here.
     pub fn bind_statement(&mut self, statement: &ast::Statement) -> Result<Option<BoundQuery>> {
         let (plan, returning) = match statement {
-            ast::Statement::Query(query) => return self.bind_query(query).map(Some),
+            ast::Statement::Query(query) => {
+                self.top_level_with = query.with.is_some();
+                return self.bind_query(query).map(Some);
+            }
             ast::Statement::Insert(insert) => {
                 let insert = bind_insert(self, insert)?;
                 let columns = returning_columns(&insert.returning);

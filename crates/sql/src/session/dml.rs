@@ -16,9 +16,24 @@ use crate::types::normalize_ident;
 pub fn writes(statement: &ast::Statement) -> bool {
     match statement {
         ast::Statement::Insert(_) | ast::Statement::Update(_) | ast::Statement::Delete(_) => true,
-        ast::Statement::Query(query) => !query.locks.is_empty(),
+        ast::Statement::Query(query) => {
+            !query.locks.is_empty()
+                || is_write(&query.body)
+                || query
+                    .with
+                    .as_ref()
+                    .is_some_and(|with| with.cte_tables.iter().any(|c| is_write(&c.query.body)))
+        }
         _ => false,
     }
+}
+
+/// Whether a query body is an INSERT, UPDATE or DELETE (in a WITH list, or after one).
+pub(crate) fn is_write(body: &ast::SetExpr) -> bool {
+    matches!(
+        body,
+        ast::SetExpr::Insert(_) | ast::SetExpr::Update(_) | ast::SetExpr::Delete(_)
+    )
 }
 
 /// Runs a query or DML statement.
@@ -62,6 +77,7 @@ pub fn run_query(bound: &BoundQuery, ctx: &mut ExecCtx) -> Result<QueryResult> {
 pub fn command_tag(plan: &Plan, rows: u64, changed: Option<u64>) -> String {
     let changed = changed.unwrap_or(0);
     match plan {
+        Plan::WithWrites { body, .. } => command_tag(body, rows, Some(changed)),
         Plan::Insert(_) => format!("INSERT 0 {changed}"),
         Plan::Update(_) => format!("UPDATE {changed}"),
         Plan::Delete(_) => format!("DELETE {changed}"),

@@ -420,6 +420,10 @@ fn open_node<'p>(
             };
             Box::new(RowsSource::new(rows))
         }
+        Plan::WithWrites { writes, body } => {
+            run_writes_first(writes, ctx)?;
+            open(body, ctx, numbering)?
+        }
         Plan::RecursiveUnion {
             id,
             anchor,
@@ -1029,6 +1033,20 @@ fn accumulate(
         let args = eval_each(call.args.iter(), row, ctx)?;
         let keys = eval_each(call.order_by.iter().map(|k| &k.expr), row, ctx)?;
         accumulator.add(args, keys)?;
+    }
+    Ok(())
+}
+
+/// Runs the writes of a WITH list once each, in order, keeping their RETURNING rows for the
+/// references to them; the count of rows the statement wrote stays the body's own.
+fn run_writes_first(writes: &[(usize, Plan)], ctx: &mut ExecCtx) -> Result<()> {
+    for (id, write) in writes {
+        if ctx.subquery_results.contains_key(id) {
+            continue;
+        }
+        let rows = collect(write, ctx)?;
+        ctx.changed = None;
+        ctx.subquery_results.insert(*id, rows);
     }
     Ok(())
 }

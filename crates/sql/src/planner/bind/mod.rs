@@ -128,6 +128,9 @@ pub struct Binder<'a> {
     next_subquery: usize,
     /// WITH queries in scope, innermost last.
     ctes: Vec<with::CteDef>,
+    /// Whether the next WITH list bound is the statement's own (the only place an INSERT,
+    /// UPDATE or DELETE may be in one).
+    pub(crate) top_level_with: bool,
     /// The recursive term of a WITH RECURSIVE query being bound.
     working: Option<with::Working>,
     /// Whether a volatile function was bound (since the binding of a WITH query began).
@@ -161,6 +164,7 @@ impl<'a> Binder<'a> {
             view_depth: 0,
             next_subquery: 0,
             ctes: Vec::new(),
+            top_level_with: false,
             working: None,
             volatile_seen: false,
             expression_columns: true,

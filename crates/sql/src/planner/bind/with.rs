@@ -8,6 +8,15 @@
 //! statement and shared by its references ([`Plan::Materialized`]), so each reference sees the
 //! same rows.
 //!
+//! An INSERT, UPDATE or DELETE in the statement's own WITH list (only there: 0A000 below it, as
+//! in PostgreSQL) is bound where it is defined, with the WITH queries before it in scope, and
+//! runs once, before the body, whether or not anything reads it ([`Plan::WithWrites`]); a
+//! reference reads its RETURNING rows (0A000 without RETURNING). The body may itself be an
+//! INSERT, UPDATE or DELETE. PostgreSQL runs every part of such a statement on one snapshot, so
+//! no part sees another's changes; here a part would see the changes of a write before it, so a
+//! table one write changes that another part reads or writes is refused (0A000) rather than
+//! read differently.
+//!
 //! `WITH RECURSIVE name AS (anchor UNION [ALL] recursive)` whose recursive term reads `name`
 //! becomes a [`Plan::RecursiveUnion`]: the recursive term reads the rows the previous round
 //! added ([`Plan::WorkTable`]), only in its own FROM (not in a subquery: 42P19), and must give
@@ -31,6 +40,19 @@ pub(crate) struct CteDef {
     /// The key of its rows when computed once.
     id: usize,
     referenced: bool,
+    /// An INSERT, UPDATE or DELETE, bound where it is defined (it runs once whether or not it is
+    /// referenced).
+    write: Option<CteWrite>,
+}
+
+/// A WITH query that writes: its plan, RETURNING columns, the table it writes and the tables it
+/// reads.
+#[derive(Debug, Clone)]
+pub(crate) struct CteWrite {
+    plan: Plan,
+    columns: Vec<Column>,
+    target: String,
+    reads: Vec<String>,
 }
 
 /// The recursive term being bound: its WITH query's name, work table and columns, and the level
@@ -47,20 +69,83 @@ pub(crate) struct Working {
 impl Binder<'_> {
     /// Binds `query`, whose WITH queries are in scope for its body (and for later ones).
     pub(super) fn bind_with(&mut self, with: &ast::With, query: &ast::Query) -> Result<BoundQuery> {
+        let top_level = std::mem::take(&mut self.top_level_with);
         let outer = self.ctes.len();
-        let result = self
-            .define_ctes(with)
-            .and_then(|()| self.bind_query_body(query))
-            .and_then(|bound| self.check_unreferenced(outer).map(|()| bound));
+        let result = self.define_ctes(with, top_level).and_then(|()| {
+            let body_reads = self.relations_read.len();
+            let bound = self.bind_with_body(query, top_level)?;
+            self.check_unreferenced(outer)?;
+            self.writes_first(outer, bound, body_reads)
+        });
         self.ctes.truncate(outer);
         result
+    }
+
+    /// The body after a WITH list: a query, or (the statement's own WITH only) a write.
+    fn bind_with_body(&mut self, query: &ast::Query, top_level: bool) -> Result<BoundQuery> {
+        match query.body.as_ref() {
+            SetExpr::Insert(write) | SetExpr::Update(write) | SetExpr::Delete(write)
+                if top_level =>
+            {
+                let bound = self.bind_statement(write)?;
+                bound.ok_or_else(|| SqlError::unsupported(format!("query body {write}")))
+            }
+            _ => self.bind_query_body(query),
+        }
+    }
+
+    /// `bound` run after the writes among the WITH queries from `first` on, if there are any
+    /// (see [`Plan::WithWrites`]). Every part of the statement reads the tables as they were
+    /// before it in PostgreSQL, but here a later part would see the changes of a write before it:
+    /// a table one write changes that another part also reads or writes is refused (0A000).
+    fn writes_first(
+        &self,
+        first: usize,
+        bound: BoundQuery,
+        body_reads: usize,
+    ) -> Result<BoundQuery> {
+        let writes: Vec<(usize, &CteWrite)> = self.ctes[first..]
+            .iter()
+            .filter_map(|d| d.write.as_ref().map(|w| (d.id, w)))
+            .collect();
+        if writes.is_empty() {
+            return Ok(bound);
+        }
+        let body_target = written_table(&bound.plan);
+        let body: Vec<&String> = self.relations_read[body_reads..]
+            .iter()
+            .chain(body_target.as_ref())
+            .collect();
+        for (at, (_, write)) in writes.iter().enumerate() {
+            let others = writes.iter().enumerate().filter(|(other, _)| *other != at);
+            let mut elsewhere = others
+                .flat_map(|(_, (_, w))| w.reads.iter().chain([&w.target]))
+                .chain(body.iter().copied());
+            if elsewhere.any(|name| *name == write.target) {
+                return Err(SqlError::unsupported(format!(
+                    "a WITH query's write to table \"{}\" beside another part of the statement \
+                     that reads or writes it (it would see the change, which PostgreSQL hides)",
+                    write.target
+                )));
+            }
+        }
+        Ok(BoundQuery {
+            plan: Plan::WithWrites {
+                writes: writes
+                    .into_iter()
+                    .map(|(id, w)| (id, w.plan.clone()))
+                    .collect(),
+                body: Box::new(bound.plan),
+            },
+            columns: bound.columns,
+        })
     }
 
     /// Binds the WITH queries from `first` on that nothing referenced, for their errors only (as
     /// PostgreSQL checks every WITH query).
     fn check_unreferenced(&mut self, first: usize) -> Result<()> {
         for at in first..self.ctes.len() {
-            if !self.ctes[at].referenced {
+            if !self.ctes[at].referenced && self.ctes[at].write.is_none() {
                 let def = self.ctes[at].clone();
                 self.bind_cte(&def)?;
             }
@@ -68,7 +153,7 @@ impl Binder<'_> {
         Ok(())
     }
 
-    fn define_ctes(&mut self, with: &ast::With) -> Result<()> {
+    fn define_ctes(&mut self, with: &ast::With, top_level: bool) -> Result<()> {
         let outer = self.ctes.len();
         for cte in &with.cte_tables {
             let name = normalize_ident(&cte.alias.name);
@@ -78,15 +163,16 @@ impl Binder<'_> {
                     format!("WITH query name \"{name}\" specified more than once"),
                 ));
             }
-            if !matches!(
-                cte.query.body.as_ref(),
+            let write = match cte.query.body.as_ref() {
                 SetExpr::Select(_)
-                    | SetExpr::Query(_)
-                    | SetExpr::SetOperation { .. }
-                    | SetExpr::Values(_)
-            ) {
-                return Err(SqlError::unsupported("INSERT, UPDATE or DELETE in WITH"));
-            }
+                | SetExpr::Query(_)
+                | SetExpr::SetOperation { .. }
+                | SetExpr::Values(_) => None,
+                SetExpr::Insert(write) | SetExpr::Update(write) | SetExpr::Delete(write) => {
+                    Some(self.bind_cte_write(write, top_level, with.recursive)?)
+                }
+                other => return Err(SqlError::unsupported(format!("WITH query {other}"))),
+            };
             let id = self.next_id();
             self.ctes.push(CteDef {
                 name,
@@ -101,9 +187,42 @@ impl Binder<'_> {
                 recursive: with.recursive,
                 id,
                 referenced: false,
+                write,
             });
         }
         Ok(())
+    }
+
+    /// An INSERT, UPDATE or DELETE in a WITH list, bound with the WITH queries before it in
+    /// scope. Only the statement's own WITH list may hold one (0A000, as PostgreSQL).
+    fn bind_cte_write(
+        &mut self,
+        write: &ast::Statement,
+        top_level: bool,
+        recursive: bool,
+    ) -> Result<CteWrite> {
+        if !top_level {
+            return Err(SqlError::new(
+                "0A000",
+                "WITH clause containing a data-modifying statement must be at the top level",
+            ));
+        }
+        if recursive {
+            return Err(SqlError::unsupported(
+                "INSERT, UPDATE or DELETE in WITH RECURSIVE",
+            ));
+        }
+        let reads = self.relations_read.len();
+        let bound = self
+            .bind_statement(write)?
+            .ok_or_else(|| SqlError::unsupported(format!("WITH query {write}")))?;
+        let target = written_table(&bound.plan).expect("a write binds to a write plan");
+        Ok(CteWrite {
+            target,
+            reads: self.relations_read.split_off(reads),
+            plan: bound.plan,
+            columns: bound.columns,
+        })
     }
 
     /// A plan and scope for a table name that is a WITH query (or the work table of the
@@ -135,7 +254,10 @@ impl Binder<'_> {
         };
         self.ctes[at].referenced = true;
         let def = self.ctes[at].clone();
-        let (plan, columns) = self.bind_cte(&def)?;
+        let (plan, columns) = match &def.write {
+            Some(write) => write_reference(&def, write)?,
+            None => self.bind_cte(&def)?,
+        };
         let columns = crate::planner::bind::from::apply_column_aliases(columns, alias);
         Ok(Some((plan, Scope::of_table(&alias_name(name), &columns))))
     }
@@ -293,4 +415,34 @@ fn check_recursive_types(def: &CteDef, anchor: &[Column], term: &[Column]) -> Re
         }
     }
     Ok(())
+}
+
+/// The table a write plan writes.
+fn written_table(plan: &Plan) -> Option<String> {
+    match plan {
+        Plan::Insert(insert) => Some(insert.table.name.clone()),
+        Plan::Update(update) => Some(update.target.table.name.clone()),
+        Plan::Delete(delete) => Some(delete.target.table.name.clone()),
+        _ => None,
+    }
+}
+
+/// A reference to a WITH query that writes: the rows its RETURNING gave (0A000 without one).
+fn write_reference(def: &CteDef, write: &CteWrite) -> Result<(Plan, Vec<Column>)> {
+    if write.columns.is_empty() {
+        return Err(SqlError::new(
+            "0A000",
+            format!(
+                "WITH query \"{}\" does not have a RETURNING clause",
+                def.name
+            ),
+        ));
+    }
+    let columns =
+        crate::planner::bind::from::apply_column_aliases(write.columns.clone(), Some(&def.alias));
+    let plan = Plan::Materialized {
+        id: def.id,
+        input: Box::new(write.plan.clone()),
+    };
+    Ok((plan, columns))
 }

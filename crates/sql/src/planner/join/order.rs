@@ -392,6 +392,7 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
         | Plan::Distinct { input }
         | Plan::LockRows { input, .. }
         | Plan::Materialized { input, .. } => estimate_rows(input, stats),
+        Plan::WithWrites { body, .. } => estimate_rows(body, stats),
         Plan::Limit { input, limit, .. } => match limit {
             Some(Expr::Literal(v)) => v.to_string().parse().unwrap_or(UNKNOWN_ROWS),
             _ => estimate_rows(input, stats),
