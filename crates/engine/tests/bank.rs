@@ -258,8 +258,12 @@ fn explained_by(
     })
 }
 
+/// How long the child may take to open the bank and print "ready".
+const CHILD_READY_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Runs the child for `millis` after it is ready, SIGKILLs it, applies the acknowledged transfers to
-/// `expected`, and returns the transfers that were in flight.
+/// `expected`, and returns the transfers that were in flight. The run is timed from the child's
+/// "ready" line, however long the child takes to open (a loaded machine).
 fn run_child(dir: &Path, millis: u64, expected: &mut [i64]) -> Vec<(u32, u32, i64)> {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -275,22 +279,32 @@ fn run_child(dir: &Path, millis: u64, expected: &mut [i64]) -> Vec<(u32, u32, i6
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .collect::<Vec<_>>()
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                return;
+            }
+        }
     });
+    let mut lines = Vec::new();
     let started = Instant::now();
+    while !lines.last().is_some_and(|l: &String| l.ends_with("ready")) {
+        match receiver.recv_timeout(CHILD_READY_TIMEOUT) {
+            Ok(line) => lines.push(line),
+            Err(err) => {
+                let _ = child.kill();
+                panic!(
+                    "the child never became ready ({err}, {:?})",
+                    started.elapsed()
+                );
+            }
+        }
+    }
     std::thread::sleep(Duration::from_millis(millis));
     child.kill().unwrap();
     child.wait().unwrap();
-    let lines = reader.join().unwrap();
-    assert!(
-        lines.iter().any(|l| l.ends_with("ready")),
-        "the child never became ready ({:?})",
-        started.elapsed()
-    );
+    lines.extend(receiver.iter());
     let mut pending: Vec<Option<(u32, u32, i64)>> = vec![None; WRITERS];
     for line in lines {
         let words: Vec<&str> = line.split_whitespace().collect();
