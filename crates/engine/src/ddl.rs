@@ -46,6 +46,7 @@ impl Transaction {
         let _ddl = engine.ddl.write();
         engine.check_free_name(name)?;
         engine.indexes.write().insert(id, Arc::new(tree));
+        engine.row_counts.created(id);
         self.save_table(TableDef {
             id,
             name: name.to_string(),

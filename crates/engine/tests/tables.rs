@@ -938,3 +938,74 @@ fn row_estimates_are_exact_for_a_small_table_and_close_for_a_large_one_without_a
         "{requests} page requests for an estimate of a table of {leaves} pages"
     );
 }
+
+/// A table's row counters (`Engine::table_rows`) follow committed inserts and deletes, a delete
+/// mark in the graveyard that an insert replaces, a rolled-back transaction and savepoint (which
+/// change nothing), purge, TRUNCATE and a restart — without reading the table.
+#[test]
+fn row_counters_follow_commits_purge_truncate_and_a_restart() {
+    let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
+    let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
+    accounts(&engine);
+    let table = engine.table("accounts").unwrap();
+    let counts = |engine: &Engine| {
+        let rows = engine.table_rows(table.id).unwrap();
+        (rows.live, rows.dead)
+    };
+    let pk = |id: i32| primary_key(&table, &row(id, "", 0));
+    engine
+        .autocommit(|t| (0..10).try_for_each(|id| t.insert_row(&table, &row(id, "a", 1)).map(drop)))
+        .unwrap();
+    // An older snapshot keeps the marks: purge moves them to the graveyard, still counted.
+    let mut old = engine.begin(Isolation::RepeatableRead).unwrap();
+    old.scan_rows(&table, Bound::Unbounded, Bound::Unbounded)
+        .unwrap()
+        .for_each(drop);
+    engine
+        .autocommit(|t| (0..3).try_for_each(|id| t.delete_row(&table, &pk(id)).map(drop)))
+        .unwrap();
+    assert_eq!(counts(&engine), (7, 3));
+    engine.purge().unwrap();
+    assert_eq!(engine.stats().graveyard_length, 3);
+    assert_eq!(counts(&engine), (7, 3));
+    engine
+        .autocommit(|t| t.insert_row(&table, &row(1, "b", 2)).map(drop))
+        .unwrap();
+    assert_eq!(counts(&engine), (8, 2), "an insert over a buried mark");
+
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    let savepoint = txn.savepoint();
+    txn.delete_row(&table, &pk(5)).unwrap();
+    txn.insert_row(&table, &row(20, "c", 3)).unwrap();
+    txn.rollback_to(&savepoint).unwrap();
+    txn.delete_row(&table, &pk(6)).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(
+        counts(&engine),
+        (7, 3),
+        "only the write after the savepoint"
+    );
+    let mut txn = engine.begin(Isolation::ReadCommitted).unwrap();
+    (3..10).for_each(|id| assert!(txn.delete_row(&table, &pk(id)).unwrap() || id == 6));
+    txn.rollback().unwrap();
+    assert_eq!(counts(&engine), (7, 3), "a rolled-back transaction");
+
+    old.commit().unwrap();
+    while engine.purge().unwrap() > 0 {}
+    assert_eq!(counts(&engine), (7, 0));
+    engine.close().unwrap();
+
+    let engine = Engine::open_vfs(vfs, &config()).unwrap();
+    assert_eq!(counts(&engine), (7, 0), "sampled after a restart");
+    engine
+        .autocommit(|t| t.insert_row(&table, &row(30, "d", 4)).map(drop))
+        .unwrap();
+    assert_eq!(counts(&engine), (8, 0));
+    engine
+        .autocommit(|t| {
+            t.truncate_table("accounts")?;
+            t.insert_row(&table, &row(40, "e", 5)).map(drop)
+        })
+        .unwrap();
+    assert_eq!(counts(&engine), (1, 0), "after TRUNCATE and an insert");
+}

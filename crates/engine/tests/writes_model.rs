@@ -6,6 +6,8 @@
 //! and after purge and after a restart, and purge leaves no stale index entry (also of versions
 //! the transaction replaced itself). The table has a secondary index or none (then inserts
 //! take the path without row locks, and batches of ascending new keys log one range entry).
+//! The table's row counters (`Engine::table_rows`) give the model's rows after every end, and no
+//! delete mark once purge has run, also after a restart (where they start from a sample).
 
 mod common;
 
@@ -189,6 +191,17 @@ fn check_committed(engine: &Arc<Engine>, table: &TableDef, expected: &Rows, when
     txn.commit().unwrap();
 }
 
+/// The table's counters give `rows` live rows and, when `purged`, no delete mark; the delete
+/// marks they count are never fewer than the committed rows the transaction deleted.
+fn check_counts(engine: &Engine, table: &TableDef, rows: usize, marks: usize, when: &str) {
+    let counts = engine.table_rows(table.id).unwrap();
+    assert_eq!(counts.live, rows as u64, "live rows counted {when}");
+    assert!(
+        counts.dead >= marks as u64,
+        "{counts:?}: {marks} marks at least {when}"
+    );
+}
+
 fn run(initial: Rows, ops: Vec<Op>, commit: bool, indexed: bool) {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let engine = Engine::open_vfs(vfs.clone(), &config()).unwrap();
@@ -197,6 +210,7 @@ fn run(initial: Rows, ops: Vec<Op>, commit: bool, indexed: bool) {
     let rows: Vec<Vec<Value>> = initial.iter().map(|(&id, &v)| row(id, v)).collect();
     setup.insert_rows(&table, &rows).unwrap();
     setup.commit().unwrap();
+    check_counts(&engine, &table, initial.len(), 0, "after the load");
 
     let mut old_reader = engine.begin(Isolation::RepeatableRead).unwrap();
     assert_eq!(scanned(&mut old_reader, &table), initial);
@@ -241,6 +255,14 @@ fn run(initial: Rows, ops: Vec<Op>, commit: bool, indexed: bool) {
         "old snapshot's index"
     );
     check_committed(&engine, &table, &outcome, "after the end");
+    let deleted = initial.keys().filter(|id| !outcome.contains_key(id));
+    check_counts(
+        &engine,
+        &table,
+        outcome.len(),
+        deleted.count(),
+        "after the end",
+    );
     engine.purge().unwrap();
     check_committed(
         &engine,
@@ -251,6 +273,12 @@ fn run(initial: Rows, ops: Vec<Op>, commit: bool, indexed: bool) {
     old_reader.commit().unwrap();
     while engine.purge().unwrap() > 0 {}
     check_committed(&engine, &table, &outcome, "after purge");
+    check_counts(&engine, &table, outcome.len(), 0, "after purge");
+    assert_eq!(
+        engine.table_rows(table.id).unwrap().dead,
+        0,
+        "marks after purge"
+    );
     for check in engine.check_indexes().unwrap() {
         assert_eq!(check.stale, 0, "stale entries after purge: {check:?}");
     }
@@ -258,6 +286,7 @@ fn run(initial: Rows, ops: Vec<Op>, commit: bool, indexed: bool) {
     let engine = Engine::open_vfs(vfs, &config()).unwrap();
     let table = engine.table("t").unwrap();
     check_committed(&engine, &table, &outcome, "after a restart");
+    check_counts(&engine, &table, outcome.len(), 0, "after a restart");
 }
 
 proptest! {

@@ -62,6 +62,7 @@ mod catalog_change;
 mod open;
 mod purge;
 mod read;
+mod row_counts;
 pub mod row_lock;
 mod savepoint;
 mod scan;
@@ -70,6 +71,7 @@ mod unlocked;
 mod write;
 
 use open::read_counter;
+use row_counts::{RowCounts, RowDeltas, RowKind};
 pub use unlocked::{DeleteOutcome, InPlace, SeenRow, UnlockedChange};
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -201,6 +203,8 @@ pub struct Engine {
     /// The highest CSN of a transaction whose delete mark went to the graveyard: a snapshot at or
     /// above it sees every graveyard entry as deleted and never looks there during scans.
     graveyard_max_csn: AtomicU64,
+    /// Each table's live rows and delete marks (see [`row_counts`]).
+    pub(crate) row_counts: RowCounts,
     pub(crate) indexes: RwLock<HashMap<IndexId, Arc<BTree>>>,
     pub(crate) txn_block_end: Mutex<TxnId>,
     /// Serialises sequence updates (see [`crate::sequence`]).
@@ -348,6 +352,33 @@ impl Engine {
         })
     }
 
+    /// A table's live rows and delete marks from its counters (see [`row_counts`]): no page is
+    /// read, unless the counters have not been settled by a sample yet (just after opening the
+    /// database or a rewrite, before the purge thread got to them): then this samples them.
+    pub fn table_rows(&self, table: IndexId) -> Result<RowEstimate> {
+        if let Some(counts) = self.row_counts.get(table) {
+            return Ok(counts);
+        }
+        let sample = self.estimate_rows(table)?;
+        self.row_counts.settle(table, sample);
+        Ok(self.row_counts.get(table).unwrap_or(sample))
+    }
+
+    /// Settles, with a sample of each, the row counters of the tables that have none yet.
+    pub(super) fn settle_row_counts(&self) -> Result<()> {
+        for table in self.tables() {
+            if !self.row_counts.is_settled(table.id) {
+                match self.estimate_rows(table.id) {
+                    Ok(sample) => self.row_counts.settle(table.id, sample),
+                    // Dropped since the list was read.
+                    Err(EngineError::NoSuchIndex(_)) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The ids of every user index, in order.
     pub fn index_ids(&self) -> Vec<IndexId> {
         let mut ids: Vec<IndexId> = self.indexes.read().keys().copied().collect();
@@ -389,6 +420,7 @@ impl Engine {
             discarded: Vec::new(),
             claimed: Vec::new(),
             rewrote: Vec::new(),
+            row_deltas: RowDeltas::default(),
             lock_timeout: self.lock_timeout,
             statement_deadline: None,
             ended: false,
@@ -508,6 +540,9 @@ pub struct Transaction {
     /// The tables whose contents it replaced (TRUNCATE, rebuilds), for `Engine::rewritten` at
     /// its commit.
     rewrote: Vec<Arc<TableDef>>,
+    /// What its row writes change in its tables' counts of rows and delete marks, added to them
+    /// at commit (see [`row_counts`]).
+    row_deltas: RowDeltas,
     /// How long a lock is waited for before the statement fails (None: forever); the engine's
     /// `lock_timeout` unless the session sets one ([`Transaction::set_lock_timeout`]).
     pub(crate) lock_timeout: Option<Duration>,
@@ -540,6 +575,7 @@ pub struct Savepoint {
     writes: usize,
     rewrites: usize,
     rewrote: usize,
+    row_deltas: RowDeltas,
 }
 
 /// A transaction's own version of a row, replaced by its write in a later savepoint generation.

@@ -61,6 +61,7 @@ impl Engine {
             graveyard,
             graveyard_length: AtomicI64::new(0),
             graveyard_max_csn: AtomicU64::new(0),
+            row_counts: RowCounts::new(),
             indexes: RwLock::new(indexes),
             txn_block_end: Mutex::new(first_txn + TXN_BLOCK),
             sequences: Mutex::new(()),

@@ -137,8 +137,13 @@ impl Engine {
             .collect();
         marks.sort_unstable();
         let mut removed = 0;
-        for (index, pk, txn) in marks {
-            removed += usize::from(self.remove_delete_mark(index, pk, txn)?);
+        for run in marks.chunk_by(|a, b| a.0 == b.0) {
+            let mut of_index = 0;
+            for &(index, pk, txn) in run {
+                of_index += usize::from(self.remove_delete_mark(index, pk, txn)?);
+            }
+            self.row_counts.marks_removed(run[0].0, of_index);
+            removed += of_index;
         }
         Ok(removed)
     }
@@ -332,6 +337,11 @@ pub(super) fn run_purge(engine: Weak<Engine>) {
         };
         if engine.stop_purge.load(Ordering::Acquire) {
             return;
+        }
+        if engine.row_counts.take_unsettled() {
+            if let Err(err) = engine.settle_row_counts() {
+                eprintln!("steady: counting rows failed: {err}");
+            }
         }
         let queued = !engine.purge_queue.lock().is_empty();
         if queued || engine.pinned_count.load(Ordering::Acquire) > 0 {

@@ -46,6 +46,7 @@ impl Transaction {
             writes: self.writes.len(),
             rewrites: self.rewrites.len(),
             rewrote: self.rewrote.len(),
+            row_deltas: self.row_deltas.clone(),
         }
     }
 
@@ -78,6 +79,7 @@ impl Transaction {
         self.undo_length = savepoint.undo_length;
         self.writes.truncate(savepoint.writes);
         self.rewrote.truncate(savepoint.rewrote);
+        self.row_deltas = savepoint.row_deltas.clone();
         Ok(())
     }
 

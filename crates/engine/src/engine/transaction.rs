@@ -182,6 +182,12 @@ impl Transaction {
         engine.undo.insert(&undo_key(self.id, COMMIT_MARKER), &[])?;
         engine.store.sync_log()?;
         let writes = self.writes_to_purge()?;
+        engine.row_counts.commit(&self.row_deltas);
+        if !self.rewrote.is_empty() {
+            engine
+                .row_counts
+                .forget(self.rewrote.iter().map(|table| table.id));
+        }
         let mut queue = engine.purge_queue.lock();
         let csn = engine.txns.commit(self.id);
         engine.note_rewritten(&self.rewrote, csn);

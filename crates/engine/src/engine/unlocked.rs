@@ -168,8 +168,10 @@ impl Transaction {
             written[at..at + replaced].fill(true);
             at += replaced.max(1);
         }
-        for ((pk, _, _), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
+        for ((pk, _, row), _) in changes.iter().zip(&written).filter(|(_, &w)| w) {
             engine.unbury(index, pk)?;
+            let after = RowKind::written(row.as_deref());
+            self.row_deltas.note(index, RowKind::Live, after);
         }
         Ok(written)
     }
@@ -270,6 +272,7 @@ impl Transaction {
             for &i in &done.positions {
                 outcomes[at + i] = DeleteOutcome::Deleted;
                 engine.unbury(index, &run[i])?;
+                self.row_deltas.note(index, RowKind::Live, RowKind::Mark);
             }
             at += done.passed.max(1);
         }

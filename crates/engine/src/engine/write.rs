@@ -60,9 +60,12 @@ impl Transaction {
             return Ok(false);
         }
         self.locked_writes.insert(index);
+        // A buried delete mark is the current version too (`Engine::current_version`).
+        let before = RowKind::of(current.as_ref());
         let keep = self.save_version(index, pk, current, row.is_none())?;
         tree.insert(pk, &self.new_version(row, keep))?;
         self.engine.unbury(index, pk)?;
+        self.row_deltas.note(index, before, RowKind::written(row));
         Ok(true)
     }
 
@@ -134,6 +137,7 @@ impl Transaction {
         if !tree.insert_if_absent(pk, &Version::encode_live(self.id, row))? {
             return Ok(false);
         }
+        self.row_deltas.note_inserted(index, 1);
         let generation = self.generation.load(Ordering::Relaxed);
         self.written.insert(written_key, generation);
         Ok(true)
@@ -201,6 +205,7 @@ impl Transaction {
                 .map_err(|e| (at, e.into()))?;
             let run = &versions[at..at + inserted];
             self.note_inserted(index, run.iter().map(|(pk, _)| pk), generation);
+            self.row_deltas.note_inserted(index, inserted);
             at += inserted;
             if inserted == 0 {
                 let undo = per_row_undo.then_some(first_undo + at as u64);
@@ -231,6 +236,7 @@ impl Transaction {
     ) -> Result<()> {
         if tree.insert_if_absent(pk, version)? {
             self.note_inserted(index, [pk], generation);
+            self.row_deltas.note_inserted(index, 1);
             return Ok(());
         }
         if let Some(undo) = undo {
@@ -355,20 +361,24 @@ impl Transaction {
         }
         self.locked_writes.insert(index);
         let mut written: Vec<bool> = vec![false; rows.len()];
-        let (mut replaced, mut targets) = (Vec::new(), Vec::new());
+        let (mut replaced, mut targets, mut befores) = (Vec::new(), Vec::new(), Vec::new());
         for (at, pk, row, current) in changing {
             written[at] = true;
+            befores.push(RowKind::of(current.as_ref()));
             replaced.push((pk.as_slice(), current, row.is_none()));
             targets.push((pk, row));
         }
         let keeps = self.log_first_writes(index, replaced)?;
         let mut in_place = Vec::with_capacity(targets.len());
+        let mut afters = Vec::with_capacity(targets.len());
         for ((pk, row), keep) in targets.into_iter().zip(keeps) {
+            afters.push(RowKind::written(row.as_deref()));
             in_place.push((pk.clone(), self.new_version(row.as_deref(), keep)));
         }
         replace_run(&tree, &in_place)?;
-        for (pk, _) in &in_place {
+        for (((pk, _), before), after) in in_place.iter().zip(befores).zip(afters) {
             engine.unbury(index, pk)?;
+            self.row_deltas.note(index, before, after);
         }
         Ok(written)
     }

@@ -1,6 +1,6 @@
 //! SteadyDB's own views: `steady_metrics` (the counters of every layer), `steady_tables` (per
-//! table: the pages of its file, its live rows and delete marks — estimated from a sample of its
-//! leaves, as PostgreSQL's `reltuples`, never a scan (`Engine::estimate_rows`) — the pages its
+//! table: the pages of its file, its live rows and delete marks — counters kept at commit and
+//! purge, no page read (`Engine::table_rows`) — the pages its
 //! B+trees use, the free space of its file outside them, and the history store's length) and `steady_progress` (each online
 //! CREATE INDEX or VACUUM FULL running: its phase, the rows of its snapshot read, and the rows
 //! written meanwhile applied and still waiting, as PostgreSQL's `pg_stat_progress_create_index`).
@@ -120,7 +120,7 @@ fn tables(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
             .store()
             .space(table.space)
             .map_or(0, |s| u64::from(s.size_in_pages()));
-        let estimate = engine.estimate_rows(table.id)?;
+        let estimate = engine.table_rows(table.id)?;
         let mut tree_pages = engine.index_pages(table.id)?;
         for index in &table.indexes {
             tree_pages += engine.index_pages(index.id)?;
