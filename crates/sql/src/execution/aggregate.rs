@@ -164,7 +164,7 @@ impl AggFunc {
                 return Err(SqlError::undefined_function(format!(
                     "function {}({}) does not exist",
                     self.name(),
-                    other.map_or("unknown".into(), |t| t.to_string())
+                    crate::types::type_name(other)
                 )))
             }
             (AggFunc::Min | AggFunc::Max, other) => Some(other.unwrap_or(Text)),
@@ -190,7 +190,7 @@ impl AggFunc {
                 return Err(SqlError::undefined_function(format!(
                     "function {}({}) does not exist",
                     f.name(),
-                    other.map_or("unknown".into(), |t| t.to_string())
+                    crate::types::type_name(other)
                 )))
             }
         })

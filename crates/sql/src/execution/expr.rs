@@ -448,9 +448,7 @@ pub fn truth(value: &Value) -> Result<Option<bool>> {
         Value::Boolean(b) => Ok(Some(*b)),
         other => Err(SqlError::datatype_mismatch(format!(
             "argument of boolean test must be type boolean, not type {}",
-            other
-                .data_type()
-                .map_or("unknown".into(), |t| t.to_string())
+            crate::types::type_name(other.data_type())
         ))),
     }
 }
@@ -495,9 +493,7 @@ fn negate(value: Value) -> Result<Value> {
         other => {
             return Err(SqlError::undefined_function(format!(
                 "operator does not exist: - {}",
-                other
-                    .data_type()
-                    .map_or("unknown".into(), |t| t.to_string())
+                crate::types::type_name(other.data_type())
             )))
         }
     })

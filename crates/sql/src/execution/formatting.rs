@@ -137,9 +137,7 @@ fn to_char(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         }
         other => Err(SqlError::undefined_function(format!(
             "function to_char({}, text) does not exist",
-            other
-                .data_type()
-                .map_or("unknown".into(), |t| t.to_string())
+            crate::types::type_name(other.data_type())
         ))),
     }
 }

@@ -312,9 +312,7 @@ static FUNCTIONS: &[Function] = &[
 ];
 
 fn type_name(value: &Value) -> String {
-    value
-        .data_type()
-        .map_or_else(|| "unknown".to_owned(), |t| t.to_string())
+    crate::types::type_name(value.data_type())
 }
 
 fn no_such(name: &str, value: &Value) -> SqlError {

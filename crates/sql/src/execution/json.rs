@@ -30,9 +30,7 @@ pub fn document(value: &Value) -> Result<Json> {
         Value::Json(text) | Value::Jsonb(text) | Value::Text(text) => Ok(Json::parse(text)?),
         other => Err(SqlError::undefined_function(format!(
             "function expects json, got {}",
-            other
-                .data_type()
-                .map_or("unknown".into(), |t| t.to_string())
+            crate::types::type_name(other.data_type())
         ))),
     }
 }

@@ -224,9 +224,9 @@ pub fn array_concat(
             None if matches!(expr, Expr::Literal(_)) => Ok(expr.clone()),
             Some(t) if is_array(Some(t)) => Ok(expr.clone()),
             Some(t) if category(&t) != category(&element) => Err(SqlError::no_operator(
-                &at.map_or("unknown".into(), |t| t.to_string()),
+                &crate::types::type_name(at),
                 &"||",
-                &bt.map_or("unknown".into(), |t| t.to_string()),
+                &crate::types::type_name(bt),
             )),
             _ => Ok(Expr::Call(&ARRAY_OF, vec![expr.clone()])),
         }

@@ -35,7 +35,7 @@ fn is_json(ty: Option<DataType>) -> bool {
 }
 
 fn no_operator(op: &dyn std::fmt::Display, at: Option<DataType>, bt: Option<DataType>) -> SqlError {
-    let name = |t: Option<DataType>| t.map_or("unknown".to_owned(), |t| t.to_string());
+    let name = crate::types::type_name;
     SqlError::no_operator(&name(at), op, &name(bt))
 }
 

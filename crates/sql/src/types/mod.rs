@@ -35,6 +35,12 @@ pub fn object_name(name: &ast::ObjectName) -> (Option<String>, String) {
     }
 }
 
+/// A type's name in an error message: `unknown` for an untyped operand (NULL, a bare literal), as
+/// PostgreSQL writes it.
+pub fn type_name(ty: Option<DataType>) -> String {
+    ty.map_or_else(|| "unknown".to_owned(), |t| t.to_string())
+}
+
 /// 3F000: a schema that does not exist.
 pub fn missing_schema(schema: &str) -> SqlError {
     SqlError::new("3F000", format!("schema \"{schema}\" does not exist"))

@@ -408,8 +408,8 @@ fn check_recursive_types(def: &CteDef, anchor: &[Column], term: &[Column]) -> Re
                     "recursive query \"{}\" column \"{}\" has type {} in non-recursive term but type {} overall",
                     def.name,
                     a.name,
-                    a.ty.map_or("unknown".into(), |t| t.to_string()),
-                    t.ty.map_or("unknown".into(), |t| t.to_string()),
+                    crate::types::type_name(a.ty),
+                    crate::types::type_name(t.ty),
                 ),
             ));
         }

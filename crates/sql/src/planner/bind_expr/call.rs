@@ -410,7 +410,7 @@ fn check_bytea_argument(name: &str, types: &[Option<DataType>]) -> Result<()> {
     }
     let names: Vec<String> = types
         .iter()
-        .map(|ty| ty.map_or_else(|| "unknown".to_string(), |ty| ty.to_string()))
+        .map(|&ty| crate::types::type_name(ty))
         .collect();
     Err(SqlError::undefined_function(format!(
         "function {name}({}) does not exist",

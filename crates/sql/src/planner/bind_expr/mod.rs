@@ -804,7 +804,7 @@ impl Binder<'_> {
                 if ty.is_some_and(|t| !negatable(t)) {
                     return Err(SqlError::undefined_function(format!(
                         "operator does not exist: - {}",
-                        ty.map_or("unknown".into(), |t| t.to_string())
+                        crate::types::type_name(ty)
                     )));
                 }
                 Ok((fold(Expr::Neg(Box::new(expr)))?, ty))

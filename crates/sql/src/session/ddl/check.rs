@@ -79,7 +79,7 @@ impl Ddl<'_> {
                 "42804",
                 format!(
                     "argument of CHECK must be type boolean, not type {}",
-                    ty.map_or("unknown".to_owned(), |t| t.to_string())
+                    crate::types::type_name(ty)
                 ),
             ));
         }

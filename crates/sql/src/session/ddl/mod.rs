@@ -214,7 +214,7 @@ impl Ddl<'_> {
         if !matches!(ty, Some(steady_types::DataType::Boolean) | None) {
             return Err(SqlError::datatype_mismatch(format!(
                 "argument of WHERE must be type boolean, not type {}",
-                ty.map_or("unknown".to_owned(), |t| t.to_string())
+                crate::types::type_name(ty)
             )));
         }
         Ok(())
