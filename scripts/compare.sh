@@ -24,7 +24,8 @@
 #   joins     joins of 2 to 10 tables of 100 to 100,000 rows (a star around a fact table, a chain
 #             of ten tables, self-joins of the fact table, an outer anti-join), each written with
 #             commas and conditions in WHERE and with JOIN ... ON in a poor order, after ANALYZE:
-#             the best of 3 times (psql's \timing) and whether both systems return the same rows.
+#             the best of 3 times (psql's \timing), whether both systems return the same rows, and
+#             each plan's join methods (hash, merge, nested loop) and whether they are the same.
 #
 # Defaults: all workloads, 30 s per timed run, scale 10, 100,000 sysbench rows, 1,000,000 bulk
 # rows, a 512MB buffer pool. STEADY_BIN names the binary (default target/release/steady, built
@@ -333,22 +334,32 @@ best_ms() {
   done | sort -n | head -1
 }
 
+# join_methods QUERY: the join methods of QUERY's plan on the current server, sorted (hash,
+# merge, nested loop; one per join node), e.g. "hash, hash, nested loop".
+join_methods() {
+  sql -c "EXPLAIN $1" | { grep -Eo '(Hash|Merge)( [A-Za-z]+)* Join|Nested Loop' || true; } \
+    | sed -E 's/^Hash.*/hash/; s/^Merge.*/merge/; s/^Nested Loop/nested loop/' | sort | paste -sd, - | sed 's/,/, /g'
+}
+
 run_joins() {
-  local system entry name query answers
+  local system entry name query answers methods
   for system in "${SYSTEMS[@]}"; do
     use_server "$system"
     progress "joins: loading the tables on $system"
     sql -c "$JOIN_SETUP" >/dev/null
   done
   for entry in "${JOIN_QUERIES[@]}"; do
-    name="${entry%%|*}" query="${entry#*|}" answers=()
+    name="${entry%%|*}" query="${entry#*|}" answers=() methods=()
     for system in "${SYSTEMS[@]}"; do
       use_server "$system"
       progress "joins: $name on $system"
       record joins "$name (ms)" lower "$system" "$(best_ms "$query")"
       answers+=("$(sql -c "$query" | md5sum)")
+      methods+=("$(join_methods "$query")")
+      record joins "$name: join methods" none "$system" "${methods[-1]:-none}"
     done
     record_check joins "$name: same rows as PostgreSQL" steady test "${answers[0]}" = "${answers[1]}"
+    record_check joins "$name: same join methods as PostgreSQL" steady test "${methods[0]}" = "${methods[1]}"
   done
   for system in "${SYSTEMS[@]}"; do
     use_server "$system"
