@@ -275,7 +275,7 @@ def run_file(path, dsn, verbose):
                 res = results[-1]
                 err = result_error(res)
                 if verbose:
-                    print(f"{path}:{rec.line}: {err or res.status.name}")
+                    print(f"{path}:{rec.line}: {err or getattr(res.status, 'name', res.status)}")
                 if rec.expect_error is not None:
                     if err is None:
                         fail(rec, f"expected error {rec.expect_error}, but it succeeded")

@@ -148,20 +148,57 @@ impl<'p> JoinSource<'p> {
         let Some(left) = self.left.next(ctx)? else {
             return Ok(false);
         };
+        self.find_candidates(&left, ctx)?;
+        self.current = Some(left);
+        Ok(true)
+    }
+
+    /// Sets the inner rows the left row `left` is to be tested against, from the first.
+    fn find_candidates(&mut self, left: &Row, ctx: &mut ExecCtx) -> Result<()> {
         self.candidates = match &self.buckets {
             None => Candidates::All,
             Some(buckets) => {
                 self.current_keys.clear();
                 for key in self.keys {
-                    self.current_keys.push(key.left.eval(&left, ctx)?);
+                    self.current_keys.push(key.left.eval(left, ctx)?);
                 }
                 buckets.candidates(&self.current_keys)
             }
         };
-        self.current = Some(left);
         self.position = 0;
         self.matched = false;
-        Ok(true)
+        Ok(())
+    }
+
+    /// Joins the lent left row `left` for [`Source::for_each_row`]: lends `visit` each joined row
+    /// (built in the storage of the one before), marks the matched inner rows, and lends the
+    /// left row NULL-extended where the kind keeps it unmatched.
+    fn join_lent(&mut self, left: &Row, ctx: &mut ExecCtx, visit: &mut RowVisitor) -> Result<()> {
+        self.find_candidates(left, ctx)?;
+        let keeps_unmatched = matches!(self.kind, JoinKind::Left | JoinKind::Full | JoinKind::Anti);
+        if matches!(self.candidates, Candidates::Run(start, end) if start == end)
+            && !keeps_unmatched
+        {
+            return Ok(());
+        }
+        self.current.get_or_insert_with(Vec::new).clone_from(left);
+        if matches!(self.kind, JoinKind::Anti | JoinKind::RightAnti) {
+            self.mark_matches(ctx)?;
+        } else {
+            while self.find_match(ctx)? {
+                if let Some(row) = &self.current {
+                    visit(row, ctx)?;
+                }
+            }
+        }
+        if keeps_unmatched && !self.matched {
+            if let Some(row) = self.current.as_mut() {
+                row.truncate(self.left_width);
+                row.extend(std::iter::repeat_n(Value::Null, self.right_width));
+                visit(row, ctx)?;
+            }
+        }
+        Ok(())
     }
 
     /// The next inner row the current left row is to be tested against.
@@ -216,13 +253,21 @@ impl<'p> JoinSource<'p> {
 
     /// The next joined row of the current left row, if any.
     fn next_match(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        Ok(match self.find_match(ctx)? {
+            true => self.current.clone(),
+            false => None,
+        })
+    }
+
+    /// Builds the next joined row of the current left row in `current`; false if there is none.
+    fn find_match(&mut self, ctx: &mut ExecCtx) -> Result<bool> {
         while let Some(at) = self.next_candidate() {
             ctx.check_interrupt()?;
             if !self.keys_match(at, ctx)? {
                 continue;
             }
             let Some(row) = self.current.as_mut() else {
-                return Ok(None);
+                return Ok(false);
             };
             row.truncate(self.left_width);
             row.extend_from_slice(&self.inner[at]);
@@ -233,10 +278,10 @@ impl<'p> JoinSource<'p> {
             if keep {
                 self.matched = true;
                 self.matched_inner[at] = true;
-                return Ok(Some(row.clone()));
+                return Ok(true);
             }
         }
-        Ok(None)
+        Ok(false)
     }
 }
 
@@ -269,6 +314,29 @@ impl Source for JoinSource<'_> {
                 return Ok(Some(left));
             }
         }
+    }
+
+    /// Reads the left side lent row by row (a scan decodes each into the storage of the one
+    /// before) and lends each joined row, built in one reused row: no row is allocated per left
+    /// row or per match (aggregates over a join read it so).
+    fn for_each_row(&mut self, ctx: &mut ExecCtx, visit: &mut RowVisitor) -> Result<()> {
+        if self.current.is_some() || self.unmatched.is_some() {
+            return visit_each_next(self, ctx, visit);
+        }
+        let mut left = std::mem::replace(&mut self.left, Box::new(RowsSource::new(Vec::new())));
+        let joined = left.for_each_row(ctx, &mut |row, ctx| self.join_lent(row, ctx, visit));
+        self.left = left;
+        joined?;
+        self.current = None;
+        if matches!(
+            self.kind,
+            JoinKind::Right | JoinKind::Full | JoinKind::RightAnti
+        ) {
+            while let Some(row) = self.next_unmatched() {
+                visit(&row, ctx)?;
+            }
+        }
+        Ok(())
     }
 }
 
