@@ -515,11 +515,7 @@ fn open_node<'p>(
             right_width,
         } => {
             let left = open(left, ctx, numbering)?;
-            let mut right = open(right, ctx, numbering)?;
-            let mut inner = Vec::new();
-            while let Some(row) = right.next(ctx)? {
-                inner.push(row);
-            }
+            let inner = drain(&mut open(right, ctx, numbering)?, ctx)?;
             let condition = (*kind, keys.as_slice(), on.as_ref());
             let widths = (*left_width, *right_width);
             Box::new(JoinSource::new(left, inner, condition, widths, ctx)?)
@@ -840,6 +836,17 @@ impl Source for FilterSource<'_> {
         }
         Ok(None)
     }
+
+    fn for_each_row(&mut self, ctx: &mut ExecCtx, visit: &mut RowVisitor) -> Result<()> {
+        let predicate = self.predicate;
+        self.input.for_each_row(
+            ctx,
+            &mut |row, ctx| match predicate.eval_predicate(row, ctx)? {
+                true => visit(row, ctx),
+                false => Ok(()),
+            },
+        )
+    }
 }
 
 struct ProjectSource<'p> {
@@ -865,6 +872,22 @@ impl Source for ProjectSource<'_> {
             });
         }
         Ok(Some(values))
+    }
+
+    /// Reads the input lent and lends each projected row, built in one reused row.
+    fn for_each_row(&mut self, ctx: &mut ExecCtx, visit: &mut RowVisitor) -> Result<()> {
+        let exprs = self.exprs;
+        let mut values = Vec::with_capacity(exprs.len());
+        self.input.for_each_row(ctx, &mut |row, ctx| {
+            values.clear();
+            for expr in exprs {
+                values.push(match expr {
+                    Expr::Column(i) if *i < row.len() => row[*i].clone(),
+                    _ => expr.eval(row, ctx)?,
+                });
+            }
+            visit(&values, ctx)
+        })
     }
 }
 
@@ -1282,11 +1305,14 @@ impl Source for RecursiveUnionSource<'_> {
     }
 }
 
+/// Every remaining row of `source`, read lent (see [`Source::for_each_row`]) so that only the
+/// rows kept are allocated.
 fn drain(source: &mut BoxedSource, ctx: &mut ExecCtx) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
-    while let Some(row) = source.next(ctx)? {
-        rows.push(row);
-    }
+    source.for_each_row(ctx, &mut |row, _| {
+        rows.push(row.clone());
+        Ok(())
+    })?;
     Ok(rows)
 }
 
