@@ -398,7 +398,7 @@ proptest! {
     #[test]
     fn an_index_lookup_per_row_returns_what_testing_every_pair_returns(
         small in table_rows(),
-        distinct in 100..300i32,
+        distinct in 1000..3000i32,
         queries in proptest::collection::vec((0..LOOKUP_KEYS.len(), 0..3usize, any::<bool>()), 8),
     ) {
         let dir = tempfile::tempdir().unwrap();

@@ -25,7 +25,7 @@ use crate::planner::stats::Statistics;
 use crate::types::ops::CmpOp;
 
 /// Rows assumed for a table without statistics, and for a table function.
-const UNKNOWN_ROWS: f64 = 1000.0;
+pub(super) const UNKNOWN_ROWS: f64 = 1000.0;
 /// The fraction of rows a condition the estimate cannot read keeps.
 const UNKNOWN_SELECTIVITY: f64 = 0.33;
 /// The most inputs a tree of inner joins may have to be reordered (one bit each in a `u64`).
