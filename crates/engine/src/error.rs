@@ -59,6 +59,11 @@ impl EngineError {
             EngineError::Storage(StorageError::KeyTooLarge { .. })
             | EngineError::Storage(StorageError::ValueTooLarge { .. }) => "54000",
             EngineError::Storage(StorageError::Corrupt { .. }) | EngineError::Corrupt(_) => "XX001",
+            EngineError::Storage(StorageError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::StorageFull =>
+            {
+                "53100"
+            }
             EngineError::Storage(_) => "58030",
             EngineError::Lock(err) => err.sqlstate(),
             EngineError::SerializationFailure | EngineError::SerializationDependency => "40001",

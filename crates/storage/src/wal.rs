@@ -32,8 +32,12 @@
 //!   background writer (purge) syncs its own log at the end of a pass when more than that waits
 //!   ([`Wal::flush_if_behind`]): after a purge of 100,000 deleted rows, the first commit paid
 //!   the write and sync of its ~540 KB of log, 13–15 ms instead of under 1.
-//! * A failed write of the log fails every later flush: the bytes it took out of the buffer are
-//!   gone, and a sync after them must not acknowledge commits whose log has a hole before it.
+//! * A failed write or sync of the log fails every later flush until a restart: the bytes a
+//!   failed write took out of the buffer are gone, and after a failed sync the kernel may have
+//!   dropped the written blocks it did not make durable (Linux marks them clean and a later
+//!   fsync succeeds without them: PostgreSQL's "fsyncgate"); either way a later sync must not
+//!   acknowledge commits whose log has a hole before it. Recovery at the next start reads the
+//!   log up to its first hole (tested by `steady-engine`'s `faults` tests).
 //! * Records are written in whole 4 KiB blocks from aligned buffers, through a second handle
 //!   opened with `O_DIRECT` where the file system allows it: the block the log's end falls in is
 //!   rewritten with its earlier bytes (kept in memory) and zeros after the end, so a commit's
@@ -154,7 +158,7 @@ pub struct Wal {
     fsyncs: AtomicU64,
     full_page_images: AtomicU64,
     writer: Arc<WriterSignal>,
-    /// Set by a failed write of the log (see the module doc).
+    /// Set by a failed write or sync of the log (see the module doc).
     write_failed: AtomicBool,
 }
 
@@ -356,7 +360,7 @@ impl Wal {
         if self.write_failed.load(Ordering::Acquire) {
             return Err(StorageError::io(
                 "writing the redo log",
-                std::io::Error::other("an earlier write of the redo log failed"),
+                std::io::Error::other("an earlier write or sync of the redo log failed; restart the server to recover"),
             ));
         }
         let (start, bytes) = {
@@ -433,9 +437,10 @@ impl Wal {
             std::thread::yield_now();
         }
         let end = self.write_buffer()?;
-        self.blocks
-            .sync_data()
-            .map_err(|e| StorageError::io("syncing the redo log", e))?;
+        if let Err(err) = self.blocks.sync_data() {
+            self.write_failed.store(true, Ordering::Release);
+            return Err(StorageError::io("syncing the redo log", err));
+        }
         self.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.flushed.store(end, Ordering::Release);
         Ok(())

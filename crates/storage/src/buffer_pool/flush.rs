@@ -391,6 +391,7 @@ impl BufferPool {
             self.sync_written()?;
             return Ok(0);
         };
+        self.refuse_after_failed_sync()?;
         let redo = wal.begin_checkpoint();
         let older = |list: &BTreeSet<(Lsn, FrameId)>| -> Vec<FrameId> {
             let pages = list.iter().take_while(|(lsn, _)| *lsn <= redo);
@@ -430,12 +431,34 @@ impl BufferPool {
         Ok(redo)
     }
 
+    /// Syncs the spaces written since the last call. A failed sync fails this and every later
+    /// checkpoint until a restart: the kernel may have dropped the pages it did not make durable
+    /// (and a later sync succeeds without them), so no redo point may pass their changes;
+    /// recovery at the next start replays them from the log, which keeps everything after the
+    /// last good checkpoint.
     pub(super) fn sync_written(&self) -> Result<()> {
+        self.refuse_after_failed_sync()?;
         let spaces: Vec<Arc<Space>> = self.unsynced.lock().drain().map(|(_, s)| s).collect();
         for space in spaces.iter().filter(|s| !s.is_hidden()) {
-            space.sync()?;
+            if let Err(err) = space.sync() {
+                self.data_sync_failed.store(true, Ordering::Release);
+                return Err(err);
+            }
         }
         Ok(())
+    }
+
+    /// Fails once a sync of a data file has failed (see [`BufferPool::sync_written`]).
+    fn refuse_after_failed_sync(&self) -> Result<()> {
+        match self.data_sync_failed.load(Ordering::Acquire) {
+            true => Err(StorageError::io(
+                "checkpointing",
+                std::io::Error::other(
+                    "an earlier sync of a data file failed; restart the server to recover",
+                ),
+            )),
+            false => Ok(()),
+        }
     }
 
     /// Writes every dirty page (of every space) to the files, without syncing them.

@@ -242,6 +242,9 @@ pub struct BufferPool {
     doublewrite: OnceLock<Doublewrite>,
     /// Spaces written since the last checkpoint, to be synced by it.
     unsynced: Mutex<HashMap<SpaceId, Arc<Space>>>,
+    /// Set when a sync of a data file fails: no checkpoint succeeds after it (see
+    /// `BufferPool::sync_written`).
+    data_sync_failed: AtomicBool,
     /// Held by the running checkpoint: checkpoints run one at a time, so their redo points reach
     /// the log in the order they were taken (an older one written last would send recovery back to
     /// log that may be overwritten, and replay changes to pages a shrink has since cut off).
@@ -298,6 +301,7 @@ impl BufferPool {
             wal: OnceLock::new(),
             doublewrite: OnceLock::new(),
             unsynced: Mutex::new(HashMap::new()),
+            data_sync_failed: AtomicBool::new(false),
             checkpoint_lock: Mutex::new(()),
             checkpoints_waiting: AtomicUsize::new(0),
             read_ahead: OnceLock::new(),
