@@ -1,5 +1,6 @@
 //! Faults below the engine, on a simulated file system ([`sim::SimVfs`]): a crash at every write
-//! point of a workload, with unsynced writes lost or torn at random; a full disk; failing syncs.
+//! point of a workload of row writes and of one of DDL, with unsynced writes lost or torn at
+//! random; a full disk; failing syncs.
 //! After each, the database must open, hold every acknowledged commit and nothing of a
 //! transaction that did not commit, keep its indexes in step with its rows, and pass the offline
 //! check (`steady check`'s).
@@ -294,4 +295,118 @@ fn after_a_failed_sync_of_the_log_no_commit_is_acknowledged_until_a_restart() {
 #[test]
 fn after_a_failed_sync_of_a_data_file_no_checkpoint_passes_its_writes() {
     assert_failed_sync_is_survived("space_");
+}
+
+/// A schema and its data as DDL leaves them: per table its name, index names and row count;
+/// and the space files (once dropped spaces are reclaimed).
+#[derive(Debug, PartialEq)]
+struct Schema {
+    tables: Vec<(String, Vec<String>, usize)>,
+    files: Vec<String>,
+}
+
+fn schema(vfs: &SimVfs, engine: &Arc<Engine>) -> Schema {
+    engine.purge().unwrap();
+    assert!(engine
+        .store()
+        .wait_reclaimed(std::time::Duration::from_secs(10)));
+    let mut reader = engine.begin(Isolation::RepeatableRead).unwrap();
+    let mut tables: Vec<_> = engine
+        .tables()
+        .iter()
+        .map(|table| {
+            let mut indexes: Vec<String> = table.indexes.iter().map(|i| i.name.clone()).collect();
+            indexes.sort();
+            let scan = reader.scan_rows(table, Bound::Unbounded, Bound::Unbounded);
+            (table.name.clone(), indexes, scan.unwrap().count())
+        })
+        .collect();
+    tables.sort();
+    let files = vfs.list().unwrap().into_iter();
+    let files = files.filter(|name| name.starts_with("space_")).collect();
+    Schema { tables, files }
+}
+
+const DDL_STEPS: usize = 6;
+
+/// DDL step `step` (0-based) of the DDL workload, each committed on its own and followed by a
+/// purge pass (which drops the spaces DDL left behind).
+fn ddl_step(engine: &Arc<Engine>, step: usize) -> Result<(), EngineError> {
+    let columns = || vec![ColumnDef::plain("k", DataType::Integer)];
+    engine.autocommit(|t| match step {
+        0 => t
+            .create_secondary_index("t", "t_s", vec![2], false)
+            .map(drop),
+        1 => t.rewrite_table("t").map(drop),
+        2 => {
+            let u = t.create_table("u", columns(), vec![0])?;
+            for k in 0..200 {
+                t.insert_row(&u, &[Value::Integer(k)])?;
+            }
+            Ok(())
+        }
+        3 => t.truncate_table("u"),
+        4 => t.drop_secondary_index("t", "t_v").map(drop),
+        _ => t.drop_table("u"),
+    })?;
+    engine.purge().map(drop)
+}
+
+/// `base` with 300 rows in t.
+fn ddl_base() -> SimVfs {
+    let vfs = base();
+    let engine = open(&vfs);
+    insert_committed(&engine, 0..300, &mut Rows::new()).unwrap();
+    engine.close().unwrap();
+    vfs.crash_image(0)
+}
+
+#[test]
+fn a_crash_at_every_write_point_of_ddl_leaves_the_schema_before_or_after_it_and_no_orphan_file() {
+    let base = ddl_base();
+    let reference: Vec<Schema> = {
+        let vfs = base.crash_image(0);
+        let engine = open(&vfs);
+        let mut schemas = vec![schema(&vfs, &engine)];
+        for step in 0..DDL_STEPS {
+            ddl_step(&engine, step).unwrap();
+            schemas.push(schema(&vfs, &engine));
+        }
+        schemas
+    };
+    let mut n = 1;
+    loop {
+        let vfs = base.crash_image(0);
+        vfs.crash_at_write(n);
+        let mut done = 0;
+        if let Ok(engine) = Engine::open_vfs(Arc::new(vfs.clone()), &config()) {
+            while done < DDL_STEPS && ddl_step(&engine, done).is_ok() {
+                done += 1;
+            }
+        }
+        if !vfs.has_crashed() {
+            break;
+        }
+        let image = vfs.crash_image(n);
+        let engine = open(&image);
+        let recovered = schema(&image, &engine);
+        let what = format!("crash at write {n}, after {done} steps");
+        assert!(
+            recovered == reference[done] || reference.get(done + 1) == Some(&recovered),
+            "{what}: {recovered:?}\nexpected {:?}",
+            reference[done]
+        );
+        for check in engine.check_indexes().unwrap() {
+            assert_eq!(
+                check.missing_count, 0,
+                "{what}: index {} misses rows",
+                check.index
+            );
+        }
+        engine.close().unwrap();
+        let report = check_directory(&image, &mut |_| {}).unwrap();
+        assert!(report.problems.is_empty(), "{what}: {:?}", report.problems);
+        n += 1;
+    }
+    assert!(n > 100, "the DDL workload made only {n} writes");
 }
