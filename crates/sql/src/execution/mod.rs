@@ -19,5 +19,6 @@ pub mod plan;
 pub mod sequences;
 pub mod set_functions;
 pub mod settings;
+pub mod table_activity;
 pub mod window;
 pub mod write;

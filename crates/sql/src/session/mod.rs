@@ -18,6 +18,7 @@ pub mod explain;
 mod templates;
 
 use crate::execution::activity::{self, Activities, Peer, Registered, State};
+use crate::execution::table_activity::TableActivity;
 use crate::session::ddl::create_as::CreateAs;
 use block::{apply_modes, convert_isolation};
 
@@ -47,6 +48,7 @@ pub struct Database {
     next_session: AtomicU32,
     name: String,
     activities: Arc<Activities>,
+    table_activity: Arc<TableActivity>,
 }
 
 impl Database {
@@ -57,6 +59,7 @@ impl Database {
             next_session: AtomicU32::new(1),
             name: name.to_owned(),
             activities: Arc::default(),
+            table_activity: Arc::default(),
         })
     }
 
@@ -105,6 +108,7 @@ impl Database {
                 cancel,
                 activities: Some(Arc::clone(&self.activities)),
                 sequences: Arc::default(),
+                table_activity: Some(Arc::clone(&self.table_activity)),
             },
             block: None,
             prepared: HashMap::new(),
@@ -933,6 +937,13 @@ impl Session {
             }
         }
         self.db.engine().purge()?;
+        let vacuumed: Vec<_> = match tables.is_empty() {
+            true => self.db.engine().tables(),
+            false => tables
+                .iter()
+                .filter_map(|t| self.db.engine().table(t))
+                .collect(),
+        };
         if full {
             let engine = Arc::clone(self.db.engine());
             let names: Vec<String> = if tables.is_empty() {
@@ -948,6 +959,10 @@ impl Session {
                     Ok(QueryResult::command("VACUUM"))
                 })?;
             }
+        }
+        for table in vacuumed {
+            let counters = self.db.table_activity.of(table.id);
+            counters.maintained(false, now_micros());
         }
         if analyze {
             self.analyze(tables)?;
@@ -976,6 +991,8 @@ impl Session {
                 table.id,
                 crate::planner::stats::summarize(rows, sample, table.columns.len()),
             );
+            let counters = self.db.table_activity.of(table.id);
+            counters.maintained(true, now_micros());
         }
         Ok(QueryResult::command("ANALYZE"))
     }

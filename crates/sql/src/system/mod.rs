@@ -9,7 +9,7 @@
 //! PostgreSQL. Catalog values follow PostgreSQL's meanings and oids ([`oids`], [`pg_type`]), in
 //! the value types of `steady-types` ([`rows`]).
 //!
-//! Modules: [`steady`], [`activity`] (pg_stat_activity), [`locks`] (pg_locks), [`views`] (pg_views & co.), [`relations`] (pg_class & co.), [`globals`] (everything else in
+//! Modules: [`steady`], [`activity`] (pg_stat_activity), [`table_stats`] (pg_stat_user_tables), [`locks`] (pg_locks), [`views`] (pg_views & co.), [`relations`] (pg_class & co.), [`globals`] (everything else in
 //! pg_catalog), [`information_schema`]; [`model`] derives relations, indexes and constraints from
 //! the engine; [`functions`] and [`arrays`] are what the binder calls (with
 //! `planner::binding`).
@@ -27,6 +27,7 @@ mod relations;
 pub use relations::{column_list, index_predicate};
 mod rows;
 mod steady;
+mod table_stats;
 mod views;
 
 use sqlparser::ast::BinaryOperator;
@@ -45,6 +46,7 @@ static GROUPS: &[&[SystemTable]] = &[
     activity::VIEWS,
     views::VIEWS,
     locks::VIEWS,
+    table_stats::VIEWS,
 ];
 
 /// The system view `name`, in `schema` or, unqualified, in a schema of the search path.

@@ -19,6 +19,7 @@ use join::{JoinSource, LateralSource};
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -26,6 +27,7 @@ use steady_engine::codec::{encode_key, prefix_successor};
 use steady_engine::engine::{Engine, Transaction};
 use steady_engine::io::{thread_io, ThreadIo};
 use steady_engine::table::RowScan;
+use steady_engine::version::IndexId;
 use steady_types::{DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 
 use crate::error::{Result, SqlError};
@@ -33,6 +35,7 @@ use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, Ag
 use crate::execution::expr::{Expr, Subquery};
 use crate::execution::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
 use crate::execution::set_functions::{Series, SetCall};
+use crate::execution::table_activity::{TableActivity, TableCounters};
 use crate::execution::write::Written;
 
 pub type Row = Vec<Value>;
@@ -49,6 +52,8 @@ pub struct SessionInfo {
     pub activities: Option<Arc<crate::execution::activity::Activities>>,
     /// The values `nextval` gave this session (`currval`, `lastval`).
     pub sequences: Arc<parking_lot::Mutex<crate::execution::sequences::SessionSequences>>,
+    /// Every table's activity counters (`pg_stat_user_tables`); `None` outside a database.
+    pub table_activity: Option<Arc<TableActivity>>,
 }
 
 /// Per plan node figures for EXPLAIN ANALYZE.
@@ -124,6 +129,11 @@ impl<'a> ExecCtx<'a> {
     /// The rows of parameter values the statement was given, once.
     pub fn take_param_rows(&mut self) -> Option<Vec<Vec<Value>>> {
         self.param_rows.take()
+    }
+
+    /// The activity counters of table `id` (none outside a database).
+    pub fn table_counters(&self, id: IndexId) -> Option<Arc<TableCounters>> {
+        self.info.table_activity.as_ref().map(|all| all.of(id))
     }
 
     /// The number of rows the statement's write node wrote, if it had one (taken once).
@@ -286,6 +296,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         cancel: crate::execution::cancel::CancelHandle::default(),
         activities: None,
         sequences: Arc::default(),
+        table_activity: None,
     };
     let mut ctx = ExecCtx::new(None, None, &[], &info);
     expr.eval(&[], &mut ctx)
@@ -360,6 +371,20 @@ fn add_io(stats: &mut NodeStats, io: ThreadIo) {
     stats.io.read_ahead += io.read_ahead;
 }
 
+/// Counts an UPDATE or DELETE of `target`'s table in its activity counters: the scan that
+/// found its rows, and the rows it wrote in the counter `rows` picks.
+fn count_write(
+    target: &crate::execution::write::Target,
+    written: &Written,
+    rows: impl Fn(&TableCounters) -> &std::sync::atomic::AtomicU64,
+    ctx: &ExecCtx,
+) {
+    if let Some(counters) = ctx.table_counters(target.table.id) {
+        counters.scan_started(&target.access);
+        rows(&counters).fetch_add(written.count, Ordering::Relaxed);
+    }
+}
+
 struct Instrumented<'p> {
     inner: BoxedSource<'p>,
     node: usize,
@@ -388,24 +413,28 @@ fn open_node<'p>(
             access,
             filter,
             columns,
-        } => Box::new(open_scan(
-            table,
-            access,
-            filter.as_ref(),
-            columns.as_deref(),
-            ctx,
-        )?),
+        } => Box::new(
+            open_scan(table, access, filter.as_ref(), columns.as_deref(), ctx)?
+                .counted(table.id, access, ctx),
+        ),
         Plan::Values { rows, .. } => Box::new(ValuesSource { rows, next: 0 }),
         Plan::Insert(insert) => {
             let written = insert.run(ctx)?;
+            if let Some(counters) = ctx.table_counters(insert.table.id) {
+                counters
+                    .n_tup_ins
+                    .fetch_add(written.count, Ordering::Relaxed);
+            }
             Box::new(ctx.written(written))
         }
         Plan::Update(update) => {
             let written = update.run(ctx)?;
+            count_write(&update.target, &written, |c| &c.n_tup_upd, ctx);
             Box::new(ctx.written(written))
         }
         Plan::Delete(delete) => {
             let written = delete.run(ctx)?;
+            count_write(&delete.target, &written, |c| &c.n_tup_del, ctx);
             Box::new(ctx.written(written))
         }
         Plan::System(table) => Box::new(RowsSource::new((table.rows)(ctx)?)),
@@ -561,14 +590,55 @@ enum ScanRows {
 struct ScanSource<'p> {
     rows: ScanRows,
     filter: Option<&'p Expr>,
+    /// The table's activity counters, told of the rows read when the scan ends.
+    tally: Option<ScanTally<'p>>,
+}
+
+/// The rows a scan has read, for its table's `pg_stat_user_tables` counters.
+struct ScanTally<'p> {
+    counters: Arc<TableCounters>,
+    access: &'p Access,
+    rows: u64,
 }
 
 impl<'p> ScanSource<'p> {
+    fn new(rows: ScanRows, filter: Option<&'p Expr>) -> Self {
+        ScanSource {
+            rows,
+            filter,
+            tally: None,
+        }
+    }
+
     /// A scan of a range no row can be in (an equality with NULL).
     fn empty(filter: Option<&'p Expr>) -> Self {
-        ScanSource {
-            rows: ScanRows::Fetched(Vec::new().into_iter()),
-            filter,
+        Self::new(ScanRows::Fetched(Vec::new().into_iter()), filter)
+    }
+
+    /// Counts this scan, through `access`, in `table`'s activity counters.
+    fn counted(mut self, table: IndexId, access: &'p Access, ctx: &ExecCtx) -> Self {
+        if let Some(counters) = ctx.table_counters(table) {
+            counters.scan_started(access);
+            self.tally = Some(ScanTally {
+                counters,
+                access,
+                rows: 0,
+            });
+        }
+        self
+    }
+
+    fn count_row(&mut self) {
+        if let Some(tally) = &mut self.tally {
+            tally.rows += 1;
+        }
+    }
+}
+
+impl Drop for ScanSource<'_> {
+    fn drop(&mut self) {
+        if let Some(tally) = &self.tally {
+            tally.counters.rows_read(tally.access, tally.rows);
         }
     }
 }
@@ -584,6 +654,7 @@ impl Source for ScanSource<'_> {
             let Some(row) = next else {
                 return Ok(None);
             };
+            self.count_row();
             match self.filter {
                 Some(filter) if !filter.eval_predicate(&row, ctx)? => continue,
                 _ => return Ok(Some(row)),
@@ -601,6 +672,9 @@ impl Source for ScanSource<'_> {
             match scan.next_values_into(&mut row) {
                 None => return Ok(()),
                 Some(decoded) => decoded?,
+            }
+            if let Some(tally) = &mut self.tally {
+                tally.rows += 1;
             }
             match self.filter {
                 Some(filter) if !filter.eval_predicate(&row, ctx)? => continue,
@@ -724,7 +798,7 @@ fn open_scan<'p>(
                 None => Vec::new(),
             };
             let rows = ScanRows::Fetched(rows.into_iter());
-            return Ok(ScanSource { rows, filter });
+            return Ok(ScanSource::new(rows, filter));
         }
     }
     let (start, end) = match access {
@@ -740,7 +814,7 @@ fn open_scan<'p>(
                     .txn()?
                     .index_rows(table, index, as_ref(&start), as_ref(&end))?;
                 let rows = ScanRows::Fetched(rows.into_iter());
-                return Ok(ScanSource { rows, filter });
+                return Ok(ScanSource::new(rows, filter));
             }
         },
     };
@@ -749,10 +823,7 @@ fn open_scan<'p>(
         Some(wanted) => scan.only_columns(wanted.to_vec()),
         None => scan,
     };
-    Ok(ScanSource {
-        rows: ScanRows::Stream(Box::new(scan)),
-        filter,
-    })
+    Ok(ScanSource::new(ScanRows::Stream(Box::new(scan)), filter))
 }
 
 pub fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {

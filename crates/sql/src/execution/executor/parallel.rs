@@ -114,10 +114,8 @@ fn run_parts(
 ) -> Vec<Result<Groups>> {
     let (params, info) = (ctx.params, ctx.info);
     let part = move |scan: RowScan, ctx: &mut ExecCtx| {
-        let mut source: BoxedSource = Box::new(ScanSource {
-            rows: ScanRows::Stream(Box::new(scan)),
-            filter,
-        });
+        let mut source: BoxedSource =
+            Box::new(ScanSource::new(ScanRows::Stream(Box::new(scan)), filter));
         group_rows(&mut source, groups, calls, ctx)
     };
     std::thread::scope(|scope| {
