@@ -56,6 +56,11 @@ fn pg_stat_user_tables_counts_scans_row_writes_and_maintenance_of_each_table() {
         "0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "f", "0", "f",
     ];
     assert_eq!(figures(&mut session, "b"), untouched);
+    // Another session's counts reach the view at the latest when it ends.
+    let mut other = db.session("other");
+    ok(&mut other, "INSERT INTO b VALUES (1), (2)");
+    drop(other);
+    assert_eq!(figures(&mut session, "b")[4], "2");
     // VACUUM purges the ten delete marks and is counted.
     ok(&mut session, "VACUUM a");
     let after = figures(&mut session, "a");

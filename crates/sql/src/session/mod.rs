@@ -109,6 +109,7 @@ impl Database {
                 activities: Some(Arc::clone(&self.activities)),
                 sequences: Arc::default(),
                 table_activity: Some(Arc::clone(&self.table_activity)),
+                pending_counts: Arc::default(),
             },
             block: None,
             prepared: HashMap::new(),
@@ -278,6 +279,13 @@ pub struct Session {
     xact_start: Option<i64>,
 }
 
+impl Drop for Session {
+    /// Adds the session's pending table counts to the database's.
+    fn drop(&mut self) {
+        self.info.pending_counts.flush_into(&self.db.table_activity);
+    }
+}
+
 /// The transaction status a client sees (ReadyForQuery).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransactionStatus {
@@ -442,6 +450,9 @@ impl Session {
             self.xact_start = None;
         }
         activity.statement_ended(state, now_micros());
+        if let Some(shared) = &self.info.table_activity {
+            self.info.pending_counts.flush_if_due(shared);
+        }
         result
     }
 

@@ -65,10 +65,11 @@ pub const VIEWS: &[SystemTable] = &[
 fn pg_stat_tables(ctx: &mut ExecCtx) -> Result<Rows> {
     let engine = ctx.engine()?.clone();
     let mut rows = Vec::new();
+    let Some(activity) = ctx.table_activity().cloned() else {
+        return Ok(Vec::new());
+    };
     for table in engine.tables() {
-        let Some(counters) = ctx.table_counters(table.id) else {
-            continue;
-        };
+        let counters = activity.of(table.id);
         let count =
             |c: &std::sync::atomic::AtomicU64| Value::BigInt(c.load(Ordering::Relaxed) as i64);
         let last = |t: &std::sync::atomic::AtomicI64| match t.load(Ordering::Relaxed) {

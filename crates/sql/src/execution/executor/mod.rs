@@ -19,7 +19,6 @@ use join::{JoinSource, LateralSource};
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -35,7 +34,7 @@ use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, Ag
 use crate::execution::expr::{Expr, Subquery};
 use crate::execution::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
 use crate::execution::set_functions::{Series, SetCall};
-use crate::execution::table_activity::{TableActivity, TableCounters};
+use crate::execution::table_activity::{Counts, PendingCounts, TableActivity};
 use crate::execution::write::Written;
 
 pub type Row = Vec<Value>;
@@ -54,6 +53,8 @@ pub struct SessionInfo {
     pub sequences: Arc<parking_lot::Mutex<crate::execution::sequences::SessionSequences>>,
     /// Every table's activity counters (`pg_stat_user_tables`); `None` outside a database.
     pub table_activity: Option<Arc<TableActivity>>,
+    /// This session's counts not yet added to `table_activity`.
+    pub pending_counts: Arc<PendingCounts>,
 }
 
 /// Per plan node figures for EXPLAIN ANALYZE.
@@ -131,9 +132,18 @@ impl<'a> ExecCtx<'a> {
         self.param_rows.take()
     }
 
-    /// The activity counters of table `id` (none outside a database).
-    pub fn table_counters(&self, id: IndexId) -> Option<Arc<TableCounters>> {
-        self.info.table_activity.as_ref().map(|all| all.of(id))
+    /// Counts into this session's pending counts of table `id` (see
+    /// [`crate::execution::table_activity`]).
+    pub fn count(&self, id: IndexId, count: impl FnOnce(&mut Counts)) {
+        self.info.pending_counts.add(id, count);
+    }
+
+    /// Every table's activity counters, this session's pending counts added first (none
+    /// outside a database).
+    pub fn table_activity(&self) -> Option<&Arc<TableActivity>> {
+        let shared = self.info.table_activity.as_ref()?;
+        self.info.pending_counts.flush_into(shared);
+        Some(shared)
     }
 
     /// The number of rows the statement's write node wrote, if it had one (taken once).
@@ -297,6 +307,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         activities: None,
         sequences: Arc::default(),
         table_activity: None,
+        pending_counts: Arc::default(),
     };
     let mut ctx = ExecCtx::new(None, None, &[], &info);
     expr.eval(&[], &mut ctx)
@@ -371,18 +382,17 @@ fn add_io(stats: &mut NodeStats, io: ThreadIo) {
     stats.io.read_ahead += io.read_ahead;
 }
 
-/// Counts an UPDATE or DELETE of `target`'s table in its activity counters: the scan that
-/// found its rows, and the rows it wrote in the counter `rows` picks.
+/// Counts an UPDATE or DELETE of `target`'s table: the scan that found its rows, and (`rows`)
+/// the rows it wrote.
 fn count_write(
     target: &crate::execution::write::Target,
-    written: &Written,
-    rows: impl Fn(&TableCounters) -> &std::sync::atomic::AtomicU64,
     ctx: &ExecCtx,
+    rows: impl FnOnce(&mut Counts),
 ) {
-    if let Some(counters) = ctx.table_counters(target.table.id) {
-        counters.scan_started(&target.access);
-        rows(&counters).fetch_add(written.count, Ordering::Relaxed);
-    }
+    ctx.count(target.table.id, |c| {
+        c.scan(&target.access, 0);
+        rows(c);
+    });
 }
 
 struct Instrumented<'p> {
@@ -420,21 +430,19 @@ fn open_node<'p>(
         Plan::Values { rows, .. } => Box::new(ValuesSource { rows, next: 0 }),
         Plan::Insert(insert) => {
             let written = insert.run(ctx)?;
-            if let Some(counters) = ctx.table_counters(insert.table.id) {
-                counters
-                    .n_tup_ins
-                    .fetch_add(written.count, Ordering::Relaxed);
-            }
+            ctx.count(insert.table.id, |c| c.n_tup_ins += written.count);
             Box::new(ctx.written(written))
         }
         Plan::Update(update) => {
             let written = update.run(ctx)?;
-            count_write(&update.target, &written, |c| &c.n_tup_upd, ctx);
+            let rows = written.count;
+            count_write(&update.target, ctx, |c| c.n_tup_upd += rows);
             Box::new(ctx.written(written))
         }
         Plan::Delete(delete) => {
             let written = delete.run(ctx)?;
-            count_write(&delete.target, &written, |c| &c.n_tup_del, ctx);
+            let rows = written.count;
+            count_write(&delete.target, ctx, |c| c.n_tup_del += rows);
             Box::new(ctx.written(written))
         }
         Plan::System(table) => Box::new(RowsSource::new((table.rows)(ctx)?)),
@@ -596,7 +604,8 @@ struct ScanSource<'p> {
 
 /// The rows a scan has read, for its table's `pg_stat_user_tables` counters.
 struct ScanTally<'p> {
-    counters: Arc<TableCounters>,
+    pending: Arc<PendingCounts>,
+    table: IndexId,
     access: &'p Access,
     rows: u64,
 }
@@ -615,16 +624,14 @@ impl<'p> ScanSource<'p> {
         Self::new(ScanRows::Fetched(Vec::new().into_iter()), filter)
     }
 
-    /// Counts this scan, through `access`, in `table`'s activity counters.
+    /// Counts this scan, through `access`, in `table`'s activity counters when it ends.
     fn counted(mut self, table: IndexId, access: &'p Access, ctx: &ExecCtx) -> Self {
-        if let Some(counters) = ctx.table_counters(table) {
-            counters.scan_started(access);
-            self.tally = Some(ScanTally {
-                counters,
-                access,
-                rows: 0,
-            });
-        }
+        self.tally = Some(ScanTally {
+            pending: Arc::clone(&ctx.info.pending_counts),
+            table,
+            access,
+            rows: 0,
+        });
         self
     }
 
@@ -638,7 +645,8 @@ impl<'p> ScanSource<'p> {
 impl Drop for ScanSource<'_> {
     fn drop(&mut self) {
         if let Some(tally) = &self.tally {
-            tally.counters.rows_read(tally.access, tally.rows);
+            let (access, rows) = (tally.access, tally.rows);
+            tally.pending.add(tally.table, |c| c.scan(access, rows));
         }
     }
 }
