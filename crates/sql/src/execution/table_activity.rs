@@ -7,8 +7,9 @@
 //! a write statement its count, committed or not, as PostgreSQL's `n_tup_*`) and adds them to
 //! the database's counters at most every [`FLUSH_INTERVAL`], when it ends, and before it reads
 //! the view itself; so the view may lag other sessions by that much, and no statement writes a
-//! shared counter (with 8 sysbench threads on 2 cores, shared counters per scan cost 2–9% of
-//! the throughput in one A/B run, inside that run's noise but in every workload). Live and
+//! shared counter (8 sysbench threads on 2 cores would otherwise contend on the same cache
+//! lines for every scan; A/B runs of oltp_point_select could not tell the two apart within
+//! their ±10% noise). Live and
 //! dead row counts are not kept here: the view reads the engine's, kept at commit and purge
 //! (`Engine::table_rows`). Counters live in memory only and start at zero with the server.
 
