@@ -9,9 +9,9 @@
 //! the view itself; so the view may lag other sessions by that much, and no statement writes a
 //! shared counter (8 sysbench threads on 2 cores would otherwise contend on the same cache
 //! lines for every scan; A/B runs of oltp_point_select could not tell the two apart within
-//! their ±10% noise). Live and
-//! dead row counts are not kept here: the view reads the engine's, kept at commit and purge
-//! (`Engine::table_rows`). Counters live in memory only and start at zero with the server.
+//! their ±10% noise). Live and dead row counts are not kept here: the view reads the engine's,
+//! kept at commit and purge (`Engine::table_rows`). Counters live in memory only and start at
+//! zero with the server.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -35,7 +35,8 @@ pub struct TableCounters {
     pub n_tup_del: AtomicU64,
     pub vacuum_count: AtomicU64,
     pub analyze_count: AtomicU64,
-    /// Microseconds since the Unix epoch of the last VACUUM / ANALYZE; 0 for never.
+    /// When the last VACUUM / ANALYZE ended, in microseconds since PostgreSQL's epoch
+    /// (2000-01-01, a `timestamptz` value); 0 for never.
     pub last_vacuum: AtomicI64,
     pub last_analyze: AtomicI64,
 }

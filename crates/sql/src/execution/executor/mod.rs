@@ -598,16 +598,17 @@ enum ScanRows {
 struct ScanSource<'p> {
     rows: ScanRows,
     filter: Option<&'p Expr>,
-    /// The table's activity counters, told of the rows read when the scan ends.
+    /// Rows read so far, filtered out or not.
+    rows_read: u64,
+    /// Where the scan and `rows_read` are counted when it ends (`pg_stat_user_tables`).
     tally: Option<ScanTally<'p>>,
 }
 
-/// The rows a scan has read, for its table's `pg_stat_user_tables` counters.
+/// A scan's table and access path, and the session's pending counts they go to.
 struct ScanTally<'p> {
     pending: Arc<PendingCounts>,
     table: IndexId,
     access: &'p Access,
-    rows: u64,
 }
 
 impl<'p> ScanSource<'p> {
@@ -615,6 +616,7 @@ impl<'p> ScanSource<'p> {
         ScanSource {
             rows,
             filter,
+            rows_read: 0,
             tally: None,
         }
     }
@@ -630,22 +632,15 @@ impl<'p> ScanSource<'p> {
             pending: Arc::clone(&ctx.info.pending_counts),
             table,
             access,
-            rows: 0,
         });
         self
-    }
-
-    fn count_row(&mut self) {
-        if let Some(tally) = &mut self.tally {
-            tally.rows += 1;
-        }
     }
 }
 
 impl Drop for ScanSource<'_> {
     fn drop(&mut self) {
         if let Some(tally) = &self.tally {
-            let (access, rows) = (tally.access, tally.rows);
+            let (access, rows) = (tally.access, self.rows_read);
             tally.pending.add(tally.table, |c| c.scan(access, rows));
         }
     }
@@ -662,7 +657,7 @@ impl Source for ScanSource<'_> {
             let Some(row) = next else {
                 return Ok(None);
             };
-            self.count_row();
+            self.rows_read += 1;
             match self.filter {
                 Some(filter) if !filter.eval_predicate(&row, ctx)? => continue,
                 _ => return Ok(Some(row)),
@@ -681,9 +676,7 @@ impl Source for ScanSource<'_> {
                 None => return Ok(()),
                 Some(decoded) => decoded?,
             }
-            if let Some(tally) = &mut self.tally {
-                tally.rows += 1;
-            }
+            self.rows_read += 1;
             match self.filter {
                 Some(filter) if !filter.eval_predicate(&row, ctx)? => continue,
                 _ => visit(&row, ctx)?,
