@@ -156,3 +156,19 @@ fn an_error_in_a_helper_thread_fails_the_statement_and_the_session_goes_on() {
     let counted = rows(&mut session, "SELECT count(*) FROM t");
     assert_eq!(counted, vec![vec![Value::BigInt(ROWS)]]);
 }
+
+#[test]
+fn a_parallel_scan_counts_each_part_and_every_row_in_pg_stat_user_tables() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    load(&mut session);
+    let before = parts_scanned(&mut session);
+    ok(&mut session, "SELECT count(*) FROM t");
+    let parts = parts_scanned(&mut session) - before;
+    assert!(parts >= 2, "{parts} parts");
+    let sql = "SELECT seq_scan, seq_tup_read FROM pg_stat_user_tables WHERE relname = 't'";
+    assert_eq!(
+        rows(&mut session, sql),
+        [[Value::BigInt(parts), Value::BigInt(ROWS)]]
+    );
+}

@@ -16,6 +16,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use steady_engine::table::RowScan;
+use steady_engine::version::IndexId;
 
 use super::{
     as_ref, encode_range, finish_groups, group_rows, BoxedSource, ExecCtx, Groups, Row, ScanRows,
@@ -91,7 +92,8 @@ pub(super) fn aggregate(
         lower = cut.map_or(Bound::Unbounded, Bound::Included);
     }
     PARTS_SCANNED.fetch_add(scans.len() as u64, Ordering::Relaxed);
-    let partials = run_parts(scans, filter.as_ref(), groups, calls, ctx);
+    let counted = (table.id, access);
+    let partials = run_parts(scans, filter.as_ref(), counted, (groups, calls), ctx);
     let mut merged: Option<Groups> = None;
     for partial in partials {
         let partial = partial?;
@@ -104,18 +106,20 @@ pub(super) fn aggregate(
     finish_groups(merged, calls).map(Some)
 }
 
-/// Each part's groups, the first computed on this thread, the others on scoped threads.
+/// Each part's groups, the first computed on this thread, the others on scoped threads. Each
+/// part counts as a scan of the table through `access` (`pg_stat_user_tables`), as each
+/// worker's scan of a parallel scan does in PostgreSQL.
 fn run_parts(
     scans: Vec<RowScan>,
     filter: Option<&Expr>,
-    groups: &[Expr],
-    calls: &[AggCall],
+    (table, access): (IndexId, &Access),
+    (groups, calls): (&[Expr], &[AggCall]),
     ctx: &mut ExecCtx,
 ) -> Vec<Result<Groups>> {
     let (params, info) = (ctx.params, ctx.info);
     let part = move |scan: RowScan, ctx: &mut ExecCtx| {
-        let mut source: BoxedSource =
-            Box::new(ScanSource::new(ScanRows::Stream(Box::new(scan)), filter));
+        let source = ScanSource::new(ScanRows::Stream(Box::new(scan)), filter);
+        let mut source: BoxedSource = Box::new(source.counted(table, access, ctx));
         group_rows(&mut source, groups, calls, ctx)
     };
     std::thread::scope(|scope| {
