@@ -6,6 +6,9 @@
 //! of the memory (fresh memory is zeroed by the kernel on first touch, which dominated builds),
 //! and a sort of 32-byte entries that compares integers and rarely reaches `memcmp`.
 //!
+//! A build that sorts on several threads ([`crate::index_build`]) gives each its own sorter and
+//! reads the sorted sorters as one, merged ([`MergedKeys`]).
+//!
 //! Invariant: sorting by (prefix, key bytes) is sorting by the key bytes ([`sort_prefix`]).
 
 /// Keys with payloads, gathered then sorted by key.
@@ -78,27 +81,25 @@ impl KeySorter {
     /// Sorts the entries by key (equal keys in no particular order).
     pub fn sort(&mut self) {
         let arena = &self.arena;
-        self.entries.sort_unstable_by(|a, b| {
-            a.prefix
-                .cmp(&b.prefix)
-                .then_with(|| key_of(arena, a).cmp(key_of(arena, b)))
-        });
+        self.entries
+            .sort_unstable_by(|a, b| entry_order((arena, a), (arena, b)));
     }
 
     /// The entries in their order: `(key, payload, flag)`.
     pub fn iter(&self) -> impl Iterator<Item = Sorted<'_>> + '_ {
-        self.entries.iter().map(|entry| {
-            let key_end = entry.start + entry.key_len as usize;
-            let payload = &self.arena[key_end..key_end + entry.payload_len()];
-            (key_of(&self.arena, entry), payload, entry.flag())
-        })
+        self.entries.iter().map(|entry| self.sorted(entry))
+    }
+
+    /// One of the entries as `(key, payload, flag)`.
+    fn sorted<'a>(&'a self, entry: &Entry) -> Sorted<'a> {
+        let key_end = entry.start + entry.key_len as usize;
+        let payload = &self.arena[key_end..key_end + entry.payload_len()];
+        (key_of(&self.arena, entry), payload, entry.flag())
     }
 
     /// Whether two neighbouring entries (in their order) are `same`.
     pub fn any_neighbours(&self, same: impl Fn(Sorted<'_>, Sorted<'_>) -> bool) -> bool {
-        self.iter()
-            .zip(self.iter().skip(1))
-            .any(|(a, b)| same(a, b))
+        any_neighbours(self.iter(), same)
     }
 
     /// The entries as owned `(key, payload)` pairs, in their order.
@@ -116,6 +117,68 @@ fn key_of<'a>(arena: &'a [u8], entry: &Entry) -> &'a [u8] {
     &arena[entry.start..entry.start + entry.key_len as usize]
 }
 
+/// The order of two entries, each with the arena it lies in.
+fn entry_order(a: (&[u8], &Entry), b: (&[u8], &Entry)) -> std::cmp::Ordering {
+    a.1.prefix
+        .cmp(&b.1.prefix)
+        .then_with(|| key_of(a.0, a.1).cmp(key_of(b.0, b.1)))
+}
+
+/// Whether two neighbouring entries of `sorted` are `same`.
+fn any_neighbours<'a>(
+    sorted: impl Iterator<Item = Sorted<'a>>,
+    same: impl Fn(Sorted<'_>, Sorted<'_>) -> bool,
+) -> bool {
+    let mut previous = None;
+    for entry in sorted {
+        if previous.is_some_and(|previous| same(previous, entry)) {
+            return true;
+        }
+        previous = Some(entry);
+    }
+    false
+}
+
+/// Sorted sorters read as one sorted sequence: their entries merged by key.
+pub(crate) struct MergedKeys {
+    parts: Vec<KeySorter>,
+}
+
+impl MergedKeys {
+    /// `parts`, each sorted ([`KeySorter::sort`]).
+    pub fn new(parts: Vec<KeySorter>) -> Self {
+        MergedKeys { parts }
+    }
+
+    /// Every part's entries in key order (equal keys in no particular order). Each step looks
+    /// at the head of every part: the parts are a build's threads, a handful.
+    pub fn iter(&self) -> impl Iterator<Item = Sorted<'_>> + '_ {
+        let mut next = vec![0; self.parts.len()];
+        std::iter::from_fn(move || {
+            let mut least: Option<(usize, &KeySorter, &Entry)> = None;
+            for (part, sorter) in self.parts.iter().enumerate() {
+                let Some(entry) = sorter.entries.get(next[part]) else {
+                    continue;
+                };
+                let before = least.is_none_or(|(_, least_sorter, least_entry)| {
+                    entry_order((&sorter.arena, entry), (&least_sorter.arena, least_entry)).is_lt()
+                });
+                if before {
+                    least = Some((part, sorter, entry));
+                }
+            }
+            let (part, sorter, entry) = least?;
+            next[part] += 1;
+            Some(sorter.sorted(entry))
+        })
+    }
+
+    /// Whether two neighbouring entries (in their merged order) are `same`.
+    pub fn any_neighbours(&self, same: impl Fn(Sorted<'_>, Sorted<'_>) -> bool) -> bool {
+        any_neighbours(self.iter(), same)
+    }
+}
+
 /// The first 16 bytes of `bytes` as one integer, padded with zeros: ordering by it first, then by
 /// the bytes, is the bytes' own order (a zero pad sorts like the end of a shorter string), and
 /// sorting keys then rarely reaches `memcmp`.
@@ -128,7 +191,7 @@ pub(crate) fn sort_prefix(bytes: &[u8]) -> u128 {
 
 #[cfg(test)]
 mod tests {
-    use super::{sort_prefix, KeySorter};
+    use super::{sort_prefix, KeySorter, MergedKeys};
     use proptest::prelude::*;
 
     proptest! {
@@ -171,6 +234,29 @@ mod tests {
             prop_assert_eq!(&got, &model);
             let pairs: Vec<(Vec<u8>, Vec<u8>)> = sorter.into_pairs().collect();
             prop_assert_eq!(pairs.len(), model.len());
+        }
+
+        /// Sorters read merged give every key of every part in key order, and find neighbours
+        /// that come from different parts.
+        #[test]
+        fn merged_parts_are_every_key_in_order(
+            keys in prop::collection::vec(
+                (prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0..20), 0..3usize),
+                0..200,
+            ),
+        ) {
+            let mut parts: Vec<KeySorter> = (0..3).map(|_| KeySorter::default()).collect();
+            for (i, (key, part)) in keys.iter().enumerate() {
+                parts[*part].push(key, &i.to_be_bytes(), false);
+            }
+            parts.iter_mut().for_each(KeySorter::sort);
+            let merged = MergedKeys::new(parts);
+            let got: Vec<&[u8]> = merged.iter().map(|(key, _, _)| key).collect();
+            let mut model: Vec<&[u8]> = keys.iter().map(|(key, _)| key.as_slice()).collect();
+            model.sort();
+            prop_assert_eq!(&got, &model);
+            let repeated = model.windows(2).any(|w| w[0] == w[1]);
+            prop_assert_eq!(merged.any_neighbours(|(a, ..), (b, ..)| a == b), repeated);
         }
     }
 }

@@ -40,15 +40,21 @@ use crate::version::{
 use steady_types::Value;
 
 impl Engine {
-    /// A sorter with room for the index entries of the table in `clustered`: at most as many as
-    /// its leaves can hold records (the smallest takes [`MIN_RECORD_BYTES`]), with an arena the
-    /// size of its leaves (entries are a row's key columns and primary key, usually smaller than
-    /// the row; past that the arena grows).
-    pub(crate) fn sorter_for(&self, clustered: &BTree) -> Result<KeySorter> {
+    /// A sorter with room for the index entries of one of `parts` parts of the table in
+    /// `clustered`: at most as many as the part's leaves can hold records (the smallest takes
+    /// [`MIN_RECORD_BYTES`]), with an arena the size of its leaves (entries are a row's key
+    /// columns and primary key, usually smaller than the row; past that the arena grows). A part
+    /// is taken as half as large again as an even share: parts are about equal.
+    pub(crate) fn sorter_for(&self, clustered: &BTree, parts: usize) -> Result<KeySorter> {
         let leaf_bytes = clustered.stats()?.leaf_pages * self.store.pool().page_size();
+        let part_bytes = if parts > 1 {
+            leaf_bytes / parts * 3 / 2
+        } else {
+            leaf_bytes
+        };
         Ok(KeySorter::with_capacity(
-            leaf_bytes / MIN_RECORD_BYTES,
-            leaf_bytes,
+            part_bytes / MIN_RECORD_BYTES,
+            part_bytes,
         ))
     }
 

@@ -247,6 +247,33 @@ fn a_unique_build_meeting_a_duplicate_written_during_it_fails_and_leaves_nothing
     assert_eq!(trees, trees_before, "the new index's tree is dropped");
 }
 
+/// A table of some 250 leaves is read and sorted in parts, one per core: a UNIQUE build finds
+/// two equal keys in its first and last rows (parts apart) and leaves nothing, and a plain
+/// build's index holds every row.
+#[test]
+fn a_build_read_in_parts_finds_duplicates_across_them_and_misses_no_row() {
+    let engine = open();
+    let table = table(&engine, 20_000);
+    let mut last = row(19_999, 19_999 % 97);
+    last[2] = Value::Text("row 0".into());
+    engine
+        .autocommit(|t| t.update_row(&table, &pk(19_999), &last))
+        .unwrap();
+    let unique = engine.autocommit(|t| t.create_secondary_index("t", "by_w", vec![2], true));
+    assert!(
+        matches!(unique, Err(EngineError::UniqueViolation { .. })),
+        "{unique:?}"
+    );
+    assert!(engine.table("t").unwrap().indexes.is_empty());
+    engine
+        .autocommit(|t| t.create_secondary_index("t", "by_v", vec![1], false))
+        .unwrap();
+    let checks = checked(&engine);
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].entries, 20_000);
+    assert_fresh(&checks);
+}
+
 #[test]
 fn builds_and_a_rebuild_under_a_stream_of_writers_end_equal_to_fresh_builds() {
     let engine = open();

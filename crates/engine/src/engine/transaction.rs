@@ -148,6 +148,17 @@ impl Transaction {
     /// transaction's own writes; an online index build reads its table so, from a snapshot of its
     /// own (see [`crate::index_build`]).
     pub(crate) fn scan_all_at(&mut self, index: IndexId, snapshot: Option<Csn>) -> Result<Scan> {
+        self.scan_range_at(index, snapshot, Bound::Unbounded, Bound::Unbounded)
+    }
+
+    /// [`Transaction::scan_all_at`] over the keys in `start..end` only.
+    pub(crate) fn scan_range_at(
+        &mut self,
+        index: IndexId,
+        snapshot: Option<Csn>,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+    ) -> Result<Scan> {
         self.check_open()?;
         Ok(Scan {
             engine: Arc::clone(&self.engine),
@@ -155,8 +166,8 @@ impl Transaction {
             tree: self.engine.tree(index)?,
             index,
             snapshot,
-            next_start: Some(Bound::Unbounded),
-            end: Bound::Unbounded,
+            next_start: Some(start),
+            end,
             leaf: Default::default(),
         })
     }
