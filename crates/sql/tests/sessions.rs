@@ -1117,6 +1117,33 @@ fn repeated_delete_limit_reads_about_as_many_pages_each_time_with_an_old_snapsho
     ok(&mut old, "COMMIT");
 }
 
+/// CHECKPOINT writes every page changed before it and moves the redo point to the log's end:
+/// recovery would replay nothing of the writes before it. It also runs inside a transaction
+/// block, as PostgreSQL's does.
+#[test]
+fn checkpoint_leaves_no_redo_to_replay() {
+    let (_dir, db) = open();
+    let mut session = db.session("checkpointer");
+    let age = "SELECT value FROM steady_metrics WHERE name = 'wal_checkpoint_age'";
+    create_t(&mut session, 1000, 10);
+    // Purge's work for the insert first, so that no background redo follows the checkpoint.
+    while db.engine().purge().unwrap() > 0 {}
+    assert_ne!(
+        cell(&mut session, age),
+        "0",
+        "the rows' redo is not checkpointed yet"
+    );
+    assert_eq!(ok(&mut session, "CHECKPOINT").tag, "CHECKPOINT");
+    assert_eq!(cell(&mut session, age), "0");
+    ok(&mut session, "BEGIN");
+    ok(&mut session, "UPDATE t SET v = v + 1");
+    ok(&mut session, "CHECKPOINT");
+    ok(&mut session, "COMMIT");
+    assert_eq!(cell(&mut session, "SELECT sum(v) FROM t"), "5500");
+    let err = run(&mut session, "CHECKPOINT now").unwrap_err();
+    assert_eq!(err.code, "42601");
+}
+
 /// The buffer pool's page requests made while `sql` ran.
 fn page_requests(session: &mut Session, sql: &str) -> u64 {
     let metric = "SELECT value FROM steady_metrics WHERE name = 'buffer_pool_read_requests'";

@@ -1,7 +1,7 @@
 //! SQL text to statements: splits a query string at top-level semicolons, parses each statement
 //! with sqlparser's PostgreSQL dialect, and handles the statements sqlparser cannot parse in the
-//! forms clients send (`VACUUM ANALYZE t`, `VACUUM (ANALYZE) t`, `ANALYZE t`) with a small parser
-//! of their own over the same tokens.
+//! forms clients send (`VACUUM ANALYZE t`, `VACUUM (ANALYZE) t`, `ANALYZE t`, `CHECKPOINT`) with a
+//! small parser of their own over the same tokens.
 
 use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
@@ -27,6 +27,8 @@ pub enum Statement {
     Analyze {
         tables: Vec<String>,
     },
+    /// `CHECKPOINT`.
+    Checkpoint,
     /// Nothing but whitespace and comments (a prepared empty query).
     Empty,
 }
@@ -73,6 +75,14 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
         .collect();
     match words.first() {
         Some(Token::Word(w)) if w.keyword == Keyword::VACUUM => return parse_vacuum(&words[1..]),
+        Some(token) if word(token).as_deref() == Some("checkpoint") => {
+            return match words.get(1) {
+                None => Ok(Statement::Checkpoint),
+                Some(extra) => Err(SqlError::syntax(format!(
+                    "syntax error at or near \"{extra}\""
+                ))),
+            };
+        }
         Some(Token::Word(w)) if w.keyword == Keyword::ANALYZE => {
             return Ok(Statement::Analyze {
                 tables: table_list(&words[1..], &["verbose"])?,

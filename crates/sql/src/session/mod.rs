@@ -567,6 +567,7 @@ impl Session {
                 tables,
             } => return self.vacuum(*full, *analyze, tables),
             Statement::Analyze { tables } => return self.analyze(tables),
+            Statement::Checkpoint => return self.checkpoint(),
             Statement::Empty => return Ok(QueryResult::command("")),
         };
         use ast::Statement as S;
@@ -979,6 +980,17 @@ impl Session {
             self.analyze(tables)?;
         }
         Ok(QueryResult::command("VACUUM"))
+    }
+
+    /// `CHECKPOINT`: writes every page changed before now and records the redo point, as
+    /// PostgreSQL's does (also inside a transaction block, whose writes are not its concern).
+    fn checkpoint(&mut self) -> Result<QueryResult> {
+        self.db
+            .engine()
+            .store()
+            .checkpoint()
+            .map_err(steady_engine::error::EngineError::from)?;
+        Ok(QueryResult::command("CHECKPOINT"))
     }
 
     fn analyze(&mut self, tables: &[String]) -> Result<QueryResult> {
