@@ -83,9 +83,7 @@ pub(crate) fn parse_numeric(text: &str) -> Result<Decimal, TypeError> {
         _ => {}
     }
     let parts = DecimalText::split(s).ok_or_else(|| invalid_syntax("numeric", text))?;
-    parts.to_decimal().ok_or_else(|| {
-        TypeError::NumericValueOutOfRange("value overflows numeric format".to_owned())
-    })
+    parts.to_decimal(text)
 }
 
 pub(crate) fn unsupported(message: &str) -> TypeError {
@@ -120,9 +118,11 @@ impl<'a> DecimalText<'a> {
         })
     }
 
-    /// The value with PostgreSQL's display scale (`max(0, fraction digits - exponent)`), rounded
-    /// to 28 fractional digits; `None` if it does not fit a `Decimal`.
-    pub(crate) fn to_decimal(&self) -> Option<Decimal> {
+    /// The value with PostgreSQL's display scale (`max(0, fraction digits - exponent)`), as far
+    /// as a `Decimal`'s 28 digits allow; 22003 if it does not fit one, or only rounded (a value
+    /// is never changed; trailing zeros of the scale may be dropped). `text` is the input, for
+    /// the error.
+    pub(crate) fn to_decimal(&self, text: &str) -> Result<Decimal, TypeError> {
         let digits = format!("{}{}", self.integer, self.fraction);
         let scale = self.fraction.len() as i64 - self.exponent;
         let plain = match usize::try_from(scale) {
@@ -133,10 +133,28 @@ impl<'a> DecimalText<'a> {
             }
             Err(_) => format!("{digits}{}", "0".repeat(scale.unsigned_abs() as usize)),
         };
-        let mut d = Decimal::from_str(&plain).ok()?;
+        let mut d = Decimal::from_str(&plain).map_err(|_| {
+            TypeError::NumericValueOutOfRange("value overflows numeric format".to_owned())
+        })?;
+        if significant(&plain) != significant(&d.to_string()) {
+            return Err(TypeError::NumericValueOutOfRange(format!(
+                "numeric value {} has more digits than SteadyDB's numeric holds exactly (28)",
+                pg_trim(text)
+            )));
+        }
         d.set_sign_negative(self.negative && !d.is_zero());
-        Some(d)
+        Ok(d)
     }
+}
+
+/// The digits of an unsigned plain decimal (`123.450`) that make its value: without leading
+/// zeros of the integer part and trailing zeros of the fraction (`123.45`).
+fn significant(plain: &str) -> (&str, &str) {
+    let (integer, fraction) = plain.split_once('.').unwrap_or((plain, ""));
+    (
+        integer.trim_start_matches('0'),
+        fraction.trim_end_matches('0'),
+    )
 }
 
 /// Rounds (half away from zero) to the column's scale and checks its precision.

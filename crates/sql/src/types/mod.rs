@@ -3,7 +3,6 @@
 
 pub mod ops;
 
-use rust_decimal::Decimal;
 use sqlparser::ast::{self, CharacterLength, ExactNumberInfo};
 use steady_types::{ArrayElement, DataType, Value};
 
@@ -268,14 +267,11 @@ pub fn parse_number(text: &str) -> Result<Value> {
     if let Ok(v) = text.parse::<i64>() {
         return Ok(Value::BigInt(v));
     }
-    let parsed = if text.contains(['e', 'E']) {
-        Decimal::from_scientific(text)
-    } else {
-        text.parse::<Decimal>()
+    let numeric = DataType::Numeric {
+        precision: None,
+        scale: None,
     };
-    parsed
-        .map(Value::Numeric)
-        .map_err(|_| SqlError::new("22003", format!("value out of range: {text}")))
+    Ok(Value::parse(&numeric, text)?)
 }
 
 /// Whether `name` is lower-case letters, digits and `_`, not starting with a digit: it reads

@@ -476,9 +476,9 @@ fn numeric_overflow() -> SqlError {
 
 fn numeric_arith(op: ArithOp, a: Decimal, b: Decimal) -> Result<Decimal> {
     match op {
-        ArithOp::Add => a.checked_add(b).ok_or_else(numeric_overflow),
-        ArithOp::Sub => a.checked_sub(b).ok_or_else(numeric_overflow),
-        ArithOp::Mul => a.checked_mul(b).ok_or_else(numeric_overflow),
+        ArithOp::Add => exact(op, a, b, a.checked_add(b)),
+        ArithOp::Sub => exact(op, a, b, a.checked_sub(b)),
+        ArithOp::Mul => exact(op, a, b, a.checked_mul(b)),
         ArithOp::Div | ArithOp::Mod if b.is_zero() => {
             Err(SqlError::new("22012", "division by zero"))
         }
@@ -486,6 +486,73 @@ fn numeric_arith(op: ArithOp, a: Decimal, b: Decimal) -> Result<Decimal> {
         ArithOp::Mod => a.checked_rem(b).ok_or_else(numeric_overflow),
         ArithOp::Concat => unreachable!("concatenation is not arithmetic"),
     }
+}
+
+/// The result of `a op b` (addition, subtraction or multiplication) as computed, if it is the
+/// exact one. PostgreSQL's numeric computes these exactly with up to 1,000 digits; a `Decimal`
+/// holds 28 to 29 and rounds the rest away silently (`1e20 + 1e-10`, or the product of two
+/// 15-digit fractions): a result that lost digits so is refused with 22003 instead of returned
+/// changed. Rounding only ever lowers the scale, so a result with at least the exact result's
+/// scale is exact; otherwise the exact value is worked out in `i128` (trailing zeros dropped)
+/// and compared.
+fn exact(op: ArithOp, a: Decimal, b: Decimal, result: Option<Decimal>) -> Result<Decimal> {
+    let result = result.ok_or_else(numeric_overflow)?;
+    let exact_scale = match op {
+        ArithOp::Mul => a.scale() + b.scale(),
+        _ => a.scale().max(b.scale()),
+    };
+    if result.scale() >= exact_scale || exact_value(op, a, b) == Some(normalized(result)) {
+        return Ok(result);
+    }
+    Err(SqlError::new(
+        "22003",
+        format!(
+            "the result of {a} {} {b} has more digits than SteadyDB's numeric holds exactly (28)",
+            op_symbol(op)
+        ),
+    ))
+}
+
+fn op_symbol(op: ArithOp) -> &'static str {
+    match op {
+        ArithOp::Add => "+",
+        ArithOp::Sub => "-",
+        _ => "*",
+    }
+}
+
+/// `(mantissa, scale)` of `d` without trailing zeros.
+fn normalized(d: Decimal) -> (i128, u32) {
+    let d = d.normalize();
+    (d.mantissa(), d.scale())
+}
+
+/// `a op b` exactly as `(mantissa, scale)` without trailing zeros; None when it takes more
+/// than an `i128`, far more than a `Decimal` holds.
+fn exact_value(op: ArithOp, a: Decimal, b: Decimal) -> Option<(i128, u32)> {
+    let ((ma, sa), (mb, sb)) = (normalized(a), normalized(b));
+    let (mut mantissa, mut scale) = match op {
+        ArithOp::Mul => (ma.checked_mul(mb)?, sa + sb),
+        _ => {
+            let scale = sa.max(sb);
+            let ma = ma.checked_mul(10i128.checked_pow(scale - sa)?)?;
+            let mb = mb.checked_mul(10i128.checked_pow(scale - sb)?)?;
+            let sum = if op == ArithOp::Add {
+                ma.checked_add(mb)?
+            } else {
+                ma.checked_sub(mb)?
+            };
+            (sum, scale)
+        }
+    };
+    while scale > 0 && mantissa % 10 == 0 {
+        mantissa /= 10;
+        scale -= 1;
+    }
+    if mantissa == 0 {
+        scale = 0;
+    }
+    Some((mantissa, scale))
 }
 
 /// Division with PostgreSQL's result scale: at least 16 significant digits, and never fewer
@@ -597,6 +664,49 @@ fn like_match(text: &[char], pattern: &[char]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// `(mantissa, scale)` without trailing zeros.
+    fn stripped(mut mantissa: i128, mut scale: u32) -> (i128, u32) {
+        while scale > 0 && mantissa % 10 == 0 {
+            mantissa /= 10;
+            scale -= 1;
+        }
+        (mantissa, scale)
+    }
+
+    proptest! {
+        /// A sum, difference or product of numerics is the exact one (worked out in `i128`
+        /// here), or, when no `Decimal` holds that, refused with 22003 — never rounded.
+        #[test]
+        fn sums_and_products_are_exact_or_refused(
+            ma in -10i64.pow(15)..10i64.pow(15),
+            sa in 0u32..20,
+            mb in -10i64.pow(15)..10i64.pow(15),
+            sb in 0u32..20,
+            op in prop_oneof![Just(ArithOp::Add), Just(ArithOp::Sub), Just(ArithOp::Mul)],
+        ) {
+            let (a, b) = (Decimal::new(ma, sa), Decimal::new(mb, sb));
+            let (ma, mb) = (i128::from(ma), i128::from(mb));
+            let (mantissa, scale) = match op {
+                ArithOp::Mul => (ma * mb, sa + sb),
+                _ => {
+                    let scale = sa.max(sb);
+                    let ma = ma * 10i128.pow(scale - sa);
+                    let mb = mb * 10i128.pow(scale - sb);
+                    (if op == ArithOp::Add { ma + mb } else { ma - mb }, scale)
+                }
+            };
+            let (mantissa, scale) = stripped(mantissa, scale);
+            let exact = Decimal::try_from_i128_with_scale(mantissa, scale).ok();
+            match (numeric_arith(op, a, b), exact) {
+                (Ok(result), Some(exact)) => prop_assert_eq!(result, exact),
+                (Ok(result), None) => prop_assert!(false, "{a} {op:?} {b} rounded to {result}"),
+                (Err(err), Some(exact)) => prop_assert!(false, "{a} {op:?} {b} = {exact} refused: {err}"),
+                (Err(err), None) => prop_assert_eq!(err.code, "22003"),
+            }
+        }
+    }
 
     #[test]
     fn like_patterns() {
