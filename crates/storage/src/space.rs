@@ -104,8 +104,16 @@ impl ExtentDescriptor {
             self.used[page / 64] &= !(1 << (page % 64));
         }
     }
+    /// The first of the extent's `pages` pages not in use, found a word of the bitmap at a time
+    /// (every allocation looks at each extent of its segment: bit by bit, loading a table took
+    /// time quadratic in its size). Bits past `pages` are never set.
     fn first_free(&self, pages: usize) -> Option<usize> {
-        (0..pages).find(|&p| !self.is_used(p))
+        self.used
+            .iter()
+            .enumerate()
+            .find(|(_, &word)| word != u64::MAX)
+            .map(|(at, word)| at * 64 + word.trailing_ones() as usize)
+            .filter(|&page| page < pages)
     }
     fn is_empty(&self) -> bool {
         self.used.iter().all(|&w| w == 0)
@@ -810,6 +818,25 @@ mod tests {
     use super::*;
     use crate::buffer_pool::{BufferPool, PoolConfig};
     use crate::io::MemVfs;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The first free page, found by words, is the first page whose bit is clear.
+        #[test]
+        fn first_free_is_the_first_clear_bit(
+            used in prop::collection::vec(any::<bool>(), 0..=BITMAP_WORDS * 64),
+            full_words in 0..=BITMAP_WORDS,
+            pages in 1..=BITMAP_WORDS * 64,
+        ) {
+            let mut extent = ExtentDescriptor { owner: 1, used: [0; BITMAP_WORDS] };
+            for page in 0..pages {
+                let set = page < full_words * 64 || used.get(page).copied().unwrap_or(false);
+                extent.set_used(page, set);
+            }
+            let by_bits = (0..pages).find(|&page| !extent.is_used(page));
+            prop_assert_eq!(extent.first_free(pages), by_bits);
+        }
+    }
 
     #[test]
     fn segments_get_whole_extents_and_empty_extents_return() {
