@@ -303,6 +303,42 @@ fn after_a_failed_sync_of_a_data_file_no_checkpoint_passes_its_writes() {
     assert_failed_sync_is_survived("space_");
 }
 
+/// After a failed sync of a data file no checkpoint can free the redo log until a restart: a
+/// writer that needs room in it gets an error instead of waiting forever (it used to wait in
+/// `reserve_log`, retrying the checkpoint every 10 ms), and a crash then loses nothing
+/// acknowledged.
+#[test]
+fn after_a_failed_sync_of_a_data_file_a_writer_needing_log_room_fails_instead_of_waiting() {
+    let vfs = base();
+    let engine = open(&vfs);
+    let mut committed = Rows::new();
+    insert_committed(&engine, 0..100, &mut committed).unwrap();
+    vfs.fail_next_syncs("space_", 1);
+    assert!(engine.store().checkpoint().is_err());
+    let mut batch = 1;
+    let refused = loop {
+        assert!(batch < 1000, "the redo log never filled");
+        let ids = batch * 100..batch * 100 + 100;
+        if let Err(err) = insert_committed(&engine, ids, &mut committed) {
+            break err;
+        }
+        batch += 1;
+    };
+    assert!(
+        batch > 1,
+        "the first batch after the failed sync failed: {refused}"
+    );
+    assert_eq!(refused.sqlstate(), "58030", "{refused}");
+    drop(engine);
+    let outcome = Outcome {
+        committed,
+        in_doubt: None,
+    };
+    for seed in 0..4 {
+        assert_recovers(&vfs.crash_image(seed), &outcome, &format!("image {seed}"));
+    }
+}
+
 /// A schema and its data as DDL leaves them: per table its name, index names and row count;
 /// and the space files (once dropped spaces are reclaimed).
 #[derive(Debug, PartialEq)]

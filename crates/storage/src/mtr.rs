@@ -50,17 +50,17 @@ thread_local! {
 }
 
 impl<'a> Mtr<'a> {
-    pub fn new(pool: &'a BufferPool) -> Self {
+    pub fn new(pool: &'a BufferPool) -> Result<Self> {
         if OPEN_MTRS.get() == 0 {
-            pool.reserve_log();
+            pool.reserve_log()?;
         }
         OPEN_MTRS.set(OPEN_MTRS.get() + 1);
-        Mtr {
+        Ok(Mtr {
             pool,
             pages: Vec::new(),
             spilled: Vec::new(),
             allocation_locks: Vec::new(),
-        }
+        })
     }
 
     pub fn pool(&self) -> &'a BufferPool {

@@ -843,7 +843,7 @@ mod tests {
         let vfs = MemVfs::new();
         let space = Space::create(&vfs, 7, 4096).unwrap();
         let pool = BufferPool::new(PoolConfig::with_budget(4096, 1 << 20)).unwrap();
-        let mut mtr = Mtr::new(&pool);
+        let mut mtr = Mtr::new(&pool).unwrap();
         let leaves = space.create_segment(&mut mtr).unwrap();
         let branches = space.create_segment(&mut mtr).unwrap();
         let a = space.allocate_page(&mut mtr, leaves).unwrap();
@@ -852,12 +852,12 @@ mod tests {
         mtr.commit();
         assert_eq!((a, c), (256, 257), "leaves share their own extent");
         assert_eq!(b, 512, "branches start another extent");
-        let mut mtr = Mtr::new(&pool);
+        let mut mtr = Mtr::new(&pool).unwrap();
         space.free_page(&mut mtr, b).unwrap();
         mtr.commit();
         assert_eq!(space.page_owner(b), None);
         let mark = space.tail_mark();
-        let mut mtr = Mtr::new(&pool);
+        let mut mtr = Mtr::new(&pool).unwrap();
         let again = space.allocate_page(&mut mtr, branches).unwrap();
         space.free_page(&mut mtr, again).unwrap();
         mtr.commit();

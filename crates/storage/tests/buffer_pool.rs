@@ -20,12 +20,12 @@ fn pool(frames: usize) -> Arc<BufferPool> {
 
 /// Allocates and formats `count` pages, each holding its own number as a counter seed.
 fn make_pages(pool: &Arc<BufferPool>, space: &Arc<Space>, count: usize) -> Vec<PageNo> {
-    let mut mtr = Mtr::new(pool);
+    let mut mtr = Mtr::new(pool).unwrap();
     let segment = space.create_segment(&mut mtr).unwrap();
     mtr.commit();
     let mut pages = Vec::new();
     for _ in 0..count {
-        let mut mtr = Mtr::new(pool);
+        let mut mtr = Mtr::new(pool).unwrap();
         let page_no = space.allocate_page(&mut mtr, segment).unwrap();
         let handle = mtr.create(space, page_no).unwrap();
         let page = mtr.page_mut(handle);
@@ -72,7 +72,7 @@ fn invalidated_pages_miss_and_are_never_written() {
     let space = Space::create(&vfs, 1, PAGE).unwrap();
     let pool = pool(64);
     let pages = make_pages(&pool, &space, 40);
-    let mut mtr = Mtr::new(&pool);
+    let mut mtr = Mtr::new(&pool).unwrap();
     let handle = mtr.latch(&space, pages[0]).unwrap();
     write_u64(mtr.page_mut(handle), HEADER_SIZE + 8, 99);
     mtr.commit();
@@ -151,7 +151,7 @@ fn threads_updating_pages_through_a_small_pool_lose_nothing() {
             scope.spawn(move || {
                 for i in 0..rounds {
                     let p = pages[(i * 7 + t * 13) % pages.len()];
-                    let mut mtr = Mtr::new(pool);
+                    let mut mtr = Mtr::new(pool).unwrap();
                     let handle = mtr.latch(space, p).unwrap();
                     let page = mtr.page_mut(handle);
                     let count = read_u64(page, HEADER_SIZE + 8);

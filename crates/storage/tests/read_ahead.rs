@@ -29,12 +29,12 @@ fn space_on_disk(dir: &std::path::Path, count: usize) -> (OsVfs, Arc<Space>, Vec
     let vfs = OsVfs::new(dir, true).unwrap();
     let space = Space::create(&vfs, 1, PAGE).unwrap();
     let writer = pool(64);
-    let mut mtr = Mtr::new(&writer);
+    let mut mtr = Mtr::new(&writer).unwrap();
     let segment = space.create_segment(&mut mtr).unwrap();
     mtr.commit();
     let mut pages = Vec::new();
     for _ in 0..count {
-        let mut mtr = Mtr::new(&writer);
+        let mut mtr = Mtr::new(&writer).unwrap();
         let page_no = space.allocate_page(&mut mtr, segment).unwrap();
         let handle = mtr.create(&space, page_no).unwrap();
         PageMut::new(mtr.page_mut(handle)).format(PageType::Leaf, space.id(), page_no, 1, 0);

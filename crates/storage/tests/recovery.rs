@@ -36,12 +36,12 @@ fn counter(store: &Store, space: &Arc<Space>, page: PageNo) -> u64 {
 fn setup(vfs: &Arc<dyn Vfs>, pages: usize) -> Vec<PageNo> {
     let store = Store::open(vfs.clone(), &config()).unwrap();
     let space = store.create_space().unwrap();
-    let mut mtr = Mtr::new(store.pool());
+    let mut mtr = Mtr::new(store.pool()).unwrap();
     let segment = space.create_segment(&mut mtr).unwrap();
     mtr.commit();
     let mut numbers = Vec::new();
     for _ in 0..pages {
-        let mut mtr = Mtr::new(store.pool());
+        let mut mtr = Mtr::new(store.pool()).unwrap();
         let page_no = space.allocate_page(&mut mtr, segment).unwrap();
         let handle = mtr.create(&space, page_no).unwrap();
         PageMut::new(mtr.page_mut(handle)).format(PageType::Leaf, space.id(), page_no, 9, 0);
@@ -58,7 +58,7 @@ fn increment_and_crash(vfs: &Arc<dyn Vfs>, pages: &[PageNo], rounds: usize) {
     let store = Store::open(vfs.clone(), &config()).unwrap();
     let space = store.space(1).unwrap();
     for round in 0..rounds {
-        let mut mtr = Mtr::new(store.pool());
+        let mut mtr = Mtr::new(store.pool()).unwrap();
         for &page in pages.iter().skip(round % 3).step_by(3).take(30) {
             let handle = mtr.latch(&space, page).unwrap();
             let bytes = mtr.page_mut(handle);
@@ -126,7 +126,7 @@ fn a_reused_page_spilled_to_disk_early_skips_the_redo_of_its_old_life() {
     let vfs: Arc<dyn Vfs> = Arc::new(MemVfs::new());
     let store = Store::open(vfs.clone(), &config()).unwrap();
     let space = store.create_space().unwrap();
-    let mut mtr = Mtr::new(store.pool());
+    let mut mtr = Mtr::new(store.pool()).unwrap();
     let segment = space.create_segment(&mut mtr).unwrap();
     let page_no = space.allocate_page(&mut mtr, segment).unwrap();
     let handle = mtr.create(&space, page_no).unwrap();
@@ -134,7 +134,7 @@ fn a_reused_page_spilled_to_disk_early_skips_the_redo_of_its_old_life() {
         .format(PageType::Leaf, space.id(), page_no, 9, 0);
     mtr.commit();
     let insert = |record: &[u8]| {
-        let mut mtr = Mtr::new(store.pool());
+        let mut mtr = Mtr::new(store.pool()).unwrap();
         let handle = mtr.latch(&space, page_no).unwrap();
         let mut page = mtr.edit(handle);
         let at = page.view().slot_count();
@@ -148,10 +148,10 @@ fn a_reused_page_spilled_to_disk_early_skips_the_redo_of_its_old_life() {
     insert(b"old life, logged as page operations");
     assert_eq!(store.wal_stats().full_page_images, full_images);
 
-    let mut mtr = Mtr::new(store.pool());
+    let mut mtr = Mtr::new(store.pool()).unwrap();
     space.free_page(&mut mtr, page_no).unwrap();
     mtr.commit();
-    let mut mtr = Mtr::new(store.pool());
+    let mut mtr = Mtr::new(store.pool()).unwrap();
     assert_eq!(space.allocate_page(&mut mtr, segment).unwrap(), page_no);
     let handle = mtr.create(&space, page_no).unwrap();
     PageMut::new(mtr.page_mut(handle)).format(PageType::Overflow, space.id(), page_no, 0, 0);
@@ -259,7 +259,7 @@ fn checkpoints_beside_spread_ones_and_shrinks_leave_a_recoverable_directory() {
                     }
                 }
                 drop(scratch);
-                let mut mtr = Mtr::new(store.pool());
+                let mut mtr = Mtr::new(store.pool()).unwrap();
                 space.drop_tree(&mut mtr, 100 + round).unwrap();
                 mtr.commit();
             }

@@ -433,7 +433,7 @@ fn drop_storage(store: &Store, object: StorageObject) -> Result<()> {
     match object.tree {
         None => store.drop_space(object.space)?,
         Some(tree) if space.trees().iter().any(|t| t.index_id == tree) => {
-            let mut mtr = steady_storage::mtr::Mtr::new(store.pool());
+            let mut mtr = steady_storage::mtr::Mtr::new(store.pool())?;
             space.drop_tree(&mut mtr, tree)?;
             mtr.commit();
         }

@@ -210,7 +210,7 @@ pub(super) fn open_or_create(store: &Store, space: &Arc<Space>, index: IndexId) 
 pub(super) fn recreate(store: &Store, space: &Arc<Space>, tree: BTree) -> Result<BTree> {
     let index = tree.index_id();
     drop(tree);
-    let mut mtr = steady_storage::mtr::Mtr::new(store.pool());
+    let mut mtr = steady_storage::mtr::Mtr::new(store.pool())?;
     space.drop_tree(&mut mtr, index)?;
     mtr.commit();
     Ok(BTree::create(store.pool().clone(), space.clone(), index)?)

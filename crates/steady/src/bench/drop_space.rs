@@ -103,12 +103,12 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
 
 /// Allocates and formats `pages` pages of `space` through the pool (they stay cached).
 fn fill(pool: &Arc<BufferPool>, space: &Arc<Space>, pages: usize) -> anyhow::Result<Vec<PageNo>> {
-    let mut mtr = Mtr::new(pool);
+    let mut mtr = Mtr::new(pool)?;
     let segment = space.create_segment(&mut mtr)?;
     mtr.commit();
     let mut numbers = Vec::with_capacity(pages);
     for chunk in 0..pages.div_ceil(256) {
-        let mut mtr = Mtr::new(pool);
+        let mut mtr = Mtr::new(pool)?;
         for _ in 0..256.min(pages - chunk * 256) {
             let page_no = space.allocate_page(&mut mtr, segment)?;
             let handle = mtr.create(space, page_no)?;
@@ -126,7 +126,7 @@ fn redirty_half(
     pages: &[PageNo],
 ) -> anyhow::Result<()> {
     for &page_no in pages.iter().step_by(2) {
-        let mut mtr = Mtr::new(pool);
+        let mut mtr = Mtr::new(pool)?;
         let handle = mtr.latch(space, page_no)?;
         PageMut::new(mtr.page_mut(handle))
             .insert(0, b"dirty")

@@ -64,7 +64,7 @@ struct Throughput {
 }
 
 fn make_pages(store: &Store, space: &Arc<Space>, count: usize) -> anyhow::Result<Vec<PageNo>> {
-    let mut mtr = Mtr::new(store.pool());
+    let mut mtr = Mtr::new(store.pool())?;
     let segment = space.create_segment(&mut mtr)?;
     let mut pages = Vec::new();
     for _ in 0..count {
@@ -119,7 +119,7 @@ fn commit_loop(
     commits: &AtomicU64,
 ) -> anyhow::Result<()> {
     while !stop.load(Ordering::Relaxed) {
-        let mut mtr = Mtr::new(store.pool());
+        let mut mtr = Mtr::new(store.pool())?;
         let handle = mtr.latch(space, page)?;
         let bytes = mtr.page_mut(handle);
         let value = read_u64(bytes, HEADER_SIZE + 8);

@@ -41,7 +41,7 @@ impl BTree {
         progress: &mut dyn FnMut(BuildProgress),
     ) -> Result<BTree> {
         ensure_absent(&space, index_id)?;
-        let mut mtr = Mtr::new(&pool);
+        let mut mtr = Mtr::new(&pool)?;
         let entry = TreeEntry {
             index_id,
             root: NO_PAGE,
@@ -53,14 +53,14 @@ impl BTree {
         let mut tree = BTree::with_entry(pool, space, entry);
         match tree.build_levels(entries, progress) {
             Ok(root) => {
-                let mut mtr = Mtr::new(&tree.pool);
+                let mut mtr = Mtr::new(&tree.pool)?;
                 tree.space.set_tree_root(&mut mtr, index_id, root)?;
                 mtr.commit();
                 tree.entry.root = root;
                 Ok(tree)
             }
             Err(err) => {
-                let mut mtr = Mtr::new(&tree.pool);
+                let mut mtr = Mtr::new(&tree.pool)?;
                 tree.space.drop_tree(&mut mtr, index_id)?;
                 mtr.commit();
                 Err(err)
@@ -88,7 +88,7 @@ impl BTree {
             let record = if self.limits.is_inline(key.len(), value.len()) {
                 node::encode_leaf(key, node::StoredValue::Inline(value))
             } else {
-                let mut mtr = Mtr::new(&self.pool);
+                let mut mtr = Mtr::new(&self.pool)?;
                 let record = self.make_record(&mut mtr, key, value)?;
                 mtr.commit();
                 record
@@ -126,7 +126,7 @@ struct LevelBuilder<'t> {
 
 impl<'t> LevelBuilder<'t> {
     fn new(tree: &'t BTree, level: u16, segment: SegmentId) -> Result<Self> {
-        let mut mtr = Mtr::new(&tree.pool);
+        let mut mtr = Mtr::new(&tree.pool)?;
         let page_no = tree.space.allocate_page(&mut mtr, segment)?;
         mtr.commit();
         let mut builder = LevelBuilder {
@@ -198,7 +198,7 @@ impl<'t> LevelBuilder<'t> {
         stats: &mut BuildProgress,
         progress: &mut dyn FnMut(BuildProgress),
     ) -> Result<()> {
-        let mut mtr = Mtr::new(&self.tree.pool);
+        let mut mtr = Mtr::new(&self.tree.pool)?;
         let next = self.tree.space.allocate_page(&mut mtr, self.segment)?;
         if self.level == 0 {
             PageMut::new(&mut self.image).set_next(next);
@@ -228,7 +228,7 @@ impl<'t> LevelBuilder<'t> {
         if self.pages.is_empty() {
             self.pages.push((Vec::new(), self.page_no));
         }
-        let mut mtr = Mtr::new(&self.tree.pool);
+        let mut mtr = Mtr::new(&self.tree.pool)?;
         self.write(&mut mtr)?;
         mtr.commit();
         stats.pages_written += 1;
@@ -247,7 +247,7 @@ pub fn discard_unfinished_builds(pool: &BufferPool, space: &Arc<Space>) -> Resul
         .map(|t| t.index_id)
         .collect();
     for &index_id in &unfinished {
-        let mut mtr = Mtr::new(pool);
+        let mut mtr = Mtr::new(pool)?;
         space.drop_tree(&mut mtr, index_id)?;
         mtr.commit();
     }

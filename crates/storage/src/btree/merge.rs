@@ -6,7 +6,7 @@ use super::*;
 impl BTree {
     /// A delete that may merge pages up to the root.
     pub(super) fn delete_with_merges(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let mut mtr = Mtr::new(&self.pool);
+        let mut mtr = Mtr::new(&self.pool)?;
         let threshold = self.limits.merge_threshold;
         let max_record = Page::record_footprint(self.limits.max_record);
         let path = self.latch_path(&mut mtr, key, |page| {

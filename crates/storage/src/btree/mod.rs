@@ -101,7 +101,7 @@ impl BTree {
     /// Creates an empty tree in `space` (the root starts as an empty leaf).
     pub fn create(pool: Arc<BufferPool>, space: Arc<Space>, index_id: u64) -> Result<BTree> {
         ensure_absent(&space, index_id)?;
-        let mut mtr = Mtr::new(&pool);
+        let mut mtr = Mtr::new(&pool)?;
         let leaf_segment = space.create_segment(&mut mtr)?;
         let branch_segment = space.create_segment(&mut mtr)?;
         let root = space.allocate_page(&mut mtr, branch_segment)?;
@@ -412,7 +412,7 @@ impl BTree {
         value: &[u8],
         replace: bool,
     ) -> Result<Option<Option<Vec<u8>>>> {
-        let mut mtr = Mtr::new(&self.pool);
+        let mut mtr = Mtr::new(&self.pool)?;
         let leaf = self.latch_leaf(&mut mtr, key)?;
         let needed = Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
         let page = Page::new(mtr.page(leaf));
@@ -473,7 +473,7 @@ impl BTree {
         value: &[u8],
         replace: bool,
     ) -> Result<Option<Vec<u8>>> {
-        let mut mtr = Mtr::new(&self.pool);
+        let mut mtr = Mtr::new(&self.pool)?;
         let needed = Page::record_footprint(self.limits.leaf_record_len(key.len(), value.len()));
         let max_separator = Page::record_footprint(self.limits.max_record);
         let path = self.latch_path(&mut mtr, key, |page| {
@@ -671,7 +671,7 @@ impl BTree {
 
     /// The common delete: only the leaf changes. `None` if the leaf would underflow (nothing done).
     fn delete_in_leaf(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
-        let mut mtr = Mtr::new(&self.pool);
+        let mut mtr = Mtr::new(&self.pool)?;
         let leaf = self.latch_leaf(&mut mtr, key)?;
         let page = Page::new(mtr.page(leaf));
         let Ok(slot) = node::leaf_search(page, key) else {

@@ -34,7 +34,7 @@ impl BTree {
         let Some((first, _)) = entries.first() else {
             return Ok(0);
         };
-        let mut mtr = Mtr::new(&self.pool);
+        let mut mtr = Mtr::new(&self.pool)?;
         let leaf = self.latch_leaf(&mut mtr, first)?;
         let page = Page::new(mtr.page(leaf));
         let rightmost = page.next() == NO_PAGE;
@@ -156,7 +156,7 @@ impl BTree {
         let Some(&first) = keys.peek() else {
             return Ok(RunRewritten::none());
         };
-        let mut mtr = Mtr::new(&self.pool);
+        let mut mtr = Mtr::new(&self.pool)?;
         let leaf = self.latch_leaf(&mut mtr, first)?;
         let page = Page::new(mtr.page(leaf));
         let mut room = page.free_space();
@@ -230,7 +230,7 @@ impl BTree {
     /// keys it passed (0 when `keys[0]` lies beyond that leaf's last key, so is absent) and how many
     /// records it removed.
     fn delete_in_one_leaf(&self, keys: &[Vec<u8>]) -> Result<(usize, usize)> {
-        let mut mtr = Mtr::new(&self.pool);
+        let mut mtr = Mtr::new(&self.pool)?;
         let threshold = self.limits.merge_threshold;
         let max_record = Page::record_footprint(self.limits.max_record);
         let path = self.latch_path(&mut mtr, &keys[0], |page| {
@@ -307,7 +307,7 @@ impl BTree {
         ranges: &[(Vec<u8>, Vec<u8>)],
         from: &[u8],
     ) -> Result<RangeDeleted> {
-        let mut mtr = Mtr::new(&self.pool);
+        let mut mtr = Mtr::new(&self.pool)?;
         let threshold = self.limits.merge_threshold;
         let max_record = Page::record_footprint(self.limits.max_record);
         let path = self.latch_path(&mut mtr, from, |page| {

@@ -449,7 +449,7 @@ impl BufferPool {
     }
 
     /// Fails once a sync of a data file has failed (see [`BufferPool::sync_written`]).
-    fn refuse_after_failed_sync(&self) -> Result<()> {
+    pub(super) fn refuse_after_failed_sync(&self) -> Result<()> {
         match self.data_sync_failed.load(Ordering::Acquire) {
             true => Err(StorageError::io(
                 "checkpointing",

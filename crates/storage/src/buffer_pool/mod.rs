@@ -350,20 +350,23 @@ impl BufferPool {
 
     /// Called before a mini-transaction starts, with no page latched: if the log is nearly full,
     /// waits while the flusher checkpoints, or checkpoints itself when no flusher runs (a writer
-    /// never overwrites log that recovery still needs).
-    pub(crate) fn reserve_log(&self) {
-        let Some(wal) = self.wal() else { return };
+    /// never overwrites log that recovery still needs). Fails when that checkpoint fails, or once
+    /// a sync of a data file has failed: no checkpoint can free the log until a restart, and the
+    /// writer would wait forever.
+    pub(crate) fn reserve_log(&self) -> Result<()> {
+        let Some(wal) = self.wal() else {
+            return Ok(());
+        };
         while wal.checkpoint_age() > wal.capacity() / 4 * 3 {
+            self.refuse_after_failed_sync()?;
             if self.flusher.lock().is_none() {
-                if let Err(err) = self.checkpoint() {
-                    eprintln!("steady: checkpoint to free redo log space failed: {err}");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
+                self.checkpoint()?;
                 continue;
             }
             self.flusher_wake.notify_one();
             wal.wait_for_room((wal.capacity() / 4) as usize, Duration::from_millis(10));
         }
+        Ok(())
     }
 
     pub fn frame_count(&self) -> usize {
