@@ -175,7 +175,7 @@ fn cancel_hung_up(shared: &Shared, ids: impl Iterator<Item = u64>) {
         if let Some(running) = registry.running.get_mut(&id) {
             running.hung_up = true;
             running.cancel.cancel(CancelReason::ClientGone);
-            eprintln!("steady: canceling a statement: its client disconnected");
+            tracing::info!("canceling a statement: its client disconnected");
         }
     }
 }

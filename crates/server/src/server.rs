@@ -147,11 +147,11 @@ impl Server {
                         threads.retain(|thread| !thread.is_finished());
                         match spawn_connection(stream, Arc::clone(&self.shared), stopped.clone()) {
                             Ok(thread) => threads.push(thread),
-                            Err(err) => eprintln!("steady: starting a connection thread failed: {err}"),
+                            Err(err) => tracing::error!("starting a connection thread failed: {err}"),
                         }
                     }
                     Err(err) => {
-                        eprintln!("steady: accepting a connection failed: {err}");
+                        tracing::error!("accepting a connection failed: {err}");
                         tokio::time::sleep(ACCEPT_BACKOFF).await;
                     }
                 },
@@ -160,7 +160,7 @@ impl Server {
         drop(self.listener);
         let open = self.shared.live.current();
         if open > 0 {
-            eprintln!("steady: closing {open} session(s)");
+            tracing::info!("closing {open} session(s)");
         }
         self.shared.shutting_down.store(true, Ordering::SeqCst);
         let _ = stop.send(true);
@@ -199,7 +199,7 @@ fn spawn_connection(
             {
                 Ok(runtime) => runtime,
                 Err(err) => {
-                    eprintln!("steady: starting a connection's runtime failed: {err}");
+                    tracing::error!("starting a connection's runtime failed: {err}");
                     return;
                 }
             };
@@ -207,7 +207,7 @@ fn spawn_connection(
                 let stream = match TcpStream::from_std(stream) {
                     Ok(stream) => stream,
                     Err(err) => {
-                        eprintln!("steady: registering a connection failed: {err}");
+                        tracing::error!("registering a connection failed: {err}");
                         return;
                     }
                 };
@@ -230,11 +230,11 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
         result = protocol(stream, tls, Arc::clone(&connection)) => {
             if let Err(err) = result {
                 if err.kind() != std::io::ErrorKind::ConnectionReset {
-                    eprintln!("steady: connection ended with an error: {err}");
+                    tracing::warn!("connection ended with an error: {err}");
                 }
             }
         }
-        reason = must_end(&connection) => eprintln!("steady: {reason}"),
+        reason = must_end(&connection) => tracing::info!("{reason}"),
     }
 }
 

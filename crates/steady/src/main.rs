@@ -11,6 +11,7 @@
 mod bench;
 mod check;
 mod data_dir;
+mod logging;
 mod serve;
 mod shell;
 
@@ -80,6 +81,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Serve { .. }) {
+        // `serve` sets its log up from its steady.toml; other commands log at `info` as text.
+        if let Err(err) = logging::init(logging::LogFormat::Text, tracing::Level::INFO) {
+            eprintln!("steady: {err:#}");
+        }
+    }
     let result = match cli.command {
         Command::Serve { data, listen } => serve::run(&serve::Options { data, listen }),
         Command::Shell {

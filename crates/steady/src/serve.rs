@@ -12,6 +12,9 @@
 //! ssl = true                    # TLS for clients that ask (sslmode=require); default false
 //! ssl_cert_file = "server.crt"  # PEM certificate chain, relative to the data directory
 //! ssl_key_file = "server.key"   # PEM private key, relative to the data directory
+//! log_format = "json"           # "text" (default) or "json", one line per event on stderr
+//! log_level = "info"            # error, warn, info (default), debug, trace
+//! log_min_duration_statement = "250ms" # log statements taking this long; default -1 (off)
 //! ```
 //!
 //! Shutdown closes the listener, cancels running statements, drops every connection (open
@@ -59,6 +62,26 @@ struct FileConfig {
     ssl: Option<bool>,
     ssl_cert_file: Option<PathBuf>,
     ssl_key_file: Option<PathBuf>,
+    log_format: Option<String>,
+    log_level: Option<String>,
+    log_min_duration_statement: Option<Millis>,
+}
+
+/// A duration setting: milliseconds as a number, or text with a unit (`"250ms"`, `"2s"`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Millis {
+    Number(i64),
+    Text(String),
+}
+
+impl Millis {
+    fn setting(&self) -> String {
+        match self {
+            Millis::Number(ms) => ms.to_string(),
+            Millis::Text(text) => text.clone(),
+        }
+    }
 }
 
 /// A size in bytes, written as a number or as text with a unit.
@@ -70,6 +93,19 @@ enum Size {
 }
 
 impl FileConfig {
+    /// Sets the process's log up as `log_format` and `log_level` say.
+    fn start_log(&self) -> anyhow::Result<()> {
+        let format = match &self.log_format {
+            Some(name) => crate::logging::LogFormat::parse(name)?,
+            None => crate::logging::LogFormat::Text,
+        };
+        let level = match &self.log_level {
+            Some(name) => crate::logging::parse_level(name)?,
+            None => tracing::Level::INFO,
+        };
+        crate::logging::init(format, level)
+    }
+
     /// Reads `DIR/steady.toml`; a missing file (or directory) means all defaults.
     fn load(dir: &Path) -> anyhow::Result<FileConfig> {
         let path = dir.join(CONFIG_FILE);
@@ -147,6 +183,7 @@ impl Size {
 
 pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
     let file = FileConfig::load(&options.data)?;
+    file.start_log()?;
     let engine_config = file.engine_config()?;
     let config = ServerConfig {
         listen: options
@@ -166,12 +203,16 @@ pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
     let opening = Instant::now();
     let engine = Engine::open(&options.data, &engine_config)
         .with_context(|| format!("opening {}", options.data.display()))?;
-    eprintln!(
-        "steady: opened {} in {:.2} s",
+    tracing::info!(
+        "opened {} in {:.2} s",
         options.data.display(),
         opening.elapsed().as_secs_f64()
     );
     let db = Database::new(Arc::clone(&engine), DATABASE_NAME);
+    if let Some(threshold) = &file.log_min_duration_statement {
+        db.set_setting_default("log_min_duration_statement", &threshold.setting())
+            .map_err(|err| anyhow::anyhow!("log_min_duration_statement in {CONFIG_FILE}: {err}"))?;
+    }
     let runtime = tokio::runtime::Runtime::new().context("starting the runtime")?;
     let served = runtime.block_on(serve(db, &config));
     let closing = Instant::now();
@@ -179,8 +220,8 @@ pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
     let closed = engine.close().context("closing the database");
     served?;
     closed?;
-    eprintln!(
-        "steady: shut down cleanly in {:.2} s",
+    tracing::info!(
+        "shut down cleanly in {:.2} s",
         closing.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
@@ -196,20 +237,17 @@ async fn serve(db: Arc<Database>, config: &ServerConfig) -> anyhow::Result<()> {
         "trust, loopback clients only"
     };
     let tls = if config.tls.is_some() { ", TLS" } else { "" };
-    eprintln!(
-        "steady: listening on {} ({auth}{tls})",
-        server.local_addr()?
-    );
+    tracing::info!("listening on {} ({auth}{tls})", server.local_addr()?);
     let served = server
         .run(async {
             let name = signals.recv().await;
-            eprintln!("steady: {name} received, shutting down");
+            tracing::info!("{name} received, shutting down");
         })
         .await;
     if let Err(err) = served {
         // Sessions still hold the engine, so it cannot close; every acknowledged commit is in
         // the redo log, and the next start recovers from it.
-        eprintln!("steady: {err}; exiting without a clean shutdown");
+        tracing::error!("{err}; exiting without a clean shutdown");
         std::process::exit(1);
     }
     Ok(())

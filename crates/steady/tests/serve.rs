@@ -595,6 +595,56 @@ fn a_password_requires_scram() {
     });
 }
 
+/// With `log_format = "json"` every line of the log is a JSON object with a timestamp and a
+/// level; with `log_min_duration_statement` in steady.toml each statement that takes at least
+/// that long is logged with its duration, until a session SETs it off (-1).
+#[test]
+fn the_log_is_json_lines_and_names_statements_past_the_duration_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("steady.toml"),
+        "log_format = \"json\"\nlog_min_duration_statement = \"0ms\"\nbuffer_pool_size = \"16MB\"\n",
+    )
+    .unwrap();
+    let server = ServerProcess::start(dir.path());
+    scenario(async {
+        let client = server.connect().await;
+        client.simple_query("SELECT 4242").await.unwrap();
+        client
+            .simple_query("SET log_min_duration_statement = -1")
+            .await
+            .unwrap();
+        client.simple_query("SELECT 4343").await.unwrap();
+    });
+    let (clean, log) = server.stop();
+    assert!(clean, "{log}");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    for line in &lines {
+        assert!(
+            line["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{line}"
+        );
+        assert!(line["level"].as_str().is_some(), "{line}");
+    }
+    let message = |line: &serde_json::Value| line["message"].as_str().unwrap_or("").to_owned();
+    let slow: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|line| message(line).contains("statement: SELECT 4242"))
+        .collect();
+    assert_eq!(slow.len(), 1, "{log}");
+    assert!(slow[0]["duration_ms"].as_f64().is_some(), "{}", slow[0]);
+    assert!(!log.contains("SELECT 4343"), "{log}");
+    assert!(
+        lines
+            .iter()
+            .any(|line| message(line).contains("shut down cleanly")),
+        "{log}"
+    );
+}
+
 /// A served data directory belongs to its server: a second `steady serve` and a `steady check` of
 /// it fail with an error naming the holder's pid, and leave the server working; once the server
 /// has stopped, `steady check` opens the directory.

@@ -178,7 +178,7 @@ impl Store {
         if vfs.exists(LOG_FILE) {
             let restored = doublewrite.restore_torn(&spaces)?;
             if restored > 0 {
-                eprintln!("steady: {restored} torn pages restored from the doublewrite area");
+                tracing::warn!("{restored} torn pages restored from the doublewrite area");
             }
             pool.attach_doublewrite(doublewrite);
             recover(vfs.as_ref(), &pool, &spaces)?;
@@ -521,7 +521,7 @@ impl ReclaimQueue {
             Ok(false) => return,
             Ok(true) => state.stats.files_reclaimed += 1,
             Err(err) => {
-                eprintln!("steady: reclaiming {name} failed, the next open retries it: {err}");
+                tracing::error!("reclaiming {name} failed, the next open retries it: {err}");
                 state.stats.failures += 1;
             }
         }

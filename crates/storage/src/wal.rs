@@ -599,7 +599,7 @@ fn run_writer(log: &std::sync::Weak<Wal>, signal: &WriterSignal) {
         }
         let Some(wal) = log.upgrade() else { return };
         if let Err(err) = wal.write_out() {
-            eprintln!("steady: the log writer failed: {err}");
+            tracing::error!("the log writer failed: {err}");
         }
     }
 }

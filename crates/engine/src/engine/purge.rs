@@ -340,13 +340,13 @@ pub(super) fn run_purge(engine: Weak<Engine>) {
         }
         if engine.row_counts.take_unsettled() {
             if let Err(err) = engine.settle_row_counts() {
-                eprintln!("steady: counting rows failed: {err}");
+                tracing::error!("counting rows failed: {err}");
             }
         }
         let queued = !engine.purge_queue.lock().is_empty();
         if queued || engine.pinned_count.load(Ordering::Acquire) > 0 {
             if let Err(err) = engine.purge() {
-                eprintln!("steady: purge failed: {err}");
+                tracing::error!("purge failed: {err}");
             }
         }
         drop(engine);

@@ -251,7 +251,7 @@ impl Drop for Transaction {
     fn drop(&mut self) {
         if !self.ended {
             if let Err(err) = self.undo_all() {
-                eprintln!("steady: rolling back transaction {} failed: {err}", self.id);
+                tracing::error!("rolling back transaction {} failed: {err}", self.id);
                 self.end();
             }
         }

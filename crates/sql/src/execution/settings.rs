@@ -24,6 +24,7 @@ const PARAMETERS: &[(&str, &str, bool)] = &[
     ("integer_datetimes", "on", false),
     ("intervalstyle", "postgres", true),
     ("lock_timeout", "0", true),
+    ("log_min_duration_statement", "-1", true),
     ("max_connections", "100", false),
     ("max_identifier_length", "63", false),
     ("max_parallel_workers_per_gather", "2", true),
@@ -47,19 +48,23 @@ const TIMEOUTS: &[&str] = &[
     "idle_in_transaction_session_timeout",
 ];
 
-/// One session's settings.
+/// One session's settings, and the defaults that `DEFAULT` and `RESET` return them to: the
+/// built-in ones, or the server's (steady.toml), as postgresql.conf's are PostgreSQL's.
 #[derive(Debug, Clone)]
 pub struct Settings {
     values: BTreeMap<&'static str, String>,
+    defaults: BTreeMap<&'static str, String>,
 }
 
 impl Default for Settings {
     fn default() -> Self {
+        let defaults: BTreeMap<&'static str, String> = PARAMETERS
+            .iter()
+            .map(|(name, value, _)| (*name, (*value).to_owned()))
+            .collect();
         Settings {
-            values: PARAMETERS
-                .iter()
-                .map(|(name, value, _)| (*name, (*value).to_owned()))
-                .collect(),
+            values: defaults.clone(),
+            defaults,
         }
     }
 }
@@ -88,7 +93,10 @@ impl Settings {
             ));
         }
         let value = if value.eq_ignore_ascii_case("default") {
-            default.to_owned()
+            self.defaults
+                .get(key)
+                .cloned()
+                .unwrap_or_else(|| default.to_owned())
         } else {
             normalize(key, value)?
         };
@@ -96,13 +104,22 @@ impl Settings {
         Ok(())
     }
 
+    /// Makes `value` the default of the settable parameter `name` (and its value now): a server
+    /// setting from steady.toml, for the sessions started with these settings.
+    pub fn set_default(&mut self, name: &str, value: &str) -> Result<()> {
+        self.set(name, value)?;
+        let (key, _, _) = *parameter(name)?;
+        self.defaults.insert(key, self.values[key].clone());
+        Ok(())
+    }
+
     /// `RESET name` (`RESET ALL` with `None`).
     pub fn reset(&mut self, name: Option<&str>) -> Result<()> {
         match name {
-            None => *self = Settings::default(),
+            None => self.values = self.defaults.clone(),
             Some(name) => {
-                let (key, default, _) = *parameter(name)?;
-                self.values.insert(key, default.to_owned());
+                let (key, _, _) = *parameter(name)?;
+                self.values.insert(key, self.defaults[key].clone());
             }
         }
         Ok(())
@@ -111,11 +128,23 @@ impl Settings {
     pub fn show(&self, name: &str) -> Result<String> {
         let (key, _, _) = *parameter(name)?;
         let value = self.values.get(key).cloned().unwrap_or_default();
-        Ok(if TIMEOUTS.contains(&key) {
+        let in_ms = TIMEOUTS.contains(&key) || key == "log_min_duration_statement" && value != "-1";
+        Ok(if in_ms {
             show_duration(value.parse().unwrap_or(0))
         } else {
             value
         })
+    }
+
+    /// `log_min_duration_statement`: statements that take at least this long are logged with
+    /// their duration; `None` when off (-1).
+    pub fn log_min_duration(&self) -> Option<Duration> {
+        let ms: u64 = self
+            .values
+            .get("log_min_duration_statement")?
+            .parse()
+            .ok()?;
+        Some(Duration::from_millis(ms))
     }
 
     /// Every parameter with its value (for `SHOW ALL` and the startup ParameterStatus messages).
@@ -198,6 +227,8 @@ fn normalize(key: &str, value: &str) -> Result<String> {
             .name()
             .to_owned(),
         _ if TIMEOUTS.contains(&key) => parse_duration(&lower).ok_or_else(invalid)?.to_string(),
+        "log_min_duration_statement" if lower == "-1" => lower,
+        "log_min_duration_statement" => parse_duration(&lower).ok_or_else(invalid)?.to_string(),
         "max_parallel_workers_per_gather" => match lower.parse::<u16>() {
             Ok(workers) if workers <= 1024 => workers.to_string(),
             _ => return Err(invalid()),

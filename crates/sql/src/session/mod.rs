@@ -49,6 +49,8 @@ pub struct Database {
     name: String,
     activities: Arc<Activities>,
     table_activity: Arc<TableActivity>,
+    /// The settings a new session starts with (the built-in defaults, or the server's).
+    settings: std::sync::RwLock<Settings>,
 }
 
 impl Database {
@@ -60,7 +62,17 @@ impl Database {
             name: name.to_owned(),
             activities: Arc::default(),
             table_activity: Arc::default(),
+            settings: std::sync::RwLock::default(),
         })
+    }
+
+    /// Makes `value` the default of setting `name` for the sessions started from now on (a
+    /// server setting); 42704 for an unknown setting, 22023 for a bad value.
+    pub fn set_setting_default(&self, name: &str, value: &str) -> Result<()> {
+        self.settings
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .set_default(name, value)
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -94,7 +106,11 @@ impl Database {
         let registered = self
             .activities
             .register(pid, peer, cancel.clone(), now_micros());
-        let mut settings = Settings::default();
+        let mut settings = self
+            .settings
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         if !peer.application_name.is_empty() {
             let _ = settings.set("application_name", &peer.application_name);
         }
@@ -439,6 +455,11 @@ impl Session {
         let xact_start = *self.xact_start.get_or_insert(now);
         let activity = Arc::clone(self.registered.activity());
         self.info.cancel.arm();
+        let slow_log = self
+            .info
+            .settings
+            .log_min_duration()
+            .map(|threshold| (threshold, Arc::clone(&query)));
         activity.statement_started(query, now, xact_start);
         let result = run(self);
         let state = match self.transaction_status() {
@@ -449,11 +470,32 @@ impl Session {
         if state == State::Idle {
             self.xact_start = None;
         }
-        activity.statement_ended(state, now_micros());
+        let ended = now_micros();
+        activity.statement_ended(state, ended);
+        if let Some((threshold, query)) = slow_log {
+            self.log_if_slow(&query, ended.saturating_sub(now), threshold);
+        }
         if let Some(shared) = &self.info.table_activity {
             self.info.pending_counts.flush_if_due(shared);
         }
         result
+    }
+
+    /// Logs `query`, which took `micros`, when that reaches `threshold`
+    /// (`log_min_duration_statement` when it started), as PostgreSQL's `duration: ... ms
+    /// statement: ...` line.
+    fn log_if_slow(&self, query: &str, micros: i64, threshold: std::time::Duration) {
+        if micros < 0 || (micros as u128) < threshold.as_micros() {
+            return;
+        }
+        let duration_ms = micros as f64 / 1000.0;
+        tracing::info!(
+            target: "steady::statement",
+            duration_ms,
+            user = %self.info.user,
+            pid = self.info.id,
+            "duration: {duration_ms:.3} ms  statement: {query}"
+        );
     }
 
     fn execute_prepared_untracked(

@@ -491,12 +491,12 @@ pub(super) fn run_flusher(pool: Weak<BufferPool>) {
                 let started = std::time::Instant::now();
                 let age = wal.checkpoint_age();
                 match pool.spread_checkpoint() {
-                    Ok(redo) => eprintln!(
-                        "steady: checkpoint at redo lsn {redo} ({} MiB of log) took {:.1} s",
+                    Ok(redo) => tracing::info!(
+                        "checkpoint at redo lsn {redo} ({} MiB of log) took {:.1} s",
                         age >> 20,
                         started.elapsed().as_secs_f64()
                     ),
-                    Err(err) => eprintln!("steady: background checkpoint failed: {err}"),
+                    Err(err) => tracing::error!("background checkpoint failed: {err}"),
                 }
             }
         }
@@ -504,7 +504,7 @@ pub(super) fn run_flusher(pool: Weak<BufferPool>) {
         if dirty > pool.max_dirty / 2 {
             let excess = dirty - pool.max_dirty / 2;
             if let Err(err) = pool.flush_oldest(excess.min(1024)) {
-                eprintln!("steady: background flush failed: {err}");
+                tracing::error!("background flush failed: {err}");
             }
         }
     }

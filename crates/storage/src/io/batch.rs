@@ -231,7 +231,7 @@ fn decode_tag(data: u64) -> (u64, usize) {
 
 fn log_choice(what: &str) {
     static LOGGED: Once = Once::new();
-    LOGGED.call_once(|| eprintln!("steady: batched page I/O uses {what}"));
+    LOGGED.call_once(|| tracing::info!("batched page I/O uses {what}"));
 }
 
 #[cfg(test)]
