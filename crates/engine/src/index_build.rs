@@ -549,22 +549,16 @@ impl Transaction {
         table: IndexId,
         snapshot: Option<Csn>,
     ) -> Result<Vec<Scan>> {
-        let threads = build_threads();
-        let mut cuts = Vec::new();
-        if threads > 1 {
-            let partition = clustered.partition(threads, Bound::Unbounded, Bound::Unbounded)?;
-            if partition.leaves >= MIN_PARALLEL_LEAVES {
-                cuts = partition.keys;
-            }
+        let mut partition =
+            clustered.partition(build_threads(), Bound::Unbounded, Bound::Unbounded)?;
+        if partition.leaves < MIN_PARALLEL_LEAVES {
+            partition.keys.clear();
         }
-        let mut scans = Vec::with_capacity(cuts.len() + 1);
-        let mut lower = Bound::Unbounded;
-        for cut in cuts.into_iter().map(Some).chain([None]) {
-            let upper = cut.clone().map_or(Bound::Unbounded, Bound::Excluded);
-            scans.push(self.scan_range_at(table, snapshot, lower, upper)?);
-            lower = cut.map_or(Bound::Unbounded, Bound::Included);
-        }
-        Ok(scans)
+        partition
+            .ranges(Bound::Unbounded, Bound::Unbounded)
+            .into_iter()
+            .map(|(lower, upper)| self.scan_range_at(table, snapshot, lower, upper))
+            .collect()
     }
 
     /// Step 3: catch-up rounds, each giving the logged rows to `apply` (which returns those it

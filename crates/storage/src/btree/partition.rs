@@ -77,6 +77,24 @@ impl BTree {
     }
 }
 
+/// A range of keys: `(start, end)`.
+pub type KeyRange = (Bound<Vec<u8>>, Bound<Vec<u8>>);
+
+impl Partition {
+    /// The parts of `start..end` (the range the partition was read for) as ranges, in order:
+    /// from `start`, or the cut before (inclusive), to the next cut (exclusive), or `end`.
+    pub fn ranges(self, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Vec<KeyRange> {
+        let mut ranges = Vec::with_capacity(self.keys.len() + 1);
+        let mut lower = start;
+        for cut in self.keys {
+            let next = Bound::Included(cut.clone());
+            ranges.push((std::mem::replace(&mut lower, next), Bound::Excluded(cut)));
+        }
+        ranges.push((lower, end));
+        ranges
+    }
+}
+
 /// The slots of a branch page whose children hold keys in `start..end`: each separator after
 /// the first of them lies inside the range.
 fn slots_over(page: Page<'_>, start: Bound<&[u8]>, end: Bound<&[u8]>) -> Range<usize> {
@@ -112,7 +130,33 @@ fn even_cuts(separators: Vec<Vec<u8>>, parts: usize) -> Vec<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::even_cuts;
+    use super::{even_cuts, Partition};
+    use std::ops::Bound;
+
+    #[test]
+    fn ranges_run_from_start_through_each_cut_to_end() {
+        let partition = Partition {
+            keys: vec![vec![5], vec![9]],
+            leaves: 3,
+        };
+        let ranges = partition.ranges(Bound::Included(vec![1]), Bound::Unbounded);
+        assert_eq!(
+            ranges,
+            vec![
+                (Bound::Included(vec![1]), Bound::Excluded(vec![5])),
+                (Bound::Included(vec![5]), Bound::Excluded(vec![9])),
+                (Bound::Included(vec![9]), Bound::Unbounded),
+            ]
+        );
+        let whole = Partition {
+            keys: Vec::new(),
+            leaves: 1,
+        };
+        assert_eq!(
+            whole.ranges(Bound::Unbounded, Bound::Excluded(vec![7])),
+            vec![(Bound::Unbounded, Bound::Excluded(vec![7]))]
+        );
+    }
 
     fn keys(n: u8) -> Vec<Vec<u8>> {
         (1..=n).map(|k| vec![k]).collect()

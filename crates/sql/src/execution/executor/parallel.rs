@@ -76,20 +76,16 @@ pub(super) fn aggregate(
     };
     let txn = ctx.txn()?;
     let partition = txn.partition_rows(table, workers + 1, as_ref(&start), as_ref(&end))?;
-    let cuts = partition.keys;
-    if partition.leaves < MIN_PARALLEL_LEAVES || cuts.is_empty() {
+    if partition.leaves < MIN_PARALLEL_LEAVES || partition.keys.is_empty() {
         return Ok(None);
     }
-    let mut scans = Vec::with_capacity(cuts.len() + 1);
-    let mut lower = start;
-    for cut in cuts.into_iter().map(Some).chain([None]) {
-        let upper = cut.clone().map_or(end.clone(), Bound::Excluded);
+    let mut scans = Vec::with_capacity(partition.keys.len() + 1);
+    for (lower, upper) in partition.ranges(start, end) {
         let scan = txn.scan_rows(table, as_ref(&lower), as_ref(&upper))?;
         scans.push(match columns {
             Some(wanted) => scan.only_columns(wanted.clone()),
             None => scan,
         });
-        lower = cut.map_or(Bound::Unbounded, Bound::Included);
     }
     PARTS_SCANNED.fetch_add(scans.len() as u64, Ordering::Relaxed);
     let counted = (table.id, access);
