@@ -85,7 +85,7 @@ fn parameter(name: &str) -> Result<&'static (&'static str, &'static str, bool)> 
 impl Settings {
     /// `SET name = value`; `DEFAULT` resets.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
-        let (key, default, settable) = *parameter(name)?;
+        let (key, _, settable) = *parameter(name)?;
         if !settable {
             return Err(SqlError::new(
                 "55P02",
@@ -93,10 +93,7 @@ impl Settings {
             ));
         }
         let value = if value.eq_ignore_ascii_case("default") {
-            self.defaults
-                .get(key)
-                .cloned()
-                .unwrap_or_else(|| default.to_owned())
+            self.defaults[key].clone()
         } else {
             normalize(key, value)?
         };

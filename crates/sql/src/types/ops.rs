@@ -549,9 +549,6 @@ fn exact_value(op: ArithOp, a: Decimal, b: Decimal) -> Option<(i128, u32)> {
         mantissa /= 10;
         scale -= 1;
     }
-    if mantissa == 0 {
-        scale = 0;
-    }
     Some((mantissa, scale))
 }
 
