@@ -21,6 +21,7 @@ STEADY_PID=""
 STEADY_PORT=""
 POSTGRES_DATA=""
 POSTGRES_PORT=""
+MARIADB_PID=""
 cleanup() {
   if [ -n "$CLIENT_PID" ]; then
     pkill -P "$CLIENT_PID" 2>/dev/null || true # the client a shell function (sb) started
@@ -28,6 +29,7 @@ cleanup() {
   fi
   stop_steady
   stop_postgres
+  stop_mariadb
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -110,11 +112,14 @@ start_postgres() {
   local dir="$WORK/postgres" options
   mkdir -p "$dir"
   if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; fi
-  as_postgres "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres >"$WORK/initdb.log" 2>&1 \
-    || { cat "$WORK/initdb.log" >&2; return 1; }
+  if [ ! -d "$dir/data" ]; then
+    as_postgres "$PG_BIN/initdb" -D "$dir/data" -A trust -U postgres >"$WORK/initdb.log" 2>&1 \
+      || { cat "$WORK/initdb.log" >&2; return 1; }
+  fi
   POSTGRES_PORT="$(free_port)"
   options="-p $POSTGRES_PORT -k $dir -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on"
   if [ -n "${BUFFER_POOL:-}" ]; then options+=" -c shared_buffers=$BUFFER_POOL"; fi
+  if [ -n "${POSTGRES_OPTIONS:-}" ]; then options+=" $POSTGRES_OPTIONS"; fi
   POSTGRES_DATA="$dir/data"
   as_postgres "$PG_BIN/pg_ctl" -D "$POSTGRES_DATA" -l "$dir/postgres.log" -w -o "$options" start >/dev/null \
     || { cat "$dir/postgres.log" >&2; return 1; }
@@ -128,6 +133,43 @@ stop_postgres() {
   fi
   POSTGRES_DATA=""
 }
+
+# MariaDB (mariadb-server from Debian): InnoDB with a commit flushed and synced at each commit,
+# no buffer-pool dump or load across restarts (a restart is cold), BUFFER_POOL as its pool.
+start_mariadb() {
+  local dir="$WORK/mariadb" pool="${BUFFER_POOL:-128MB}"
+  mkdir -p "$dir"
+  if [ ! -d "$dir/data" ]; then
+    mariadb-install-db --no-defaults --datadir="$dir/data" --user="$(id -un)" >"$WORK/mariadb-install.log" 2>&1 \
+      || { cat "$WORK/mariadb-install.log" >&2; return 1; }
+  fi
+  mariadbd --no-defaults --datadir="$dir/data" --socket="$dir/socket" --skip-networking \
+    --user="$(id -un)" --innodb-buffer-pool-size="${pool%B}" --innodb-flush-log-at-trx-commit=1 \
+    --innodb-buffer-pool-load-at-startup=0 --innodb-buffer-pool-dump-at-shutdown=0 \
+    --innodb-log-file-size=512M --max-allowed-packet=64M ${MARIADB_OPTIONS:-} \
+    --log-error="$dir/error.log" &
+  MARIADB_PID=$!
+  for _ in $(seq 1 300); do
+    if mariadb --socket="$dir/socket" -uroot -e 'create database if not exists test' >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "MariaDB did not start" >&2
+  cat "$dir/error.log" >&2
+  return 1
+}
+
+stop_mariadb() {
+  if [ -n "$MARIADB_PID" ]; then
+    kill "$MARIADB_PID" 2>/dev/null || true
+    wait "$MARIADB_PID" 2>/dev/null || true
+  fi
+  MARIADB_PID=""
+}
+
+# The mariadb client on the running MariaDB, database test, tab-separated without headers.
+msql() { mariadb --socket="$WORK/mariadb/socket" -uroot -N -B test "$@"; }
 
 # Runs the script's run_system for "steady", "postgres" or "both" (usage message otherwise) and
 # exits non-zero when a run failed.

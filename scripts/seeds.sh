@@ -1,0 +1,387 @@
+#!/usr/bin/env bash
+# The seed scenarios (../shared/seeds, issue 14) side by side: SteadyDB, PostgreSQL 15 and, where
+# mariadb-server is installed, MariaDB 10.11's InnoDB, each over its own client (psql, mariadb) in
+# one run, each with its own counters (SteadyDB steady_metrics, PostgreSQL pg_statio_user_tables,
+# InnoDB Innodb_pages_read) and the bytes read from the disk (/proc/diskstats), fsync on for all.
+#
+#   scripts/seeds.sh [--only LIST] [--systems LIST] [--rows N] [--json FILE]
+#
+#   --only     scenarios, comma-separated (default all): 000 000-limit 001
+#   --systems  default steady,postgres,mariadb (mariadb left out when mariadbd is missing)
+#   --rows     rows of scenario 000's table (default 4,000,000, the issue's size)
+#
+# 000  A table (id bigint primary key, c char(60), v int) with an index on v, v = id % 50 and
+#      id % 100, loaded with a 1GB pool, then restarted cold (the OS cache dropped, a 64MB pool,
+#      SteadyDB with direct_io, InnoDB with O_DIRECT as it defaults; PostgreSQL reads through the
+#      OS cache by design). 10% of the rows deleted three ways, each on a fresh load: one
+#      statement through the index (v < 5, v < 10), 40 primary-key-range chunks (v < K AND id
+#      BETWEEN ...), and one statement per value (v = i); then purge until the history is empty
+#      (SteadyDB: history_length and purge_lag 0; InnoDB: trx_rseg_history_len 0; PostgreSQL,
+#      autovacuum off: VACUUM of the table). Printed: the statements' and purge's time, the pages
+#      read by both against the table's pages (table and indexes), the disk bytes read. Goal: pages
+#      read <= 1.2x the table's and statements plus purge <= 0.5x InnoDB's primary-key-range way.
+# 000-limit  1,000,000 rows, index on v = id % 5, an old REPEATABLE READ snapshot open in another
+#      session; 200 statements each deleting 1,000 rows of v = 0 (DELETE ... LIMIT 1000; on
+#      PostgreSQL DELETE ... WHERE ctid IN (SELECT ctid ... LIMIT 1000)). Goal: the last
+#      statement's time within 2x the first's.
+# 001  7 indexes built one after the other on 100,000 rows of 8 CHAR(255): each system's log
+#      bytes written by the builds (SteadyDB wal_current_lsn, PostgreSQL pg_current_wal_lsn,
+#      InnoDB Innodb_lsn_current) against the bytes of the indexes built, and the builds' time.
+#      Goal: log bytes <= 1.1x the indexes' bytes and time <= PostgreSQL's.
+#
+# Each scenario's table is printed at its end; --json FILE also writes every figure as JSON
+# lines. Needs root for dropping the OS cache (/proc/sys/vm/drop_caches).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage="usage: $0 [--only 000,000-limit,001] [--systems steady,postgres,mariadb] [--rows N] [--json FILE]"
+ONLY="000,000-limit,001"
+SYSTEMS="steady,postgres,mariadb"
+ROWS=4000000
+JSON=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --only) ONLY="$2"; shift 2 ;;
+    --systems) SYSTEMS="$2"; shift 2 ;;
+    --rows) ROWS="$2"; shift 2 ;;
+    --json) JSON="$2"; shift 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
+  esac
+done
+if ! command -v mariadbd >/dev/null && ! [ -x /usr/sbin/mariadbd ]; then
+  echo "mariadbd not installed (apt-get install mariadb-server): MariaDB left out" >&2
+  SYSTEMS="$(echo "$SYSTEMS" | tr ',' '\n' | grep -vx mariadb | paste -sd, -)"
+fi
+export PATH="$PATH:/usr/sbin"
+# shellcheck source=scripts/lib/servers.sh
+source scripts/lib/servers.sh
+export POSTGRES_OPTIONS="-c autovacuum=off -c max_wal_size=4GB"
+RESULTS="$WORK/results.jsonl"
+: >"$RESULTS"
+
+wanted() { [[ ",$1," == *",$2,"* ]]; }
+now() { date +%s.%N; }
+elapsed() { python3 -c "print(f'{$(now) - $1:.3f}')"; }
+
+# record SCENARIO SYSTEM KEY=VALUE...: one result line.
+record() {
+  python3 - "$@" >>"$RESULTS" <<'EOF'
+import json, sys
+scenario, system, *pairs = sys.argv[1:]
+row = {"scenario": scenario, "system": system}
+for pair in pairs:
+    key, value = pair.split("=", 1)
+    try:
+        row[key] = float(value) if "." in value else int(value)
+    except ValueError:
+        row[key] = value
+print(json.dumps(row))
+EOF
+}
+
+# The device under the work directory and the bytes read from it so far.
+DEVICE="$(basename "$(df --output=source "$WORK" | tail -1)")"
+disk_read_bytes() { awk -v d="$DEVICE" '$3 == d { print $6 * 512 }' /proc/diskstats; }
+drop_os_cache() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+# --- one interface over the three systems -------------------------------------------------------
+
+# start SYSTEM POOL / stop SYSTEM: a start after a stop keeps the data.
+start() {
+  case "$1" in
+    steady) BUFFER_POOL="$2" start_steady ;;
+    postgres) BUFFER_POOL="$2" start_postgres ;;
+    mariadb) BUFFER_POOL="$2" start_mariadb ;;
+  esac
+}
+stop() {
+  case "$1" in
+    steady) stop_steady ;;
+    postgres) stop_postgres ;;
+    mariadb) stop_mariadb ;;
+  esac
+}
+# Stops SYSTEM, removes its data and starts it fresh with POOL.
+fresh() {
+  stop "$1"
+  rm -rf "${WORK:?}/$1"
+  start "$1" "$2"
+}
+# A cold restart: the server stopped (its pages written), the OS cache dropped, a POOL pool.
+cold_restart() {
+  stop "$1"
+  drop_os_cache
+  STEADY_DIRECT_IO=1 start "$1" "$2"
+}
+
+# q SYSTEM SQL...: runs statements on SYSTEM, printing rows tab-separated.
+q() {
+  local system=$1
+  shift
+  case "$system" in
+    steady) use_server steady; sql -F $'\t' "$@" ;;
+    postgres) use_server postgres; sql -F $'\t' "$@" ;;
+    mariadb) msql "$@" ;;
+  esac
+}
+
+# Pages read from the disk so far by SYSTEM's own count. PostgreSQL's statistics reach shared
+# memory when a backend exits or idles, so its count is read until two reads agree.
+pages_read() {
+  case "$1" in
+    steady) q steady -c "SELECT value FROM steady_metrics WHERE name = 'buffer_pool_reads'" ;;
+    mariadb) q mariadb -e "SHOW GLOBAL STATUS LIKE 'Innodb_pages_read'" | cut -f2 ;;
+    postgres)
+      local count="" last=""
+      for _ in $(seq 1 20); do
+        count=$(q postgres -c "SELECT pg_stat_clear_snapshot();
+          SELECT coalesce(sum(coalesce(heap_blks_read, 0) + coalesce(idx_blks_read, 0)
+            + coalesce(toast_blks_read, 0) + coalesce(tidx_blks_read, 0)), 0)
+          FROM pg_statio_user_tables" | tail -1)
+        [ "$count" = "$last" ] && break
+        last=$count
+        sleep 0.5
+      done
+      echo "$count"
+      ;;
+  esac
+}
+
+# The pages (of the system's own size) of TABLE and its indexes, and that page size.
+table_pages() {
+  case "$1" in
+    steady) q steady -c "SELECT tree_pages FROM steady_tables WHERE name = '$2'" ;;
+    postgres) q postgres -c "SELECT (pg_relation_size('$2') + pg_indexes_size('$2')) / 8192" ;;
+    mariadb)
+      q mariadb -e "ANALYZE TABLE $2" >/dev/null
+      q mariadb -e "SELECT (data_length + index_length) DIV @@innodb_page_size
+        FROM information_schema.tables WHERE table_schema = 'test' AND table_name = '$2'"
+      ;;
+  esac
+}
+
+# Waits until SYSTEM's purge has removed every old version and delete mark (PostgreSQL: VACUUM
+# of TABLE, autovacuum being off).
+purge() {
+  case "$1" in
+    steady)
+      until [ "$(q steady -c "SELECT sum(value) FROM steady_metrics
+                 WHERE name IN ('history_length', 'purge_lag')")" = 0 ]; do sleep 0.1; done
+      ;;
+    postgres) q postgres -c "VACUUM $2" ;;
+    mariadb)
+      until [ "$(q mariadb -e "SELECT count FROM information_schema.innodb_metrics
+                 WHERE name = 'trx_rseg_history_len'")" = 0 ]; do sleep 0.1; done
+      ;;
+  esac
+}
+
+# The bytes of redo (WAL) SYSTEM has generated so far.
+log_position() {
+  case "$1" in
+    steady) q steady -c "SELECT value FROM steady_metrics WHERE name = 'wal_current_lsn'" ;;
+    postgres) q postgres -c "SELECT pg_current_wal_lsn() - '0/0'" ;;
+    mariadb) q mariadb -e "SHOW GLOBAL STATUS LIKE 'Innodb_lsn_current'" | cut -f2 ;;
+  esac
+}
+
+# Makes SYSTEM's loaded tables durable in place and its history empty before a cold restart.
+settle() {
+  case "$1" in
+    steady) purge steady; q steady -c "CHECKPOINT" ;;
+    postgres) q postgres -c "CHECKPOINT" ;;
+    mariadb) purge mariadb ;;
+  esac
+}
+
+# --- 000: deletes through an index ---------------------------------------------------------------
+
+# load_000 SYSTEM MODULUS: the table t of ROWS rows, v = id % MODULUS, indexed on v.
+load_000() {
+  local system=$1 modulus=$2 first last chunk=1000000
+  if [ "$system" = mariadb ]; then
+    q mariadb -e "CREATE TABLE t (id bigint PRIMARY KEY, c char(60), v int) ENGINE=InnoDB"
+  else
+    q "$system" -c "CREATE TABLE t (id bigint PRIMARY KEY, c char(60), v int)"
+  fi
+  for ((first = 1; first <= ROWS; first += chunk)); do
+    last=$((first + chunk - 1 < ROWS ? first + chunk - 1 : ROWS))
+    if [ "$system" = mariadb ]; then
+      q mariadb -e "INSERT INTO t SELECT seq, lpad(seq, 60, 'x'), seq % $modulus
+                    FROM seq_${first}_to_${last}"
+    else
+      q "$system" -c "INSERT INTO t SELECT g, lpad(g::text, 60, 'x'), g % $modulus
+                      FROM generate_series($first, $last) g"
+    fi
+  done
+  case "$system" in
+    mariadb) q mariadb -e "CREATE INDEX t_v ON t (v); ANALYZE TABLE t" >/dev/null ;;
+    postgres) q postgres -c "CREATE INDEX t_v ON t (v)" -c "VACUUM ANALYZE t" ;;
+    steady) q steady -c "CREATE INDEX t_v ON t (v)" -c "ANALYZE t" ;;
+  esac
+}
+
+# The statements of one way of deleting the rows with v < LIMIT, one per line.
+statements_000() {
+  local way=$1 limit=$2 chunks=40 i first last
+  case "$way" in
+    one) echo "DELETE FROM t WHERE v < $limit;" ;;
+    chunks)
+      for ((i = 0; i < chunks; i++)); do
+        first=$((i * ROWS / chunks + 1))
+        last=$(((i + 1) * ROWS / chunks))
+        echo "DELETE FROM t WHERE v < $limit AND id BETWEEN $first AND $last;"
+      done
+      ;;
+    each) for ((i = 0; i < limit; i++)); do echo "DELETE FROM t WHERE v = $i;"; done ;;
+  esac
+}
+
+run_000() {
+  local system=$1 modulus=$2 way=$3 limit=$(($2 / 10)) pages reads0 disk0 started statements purged
+  fresh "$system" 1GB
+  load_000 "$system" "$modulus"
+  settle "$system"
+  cold_restart "$system" 64MB
+  pages=$(table_pages "$system" t)
+  reads0=$(pages_read "$system")
+  disk0=$(disk_read_bytes)
+  started=$(now)
+  if [ "$system" = mariadb ]; then
+    statements_000 "$way" "$limit" | q mariadb
+  else
+    statements_000 "$way" "$limit" | q "$system" -f -
+  fi
+  statements=$(elapsed "$started")
+  started=$(now)
+  purge "$system" t
+  purged=$(elapsed "$started")
+  local reads=$(($(pages_read "$system") - reads0)) disk=$(($(disk_read_bytes) - disk0))
+  record 000 "$system" modulus="$modulus" way="$way" statements_s="$statements" purge_s="$purged" \
+    pages_read="$reads" table_pages="$pages" disk_mb="$((disk / 1048576))"
+  echo "000 $system v = id % $modulus, $way: statements $statements s, purge $purged s, $reads pages read for $pages" >&2
+}
+
+scenario_000() {
+  local system modulus way
+  for system in ${SYSTEMS//,/ }; do
+    for modulus in 50 100; do
+      for way in one chunks each; do run_000 "$system" "$modulus" "$way"; done
+    done
+    stop "$system"
+  done
+}
+
+# --- 000-limit: repeated DELETE ... LIMIT with an old snapshot open -------------------------------
+
+run_000_limit() {
+  local system=$1 rows=1000000 i fifo="$WORK/snapshot"
+  fresh "$system" 1GB
+  ROWS=$rows load_000 "$system" 5
+  settle "$system"
+  # The old snapshot: a session that read the table in a REPEATABLE READ transaction and stays.
+  mkfifo "$fifo"
+  if [ "$system" = mariadb ]; then
+    q mariadb <"$fifo" >/dev/null &
+  else
+    q "$system" <"$fifo" >/dev/null &
+  fi
+  local holder=$!
+  exec 7>"$fifo"
+  if [ "$system" = mariadb ]; then
+    echo "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION WITH CONSISTENT SNAPSHOT; SELECT count(*) FROM t;" >&7
+  else
+    echo "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM t;" >&7
+  fi
+  local statement="DELETE FROM t WHERE v = 0 LIMIT 1000;"
+  if [ "$system" = postgres ]; then
+    statement="DELETE FROM t WHERE ctid IN (SELECT ctid FROM t WHERE v = 0 LIMIT 1000);"
+  fi
+  local times="$WORK/limit_times"
+  case "$system" in
+    mariadb)
+      for ((i = 0; i < 200; i++)); do echo "$statement"; done | q mariadb -vvv \
+        | sed -n 's/^Query OK.*(\([0-9.]*\) sec)$/\1/p' | awk '{ print $1 * 1000 }' >"$times"
+      ;;
+    *)
+      { echo '\timing on'; for ((i = 0; i < 200; i++)); do echo "$statement"; done; } \
+        | q "$system" -f - | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' >"$times"
+      ;;
+  esac
+  echo "COMMIT;" >&7
+  exec 7>&-
+  wait "$holder" || true
+  rm -f "$fifo"
+  local first last total
+  first=$(head -1 "$times")
+  last=$(tail -1 "$times")
+  total=$(awk '{ s += $1 } END { printf "%.1f", s }' "$times")
+  record 000-limit "$system" statements="$(wc -l <"$times")" first_ms="$first" last_ms="$last" total_ms="$total"
+  echo "000-limit $system: first $first ms, last $last ms, all $total ms" >&2
+  stop "$system"
+}
+
+scenario_000_limit() {
+  local system
+  for system in ${SYSTEMS//,/ }; do run_000_limit "$system"; done
+}
+
+# --- 001: index builds and their log --------------------------------------------------------------
+
+run_001() {
+  local system=$1 i columns="" create log0 index_bytes started built
+  fresh "$system" 1GB
+  for i in 1 2 3 4 5 6 7 8; do columns+=", c$i char(255)"; done
+  create="CREATE TABLE w (id int PRIMARY KEY$columns)"
+  local load="INSERT INTO w SELECT g, md5(g::text), md5((g + 1)::text), md5((g + 2)::text),
+    md5((g + 3)::text), md5((g + 4)::text), md5((g + 5)::text), md5((g + 6)::text),
+    md5((g + 7)::text) FROM generate_series(1, 100000) g"
+  if [ "$system" = mariadb ]; then
+    q mariadb -e "$create ENGINE=InnoDB"
+    q mariadb -e "INSERT INTO w SELECT seq, md5(seq), md5(seq + 1), md5(seq + 2), md5(seq + 3),
+           md5(seq + 4), md5(seq + 5), md5(seq + 6), md5(seq + 7) FROM seq_1_to_100000"
+  else
+    q "$system" -c "$create" -c "$load"
+  fi
+  settle "$system"
+  local tree_pages0=""
+  if [ "$system" = steady ]; then tree_pages0=$(q steady -c "SELECT tree_pages FROM steady_tables WHERE name = 'w'"); fi
+  log0=$(log_position "$system")
+  started=$(now)
+  for i in 1 2 3 4 5 6 7; do
+    if [ "$system" = mariadb ]; then
+      q mariadb -e "CREATE INDEX w_c$i ON w (c$i)"
+    else
+      q "$system" -c "CREATE INDEX w_c$i ON w (c$i)"
+    fi
+  done
+  built=$(elapsed "$started")
+  local log=$(($(log_position "$system") - log0))
+  case "$system" in
+    steady)
+      index_bytes=$(( ($(q steady -c "SELECT tree_pages FROM steady_tables WHERE name = 'w'") - tree_pages0) * 16384 ))
+      ;;
+    postgres) index_bytes=$(q postgres -c "SELECT pg_indexes_size('w') - pg_relation_size('w_pkey')") ;;
+    mariadb)
+      q mariadb -e "ANALYZE TABLE w" >/dev/null
+      index_bytes=$(q mariadb -e "SELECT index_length FROM information_schema.tables
+                                  WHERE table_schema = 'test' AND table_name = 'w'")
+      ;;
+  esac
+  record 001 "$system" build_s="$built" log_bytes="$log" index_bytes="$index_bytes"
+  echo "001 $system: 7 indexes in $built s, log $log bytes for $index_bytes bytes of index" >&2
+  stop "$system"
+}
+
+scenario_001() {
+  local system
+  for system in ${SYSTEMS//,/ }; do run_001 "$system"; done
+}
+
+# --- the run ----------------------------------------------------------------------------------
+
+wanted "$ONLY" 000 && scenario_000
+wanted "$ONLY" 000-limit && scenario_000_limit
+wanted "$ONLY" 001 && scenario_001
+python3 scripts/seeds_report.py "$RESULTS"
+if [ -n "$JSON" ]; then cp "$RESULTS" "$JSON"; fi
