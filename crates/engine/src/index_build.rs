@@ -63,7 +63,7 @@ use crate::lock::{LockKey, LockMode};
 use crate::sorter::{KeySorter, MergedKeys, Sorted};
 use crate::table::{
     check_key_columns, corrupt_row, entry_key, entry_pk, entry_value, has_null, index_key,
-    wanted_columns,
+    lacks_entry, wanted_columns,
 };
 use crate::txn::{Csn, Snapshot, TxnId, TxnStatus};
 use crate::version::IndexId;
@@ -615,7 +615,7 @@ impl Transaction {
             let values = decoder.decode(&version.row).map_err(corrupt_row)?;
             let sk = index_key(&values, &index.columns);
             let key = entry_key(&sk, &pk);
-            if tree.get(&key)?.is_none() {
+            if lacks_entry(&tree, index.entry_format, &key, &pk)? {
                 tree.insert(&key, &entry_value(index.entry_format, &pk))?;
             }
             if !index.unique || has_null(&values, &index.columns) {
@@ -660,7 +660,7 @@ impl Transaction {
         let mut check = KeyCheck::Unique;
         for entry in tree.range(Bound::Included(sk), end) {
             let (key, value) = entry?;
-            let other = entry_pk(index.entry_format, &key, value)?;
+            let other = entry_pk(index.entry_format, &key, &value)?;
             if other == pk || key.len() != sk.len() + other.len() {
                 continue;
             }

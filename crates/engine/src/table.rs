@@ -12,6 +12,12 @@
 //!   fetches the version its snapshot sees from the clustered index and keeps it only if that
 //!   version still has the entry's index key. Purge removes an entry once no version of the row
 //!   that any snapshot can see has that key.
+//! * **Stale marks.** While an old snapshot keeps a deleted row, purge buries its delete mark
+//!   and marks the row's entries (in `PkLength` format) with the delete's commit csn: a reader
+//!   whose snapshot sees that commit passes over the entry without looking the row up, so
+//!   repeated `DELETE ... LIMIT` through an index stays flat behind an old snapshot (seed 000).
+//!   The mark is set with the row locked by purge and only while the row's newest version is
+//!   that delete; a write that gives the row the entry's key again clears it.
 //! * **Unique secondary indexes** lock the index key value itself for the rest of the transaction,
 //!   then look for another live row with that value.
 //! * **DDL** ([`crate::ddl`]) is a write of a transaction, undone with it. Row writes take the
@@ -34,6 +40,7 @@ use crate::engine::{DeleteOutcome, Engine, InPlace, Transaction, UnlockedChange}
 use crate::error::{EngineError, Result};
 use crate::lock::{LockKey, LockMode};
 use crate::sorter::KeySorter;
+use crate::txn::Csn;
 use crate::version::{
     history_last, history_prefix, IndexId, OldVersion, UndoAction, UndoEntry, Version,
 };
@@ -87,6 +94,36 @@ impl Engine {
         old: &OldVersion,
     ) -> Result<()> {
         self.remove_stale_entries_besides(table, pk, old, Vec::new())
+    }
+
+    /// Marks the secondary entries of `row` (the last version of the row under `pk`, which a
+    /// delete committed at `csn` ended) stale from `csn`, so that readers seeing that commit pass
+    /// over them (module doc). Called by purge with the row locked and its delete mark newest.
+    pub(crate) fn mark_entries_stale(
+        &self,
+        table: &TableDef,
+        pk: &[u8],
+        row: &Version,
+        csn: Csn,
+    ) -> Result<()> {
+        let Ok(values) = table.decode_row(&row.row, None) else {
+            return Ok(());
+        };
+        let marked = stale_entry_value(pk.len(), csn);
+        let marked_format = |index: &&IndexDef| index.entry_format == EntryFormat::PkLength;
+        for index in table.indexes.iter().filter(marked_format) {
+            let Ok(tree) = self.tree(index.id) else {
+                continue;
+            };
+            let key = entry_key(&index_key(&values, &index.columns), pk);
+            let unmarked = tree
+                .get(&key)?
+                .is_some_and(|value| entry_stale_from(index.entry_format, &value).is_none());
+            if unmarked {
+                tree.insert(&key, &marked)?;
+            }
+        }
+        Ok(())
     }
 
     /// As [`Engine::remove_stale_entries`], keeping also the entries of `others` (versions of the
@@ -200,17 +237,66 @@ pub(crate) fn entry_value(format: EntryFormat, pk: &[u8]) -> Vec<u8> {
     }
 }
 
-/// The primary key a secondary entry `(key, value)` in `format` names.
-pub(crate) fn entry_pk(format: EntryFormat, key: &[u8], value: Vec<u8>) -> Result<Vec<u8>> {
-    if format == EntryFormat::PkInValue {
-        return Ok(value);
+/// The value of a `PkLength` entry for a primary key of `pk_len` bytes, marked stale for the
+/// snapshots that see the commit `csn` (the delete of its row; see the module doc).
+pub(crate) fn stale_entry_value(pk_len: usize, csn: Csn) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 + STALE_MARK_BYTES);
+    put_varint(&mut out, pk_len as u128);
+    out.extend_from_slice(&csn.to_be_bytes());
+    out
+}
+
+/// Bytes a stale mark adds to a `PkLength` entry's value: the delete's commit csn.
+const STALE_MARK_BYTES: usize = 8;
+
+/// The commit csn a `PkLength` entry's value is marked stale from, if it is marked.
+pub(crate) fn entry_stale_from(format: EntryFormat, value: &[u8]) -> Option<Csn> {
+    if format == EntryFormat::PkInValue || value.len() <= STALE_MARK_BYTES {
+        return None;
     }
-    let length = read_whole_varint(&value)
+    let mark = value[value.len() - STALE_MARK_BYTES..].try_into().ok()?;
+    Some(Csn::from_be_bytes(mark))
+}
+
+/// Whether a reader at `snapshot` (None: the newest versions) may pass over an entry whose value
+/// is `value` without looking its row up: the entry is marked stale by a delete it sees.
+pub(crate) fn passes_over(format: EntryFormat, value: &[u8], snapshot: Option<Csn>) -> bool {
+    entry_stale_from(format, value).is_some_and(|from| snapshot.is_none_or(|s| from <= s))
+}
+
+/// The primary key a secondary entry `(key, value)` in `format` names.
+pub(crate) fn entry_pk(format: EntryFormat, key: &[u8], value: &[u8]) -> Result<Vec<u8>> {
+    if format == EntryFormat::PkInValue {
+        return Ok(value.to_vec());
+    }
+    let length_bytes = match entry_stale_from(format, value) {
+        Some(_) => &value[..value.len() - STALE_MARK_BYTES],
+        None => value,
+    };
+    let length = read_whole_varint(length_bytes)
         .ok()
         .and_then(|n| usize::try_from(n).ok())
         .filter(|&n| n <= key.len())
         .ok_or_else(|| EngineError::Corrupt(format!("secondary entry value {value:?}")))?;
     Ok(key[key.len() - length..].to_vec())
+}
+
+/// Whether `tree` (a secondary index in `format`) lacks the entry `key` for the row `pk`; an
+/// entry there marked stale is cleared in place (the row has that key again).
+pub(crate) fn lacks_entry(
+    tree: &BTree,
+    format: EntryFormat,
+    key: &[u8],
+    pk: &[u8],
+) -> Result<bool> {
+    match tree.get(key)? {
+        Some(value) if entry_stale_from(format, &value).is_none() => Ok(false),
+        Some(_) => {
+            tree.insert(key, &entry_value(format, pk))?;
+            Ok(false)
+        }
+        None => Ok(true),
+    }
 }
 
 /// Whether a row has a NULL in one of the columns (NULLs never collide in a unique index).
@@ -638,14 +724,20 @@ impl Transaction {
         end: Bound<&[u8]>,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let tree = self.ready_index(index)?;
+        let snapshot = self.snapshot_of(index.id)?;
         let end = entry_end(end);
-        tree.range(start, end.as_ref().map(Vec::as_slice))
-            .map(|entry| {
-                let (key, value) = entry?;
-                let pk = entry_pk(index.entry_format, &key, value)?;
-                Ok((key, pk))
-            })
-            .collect()
+        let mut entries = Vec::new();
+        tree.for_each_in_range::<EngineError>(
+            start,
+            end.as_ref().map(Vec::as_slice),
+            |key, value| {
+                if !passes_over(index.entry_format, value, snapshot) {
+                    entries.push((key.to_vec(), entry_pk(index.entry_format, key, value)?));
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(entries)
     }
 
     /// The tree of `index`, refused if the index was built after this transaction's snapshot.
@@ -673,15 +765,23 @@ impl Transaction {
         let mut keys = Vec::new();
         let mut resume_after = None;
         let tree = self.ready_index(index)?;
+        let snapshot = self.snapshot_of(index.id)?;
         let end = entry_end(end);
-        for entry in tree.range(start, end.as_ref().map(Vec::as_slice)) {
-            let (key, value) = entry?;
-            keys.push(entry_pk(index.entry_format, &key, value)?);
-            if keys.len() >= max_keys {
-                resume_after = Some(key);
-                break;
-            }
-        }
+        tree.for_each_in_range::<EngineError>(
+            start,
+            end.as_ref().map(Vec::as_slice),
+            |key, value| {
+                if passes_over(index.entry_format, value, snapshot) {
+                    return Ok(true);
+                }
+                keys.push(entry_pk(index.entry_format, key, value)?);
+                if keys.len() >= max_keys {
+                    resume_after = Some(key.to_vec());
+                    return Ok(false);
+                }
+                Ok(true)
+            },
+        )?;
         keys.sort_unstable();
         keys.dedup();
         Ok(IndexCandidates { keys, resume_after })
@@ -724,7 +824,7 @@ impl Transaction {
         for index in &table.indexes {
             let key = entry_key(&index_key(values, &index.columns), pk);
             let tree = self.engine.tree(index.id)?;
-            if tree.get(&key)?.is_some() {
+            if !lacks_entry(&tree, index.entry_format, &key, pk)? {
                 continue;
             }
             self.log_index_entry(index.id, &key)?;
@@ -770,7 +870,7 @@ impl Transaction {
         let end = entry_end(Bound::Included(sk));
         for entry in tree.range(Bound::Included(sk), end.as_ref().map(Vec::as_slice)) {
             let (key, value) = entry?;
-            let other = entry_pk(index.entry_format, &key, value)?;
+            let other = entry_pk(index.entry_format, &key, &value)?;
             if other == pk || key.len() != sk.len() + other.len() {
                 continue;
             }
@@ -831,12 +931,12 @@ mod tests {
             let key = entry_key(b"sk", &pk);
             for format in [EntryFormat::PkInValue, EntryFormat::PkLength] {
                 let value = entry_value(format, &pk);
-                assert_eq!(entry_pk(format, &key, value).unwrap(), pk, "{format:?}");
+                assert_eq!(entry_pk(format, &key, &value).unwrap(), pk, "{format:?}");
             }
             let short = entry_value(EntryFormat::PkLength, &pk);
             assert_eq!(short.len(), if pk_len < 128 { 1 } else { 2 });
         }
-        let corrupt = |value: &[u8]| entry_pk(EntryFormat::PkLength, b"abc", value.to_vec());
+        let corrupt = |value: &[u8]| entry_pk(EntryFormat::PkLength, b"abc", value);
         assert!(corrupt(&[4]).is_err(), "longer than the key");
         assert!(corrupt(&[]).is_err(), "empty");
         assert!(corrupt(&[0x81]).is_err(), "unterminated");

@@ -222,6 +222,7 @@ impl Engine {
 
     /// Moves one row's delete mark by `txn` to the graveyard (with the row locked). The graveyard
     /// gets it before the clustered index loses it, so a reader always finds it in one of them.
+    /// The row's secondary entries are then marked stale from `csn` (the delete's commit).
     pub(super) fn bury(&self, index: IndexId, pk: &[u8], txn: TxnId, csn: Csn) -> Result<()> {
         let Ok(tree) = self.tree(index) else {
             return Ok(());
@@ -237,7 +238,39 @@ impl Engine {
         self.graveyard_length.fetch_add(1, Ordering::AcqRel);
         self.graveyard.insert(&graveyard_key(index, pk), &bytes)?;
         tree.delete(pk)?;
+        if let Some(table) = self.table_by_id(index).filter(|t| !t.indexes.is_empty()) {
+            if let Some(last) = self.row_before_delete(index, pk, &version)? {
+                self.mark_entries_stale(&table, pk, &last, csn)?;
+            }
+        }
         Ok(())
+    }
+
+    /// The version the delete mark `mark` of the row under `pk` ended: the row the mark keeps,
+    /// else the newest of the row's versions in history.
+    fn row_before_delete(
+        &self,
+        index: IndexId,
+        pk: &[u8],
+        mark: &Version,
+    ) -> Result<Option<Version>> {
+        if let Some(kept) = mark.kept_version() {
+            return Ok(Some(kept));
+        }
+        let (first, last) = (
+            crate::version::history_prefix(index, pk),
+            crate::version::history_last(index, pk),
+        );
+        let mut newest = None;
+        for entry in self
+            .history
+            .range(Bound::Included(&first), Bound::Included(&last))
+        {
+            newest = Some(entry?.1);
+        }
+        newest
+            .map(|bytes| OldVersion::decode(&bytes).map(|old| old.version))
+            .transpose()
     }
 
     /// A write replaced a row whose delete mark was in the graveyard: it leaves the graveyard.

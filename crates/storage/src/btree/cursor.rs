@@ -410,6 +410,80 @@ impl BTree {
     }
 }
 
+impl BTree {
+    /// Lends `visit` each entry with a key in `start..end`, in ascending order, with its leaf
+    /// latched (nothing copied or allocated per entry, as [`BTree::range`] does), until the range
+    /// ends or `visit` returns false. `visit` must not use this tree.
+    pub fn for_each_in_range<E: From<crate::StorageError>>(
+        &self,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        mut visit: impl FnMut(&[u8], &[u8]) -> std::result::Result<bool, E>,
+    ) -> std::result::Result<(), E> {
+        let mut walk = LeafWalk::default();
+        let mut next = match self.visit_leaf(&mut walk, start, end, &mut visit)? {
+            LeafVisit::Next(key) => key,
+            LeafVisit::Stopped => return Ok(()),
+        };
+        while let Some(from) = next {
+            next = match self.visit_leaf(&mut walk, Bound::Included(&from), end, &mut visit)? {
+                LeafVisit::Next(key) => key,
+                LeafVisit::Stopped => return Ok(()),
+            };
+        }
+        Ok(())
+    }
+
+    /// Lends `visit` the entries in `start..end` of the leaf holding `start`, with the leaf
+    /// latched; what [`BTree::read_leaf`] copies.
+    fn visit_leaf<E: From<crate::StorageError>>(
+        &self,
+        walk: &mut LeafWalk,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        visit: &mut impl FnMut(&[u8], &[u8]) -> std::result::Result<bool, E>,
+    ) -> std::result::Result<LeafVisit, E> {
+        let seek = match start {
+            Bound::Unbounded => Seek::First,
+            Bound::Included(key) | Bound::Excluded(key) => Seek::AtOrAfter(key),
+        };
+        let leaf = self.walk_to_leaf(walk, seek, false)?;
+        let page = Page::new(&leaf.guard);
+        let first = match start {
+            Bound::Unbounded => 0,
+            Bound::Included(key) => node::leaf_search(page, key).unwrap_or_else(|slot| slot),
+            Bound::Excluded(key) => {
+                node::leaf_search(page, key).map_or_else(|slot| slot, |slot| slot + 1)
+            }
+        };
+        let count = page.slot_count();
+        // Most leaves of a long range lie wholly inside it: then no key but the last is compared.
+        let all_inside = count > first && !above(node::leaf_key(page.record(count - 1)), end);
+        for slot in first..count {
+            let record = page.record(slot);
+            let key = node::leaf_key(record);
+            if !all_inside && above(key, end) {
+                return Ok(LeafVisit::Next(None));
+            }
+            let go_on = match node::leaf_value(record) {
+                node::StoredValue::Inline(value) => visit(key, value)?,
+                node::StoredValue::Overflow { .. } => visit(key, &self.load_value(record)?)?,
+            };
+            if !go_on {
+                return Ok(LeafVisit::Stopped);
+            }
+        }
+        Ok(LeafVisit::Next(leaf.bounds.upper))
+    }
+}
+
+/// How [`BTree::visit_leaf`] left a leaf: the key the next leaf's entries start at (None: the
+/// range ended), or stopped by its visitor.
+enum LeafVisit {
+    Next(Option<Vec<u8>>),
+    Stopped,
+}
+
 impl<'t> RangeIter<'t> {
     fn new(tree: &'t BTree, start: Bound<&[u8]>, end: Bound<&[u8]>, reverse: bool) -> Self {
         RangeIter {
@@ -474,31 +548,15 @@ impl BTree {
         out: &mut Entries,
     ) -> Result<Option<Vec<u8>>> {
         out.clear();
-        let seek = match start {
-            Bound::Unbounded => Seek::First,
-            Bound::Included(key) | Bound::Excluded(key) => Seek::AtOrAfter(key),
+        out.reserve(0, self.pool.page_size());
+        let copy = &mut |key: &[u8], value: &[u8]| {
+            out.push(key, value);
+            Ok::<_, crate::StorageError>(true)
         };
-        let leaf = self.walk_to_leaf(walk, seek, false)?;
-        let page = Page::new(&leaf.guard);
-        let first = match start {
-            Bound::Unbounded => 0,
-            Bound::Included(key) => node::leaf_search(page, key).unwrap_or_else(|slot| slot),
-            Bound::Excluded(key) => {
-                node::leaf_search(page, key).map_or_else(|slot| slot, |slot| slot + 1)
-            }
-        };
-        let count = page.slot_count();
-        out.reserve(count - first.min(count), self.pool.page_size());
-        // Most leaves of a long range lie wholly inside it: then no key but the last is compared.
-        let all_inside = count > first && !above(node::leaf_key(page.record(count - 1)), end);
-        for slot in first..count {
-            let record = page.record(slot);
-            if !all_inside && above(node::leaf_key(record), end) {
-                return Ok(None);
-            }
-            out.push_record(self, record)?;
+        match self.visit_leaf(walk, start, end, copy)? {
+            LeafVisit::Next(next) => Ok(next),
+            LeafVisit::Stopped => Ok(None),
         }
-        Ok(leaf.bounds.upper)
     }
 
     /// As [`BTree::read_leaf`] going down: the entries of the leaf holding the keys just below
