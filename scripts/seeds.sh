@@ -6,7 +6,7 @@
 #
 #   scripts/seeds.sh [--only LIST] [--systems LIST] [--rows N] [--json FILE]
 #
-#   --only     scenarios, comma-separated (default all): 000 000-limit 001
+#   --only     scenarios, comma-separated (default all): 000 000-limit 001 002
 #   --systems  default steady,postgres,mariadb (mariadb left out when mariadbd is missing)
 #   --rows     rows of scenario 000's table (default 4,000,000, the issue's size)
 #
@@ -23,19 +23,28 @@
 # 000-limit  1,000,000 rows, index on v = id % 5, an old REPEATABLE READ snapshot open in another
 #      session; 200 statements each deleting 1,000 rows of v = 0 (DELETE ... LIMIT 1000; on
 #      PostgreSQL DELETE ... WHERE ctid IN (SELECT ctid ... LIMIT 1000)). Goal: the last
-#      statement's time within 2x the first's.
+#      statement's time within 2x the first's (each the median of ten: the first ten, the last
+#      ten). LIMIT_TIMES=PREFIX keeps every statement's time in PREFIX.SYSTEM. Then, the old
+#      snapshot still open, SELECT count(*) FROM t WHERE v = 0 (best of three): a read through
+#      the 200,000 entries of rows deleted that the snapshot keeps.
 # 001  7 indexes built one after the other on 100,000 rows of 8 CHAR(255): each system's log
 #      bytes written by the builds (SteadyDB wal_current_lsn, PostgreSQL pg_current_wal_lsn,
 #      InnoDB Innodb_lsn_current) against the bytes of the indexes built, and the builds' time.
 #      Goal: log bytes <= 1.1x the indexes' bytes and time <= PostgreSQL's.
+# 002  sysbench oltp_update_index (pareto, 8 threads) on 1,000,000 rows: SELECT avg(k) idle and
+#      under the load at READ COMMITTED and REPEATABLE READ; each 5-second TPS of 60 s without a
+#      snapshot held and of HOLD_SECONDS (default 135) with a REPEATABLE READ snapshot held, then
+#      45 s after its release; the table's pages before the load and 30 s after the release.
+#      Goals: avg(k) under load <= 1.5x idle; held median >= 0.9x the baseline median; no
+#      interval held or after below 0.8x of it; pages after <= 1.1x before.
 #
 # Each scenario's table is printed at its end; --json FILE also writes every figure as JSON
 # lines. Needs root for dropping the OS cache (/proc/sys/vm/drop_caches).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: $0 [--only 000,000-limit,001] [--systems steady,postgres,mariadb] [--rows N] [--json FILE]"
-ONLY="000,000-limit,001"
+usage="usage: $0 [--only 000,000-limit,001,002] [--systems steady,postgres,mariadb] [--rows N] [--json FILE]"
+ONLY="000,000-limit,001,002"
 SYSTEMS="steady,postgres,mariadb"
 ROWS=4000000
 JSON=""
@@ -60,6 +69,11 @@ RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
 
 wanted() { [[ ",$1," == *",$2,"* ]]; }
+# on_each_system RUN: RUN SYSTEM for each system asked for, in turn.
+on_each_system() {
+  local system
+  for system in ${SYSTEMS//,/ }; do "$1" "$system"; done
+}
 now() { date +%s.%N; }
 elapsed() { python3 -c "print(f'{$(now) - $1:.3f}')"; }
 
@@ -194,6 +208,41 @@ settle() {
   esac
 }
 
+# hold_snapshot SYSTEM SQL: a session of its own opens a REPEATABLE READ transaction, runs SQL
+# in it (which takes its snapshot) and stays in it until release_snapshot.
+SNAPSHOT_HOLDER=""
+hold_snapshot() {
+  local system=$1 statement=$2 fifo="$WORK/snapshot"
+  mkfifo "$fifo"
+  q "$system" <"$fifo" >/dev/null &
+  SNAPSHOT_HOLDER=$!
+  exec 7>"$fifo"
+  if [ "$system" = mariadb ]; then
+    echo "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION WITH CONSISTENT SNAPSHOT; $statement;" >&7
+  else
+    echo "BEGIN ISOLATION LEVEL REPEATABLE READ; $statement;" >&7
+  fi
+}
+
+release_snapshot() {
+  echo "COMMIT;" >&7
+  exec 7>&-
+  wait "$SNAPSHOT_HOLDER" || true
+  rm -f "$WORK/snapshot"
+}
+
+# best_ms SYSTEM SQL: the best of three runs of one statement, in milliseconds.
+best_ms() {
+  local system=$1 statement=$2
+  if [ "$system" = mariadb ]; then
+    for _ in 1 2 3; do echo "$statement;"; done | q mariadb -vvv \
+      | sed -n 's/^[0-9]* rows\? in set.*(\([0-9.]*\) sec)$/\1/p' | awk '{ print $1 * 1000 }' | sort -n | head -1
+  else
+    { echo '\timing on'; for _ in 1 2 3; do echo "$statement;"; done; } \
+      | q "$system" -f - | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' | sort -n | head -1
+  fi
+}
+
 # --- 000: deletes through an index ---------------------------------------------------------------
 
 # load_000 SYSTEM MODULUS: the table t of ROWS rows, v = id % MODULUS, indexed on v.
@@ -275,24 +324,11 @@ scenario_000() {
 # --- 000-limit: repeated DELETE ... LIMIT with an old snapshot open -------------------------------
 
 run_000_limit() {
-  local system=$1 rows=1000000 i fifo="$WORK/snapshot"
+  local system=$1 rows=1000000 i
   fresh "$system" 1GB
   ROWS=$rows load_000 "$system" 5
   settle "$system"
-  # The old snapshot: a session that read the table in a REPEATABLE READ transaction and stays.
-  mkfifo "$fifo"
-  if [ "$system" = mariadb ]; then
-    q mariadb <"$fifo" >/dev/null &
-  else
-    q "$system" <"$fifo" >/dev/null &
-  fi
-  local holder=$!
-  exec 7>"$fifo"
-  if [ "$system" = mariadb ]; then
-    echo "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ; START TRANSACTION WITH CONSISTENT SNAPSHOT; SELECT count(*) FROM t;" >&7
-  else
-    echo "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM t;" >&7
-  fi
+  hold_snapshot "$system" "SELECT count(*) FROM t"
   local statement="DELETE FROM t WHERE v = 0 LIMIT 1000;"
   if [ "$system" = postgres ]; then
     statement="DELETE FROM t WHERE ctid IN (SELECT ctid FROM t WHERE v = 0 LIMIT 1000);"
@@ -308,22 +344,25 @@ run_000_limit() {
         | q "$system" -f - | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p' >"$times"
       ;;
   esac
-  echo "COMMIT;" >&7
-  exec 7>&-
-  wait "$holder" || true
-  rm -f "$fifo"
+  # A read of the range the statements emptied, the old snapshot still open: every entry there
+  # belongs to a deleted row that snapshot keeps.
+  if [ "$system" = steady ]; then
+    until [ "$(q steady -c "SELECT value FROM steady_metrics WHERE name = 'purge_queued'")" = 0 ]; do sleep 0.1; done
+  fi
+  local read_after
+  read_after=$(best_ms "$system" "SELECT count(*) FROM t WHERE v = 0")
+  release_snapshot
+  # The first and the last statement's time, each as the median of ten (one statement's time
+  # alone is as noisy as a scheduler tick).
   local first last total
-  first=$(head -1 "$times")
-  last=$(tail -1 "$times")
+  first=$(head -10 "$times" | sort -n | sed -n 5p)
+  last=$(tail -10 "$times" | sort -n | sed -n 5p)
+  if [ -n "${LIMIT_TIMES:-}" ]; then cp "$times" "$LIMIT_TIMES.$system"; fi
   total=$(awk '{ s += $1 } END { printf "%.1f", s }' "$times")
-  record 000-limit "$system" statements="$(wc -l <"$times")" first_ms="$first" last_ms="$last" total_ms="$total"
-  echo "000-limit $system: first $first ms, last $last ms, all $total ms" >&2
+  record 000-limit "$system" statements="$(wc -l <"$times")" first_ms="$first" last_ms="$last" total_ms="$total" \
+    read_after_ms="$read_after"
+  echo "000-limit $system: first $first ms, last $last ms, all $total ms; v = 0 read after $read_after ms" >&2
   stop "$system"
-}
-
-scenario_000_limit() {
-  local system
-  for system in ${SYSTEMS//,/ }; do run_000_limit "$system"; done
 }
 
 # --- 001: index builds and their log --------------------------------------------------------------
@@ -373,15 +412,84 @@ run_001() {
   stop "$system"
 }
 
-scenario_001() {
-  local system
-  for system in ${SYSTEMS//,/ }; do run_001 "$system"; done
+# --- 002: MVCC bloat and long version chains under sysbench oltp_update_index ---------------------
+
+# sysbench_on SYSTEM ARGS...: sysbench oltp_update_index (pareto) on SYSTEM's one table of 1,000,000 rows.
+sysbench_on() {
+  local system=$1
+  shift
+  local target=(--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-db=postgres --pgsql-password=)
+  case "$system" in
+    steady) target+=(--pgsql-port="$STEADY_PORT" --pgsql-user=steady) ;;
+    postgres) target+=(--pgsql-port="$POSTGRES_PORT" --pgsql-user=postgres) ;;
+    mariadb) target=(--db-driver=mysql --mysql-socket="$WORK/mariadb/socket" --mysql-user=root --mysql-db=test) ;;
+  esac
+  sysbench oltp_update_index "${target[@]}" --tables=1 --table-size=1000000 --rand-type=pareto "$@"
+}
+
+# timed_query SYSTEM ISOLATION SQL: the seconds one statement takes in a transaction at ISOLATION.
+timed_query() {
+  local system=$1 isolation=$2 statement=$3 started
+  started=$(now)
+  if [ "$system" = mariadb ]; then
+    q mariadb -e "SET SESSION TRANSACTION ISOLATION LEVEL $isolation; $statement" >/dev/null
+  else
+    q "$system" -c "BEGIN ISOLATION LEVEL $isolation" -c "$statement" -c "COMMIT" >/dev/null
+  fi
+  elapsed "$started"
+}
+
+run_002() {
+  local system=$1 pages0 idle rc rr out="$WORK/sb_002" hold=${HOLD_SECONDS:-135} after=45
+  fresh "$system" 1GB
+  sysbench_on "$system" prepare >/dev/null
+  if [ "$system" = postgres ]; then q postgres -c "VACUUM ANALYZE sbtest1"; fi
+  settle "$system"
+  pages0=$(table_pages "$system" sbtest1)
+  timed_query "$system" "READ COMMITTED" "SELECT avg(k) FROM sbtest1" >/dev/null
+  idle=$(timed_query "$system" "READ COMMITTED" "SELECT avg(k) FROM sbtest1")
+  # Without a snapshot held: the baseline intervals, and avg(k) under the load at RC and RR.
+  sysbench_on "$system" --threads=8 --time=60 --report-interval=5 run >"$out.base" 2>&1 &
+  local load=$!
+  sleep 20
+  rc=$(timed_query "$system" "READ COMMITTED" "SELECT avg(k) FROM sbtest1")
+  rr=$(timed_query "$system" "REPEATABLE READ" "SELECT avg(k) FROM sbtest1")
+  wait "$load"
+  # With a REPEATABLE READ snapshot held for HOLD seconds from the start, then released.
+  hold_snapshot "$system" "SELECT count(*) FROM sbtest1 WHERE id < 10"
+  sysbench_on "$system" --threads=8 --time=$((hold + after)) --report-interval=5 run >"$out.held" 2>&1 &
+  load=$!
+  sleep "$hold"
+  release_snapshot
+  wait "$load"
+  # The table's pages 30 s after the release (PostgreSQL: after a VACUUM, autovacuum being off).
+  sleep 30
+  if [ "$system" = postgres ]; then q postgres -c "VACUUM sbtest1"; fi
+  local pages1 base_median held_worst after_worst held_median
+  pages1=$(table_pages "$system" sbtest1)
+  read -r base_median held_median held_worst after_worst < <(python3 - "$out.base" "$out.held" "$hold" <<'PY'
+import re, statistics, sys
+def tps(path):
+    return [(int(t), float(v)) for t, v in re.findall(r"\[ *(\d+)s \].*? tps: ([0-9.]+)", open(path).read())]
+base = [v for _, v in tps(sys.argv[1])]
+held_run = tps(sys.argv[2]); hold = int(sys.argv[3])
+held = [v for t, v in held_run if t <= hold]
+after = [v for t, v in held_run if t > hold]
+print(statistics.median(base), statistics.median(held), min(held), min(after) if after else 0)
+PY
+)
+  record 002 "$system" idle_s="$idle" rc_s="$rc" rr_s="$rr" base_tps="$base_median" held_tps="$held_median" \
+    held_worst_tps="$held_worst" after_worst_tps="$after_worst" pages_before="$pages0" pages_after="$pages1" \
+    hold_s="$hold"
+  echo "002 $system: avg(k) idle $idle s, RC $rc s, RR $rr s; TPS $base_median, held $held_median (worst $held_worst), after $after_worst; pages $pages0 -> $pages1" >&2
+  stop "$system"
 }
 
 # --- the run ----------------------------------------------------------------------------------
 
 wanted "$ONLY" 000 && scenario_000
-wanted "$ONLY" 000-limit && scenario_000_limit
-wanted "$ONLY" 001 && scenario_001
+wanted "$ONLY" 000-limit && on_each_system run_000_limit
+wanted "$ONLY" 001 && on_each_system run_001
+wanted "$ONLY" 002 && on_each_system run_002
 python3 scripts/seeds_report.py "$RESULTS"
 if [ -n "$JSON" ]; then cp "$RESULTS" "$JSON"; fi

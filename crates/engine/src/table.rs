@@ -17,7 +17,11 @@
 //!   whose snapshot sees that commit passes over the entry without looking the row up, so
 //!   repeated `DELETE ... LIMIT` through an index stays flat behind an old snapshot (seed 000).
 //!   The mark is set with the row locked by purge and only while the row's newest version is
-//!   that delete; a write that gives the row the entry's key again clears it.
+//!   that delete; a write that gives the row the entry's key again clears it. When every entry
+//!   of a leaf is marked, purge tags the leaf with the newest of their marks (the page's leaf
+//!   tag, which any insert or replace in the leaf clears), and a reader that sees that commit
+//!   passes over the whole leaf: behind an old snapshot, the entries of rows deleted in key order
+//!   cost a later statement one look at a leaf header per leaf, not one per entry.
 //! * **Unique secondary indexes** lock the index key value itself for the rest of the transaction,
 //!   then look for another live row with that value.
 //! * **DDL** ([`crate::ddl`]) is a write of a transaction, undone with it. Row writes take the
@@ -121,6 +125,7 @@ impl Engine {
                 .is_some_and(|value| entry_stale_from(index.entry_format, &value).is_none());
             if unmarked {
                 tree.insert(&key, &marked)?;
+                tree.tag_leaf(&key, |_, value| entry_stale_from(index.entry_format, value))?;
             }
         }
         Ok(())
@@ -261,7 +266,19 @@ pub(crate) fn entry_stale_from(format: EntryFormat, value: &[u8]) -> Option<Csn>
 /// Whether a reader at `snapshot` (None: the newest versions) may pass over an entry whose value
 /// is `value` without looking its row up: the entry is marked stale by a delete it sees.
 pub(crate) fn passes_over(format: EntryFormat, value: &[u8], snapshot: Option<Csn>) -> bool {
-    entry_stale_from(format, value).is_some_and(|from| snapshot.is_none_or(|s| from <= s))
+    entry_stale_from(format, value).is_some_and(|from| sees(snapshot, from))
+}
+
+/// Whether a reader at `snapshot` may pass over a whole leaf of a secondary index whose tag is
+/// `tag`: every entry there is marked stale from `tag` or earlier (purge tags a leaf whose entries
+/// it has all marked, [`Engine::mark_entries_stale`]), and the reader sees that commit.
+pub(crate) fn passes_over_leaf(snapshot: Option<Csn>) -> impl Fn(u64) -> bool {
+    move |tag| sees(snapshot, tag)
+}
+
+/// Whether a reader at `snapshot` (None: the newest versions) sees the commit `csn`.
+fn sees(snapshot: Option<Csn>, csn: Csn) -> bool {
+    snapshot.is_none_or(|s| csn <= s)
 }
 
 /// The primary key a secondary entry `(key, value)` in `format` names.
@@ -730,6 +747,7 @@ impl Transaction {
         tree.for_each_in_range::<EngineError>(
             start,
             end.as_ref().map(Vec::as_slice),
+            passes_over_leaf(snapshot),
             |key, value| {
                 if !passes_over(index.entry_format, value, snapshot) {
                     entries.push((key.to_vec(), entry_pk(index.entry_format, key, value)?));
@@ -770,6 +788,7 @@ impl Transaction {
         tree.for_each_in_range::<EngineError>(
             start,
             end.as_ref().map(Vec::as_slice),
+            passes_over_leaf(snapshot),
             |key, value| {
                 if passes_over(index.entry_format, value, snapshot) {
                     return Ok(true);

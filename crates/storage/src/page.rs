@@ -17,8 +17,13 @@
 //! 42     2    reserved
 //! 44     4    heap top    lowest offset used by record bytes (page_size when empty)
 //! 48     4    garbage     bytes of dead records still inside the heap
-//! 52    12    type-specific (the owner of the page type defines it)
+//! 52    12    type-specific (the owner of the page type defines it; a leaf's first 8: its tag)
 //! ```
+//!
+//! A leaf's **tag** (u64 at 52, 0 when none) is a summary its owner may set of the records the
+//! leaf holds (the B+tree sets it to the largest of its entries' tags when every entry has one).
+//! Any insert or replace of a record clears it, so a tag always describes records that were all
+//! there when it was set; removing records keeps it.
 //!
 //! The slotted area: a slot array of u16 record offsets grows up from byte 64, records grow down from
 //! the end of the page. Each record is stored as a u16 length followed by its bytes; the slot order is
@@ -46,6 +51,8 @@ pub const MAX_PAGE_SIZE: usize = 65536;
 pub const DEFAULT_PAGE_SIZE: usize = 16384;
 /// Offset of the type-specific header bytes (12 of them).
 pub const TYPE_SPECIFIC: usize = 52;
+/// Offset of a leaf's tag (a u64 in the type-specific bytes).
+const LEAF_TAG: usize = TYPE_SPECIFIC;
 
 const SLOT_SIZE: usize = 2;
 const RECORD_LEN_SIZE: usize = 2;
@@ -202,6 +209,13 @@ impl<'a> Page<'a> {
     }
     pub fn slot_count(&self) -> usize {
         read_u16(self.buf, 40) as usize
+    }
+    /// A leaf's tag (0: none); see the module doc.
+    pub fn leaf_tag(&self) -> u64 {
+        match self.page_type() {
+            PageType::Leaf => read_u64(self.buf, LEAF_TAG),
+            _ => 0,
+        }
     }
     fn heap_top(&self) -> usize {
         read_u32(self.buf, 44) as usize
@@ -714,6 +728,19 @@ impl<'a> PageMut<'a> {
         self.log(|ops| ops.with_bytes(OP_WRITE, at, bytes));
     }
 
+    /// Sets a leaf's tag (see the module doc).
+    pub fn set_leaf_tag(&mut self, tag: u64) {
+        debug_assert_eq!(self.view().page_type(), PageType::Leaf);
+        self.write(LEAF_TAG, &tag.to_le_bytes());
+    }
+
+    /// Clears a leaf's tag before one of its records is inserted or replaced.
+    fn clear_leaf_tag(&mut self) {
+        if self.view().leaf_tag() != 0 {
+            self.set_leaf_tag(0);
+        }
+    }
+
     /// The bytes after the fixed header fields that the page type's owner defines.
     pub fn type_specific_mut(&mut self) -> &mut [u8] {
         self.log(|ops| ops.raw = true);
@@ -733,6 +760,7 @@ impl<'a> PageMut<'a> {
             let left = index.checked_sub(1).map(|i| Page::new(self.buf).record(i));
             ops.insert(index, record, left);
         }
+        self.clear_leaf_tag();
         Ok(())
     }
 
@@ -755,12 +783,15 @@ impl<'a> PageMut<'a> {
 
     /// Replaces record `index` with `record`; on `PageFull` the page is unchanged.
     pub fn replace(&mut self, index: usize, record: &[u8]) -> Result<(), PageFull> {
-        let Some(ops) = self.ops.as_deref_mut() else {
-            return replace_record(self.buf, index, record);
-        };
-        let kept = kept_ends(Page::new(self.buf).record(index), record);
-        replace_record(self.buf, index, record)?;
-        ops.replace(index, record, kept);
+        match self.ops.as_deref_mut() {
+            None => replace_record(self.buf, index, record)?,
+            Some(ops) => {
+                let kept = kept_ends(Page::new(self.buf).record(index), record);
+                replace_record(self.buf, index, record)?;
+                ops.replace(index, record, kept);
+            }
+        }
+        self.clear_leaf_tag();
         Ok(())
     }
 
@@ -1005,6 +1036,7 @@ mod tests {
             Touch(usize, u8),
             Compact,
             Next(u32),
+            Tag(u64),
         }
         let op = prop_oneof![
             (0u32..5000, 0usize..40).prop_map(|(n, t)| Op::Insert(n, t)),
@@ -1014,6 +1046,7 @@ mod tests {
             (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Op::Touch(at, b)),
             Just(Op::Compact),
             any::<u32>().prop_map(Op::Next),
+            any::<u64>().prop_map(Op::Tag),
         ];
         proptest!(ProptestConfig::with_cases(300), |(ops in proptest::collection::vec(op, 0..120))| {
             let before = empty_page(4096);
@@ -1044,6 +1077,7 @@ mod tests {
                     }
                     Op::Compact => page.compact(),
                     Op::Next(next) => page.set_next(next),
+                    Op::Tag(tag) => page.set_leaf_tag(tag),
                     _ => {}
                 }
             }
@@ -1051,6 +1085,31 @@ mod tests {
             PageOps::replay(&log.bytes, &mut replayed).unwrap();
             prop_assert_eq!(&replayed[12..], &after[12..]);
         });
+    }
+
+    /// A leaf's tag survives removals and is cleared by any insert or replace, logged.
+    #[test]
+    fn a_leaf_tag_is_cleared_by_inserts_and_replaces_only() {
+        let mut bytes = empty_page(4096);
+        let mut log = PageOps::default();
+        let before = bytes.clone();
+        let mut page = PageMut::logged(&mut bytes, &mut log);
+        for n in 0..4 {
+            page.insert(n, &sorted_record(n as u32, 2)).unwrap();
+        }
+        page.set_leaf_tag(7);
+        page.remove(1);
+        assert_eq!(page.view().leaf_tag(), 7);
+        page.replace(0, &sorted_record(0, 3)).unwrap();
+        assert_eq!(page.view().leaf_tag(), 0);
+        page.set_leaf_tag(9);
+        page.insert(3, &sorted_record(9, 1)).unwrap();
+        assert_eq!(page.view().leaf_tag(), 0);
+        page.set_leaf_tag(11);
+        let mut replayed = before;
+        PageOps::replay(&log.bytes, &mut replayed).unwrap();
+        assert_eq!(Page::new(&replayed).leaf_tag(), 11);
+        assert_eq!(replayed[12..], bytes[12..]);
     }
 
     /// A page's image as operations rebuilds, from any bytes, a page with the same header fields

@@ -447,6 +447,12 @@ impl Engine {
         queued + in_flight + self.pinned_count.load(Ordering::Acquire)
     }
 
+    /// Committed transactions purge has not passed over once yet (queued, or in the running
+    /// pass); those it keeps pinned for older snapshots, their rows buried, are not counted.
+    fn purge_queued(&self) -> usize {
+        self.purge_queue.lock().len() + self.purge_in_flight.load(Ordering::Acquire)
+    }
+
     /// Counters of the engine.
     pub fn stats(&self) -> EngineStats {
         let txns = self.txns.stats();
@@ -456,6 +462,7 @@ impl Engine {
             last_csn: txns.last_csn,
             history_length: self.history_length.load(Ordering::Relaxed).max(0) as u64,
             purge_lag: self.purge_lag(),
+            purge_queued: self.purge_queued(),
             graveyard_length: self.graveyard_length.load(Ordering::Relaxed).max(0) as u64,
         }
     }
@@ -483,6 +490,8 @@ pub struct EngineStats {
     pub history_length: u64,
     /// Committed transactions not yet fully purged.
     pub purge_lag: usize,
+    /// Committed transactions purge has not passed over once yet.
+    pub purge_queued: usize,
     /// Delete marks moved out of their tables, waiting for the snapshots that keep them.
     pub graveyard_length: u64,
 }

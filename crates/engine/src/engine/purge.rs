@@ -18,6 +18,9 @@ impl Engine {
         let (horizon, new_items) = {
             let mut queue = self.purge_queue.lock();
             let horizon = self.txns.horizon(self.max_snapshot_age);
+            // Counted in flight before they leave the queue, so no reader of the counters sees
+            // them in neither.
+            self.purge_in_flight.store(queue.len(), Ordering::Release);
             (horizon, std::mem::take(&mut *queue))
         };
         let mut pinned = self.pinned.lock();

@@ -98,6 +98,7 @@ fn metrics(ctx: &mut ExecCtx) -> Result<Vec<Row>> {
         metric("last_commit_csn", stats.last_csn),
         metric("history_length", stats.history_length),
         metric("purge_lag", stats.purge_lag as u64),
+        metric("purge_queued", stats.purge_queued as u64),
         metric("graveyard_length", stats.graveyard_length),
         metric("locks_held", locks.locks_held as u64),
         metric("lock_waits", locks.lock_waits),

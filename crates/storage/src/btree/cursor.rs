@@ -413,34 +413,34 @@ impl BTree {
 impl BTree {
     /// Lends `visit` each entry with a key in `start..end`, in ascending order, with its leaf
     /// latched (nothing copied or allocated per entry, as [`BTree::range`] does), until the range
-    /// ends or `visit` returns false. `visit` must not use this tree.
+    /// ends or `visit` returns false. A leaf whose tag (see [`BTree::tag_leaf`]) is not 0 and
+    /// `passes_leaf` accepts is passed over whole. `visit` must not use this tree.
     pub fn for_each_in_range<E: From<crate::StorageError>>(
         &self,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
+        passes_leaf: impl Fn(u64) -> bool,
         mut visit: impl FnMut(&[u8], &[u8]) -> std::result::Result<bool, E>,
     ) -> std::result::Result<(), E> {
         let mut walk = LeafWalk::default();
-        let mut next = match self.visit_leaf(&mut walk, start, end, &mut visit)? {
-            LeafVisit::Next(key) => key,
-            LeafVisit::Stopped => return Ok(()),
-        };
-        while let Some(from) = next {
-            next = match self.visit_leaf(&mut walk, Bound::Included(&from), end, &mut visit)? {
-                LeafVisit::Next(key) => key,
-                LeafVisit::Stopped => return Ok(()),
-            };
+        let mut from = start.map(<[u8]>::to_vec);
+        loop {
+            let bound = from.as_ref().map(Vec::as_slice);
+            match self.visit_leaf(&mut walk, bound, end, &passes_leaf, &mut visit)? {
+                LeafVisit::Next(Some(key)) => from = Bound::Included(key),
+                LeafVisit::Next(None) | LeafVisit::Stopped => return Ok(()),
+            }
         }
-        Ok(())
     }
 
     /// Lends `visit` the entries in `start..end` of the leaf holding `start`, with the leaf
-    /// latched; what [`BTree::read_leaf`] copies.
+    /// latched, unless `passes_leaf` accepts the leaf's tag; what [`BTree::read_leaf`] copies.
     fn visit_leaf<E: From<crate::StorageError>>(
         &self,
         walk: &mut LeafWalk,
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
+        passes_leaf: &impl Fn(u64) -> bool,
         visit: &mut impl FnMut(&[u8], &[u8]) -> std::result::Result<bool, E>,
     ) -> std::result::Result<LeafVisit, E> {
         let seek = match start {
@@ -449,6 +449,14 @@ impl BTree {
         };
         let leaf = self.walk_to_leaf(walk, seek, false)?;
         let page = Page::new(&leaf.guard);
+        let count = page.slot_count();
+        // Most leaves of a long range lie wholly inside it: then no key but the last is compared.
+        let all_inside = count > 0 && !above(node::leaf_key(page.record(count - 1)), end);
+        let tag = page.leaf_tag();
+        if count > 0 && tag != 0 && passes_leaf(tag) {
+            let next = if all_inside { leaf.bounds.upper } else { None };
+            return Ok(LeafVisit::Next(next));
+        }
         let first = match start {
             Bound::Unbounded => 0,
             Bound::Included(key) => node::leaf_search(page, key).unwrap_or_else(|slot| slot),
@@ -456,9 +464,6 @@ impl BTree {
                 node::leaf_search(page, key).map_or_else(|slot| slot, |slot| slot + 1)
             }
         };
-        let count = page.slot_count();
-        // Most leaves of a long range lie wholly inside it: then no key but the last is compared.
-        let all_inside = count > first && !above(node::leaf_key(page.record(count - 1)), end);
         for slot in first..count {
             let record = page.record(slot);
             let key = node::leaf_key(record);
@@ -553,7 +558,7 @@ impl BTree {
             out.push(key, value);
             Ok::<_, crate::StorageError>(true)
         };
-        match self.visit_leaf(walk, start, end, copy)? {
+        match self.visit_leaf(walk, start, end, &|_| false, copy)? {
             LeafVisit::Next(next) => Ok(next),
             LeafVisit::Stopped => Ok(None),
         }

@@ -195,6 +195,26 @@ impl BTree {
         self.insert_with_splits(key, value, replace)
     }
 
+    /// Sets the tag of the leaf holding `key` (see the page module) to the largest of its
+    /// entries' tags when `entry_tag` gives every entry one, and clears it otherwise. Entries are
+    /// asked last to first, so a leaf whose entries get their tags in key order is decided at its
+    /// last entry until the last one gets its tag.
+    pub fn tag_leaf(
+        &self,
+        key: &[u8],
+        entry_tag: impl Fn(&[u8], &[u8]) -> Option<u64>,
+    ) -> Result<()> {
+        let mut mtr = Mtr::new(&self.pool)?;
+        let leaf = self.latch_leaf(&mut mtr, key)?;
+        let page = Page::new(mtr.page(leaf));
+        let tag = leaf_tag_of(page, entry_tag);
+        if tag != page.leaf_tag() {
+            mtr.edit(leaf).set_leaf_tag(tag);
+        }
+        mtr.commit();
+        Ok(())
+    }
+
     /// Removes `key`, returning the value it had.
     pub fn delete(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         if key.len() > self.limits.max_key {
@@ -687,6 +707,23 @@ impl BTree {
         mtr.edit(leaf).remove(slot);
         self.finish_replace(mtr, Some(old)).map(Some)
     }
+}
+
+/// The largest of the entries' tags if every entry of `page` (a leaf) has one (and its value
+/// inline), else 0.
+fn leaf_tag_of(page: Page<'_>, entry_tag: impl Fn(&[u8], &[u8]) -> Option<u64>) -> u64 {
+    let mut largest = 0;
+    for slot in (0..page.slot_count()).rev() {
+        let record = page.record(slot);
+        let node::StoredValue::Inline(value) = node::leaf_value(record) else {
+            return 0;
+        };
+        match entry_tag(node::leaf_key(record), value) {
+            Some(tag) => largest = largest.max(tag),
+            None => return 0,
+        }
+    }
+    largest
 }
 
 fn ensure_absent(space: &Space, index_id: u64) -> Result<()> {

@@ -238,3 +238,92 @@ fn keyed_read_ahead_skips_leaves_no_key_falls_in() {
         .collect();
     assert_eq!(pages, expected);
 }
+
+/// An entry's tag in `tagged_leaves_are_passed_over_only_when_every_entry_may_be`: values
+/// `[1, t]` carry tag `t`, others none.
+fn test_entry_tag(_key: &[u8], value: &[u8]) -> Option<u64> {
+    (value.first() == Some(&1)).then(|| u64::from(value[1]))
+}
+
+/// Tagging leaves while entries get tags, lose them (replaced), come and go at random: a range
+/// walk that passes over leaves whose tag a reader accepts still visits every entry that reader
+/// must see (one without a tag or with a tag it does not accept), and, once every entry has a
+/// tag it accepts, visits none.
+#[test]
+fn tagged_leaves_are_passed_over_only_when_every_entry_may_be() {
+    let store = store(4096, 64);
+    let tree = BTree::create(store.pool().clone(), store.create_space().unwrap(), 1).unwrap();
+    let mut model = BTreeMap::new();
+    let mut rng = StdRng::seed_from_u64(7);
+    let key_of = |n: u32| format!("k{n:05}").into_bytes();
+    let put = |tree: &BTree, model: &mut BTreeMap<_, _>, key: Vec<u8>, value: Vec<u8>| {
+        tree.insert(&key, &value).unwrap();
+        if test_entry_tag(&key, &value).is_some() {
+            tree.tag_leaf(&key, test_entry_tag).unwrap();
+        }
+        model.insert(key, value);
+    };
+    for n in 0..3000 {
+        put(&tree, &mut model, key_of(n), vec![1, rng.gen_range(1..100)]);
+    }
+    for round in 0..20_000 {
+        let key = key_of(rng.gen_range(0..3000));
+        match rng.gen_range(0..100) {
+            0 => {
+                put(&tree, &mut model, key.clone(), vec![0, 0]);
+                let mut seen = false;
+                let at = Bound::Included(key.as_slice());
+                tree.for_each_in_range(
+                    at,
+                    at,
+                    |_| true,
+                    |_, _| {
+                        seen = true;
+                        Ok::<_, StorageError>(true)
+                    },
+                )
+                .unwrap();
+                assert!(seen, "an entry without a tag in a leaf passed over");
+            }
+            1 => {
+                tree.delete(&key).unwrap();
+                model.remove(&key);
+            }
+            _ => put(&tree, &mut model, key, vec![1, rng.gen_range(1..100)]),
+        }
+        if round % 50 == 0 {
+            let reader = rng.gen_range(0..110);
+            let mut visited = BTreeMap::new();
+            let passes = |tag: u64| tag <= reader;
+            let visit = |key: &[u8], value: &[u8]| {
+                visited.insert(key.to_vec(), value.to_vec());
+                Ok::<_, StorageError>(true)
+            };
+            tree.for_each_in_range(Bound::Unbounded, Bound::Unbounded, passes, visit)
+                .unwrap();
+            for (key, value) in &model {
+                let must_see = test_entry_tag(key, value).is_none_or(|tag| tag > reader);
+                assert!(
+                    !must_see || visited.get(key) == Some(value),
+                    "{key:?} not visited"
+                );
+            }
+            assert!(visited
+                .iter()
+                .all(|(key, value)| model.get(key) == Some(value)));
+        }
+    }
+    for n in 0..3000 {
+        put(&tree, &mut model, key_of(n), vec![1, 50]);
+    }
+    let mut visits = 0;
+    let count = |_: &[u8], _: &[u8]| {
+        visits += 1;
+        Ok::<_, StorageError>(true)
+    };
+    tree.for_each_in_range(Bound::Unbounded, Bound::Unbounded, |tag| tag >= 50, count)
+        .unwrap();
+    assert_eq!(visits, 0);
+    let verified = tree.verify().unwrap();
+    assert!(verified.problems.is_empty(), "{:?}", verified.problems);
+}
