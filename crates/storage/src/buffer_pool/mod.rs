@@ -8,7 +8,8 @@
 //! * **Hit path.** One shard mutex (of [`SHARDS`]) to find the frame and pin it, then the frame's own
 //!   read/write latch. No global mutex is taken on a hit, and the pin itself touches no latch: a
 //!   frame's load state (an atomic) tells a loaded page from one still being read, whose reader
-//!   holds the write latch until the bytes are in.
+//!   holds the write latch until the bytes are in. The pool's count of requests is striped by
+//!   thread ([`StripedCounter`]), so a hit writes no cache line every thread writes.
 //! * **Pins and identity.** A frame's identity (space, page, space version) changes only while it has no
 //!   pins, under the lock of the shard that maps it; a pin is only taken under that same lock. So a
 //!   pinned frame always holds the page it was pinned for, and only pinned users hold latches.
@@ -166,9 +167,46 @@ fn count_thread_io(hits: u64, reads: u64, read_ahead: u64) {
     });
 }
 
+/// Stripes of a [`StripedCounter`].
+const COUNTER_STRIPES: usize = 16;
+
+/// A counter every thread bumps on every page request: one cache line per stripe, a thread
+/// always on its own stripe, so threads on different cores do not pass one line to and fro (one
+/// shared atomic add was 45% of `pin_page` in a purge thread running beside one connection).
+#[derive(Default)]
+struct StripedCounter {
+    stripes: [PaddedCounter; COUNTER_STRIPES],
+}
+
+#[derive(Default)]
+#[repr(align(128))]
+struct PaddedCounter(AtomicU64);
+
+thread_local! {
+    /// The stripe of [`StripedCounter`]s this thread adds to, given out in turn.
+    static COUNTER_STRIPE: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % COUNTER_STRIPES
+    };
+}
+
+impl StripedCounter {
+    fn add(&self, n: u64) {
+        let stripe = COUNTER_STRIPE.with(|stripe| *stripe);
+        self.stripes[stripe].0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn sum(&self) -> u64 {
+        self.stripes
+            .iter()
+            .map(|s| s.0.load(Ordering::Relaxed))
+            .sum()
+    }
+}
+
 #[derive(Default)]
 struct Counters {
-    read_requests: AtomicU64,
+    read_requests: StripedCounter,
     reads: AtomicU64,
     read_ahead_reads: AtomicU64,
     read_ahead_wasted: AtomicU64,
@@ -475,7 +513,7 @@ impl BufferPool {
         hint: AccessHint,
         load: Load,
     ) -> Result<FrameId> {
-        self.counters.read_requests.fetch_add(1, Ordering::Relaxed);
+        self.counters.read_requests.add(1);
         let key = page_key(space.id(), page_no);
         loop {
             let version = space.version();
@@ -770,7 +808,7 @@ impl BufferPool {
         let c = &self.counters;
         PoolStats {
             frames: self.frames.len(),
-            read_requests: c.read_requests.load(Ordering::Relaxed),
+            read_requests: c.read_requests.sum(),
             reads: c.reads.load(Ordering::Relaxed),
             read_ahead_reads: c.read_ahead_reads.load(Ordering::Relaxed),
             read_ahead_wasted: c.read_ahead_wasted.load(Ordering::Relaxed),
