@@ -457,7 +457,7 @@ run_002() {
   wait "$load"
   # With a REPEATABLE READ snapshot held for HOLD seconds from the start, then released.
   hold_snapshot "$system" "SELECT count(*) FROM sbtest1 WHERE id < 10"
-  sysbench_on "$system" --threads=8 --time=$((hold + after)) --report-interval=5 run >"$out.held" 2>&1 &
+  sysbench_on "$system" --threads=8 --time=$((hold + after)) --report-interval=5 run >"$out.held" 2>&1 7>&- &
   load=$!
   sleep "$hold"
   release_snapshot

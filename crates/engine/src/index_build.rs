@@ -85,9 +85,6 @@ const MAX_BUILD_THREADS: usize = 3;
 /// Below this many leaves a build reads its table on one thread: starting threads would cost
 /// more than they save.
 const MIN_PARALLEL_LEAVES: usize = 64;
-/// The niceness of the thread that scans, sorts and builds (Linux: +10 gives it about
-/// a tenth of the share of a foreground thread when the cores are busy, all of an idle core).
-const BUILD_NICENESS: i32 = 10;
 
 /// How many threads read and sort one build's rows: one per core, at most
 /// [`MAX_BUILD_THREADS`].
@@ -126,7 +123,7 @@ fn on_threads<P: Send, T: Send>(
 }
 
 /// Runs `work` — a build's scan, sort and bulk build, none of it under a lock a writer
-/// waits for — on a thread of its own at a lower CPU priority ([`BUILD_NICENESS`]): on a busy
+/// waits for — on a thread of its own at a lower CPU priority ([`crate::engine::run_in_background_priority`]): on a busy
 /// machine the build takes the CPU time the foreground transactions leave, instead of half
 /// their cores. The statement's own thread keeps its priority.
 pub(crate) fn in_background<T: Send>(work: impl FnOnce() -> T + Send) -> T {
@@ -134,9 +131,7 @@ pub(crate) fn in_background<T: Send>(work: impl FnOnce() -> T + Send) -> T {
         let worker = std::thread::Builder::new()
             .name("steady-build".into())
             .spawn_scoped(scope, || {
-                // SAFETY: setpriority only reads its arguments; on Linux, PRIO_PROCESS with 0
-                // names the calling thread. A failure leaves the priority as it was.
-                unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BUILD_NICENESS) };
+                crate::engine::run_in_background_priority();
                 work()
             })
             .expect("spawning a build thread");

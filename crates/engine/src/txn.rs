@@ -139,6 +139,13 @@ impl TxnManager {
         std::mem::replace(&mut self.state.lock().lowest_released, Csn::MAX)
     }
 
+    /// Gives back what [`TxnManager::take_lowest_released`] returned, for a later call, when the
+    /// caller could not act on it yet.
+    pub fn restore_lowest_released(&self, csn: Csn) {
+        let mut state = self.state.lock();
+        state.lowest_released = state.lowest_released.min(csn);
+    }
+
     /// The CSNs of the open snapshots, ascending (with repeats).
     pub fn snapshot_csns(&self) -> Vec<Csn> {
         self.state.lock().snapshots.keys().map(|s| s.csn).collect()

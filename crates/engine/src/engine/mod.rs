@@ -122,8 +122,23 @@ pub const TXN_LOCKS: IndexId = u64::MAX;
 /// exclusively until it ends, so two DDL statements on one table never overlap, while the table's
 /// own lock (which its writers take shared) is held by an online index build only for moments.
 pub const DDL_LOCKS: IndexId = u64::MAX - 2;
-/// Pause between background purge passes.
+/// Pause between background purge passes (at least; see `purge::pause_after`).
 const PURGE_INTERVAL: Duration = Duration::from_millis(10);
+/// Most pinned transactions one purge pass takes (a backlog goes in passes of this size, about
+/// 15 ms of work each, paced between them).
+const PASS_LIMIT: usize = 2048;
+/// The niceness of background work that no writer waits for — index builds' scans and sorts,
+/// purge (Linux: +10 gives a thread about a tenth of the share of a foreground thread when the
+/// cores are busy, all of an idle core).
+const BACKGROUND_NICENESS: i32 = 10;
+
+/// Lowers the calling thread's CPU priority to [`BACKGROUND_NICENESS`], so that on a busy
+/// machine its work takes the CPU time the foreground transactions leave, instead of a core.
+pub(crate) fn run_in_background_priority() {
+    // SAFETY: setpriority only reads its arguments; on Linux, PRIO_PROCESS with 0 names the
+    // calling thread. A failure leaves the priority as it was.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICENESS) };
+}
 
 /// How to open a database.
 #[derive(Debug, Clone)]
