@@ -123,9 +123,10 @@ fn on_threads<P: Send, T: Send>(
 }
 
 /// Runs `work` — a build's scan, sort and bulk build, none of it under a lock a writer
-/// waits for — on a thread of its own at a lower CPU priority ([`crate::engine::run_in_background_priority`]): on a busy
-/// machine the build takes the CPU time the foreground transactions leave, instead of half
-/// their cores. The statement's own thread keeps its priority.
+/// waits for — on a thread of its own at a lower CPU priority
+/// ([`crate::engine::run_in_background_priority`]): on a busy machine the build takes the CPU
+/// time the foreground transactions leave, instead of half their cores. The statement's own
+/// thread keeps its priority.
 pub(crate) fn in_background<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()

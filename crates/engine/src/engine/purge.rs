@@ -29,8 +29,7 @@ impl Engine {
             (horizon, std::mem::take(&mut *queue))
         };
         let mut pinned = self.pinned.lock();
-        let mut items = take_due(&mut pinned, horizon, released, PASS_LIMIT);
-        let backlog = items.len() >= PASS_LIMIT;
+        let (mut items, backlog) = take_due(&mut pinned, horizon, released, PASS_LIMIT);
         if backlog {
             // The rest of the backlog comes first in the next passes; the revisit waits for it.
             self.txns.restore_lowest_released(released);
@@ -362,20 +361,22 @@ impl Engine {
 /// The pinned transactions a pass must look at: those the horizon has passed (all of them purgeable
 /// now), oldest first and at most `limit` of them, and, when that took them all, those committed
 /// after the oldest snapshot released since the last pass (some of their versions may be free
-/// now). The rest stay pinned, untouched.
+/// now). The rest stay pinned, untouched. Also tells whether the limit left some the horizon
+/// has passed for the next passes (a backlog).
 pub(super) fn take_due(
     pinned: &mut VecDeque<PurgeItem>,
     horizon: Csn,
     released: Csn,
     limit: usize,
-) -> VecDeque<PurgeItem> {
+) -> (VecDeque<PurgeItem>, bool) {
     let passed = pinned.partition_point(|item| item.csn <= horizon);
     let mut due: VecDeque<PurgeItem> = pinned.drain(..passed.min(limit)).collect();
-    if passed <= limit {
+    let backlog = passed > limit;
+    if !backlog {
         let revisit = pinned.partition_point(|item| item.csn <= released);
         due.extend(pinned.drain(revisit..));
     }
-    due
+    (due, backlog)
 }
 
 /// The background purge: a pass whenever committed transactions wait, until told to stop.
@@ -418,7 +419,7 @@ pub(super) fn run_purge(engine: Weak<Engine>) {
 /// What one purge pass did.
 struct PurgePass {
     removed: usize,
-    /// The pass took its limit of due transactions, and more wait.
+    /// The pass took its limit of due transactions, and more wait (see [`take_due`]).
     backlog: bool,
 }
 
@@ -478,16 +479,26 @@ mod tests {
     #[test]
     fn a_pass_takes_at_most_its_limit_of_the_backlog_oldest_first() {
         let mut queue = pinned(&[1, 2, 3, 4, 5, 8, 9]);
-        let due = take_due(&mut queue, 5, 7, 3);
+        let (due, backlog) = take_due(&mut queue, 5, 7, 3);
         assert_eq!(
-            (csns(&due), csns(&queue)),
-            (vec![1, 2, 3], vec![4, 5, 8, 9])
+            (csns(&due), csns(&queue), backlog),
+            (vec![1, 2, 3], vec![4, 5, 8, 9], true)
         );
-        let due = take_due(&mut queue, 5, 7, 3);
-        assert_eq!((csns(&due), csns(&queue)), (vec![4, 5, 8, 9], vec![]));
+        let (due, backlog) = take_due(&mut queue, 5, 7, 3);
+        assert_eq!(
+            (csns(&due), csns(&queue), backlog),
+            (vec![4, 5, 8, 9], vec![], false)
+        );
         let mut queue = pinned(&[6, 8, 9]);
-        let due = take_due(&mut queue, 5, 8, 3);
-        assert_eq!((csns(&due), csns(&queue)), (vec![9], vec![6, 8]));
+        let (due, backlog) = take_due(&mut queue, 5, 8, 3);
+        assert_eq!(
+            (csns(&due), csns(&queue), backlog),
+            (vec![9], vec![6, 8], false)
+        );
+        // A revisit that brings the pass to its limit is no backlog: nothing passed is left.
+        let mut queue = pinned(&[1, 6, 7, 8]);
+        let (due, backlog) = take_due(&mut queue, 5, 5, 3);
+        assert_eq!((csns(&due), backlog), (vec![1, 6, 7, 8], false));
     }
 
     #[test]
