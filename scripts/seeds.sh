@@ -6,7 +6,7 @@
 #
 #   scripts/seeds.sh [--only LIST] [--systems LIST] [--rows N] [--json FILE]
 #
-#   --only     scenarios, comma-separated (default all): 000 000-limit 001 002
+#   --only     scenarios, comma-separated (default all): 000 000-limit 001 002 004
 #   --systems  default steady,postgres,mariadb (mariadb left out when mariadbd is missing)
 #   --rows     rows of scenario 000's table (default 4,000,000, the issue's size)
 #
@@ -37,14 +37,22 @@
 #      45 s after its release; the table's pages before the load and 30 s after the release.
 #      Goals: avg(k) under load <= 1.5x idle; held median >= 0.9x the baseline median; no
 #      interval held or after below 0.8x of it; pages after <= 1.1x before.
+# 004  Two tables (id bigint primary key, pad varchar(300), 300 bytes) of BIG_GB GiB each (default 3) loaded
+#      (BIG_ROWS rows if set) into a POOL_004 pool (default 12GB) and resident (PostgreSQL: pg_prewarm), beside sysbench
+#      oltp_read_write (8 threads) on a table of 100,000 rows: 30 s without DDL (the baseline),
+#      30 s with DROP TABLE of one big table 10 s in, 30 s with TRUNCATE of the other. Printed:
+#      each statement's time (the client's), the worst 1-second TPS of each run against the
+#      baseline's median (the baseline's own worst too: the noise floor), the max latency of each
+#      run, the bytes read from the disk during the runs. Goal: DROP and TRUNCATE <= 10 ms, worst second >= 0.95x, max latency no worse than
+#      the baseline's.
 #
 # Each scenario's table is printed at its end; --json FILE also writes every figure as JSON
 # lines. Needs root for dropping the OS cache (/proc/sys/vm/drop_caches).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage="usage: $0 [--only 000,000-limit,001,002] [--systems steady,postgres,mariadb] [--rows N] [--json FILE]"
-ONLY="000,000-limit,001,002"
+usage="usage: $0 [--only 000,000-limit,001,002,004] [--systems steady,postgres,mariadb] [--rows N] [--json FILE]"
+ONLY="000,000-limit,001,002,004"
 SYSTEMS="steady,postgres,mariadb"
 ROWS=4000000
 JSON=""
@@ -418,13 +426,20 @@ run_001() {
 sysbench_on() {
   local system=$1
   shift
+  sysbench_test_on "$system" oltp_update_index --table-size=1000000 --rand-type=pareto "$@"
+}
+
+# sysbench_test_on SYSTEM TEST ARGS...: sysbench TEST on SYSTEM's one table.
+sysbench_test_on() {
+  local system=$1 test=$2
+  shift 2
   local target=(--db-driver=pgsql --pgsql-host=127.0.0.1 --pgsql-db=postgres --pgsql-password=)
   case "$system" in
     steady) target+=(--pgsql-port="$STEADY_PORT" --pgsql-user=steady) ;;
     postgres) target+=(--pgsql-port="$POSTGRES_PORT" --pgsql-user=postgres) ;;
     mariadb) target=(--db-driver=mysql --mysql-socket="$WORK/mariadb/socket" --mysql-user=root --mysql-db=test) ;;
   esac
-  sysbench oltp_update_index "${target[@]}" --tables=1 --table-size=1000000 --rand-type=pareto "$@"
+  sysbench "$test" "${target[@]}" --tables=1 "$@"
 }
 
 # timed_query SYSTEM ISOLATION SQL: the seconds one statement takes in a transaction at ISOLATION.
@@ -485,11 +500,97 @@ PY
   stop "$system"
 }
 
+# --- 004: DROP TABLE and TRUNCATE of big resident tables beside a write load ---------------------
+
+# load_big SYSTEM TABLE ROWS: TABLE (id bigint primary key, pad varchar(300)) of ROWS rows, loaded in
+# statements of a million rows.
+load_big() {
+  local system=$1 table=$2 rows=$3 first last chunk=1000000
+  if [ "$system" = mariadb ]; then
+    q mariadb -e "CREATE TABLE $table (id bigint PRIMARY KEY, pad varchar(300)) ENGINE=InnoDB"
+  else
+    q "$system" -c "CREATE TABLE $table (id bigint PRIMARY KEY, pad varchar(300))"
+  fi
+  for ((first = 1; first <= rows; first += chunk)); do
+    last=$((first + chunk - 1 < rows ? first + chunk - 1 : rows))
+    if [ "$system" = mariadb ]; then
+      q mariadb -e "INSERT INTO $table SELECT seq, lpad(seq, 300, 'x') FROM seq_${first}_to_${last}"
+    else
+      q "$system" -c "INSERT INTO $table SELECT g, lpad(g::text, 300, 'x') FROM generate_series($first, $last) g"
+    fi
+  done
+}
+
+# ddl_ms SYSTEM SQL: one statement's time as its client reports it, in milliseconds.
+ddl_ms() {
+  local system=$1 statement=$2
+  if [ "$system" = mariadb ]; then
+    echo "$statement;" | q mariadb -vvv | sed -n 's/^Query OK.*(\([0-9.]*\) sec)$/\1/p' | awk '{ print $1 * 1000 }'
+  else
+    { echo '\timing on'; echo "$statement;"; } | q "$system" -f - | sed -n 's/^Time: \([0-9.]*\) ms.*/\1/p'
+  fi
+}
+
+# load_run_004 SYSTEM NAME [SQL]: 30 s of oltp_read_write with 1-second reports in $WORK/sb_004.NAME,
+# SQL run 10 s in (its time in $WORK/ddl_004.NAME).
+load_run_004() {
+  local system=$1 name=$2 statement=${3:-} load
+  sysbench_test_on "$system" oltp_read_write --table-size=100000 --threads=8 --time=30 \
+    --report-interval=1 run >"$WORK/sb_004.$name" 2>&1 &
+  load=$!
+  if [ -n "$statement" ]; then
+    sleep 10
+    ddl_ms "$system" "$statement" >"$WORK/ddl_004.$name"
+  fi
+  wait "$load"
+}
+
+run_004() {
+  local system=$1 rows=${BIG_ROWS:-$((${BIG_GB:-3} * 1073741824 / 340))} started loaded resident
+  fresh "$system" "${POOL_004:-12GB}"
+  started=$(now)
+  load_big "$system" big1 "$rows"
+  load_big "$system" big2 "$rows"
+  loaded=$(elapsed "$started")
+  settle "$system"
+  if [ "$system" = postgres ]; then
+    q postgres -c "CREATE EXTENSION IF NOT EXISTS pg_prewarm" -c "SELECT pg_prewarm('big1'), pg_prewarm('big2')" >/dev/null
+  fi
+  resident=$(table_pages "$system" big1)
+  sysbench_test_on "$system" oltp_read_write --table-size=100000 prepare >/dev/null
+  local disk0
+  disk0=$(disk_read_bytes)
+  load_run_004 "$system" base
+  load_run_004 "$system" drop "DROP TABLE big1"
+  load_run_004 "$system" truncate "TRUNCATE big2"
+  local disk=$(($(disk_read_bytes) - disk0)) figures
+  figures=$(python3 - "$WORK"/sb_004.{base,drop,truncate} <<'PY'
+import re, statistics, sys
+def run(path):
+    text = open(path).read()
+    tps = [float(v) for t, v in re.findall(r"\[ *(\d+)s \].*? tps: ([0-9.]+)", text) if int(t) > 2]
+    peak = float(re.search(r"max: +([0-9.]+)", text).group(1))
+    return tps, peak
+(base, base_max), (drop, drop_max), (trunc, trunc_max) = map(run, sys.argv[1:])
+median = statistics.median(base)
+print(f"base_tps={median} base_worst={min(base)} drop_worst={min(drop)} truncate_worst={min(trunc)} "
+      f"base_max_ms={base_max} drop_max_ms={drop_max} truncate_max_ms={trunc_max}")
+PY
+)
+  # shellcheck disable=SC2086 # figures is KEY=VALUE words
+  record 004 "$system" table_pages="$resident" load_s="$loaded" drop_ms="$(<"$WORK/ddl_004.drop")" \
+    truncate_ms="$(<"$WORK/ddl_004.truncate")" disk_mb="$((disk / 1048576))" $figures
+  echo "004 $system: loaded in $loaded s ($resident pages a table); DROP $(<"$WORK/ddl_004.drop") ms, TRUNCATE $(<"$WORK/ddl_004.truncate") ms; $figures; $((disk / 1048576)) MB read from the disk" >&2
+  stop "$system"
+  rm -rf "${WORK:?}/$system"
+}
+
 # --- the run ----------------------------------------------------------------------------------
 
 wanted "$ONLY" 000 && scenario_000
 wanted "$ONLY" 000-limit && on_each_system run_000_limit
 wanted "$ONLY" 001 && on_each_system run_001
 wanted "$ONLY" 002 && on_each_system run_002
+wanted "$ONLY" 004 && on_each_system run_004
 python3 scripts/seeds_report.py "$RESULTS"
 if [ -n "$JSON" ]; then cp "$RESULTS" "$JSON"; fi

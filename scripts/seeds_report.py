@@ -101,11 +101,36 @@ def report_002(rows, failures):
            "pages after/before"], out)
 
 
+def report_004(rows, failures):
+    print("\n004: DROP TABLE and TRUNCATE of a big resident table beside sysbench oltp_read_write (8 threads)")
+    out = []
+    for r in rows:
+        base = r["base_tps"]
+        out.append([r["system"], r["table_pages"], f"{r['load_s']:.0f}", f"{r['drop_ms']:.1f}",
+                    f"{r['truncate_ms']:.1f}", f"{base:.0f}", f"{r['base_worst'] / base:.2f}x",
+                    f"{r['drop_worst'] / base:.2f}x", f"{r['truncate_worst'] / base:.2f}x",
+                    f"{r['base_max_ms']:.0f}", f"{r['drop_max_ms']:.0f}", f"{r['truncate_max_ms']:.0f}",
+                    r["disk_mb"]])
+        if r["system"] == "steady":
+            for name in ("drop", "truncate"):
+                if r[f"{name}_ms"] > 10:
+                    failures.append(f"004: {name.upper()} took {r[f'{name}_ms']:.1f} ms (goal <= 10 ms)")
+                worst = r[f"{name}_worst"] / base
+                if worst < 0.95:
+                    failures.append(f"004: worst second with {name.upper()} {worst:.2f}x the median (goal >= 0.95x)")
+                if r[f"{name}_max_ms"] > r["base_max_ms"]:
+                    failures.append(f"004: max latency with {name.upper()} {r[f'{name}_max_ms']:.0f} ms, "
+                                    f"{r['base_max_ms']:.0f} ms without (goal: no worse)")
+    table(["system", "table pages", "load s", "DROP ms", "TRUNCATE ms", "TPS", "worst base",
+           "worst DROP", "worst TRUNC", "max ms base", "max DROP", "max TRUNC", "disk MB"], out)
+
+
 REPORTS = {
     "000": report_000,
     "000-limit": report_000_limit,
     "001": report_001,
     "002": report_002,
+    "004": report_004,
 }
 
 
