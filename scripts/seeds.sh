@@ -44,7 +44,7 @@
 #      each statement's time (the client's), the worst 1-second TPS of each run against the
 #      baseline's median (the baseline's own worst too: the noise floor), the max latency of each
 #      run, the bytes read from the disk during the runs. Goal: DROP and TRUNCATE <= 10 ms, worst second >= 0.95x, max latency no worse than
-#      the baseline's.
+#      the baseline's. KEEP_004=PREFIX keeps each run's sysbench output in PREFIX.SYSTEM.RUN.
 #
 # Each scenario's table is printed at its end; --json FILE also writes every figure as JSON
 # lines. Needs root for dropping the OS cache (/proc/sys/vm/drop_caches).
@@ -581,6 +581,9 @@ PY
   record 004 "$system" table_pages="$resident" load_s="$loaded" drop_ms="$(<"$WORK/ddl_004.drop")" \
     truncate_ms="$(<"$WORK/ddl_004.truncate")" disk_mb="$((disk / 1048576))" $figures
   echo "004 $system: loaded in $loaded s ($resident pages a table); DROP $(<"$WORK/ddl_004.drop") ms, TRUNCATE $(<"$WORK/ddl_004.truncate") ms; $figures; $((disk / 1048576)) MB read from the disk" >&2
+  if [ -n "${KEEP_004:-}" ]; then
+    for name in base drop truncate; do cp "$WORK/sb_004.$name" "$KEEP_004.$system.$name"; done
+  fi
   stop "$system"
   rm -rf "${WORK:?}/$system"
 }

@@ -40,7 +40,9 @@
 //!   suffix, so open, `check` and recovery ignore it (recovery skips the redo of spaces without a
 //!   file).
 //! * The reclaimer holds no lock a query or the buffer pool needs: only its own queue's mutex, and
-//!   never across I/O.
+//!   never across I/O. Neither do `drop_space` and `create_space_at`: the map of spaces is
+//!   locked only to take a space out or put one in, never across a rename, a file creation or a
+//!   sync.
 //! * A crash or a close in the middle leaves a (shorter) trash file; [`Store::open`] hands every
 //!   trash file it finds to the reclaimer once recovery is done.
 //! * Within a process a space id is never handed out twice, and never while a file or trash file of
@@ -283,9 +285,10 @@ impl Store {
 
     /// Creates the space of a reserved id.
     pub fn create_space_at(&self, id: SpaceId) -> Result<Arc<Space>> {
-        let mut spaces = self.spaces.write();
+        // The file is made outside the map's lock, which every space lookup takes; the reserved
+        // id is this caller's alone.
         let space = Space::create(self.vfs.as_ref(), id, self.page_size())?;
-        spaces.insert(id, space.clone());
+        self.spaces.write().insert(id, space.clone());
         Ok(space)
     }
 
@@ -299,18 +302,19 @@ impl Store {
             ));
         }
         let trash = trash_name(id);
-        let space = {
-            let mut spaces = self.spaces.write();
-            let space = spaces.remove(&id).ok_or(StorageError::SpaceDropped(id))?;
-            if let Err(err) = self.vfs.rename(&Space::file_name(id), &trash) {
-                spaces.insert(id, space);
-                return Err(StorageError::io(
-                    format!("renaming the file of space {id}"),
-                    err,
-                ));
-            }
-            space
-        };
+        // The rename runs outside the map's lock, which every space lookup takes.
+        let space = self
+            .spaces
+            .write()
+            .remove(&id)
+            .ok_or(StorageError::SpaceDropped(id))?;
+        if let Err(err) = self.vfs.rename(&Space::file_name(id), &trash) {
+            self.spaces.write().insert(id, space);
+            return Err(StorageError::io(
+                format!("renaming the file of space {id}"),
+                err,
+            ));
+        }
         space.mark_dropped();
         self.vfs
             .sync_dir()
