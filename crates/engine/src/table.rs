@@ -177,7 +177,7 @@ impl Engine {
                 continue;
             }
             if let Ok(tree) = self.tree(index.id) {
-                tree.delete(&entry_key(&sk, pk))?;
+                tree.delete_compacting(&entry_key(&sk, pk))?;
             }
         }
         Ok(())

@@ -4,10 +4,14 @@
 use super::*;
 
 impl BTree {
-    /// A delete that may merge pages up to the root.
-    pub(super) fn delete_with_merges(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// A delete that may merge pages up to the root: those left with fewer than `threshold`
+    /// bytes.
+    pub(super) fn delete_with_merges(
+        &self,
+        key: &[u8],
+        threshold: usize,
+    ) -> Result<Option<Vec<u8>>> {
         let mut mtr = Mtr::new(&self.pool)?;
-        let threshold = self.limits.merge_threshold;
         let max_record = Page::record_footprint(self.limits.max_record);
         let path = self.latch_path(&mut mtr, key, |page| {
             page.used_space() >= threshold + max_record && page.slot_count() > 2
@@ -19,7 +23,7 @@ impl BTree {
         };
         let (value, chain) = self.load_value_and_chain(page.record(slot))?;
         mtr.edit(leaf).remove(slot);
-        let mut freed = self.rebalance(&mut mtr, &path)?;
+        let mut freed = self.rebalance(&mut mtr, &path, threshold)?;
         freed.extend(chain);
         for page_no in freed {
             self.space.free_page(&mut mtr, page_no)?;
@@ -28,8 +32,14 @@ impl BTree {
         Ok(Some(value))
     }
 
-    /// Merges underfull pages of the path bottom up; returns the pages to free.
-    pub(super) fn rebalance(&self, mtr: &mut Mtr<'_>, path: &[Step]) -> Result<Vec<PageNo>> {
+    /// Merges the pages of the path left with fewer than `threshold` bytes, bottom up; returns
+    /// the pages to free.
+    pub(super) fn rebalance(
+        &self,
+        mtr: &mut Mtr<'_>,
+        path: &[Step],
+        threshold: usize,
+    ) -> Result<Vec<PageNo>> {
         let mut freed = Vec::new();
         for depth in (0..path.len()).rev() {
             let handle = path[depth].handle;
@@ -39,7 +49,7 @@ impl BTree {
                 }
                 break;
             }
-            if Page::new(mtr.page(handle)).used_space() >= self.limits.merge_threshold {
+            if Page::new(mtr.page(handle)).used_space() >= threshold {
                 break;
             }
             let parent = path[depth - 1].handle;
