@@ -553,7 +553,9 @@ async fn concurrent_connections(server: &ServerProcess) {
 fn psql_select_one(port: u16) {
     let output = Command::new("psql")
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "steady"])
-        .args(["-X", "-A", "-t", "-c", "select 1", "-c", "\\dt"])
+        .args([
+            "-X", "-A", "-t", "-c", "select 1", "-c", "\\dt", "-c", "\\dt+",
+        ])
         .env("PGCONNECT_TIMEOUT", "10")
         .output();
     let Ok(output) = output else {
@@ -566,8 +568,15 @@ fn psql_select_one(port: u16) {
         "psql failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stdout.starts_with("1\n"), "{stdout}");
     assert!(stdout.contains("items"), "\\dt lists the tables: {stdout}");
+    assert!(!stderr.contains("ERROR"), "{stderr}");
+    assert!(
+        stdout.lines().any(|line| line.contains("|items|table|")
+            && (line.contains(" kB|") || line.contains(" bytes|") || line.contains(" MB|"))),
+        "\\dt+ shows each table's size (pg_table_size, pg_size_pretty): {stdout}"
+    );
 }
 
 #[test]

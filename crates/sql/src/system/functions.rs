@@ -16,13 +16,15 @@ use super::arrays::{self, int_arg};
 use super::model::{self, Relation};
 use super::pg_type::{format_type, type_by_name};
 use super::relations::{column_list, constraint_definition, index_definition};
-use super::{oids, pg_type};
+use super::{oids, pg_type, sizes};
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
 use crate::execution::functions::Function;
 use crate::types::ops::text_of;
 
-use crate::execution::functions::{boolean, contextual as catalog, integer, strict as pure, text};
+use crate::execution::functions::{
+    bigint, boolean, contextual as catalog, integer, strict as pure, text,
+};
 
 /// Sees NULL arguments.
 const fn lenient(mut function: Function) -> Function {
@@ -135,6 +137,16 @@ static FUNCTIONS: &[&Function] = &[
         arrays::array_position,
     )),
     &pure("current_schemas", (1, 1), text, arrays::current_schemas),
+    &catalog("pg_relation_size", (1, 2), bigint, sizes::relation_size),
+    &catalog("pg_table_size", (1, 1), bigint, sizes::table_size),
+    &catalog("pg_indexes_size", (1, 1), bigint, sizes::indexes_size),
+    &catalog(
+        "pg_total_relation_size",
+        (1, 1),
+        bigint,
+        sizes::total_relation_size,
+    ),
+    &pure("pg_size_pretty", (1, 1), text, sizes::size_pretty),
 ];
 
 /// The catalog function `name` taking `args` arguments (the binder calls [`ANY_EQUAL`],

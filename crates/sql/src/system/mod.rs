@@ -10,7 +10,7 @@
 //! the value types of `steady-types` ([`rows`]).
 //!
 //! Modules: [`steady`], [`activity`] (pg_stat_activity), [`table_stats`] (pg_stat_user_tables), [`locks`] (pg_locks), [`views`] (pg_views & co.), [`relations`] (pg_class & co.), [`globals`] (everything else in
-//! pg_catalog), [`information_schema`]; [`model`] derives relations, indexes and constraints from
+//! pg_catalog), [`information_schema`], [`sizes`] (pg_relation_size & co.); [`model`] derives relations, indexes and constraints from
 //! the engine; [`functions`] and [`arrays`] are what the binder calls (with
 //! `planner::binding`).
 
@@ -26,6 +26,7 @@ pub(crate) mod pg_type;
 mod relations;
 pub use relations::{column_list, index_predicate};
 mod rows;
+mod sizes;
 mod steady;
 mod table_stats;
 mod views;
