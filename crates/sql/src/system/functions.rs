@@ -147,6 +147,9 @@ static FUNCTIONS: &[&Function] = &[
         sizes::total_relation_size,
     ),
     &pure("pg_size_pretty", (1, 1), text, sizes::size_pretty),
+    &catalog("pg_database_size", (1, 1), bigint, sizes::database_size),
+    // One role, a superuser, holds every role's rights (roles of their own: issue 17).
+    &pure("pg_has_role", (2, 3), boolean, always),
 ];
 
 /// The catalog function `name` taking `args` arguments (the binder calls [`ANY_EQUAL`],

@@ -1,6 +1,6 @@
-//! Relation sizes as PostgreSQL's functions report them (`pg_relation_size`, `pg_table_size`,
-//! `pg_indexes_size`, `pg_total_relation_size`) and `pg_size_pretty`, which psql's `\dt+` and
-//! `\di+` and monitoring queries call.
+//! Relation and database sizes as PostgreSQL's functions report them (`pg_relation_size`,
+//! `pg_table_size`, `pg_indexes_size`, `pg_total_relation_size`, `pg_database_size`) and
+//! `pg_size_pretty`, which psql's `\dt+`, `\di+` and `\l+` and monitoring queries call.
 //!
 //! A table and its indexes share one space (one file). The table's rows live in its clustered
 //! tree, which is also its primary key, so:
@@ -114,6 +114,38 @@ pub(super) fn total_relation_size(args: &[Value], ctx: &mut ExecCtx) -> Result<V
         Relation::Index(_, index) => tree_bytes(engine, index.engine_id),
         _ => Ok(0),
     })
+}
+
+/// `pg_database_size(name | oid)`: the data files of the one database (every space's file; the
+/// redo log is not counted, as PostgreSQL does not count its WAL). Another name is error 3D000;
+/// another oid gives NULL.
+pub(super) fn database_size(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let ours = match &args[0] {
+        Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_) => {
+            super::functions::oid_arg(&args[0]) == super::oids::DATABASE
+        }
+        other => {
+            let name = text_of(other);
+            if name != ctx.database_name() {
+                return Err(SqlError::new(
+                    "3D000",
+                    format!("database \"{name}\" does not exist"),
+                ));
+            }
+            true
+        }
+    };
+    if !ours {
+        return Ok(Value::Null);
+    }
+    let engine = ctx.engine()?.clone();
+    let bytes = engine
+        .store()
+        .spaces()
+        .iter()
+        .map(|space| space_bytes(&engine, space.id()))
+        .sum();
+    Ok(Value::BigInt(bytes))
 }
 
 /// `pg_size_pretty(bigint | numeric)`: PostgreSQL 15's units and rounding (half away from zero,
