@@ -554,7 +554,8 @@ fn psql_select_one(port: u16) {
     let output = Command::new("psql")
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "steady"])
         .args([
-            "-X", "-A", "-t", "-c", "select 1", "-c", "\\dt", "-c", "\\dt+", "-c", "\\l+",
+            "-X", "-A", "-t", "-c", "select 1", "-c", "\\dt", "-c", "\\dt+", "-c", "\\l+", "-c",
+            "\\db+", "-c", "\\dx",
         ])
         .env("PGCONNECT_TIMEOUT", "10")
         .output();

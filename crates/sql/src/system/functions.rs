@@ -148,6 +148,13 @@ static FUNCTIONS: &[&Function] = &[
     ),
     &pure("pg_size_pretty", (1, 1), text, sizes::size_pretty),
     &catalog("pg_database_size", (1, 1), bigint, sizes::database_size),
+    &catalog("pg_tablespace_size", (1, 1), bigint, sizes::tablespace_size),
+    &pure(
+        "pg_tablespace_location",
+        (1, 1),
+        text,
+        sizes::tablespace_location,
+    ),
     // One role, a superuser, holds every role's rights (roles of their own: issue 17).
     &pure("pg_has_role", (2, 3), boolean, always),
 ];

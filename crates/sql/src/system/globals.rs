@@ -1,7 +1,7 @@
 //! The `pg_catalog` views of everything that is not a relation: namespaces, types, access methods,
 //! the database, the role, tablespaces, collations and settings, plus the catalogs of features
 //! SteadyDB does not have (policies, statistics objects, publications, inheritance, partitioning,
-//! triggers, comments), which exist so that client queries bind and return no rows.
+//! triggers, comments, extensions), which exist so that client queries bind and return no rows.
 //!
 //! There is one database (the session's), one role (the session's user, oid 10, a superuser that
 //! owns everything) and the `UTF8` encoding with the `C` locale.
@@ -273,6 +273,19 @@ pub const VIEWS: &[SystemTable] = &[
             ("partdefid", BigInt),
             ("partattrs", Text),
             ("partexprs", Text),
+        ],
+    ),
+    empty(
+        "pg_extension",
+        &[
+            ("oid", BigInt),
+            ("extname", Text),
+            ("extowner", BigInt),
+            ("extnamespace", BigInt),
+            ("extrelocatable", Boolean),
+            ("extversion", Text),
+            ("extconfig", Text),
+            ("extcondition", Text),
         ],
     ),
     empty(

@@ -1,6 +1,7 @@
-//! Relation and database sizes as PostgreSQL's functions report them (`pg_relation_size`,
-//! `pg_table_size`, `pg_indexes_size`, `pg_total_relation_size`, `pg_database_size`) and
-//! `pg_size_pretty`, which psql's `\dt+`, `\di+` and `\l+` and monitoring queries call.
+//! Relation, database and tablespace sizes as PostgreSQL's functions report them
+//! (`pg_relation_size`, `pg_table_size`, `pg_indexes_size`, `pg_total_relation_size`,
+//! `pg_database_size`, `pg_tablespace_size`, `pg_tablespace_location`) and `pg_size_pretty`,
+//! which psql's `\dt+`, `\di+`, `\l+` and `\db+` and monitoring queries call.
 //!
 //! A table and its indexes share one space (one file). The table's rows live in its clustered
 //! tree, which is also its primary key, so:
@@ -138,14 +139,50 @@ pub(super) fn database_size(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> 
     if !ours {
         return Ok(Value::Null);
     }
+    Ok(Value::BigInt(data_files_bytes(ctx)?))
+}
+
+/// `pg_tablespace_size(name | oid)`: `pg_default` holds every data file, `pg_global` nothing;
+/// another name is error 42704, another oid gives NULL.
+pub(super) fn tablespace_size(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    use super::oids::{DEFAULT_TABLESPACE, GLOBAL_TABLESPACE};
+    let tablespace = match &args[0] {
+        Value::SmallInt(_) | Value::Integer(_) | Value::BigInt(_) => {
+            super::functions::oid_arg(&args[0])
+        }
+        other => match text_of(other).as_str() {
+            "pg_default" => DEFAULT_TABLESPACE,
+            "pg_global" => GLOBAL_TABLESPACE,
+            name => {
+                return Err(SqlError::new(
+                    "42704",
+                    format!("tablespace \"{name}\" does not exist"),
+                ))
+            }
+        },
+    };
+    Ok(match tablespace {
+        DEFAULT_TABLESPACE => Value::BigInt(data_files_bytes(ctx)?),
+        GLOBAL_TABLESPACE => Value::BigInt(0),
+        _ => Value::Null,
+    })
+}
+
+/// Bytes of every space's file.
+fn data_files_bytes(ctx: &mut ExecCtx) -> Result<i64> {
     let engine = ctx.engine()?.clone();
-    let bytes = engine
+    Ok(engine
         .store()
         .spaces()
         .iter()
         .map(|space| space_bytes(&engine, space.id()))
-        .sum();
-    Ok(Value::BigInt(bytes))
+        .sum())
+}
+
+/// `pg_tablespace_location(oid)`: empty, as PostgreSQL's for its two built-in tablespaces (the
+/// data directory holds every file).
+pub(super) fn tablespace_location(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(String::new()))
 }
 
 /// `pg_size_pretty(bigint | numeric)`: PostgreSQL 15's units and rounding (half away from zero,
