@@ -555,7 +555,7 @@ fn psql_select_one(port: u16) {
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "steady"])
         .args([
             "-X", "-A", "-t", "-c", "select 1", "-c", "\\dt", "-c", "\\dt+", "-c", "\\l+", "-c",
-            "\\db+", "-c", "\\dx",
+            "\\db+", "-c", "\\dx", "-c", "\\dT+",
         ])
         .env("PGCONNECT_TIMEOUT", "10")
         .output();

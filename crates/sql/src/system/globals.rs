@@ -1,7 +1,7 @@
 //! The `pg_catalog` views of everything that is not a relation: namespaces, types, access methods,
 //! the database, the role, tablespaces, collations and settings, plus the catalogs of features
 //! SteadyDB does not have (policies, statistics objects, publications, inheritance, partitioning,
-//! triggers, comments, extensions), which exist so that client queries bind and return no rows.
+//! triggers, comments, extensions, enum types), which exist so that client queries bind and return no rows.
 //!
 //! There is one database (the session's), one role (the session's user, oid 10, a superuser that
 //! owns everything) and the `UTF8` encoding with the `C` locale.
@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::execution::executor::ExecCtx;
 use crate::execution::settings::Settings;
 
-use DataType::{BigInt, Boolean, Bytea, Integer, SmallInt, Text, Timestamp};
+use DataType::{BigInt, Boolean, Bytea, Double, Integer, SmallInt, Text, Timestamp};
 
 pub const VIEWS: &[SystemTable] = &[
     SystemTable {
@@ -273,6 +273,15 @@ pub const VIEWS: &[SystemTable] = &[
             ("partdefid", BigInt),
             ("partattrs", Text),
             ("partexprs", Text),
+        ],
+    ),
+    empty(
+        "pg_enum",
+        &[
+            ("oid", BigInt),
+            ("enumtypid", BigInt),
+            ("enumsortorder", Double),
+            ("enumlabel", Text),
         ],
     ),
     empty(

@@ -256,6 +256,7 @@ fn type_row(type_oid: u32, type_name: String, t: &TypeInfo, array_of: bool) -> V
         oid(t.collation),
         Value::Boolean(false),
         Value::Null,
+        Value::Null,
     ]
 }
 
@@ -281,6 +282,7 @@ pub const PG_TYPE_COLUMNS: &[(&str, DataType)] = &[
     ("typcollation", DataType::BigInt),
     ("typnotnull", DataType::Boolean),
     ("typdefault", DataType::Text),
+    ("typacl", DataType::Text),
 ];
 
 #[cfg(test)]
