@@ -253,24 +253,32 @@ best_ms() {
 
 # --- 000: deletes through an index ---------------------------------------------------------------
 
-# load_000 SYSTEM MODULUS: the table t of ROWS rows, v = id % MODULUS, indexed on v.
-load_000() {
-  local system=$1 modulus=$2 first last chunk=1000000
+# create_loaded SYSTEM TABLE DEFINITION ROWS VALUES MARIADB_VALUES: creates TABLE (DEFINITION)
+# and loads ROWS rows in statements of a million: the rows are VALUES over generate_series as g
+# (SteadyDB, PostgreSQL) or MARIADB_VALUES over MariaDB's seq_N_to_M as seq.
+create_loaded() {
+  local system=$1 table=$2 definition=$3 rows=$4 values=$5 first last chunk=1000000
   if [ "$system" = mariadb ]; then
-    q mariadb -e "CREATE TABLE t (id bigint PRIMARY KEY, c char(60), v int) ENGINE=InnoDB"
+    q mariadb -e "CREATE TABLE $table $definition ENGINE=InnoDB"
+    values=$6
   else
-    q "$system" -c "CREATE TABLE t (id bigint PRIMARY KEY, c char(60), v int)"
+    q "$system" -c "CREATE TABLE $table $definition"
   fi
-  for ((first = 1; first <= ROWS; first += chunk)); do
-    last=$((first + chunk - 1 < ROWS ? first + chunk - 1 : ROWS))
+  for ((first = 1; first <= rows; first += chunk)); do
+    last=$((first + chunk - 1 < rows ? first + chunk - 1 : rows))
     if [ "$system" = mariadb ]; then
-      q mariadb -e "INSERT INTO t SELECT seq, lpad(seq, 60, 'x'), seq % $modulus
-                    FROM seq_${first}_to_${last}"
+      q mariadb -e "INSERT INTO $table SELECT $values FROM seq_${first}_to_${last}"
     else
-      q "$system" -c "INSERT INTO t SELECT g, lpad(g::text, 60, 'x'), g % $modulus
-                      FROM generate_series($first, $last) g"
+      q "$system" -c "INSERT INTO $table SELECT $values FROM generate_series($first, $last) g"
     fi
   done
+}
+
+# load_000 SYSTEM MODULUS: the table t of ROWS rows, v = id % MODULUS, indexed on v.
+load_000() {
+  local system=$1 modulus=$2
+  create_loaded "$system" t "(id bigint PRIMARY KEY, c char(60), v int)" "$ROWS" \
+    "g, lpad(g::text, 60, 'x'), g % $modulus" "seq, lpad(seq, 60, 'x'), seq % $modulus"
   case "$system" in
     mariadb) q mariadb -e "CREATE INDEX t_v ON t (v); ANALYZE TABLE t" >/dev/null ;;
     postgres) q postgres -c "CREATE INDEX t_v ON t (v)" -c "VACUUM ANALYZE t" ;;
@@ -502,23 +510,10 @@ PY
 
 # --- 004: DROP TABLE and TRUNCATE of big resident tables beside a write load ---------------------
 
-# load_big SYSTEM TABLE ROWS: TABLE (id bigint primary key, pad varchar(300)) of ROWS rows, loaded in
-# statements of a million rows.
+# load_big SYSTEM TABLE ROWS: TABLE (id bigint primary key, pad varchar(300)) of ROWS rows.
 load_big() {
-  local system=$1 table=$2 rows=$3 first last chunk=1000000
-  if [ "$system" = mariadb ]; then
-    q mariadb -e "CREATE TABLE $table (id bigint PRIMARY KEY, pad varchar(300)) ENGINE=InnoDB"
-  else
-    q "$system" -c "CREATE TABLE $table (id bigint PRIMARY KEY, pad varchar(300))"
-  fi
-  for ((first = 1; first <= rows; first += chunk)); do
-    last=$((first + chunk - 1 < rows ? first + chunk - 1 : rows))
-    if [ "$system" = mariadb ]; then
-      q mariadb -e "INSERT INTO $table SELECT seq, lpad(seq, 300, 'x') FROM seq_${first}_to_${last}"
-    else
-      q "$system" -c "INSERT INTO $table SELECT g, lpad(g::text, 300, 'x') FROM generate_series($first, $last) g"
-    fi
-  done
+  create_loaded "$1" "$2" "(id bigint PRIMARY KEY, pad varchar(300))" "$3" \
+    "g, lpad(g::text, 300, 'x')" "seq, lpad(seq, 300, 'x')"
 }
 
 # ddl_ms SYSTEM SQL: one statement's time as its client reports it, in milliseconds.
