@@ -4,6 +4,7 @@ certificate made by openssl), so clients that prefer SSL (libpq's default) use i
 test module.
 """
 
+import contextlib
 import os
 import shutil
 import socket
@@ -23,17 +24,19 @@ def free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+@contextlib.contextmanager
+def steady_server(ssl=True):
+    """A `steady serve` on a fresh data directory (TLS on with `ssl`); yields its conninfo."""
     data = tempfile.mkdtemp(prefix="steady-py-")
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-         "-subj", "/CN=localhost", "-keyout", os.path.join(data, "server.key"),
-         "-out", os.path.join(data, "server.crt")],
-        check=True, capture_output=True,
-    )
-    with open(os.path.join(data, "steady.toml"), "w") as config:
-        config.write("ssl = true\n")
+    if ssl:
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+             "-subj", "/CN=localhost", "-keyout", os.path.join(data, "server.key"),
+             "-out", os.path.join(data, "server.crt")],
+            check=True, capture_output=True,
+        )
+        with open(os.path.join(data, "steady.toml"), "w") as config:
+            config.write("ssl = true\n")
     port = free_port()
     proc = subprocess.Popen(
         [BIN, "serve", "--data", data, "--listen", f"127.0.0.1:{port}"],
@@ -52,11 +55,19 @@ def server():
     else:
         proc.kill()
         raise RuntimeError("the server did not start")
-    yield f"host=127.0.0.1 port={port} user=steady dbname=steady"
-    proc.terminate()
     try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-    shutil.rmtree(data, ignore_errors=True)
+        yield f"host=127.0.0.1 port={port} user=steady dbname=steady"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with steady_server() as dsn:
+        yield dsn

@@ -137,6 +137,11 @@ impl Engine {
         Ok(())
     }
 
+    /// The last value sequence `name` handed out (its start minus one before the first).
+    pub fn sequence_last(&self, name: &str) -> Result<i64> {
+        Ok(self.sequence_state(&sequence_key(name), name)?.last)
+    }
+
     /// The first value sequence `name` hands out (its `START WITH`).
     pub fn sequence_start(&self, name: &str) -> Result<i64> {
         Ok(self.sequence_state(&sequence_key(name), name)?.start)

@@ -302,6 +302,30 @@ impl Transaction {
         engine.table_by_id(id).ok_or_else(no_table)
     }
 
+    /// `LOCK TABLE`: takes table `name`'s lock until the transaction ends — shared as its
+    /// writers take it (DDL on the table waits), or `exclusive` (its writers wait too; readers
+    /// never take it). `nowait` fails at once (55P03) instead of waiting.
+    pub fn lock_table(&mut self, name: &str, exclusive: bool, nowait: bool) -> Result<()> {
+        let engine = Arc::clone(&self.engine);
+        let id = engine
+            .table(name)
+            .ok_or_else(|| EngineError::NoSuchTable(name.to_string()))?
+            .id;
+        let mode = if exclusive {
+            LockMode::Exclusive
+        } else {
+            LockMode::Shared
+        };
+        let timeout = if nowait {
+            Some(std::time::Duration::ZERO)
+        } else {
+            self.lock_timeout
+        };
+        Ok(engine
+            .locks
+            .lock(self.id, LockKey::new(id, Vec::new()), mode, timeout)?)
+    }
+
     /// Takes table `table`'s DDL lock until the transaction ends: no other DDL on the table runs
     /// meanwhile (the table's writers never take it).
     pub(crate) fn lock_ddl(&mut self, table: IndexId) -> Result<()> {

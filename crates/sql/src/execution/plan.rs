@@ -110,8 +110,9 @@ pub enum Plan {
         rows: Vec<Vec<Expr>>,
         width: usize,
     },
-    /// A system view, computed when the scan opens.
-    System(&'static SystemTable),
+    /// A system view, computed when the scan opens, and its oid: each row ends with it, the
+    /// view's system column [`TABLEOID`].
+    System(&'static SystemTable, i64),
     /// `generate_series(start, stop [, step])`.
     Series {
         start: Expr,
@@ -265,7 +266,7 @@ impl Plan {
                 }
             },
             Plan::Values { .. } => "Values Scan".into(),
-            Plan::System(table) => format!("System Scan on {}", table.name),
+            Plan::System(table, _) => format!("System Scan on {}", table.name),
             Plan::Series { .. } => "Function Scan on generate_series".into(),
             Plan::Filter { .. } => "Filter".into(),
             Plan::Project { .. } => "Project".into(),
@@ -440,10 +441,12 @@ impl Plan {
                 .iter()
                 .map(|c| format!("{}.{}", table.name, c.name))
                 .collect(),
-            Plan::System(table) => table
+            Plan::System(table, _) => table
                 .columns
                 .iter()
-                .map(|(name, _)| format!("{}.{name}", table.name))
+                .map(|(name, _)| *name)
+                .chain([TABLEOID])
+                .map(|name| format!("{}.{name}", table.name))
                 .collect(),
             Plan::Series { .. } => vec!["generate_series".into()],
             Plan::Values { width, .. } => (1..=*width).map(|i| format!("column{i}")).collect(),
@@ -499,7 +502,7 @@ impl Plan {
         match self {
             Plan::Scan { .. }
             | Plan::Values { .. }
-            | Plan::System(_)
+            | Plan::System(..)
             | Plan::Series { .. }
             | Plan::WorkTable { .. } => vec![],
             Plan::Materialized { input, .. } => vec![input],
@@ -627,7 +630,7 @@ pub fn prune_scan_columns(plan: &mut Plan, needed: Option<Vec<bool>>) {
             prune_scan_columns(right, None);
         }
         Plan::Values { .. }
-        | Plan::System(_)
+        | Plan::System(..)
         | Plan::Series { .. }
         | Plan::WorkTable { .. }
         | Plan::Insert(_)
@@ -659,6 +662,11 @@ pub(crate) fn mark_columns<'e>(
 }
 
 /// A read-only view computed from the engine.
+/// The system column every system view has besides its own: the view's oid, as the `tableoid`
+/// of PostgreSQL's catalogs is their `pg_class` oid (clients such as pg_dump key the objects they
+/// read by it and by `pg_depend.classid`). Not part of `*`.
+pub const TABLEOID: &str = "tableoid";
+
 pub struct SystemTable {
     pub schema: &'static str,
     pub name: &'static str,

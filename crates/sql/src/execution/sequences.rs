@@ -7,6 +7,7 @@
 //! gave it for any sequence; before that both fail with 55000, as in PostgreSQL. Sequence values
 //! are not transactional (see `steady_engine::sequence`).
 
+use crate::execution::functions::{bigint, boolean, contextual, Function};
 use std::collections::HashMap;
 
 use steady_types::Value;
@@ -121,3 +122,38 @@ pub(crate) fn serial_sequence(args: &[Value], ctx: &mut ExecCtx) -> Result<Value
         false => Value::Null,
     })
 }
+
+/// `SELECT last_value, log_cnt, is_called FROM s` reads PostgreSQL's one-row sequence relation:
+/// before the first value, the start and not called; after it, the last value handed out and
+/// called. (A `setval(s, v, false)` shows as `v - 1` called when `v` is above the start: the same
+/// next value.) The binder makes the row of calls of these two (volatile, so a kept plan reads
+/// the sequence at each execution).
+fn sequence_position(args: &[Value], ctx: &ExecCtx) -> Result<(i64, bool)> {
+    let name = sequence_arg(&args[0], ctx)?;
+    let engine = ctx.engine()?;
+    let last = engine
+        .sequence_last(&name)
+        .map_err(|_| no_sequence(&name))?;
+    let start = engine
+        .sequence_start(&name)
+        .map_err(|_| no_sequence(&name))?;
+    Ok(if last < start {
+        (last + 1, false)
+    } else {
+        (last, true)
+    })
+}
+
+pub(crate) fn sequence_last_value(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::BigInt(sequence_position(args, ctx)?.0))
+}
+
+pub(crate) fn sequence_is_called(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Boolean(sequence_position(args, ctx)?.1))
+}
+
+/// The calls the binder reads a sequence relation's row with.
+pub static LAST_VALUE: Function =
+    contextual("sequence_last_value", (1, 1), bigint, sequence_last_value);
+pub static IS_CALLED: Function =
+    contextual("sequence_is_called", (1, 1), boolean, sequence_is_called);

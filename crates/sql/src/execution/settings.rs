@@ -29,6 +29,12 @@ const PARAMETERS: &[(&str, &str, bool)] = &[
     ("max_identifier_length", "63", false),
     ("max_parallel_workers_per_gather", "2", true),
     ("block_size", "8192", false),
+    ("check_function_bodies", "on", true),
+    ("default_table_access_method", "heap", true),
+    ("default_tablespace", "", true),
+    ("row_security", "on", true),
+    ("synchronize_seqscans", "on", true),
+    ("xmloption", "content", true),
     ("search_path", "\"$user\", public", true),
     ("server_encoding", "UTF8", false),
     ("server_version", SERVER_VERSION, false),
@@ -272,18 +278,40 @@ fn normalize(key: &str, value: &str) -> Result<String> {
                 ))
             }
         },
-        "standard_conforming_strings" | "synchronous_commit" | "default_transaction_read_only" => {
-            match lower.as_str() {
-                "on" | "true" | "yes" | "1" => "on".to_owned(),
-                "off" | "false" | "no" | "0" => "off".to_owned(),
-                _ if key == "synchronous_commit"
-                    && matches!(lower.as_str(), "local" | "remote_write" | "remote_apply") =>
-                {
-                    lower
-                }
-                _ => return Err(invalid()),
+        // No row-level security policies, function bodies or synchronized scans exist, so each
+        // value of these is honoured as PostgreSQL honours it where there are none.
+        "standard_conforming_strings"
+        | "synchronous_commit"
+        | "default_transaction_read_only"
+        | "check_function_bodies"
+        | "row_security"
+        | "synchronize_seqscans" => match lower.as_str() {
+            "on" | "true" | "yes" | "1" => "on".to_owned(),
+            "off" | "false" | "no" | "0" => "off".to_owned(),
+            _ if key == "synchronous_commit"
+                && matches!(lower.as_str(), "local" | "remote_write" | "remote_apply") =>
+            {
+                lower
             }
-        }
+            _ => return Err(invalid()),
+        },
+        "xmloption" => match lower.as_str() {
+            "content" | "document" => lower,
+            _ => return Err(invalid()),
+        },
+        "default_tablespace" => match lower.as_str() {
+            "" | "pg_default" => lower,
+            _ => {
+                return Err(invalid().with_detail(format!("Tablespace \"{value}\" does not exist.")))
+            }
+        },
+        "default_table_access_method" => match lower.as_str() {
+            "heap" => lower,
+            _ => {
+                return Err(invalid()
+                    .with_detail(format!("Table access method \"{value}\" does not exist.")))
+            }
+        },
         _ => value.to_owned(),
     })
 }

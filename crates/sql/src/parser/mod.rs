@@ -29,6 +29,13 @@ pub enum Statement {
     },
     /// `CHECKPOINT`.
     Checkpoint,
+    /// `ALTER SEQUENCE [IF EXISTS] name OWNED BY table.column | NONE` (names without their
+    /// schema; sqlparser has no ALTER SEQUENCE).
+    AlterSequenceOwnedBy {
+        if_exists: bool,
+        sequence: String,
+        owner: Option<(String, String)>,
+    },
     /// Nothing but whitespace and comments (a prepared empty query).
     Empty,
 }
@@ -83,6 +90,12 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
                 ))),
             };
         }
+        Some(Token::Word(w))
+            if w.keyword == Keyword::ALTER
+                && words.get(1).and_then(|t| word(t)).as_deref() == Some("sequence") =>
+        {
+            return parse_alter_sequence(&words[2..]);
+        }
         Some(Token::Word(w)) if w.keyword == Keyword::ANALYZE => {
             return Ok(Statement::Analyze {
                 tables: table_list(&words[1..], &["verbose"])?,
@@ -90,6 +103,11 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
         }
         _ => {}
     }
+    let tokens = if is_create_sequence(&words) {
+        sequence_options_in_parser_order(tokens)
+    } else {
+        tokens
+    };
     let mut parser = Parser::new(dialect).with_tokens_with_locations(tokens);
     let statement = parser.parse_statement()?;
     if parser.peek_token().token != Token::EOF {
@@ -101,12 +119,133 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
     Ok(Statement::Sql(Box::new(statement)))
 }
 
+fn is_create_sequence(words: &[&Token]) -> bool {
+    let keyword = |i: usize| match words.get(i) {
+        Some(Token::Word(w)) if w.quote_style.is_none() => w.keyword,
+        _ => Keyword::NoKeyword,
+    };
+    keyword(0) == Keyword::CREATE
+        && (keyword(1) == Keyword::SEQUENCE
+            || matches!(keyword(1), Keyword::TEMP | Keyword::TEMPORARY)
+                && keyword(2) == Keyword::SEQUENCE)
+}
+
+/// CREATE SEQUENCE's options in the one order sqlparser reads them (INCREMENT, MINVALUE,
+/// MAXVALUE, START, CACHE, CYCLE, OWNED BY); PostgreSQL takes them in any order, and pg_dump
+/// writes START first.
+fn sequence_options_in_parser_order(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let tokens: Vec<TokenWithSpan> = tokens.into_iter().filter(|t| !is_blank(&t.token)).collect();
+    let keyword = |t: &TokenWithSpan| match &t.token {
+        Token::Word(w) if w.quote_style.is_none() => w.keyword,
+        _ => Keyword::NoKeyword,
+    };
+    let rank = |k: Keyword, next: Keyword| match (k, next) {
+        (Keyword::INCREMENT, _) => Some(0),
+        (Keyword::MINVALUE, _) | (Keyword::NO, Keyword::MINVALUE) => Some(1),
+        (Keyword::MAXVALUE, _) | (Keyword::NO, Keyword::MAXVALUE) => Some(2),
+        (Keyword::START, _) => Some(3),
+        (Keyword::CACHE, _) => Some(4),
+        (Keyword::CYCLE, _) | (Keyword::NO, Keyword::CYCLE) => Some(5),
+        (Keyword::OWNED, _) => Some(6),
+        _ => None,
+    };
+    let rank_at = |i: usize| {
+        let next = tokens.get(i + 1).map_or(Keyword::NoKeyword, keyword);
+        rank(keyword(&tokens[i]), next)
+    };
+    let Some(first) = (3..tokens.len()).find(|&i| rank_at(i).is_some()) else {
+        return tokens;
+    };
+    let mut clauses: Vec<(usize, Vec<TokenWithSpan>)> = Vec::new();
+    let mut i = first;
+    while i < tokens.len() {
+        let clause_rank = rank_at(i).unwrap_or(usize::MAX);
+        let mut clause = vec![tokens[i].clone()];
+        i += 1;
+        if keyword(&clause[0]) == Keyword::NO {
+            clause.extend(tokens.get(i).cloned());
+            i += 1;
+        }
+        while i < tokens.len() && rank_at(i).is_none() {
+            clause.push(tokens[i].clone());
+            i += 1;
+        }
+        clauses.push((clause_rank, clause));
+    }
+    clauses.sort_by_key(|(rank, _)| *rank);
+    let mut ordered = tokens[..first].to_vec();
+    ordered.extend(clauses.into_iter().flat_map(|(_, clause)| clause));
+    ordered
+}
+
 fn word(token: &Token) -> Option<String> {
     match token {
         Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_lowercase()),
         Token::Word(w) => Some(w.value.clone()),
         _ => None,
     }
+}
+
+/// `[IF EXISTS] name OWNED BY table.column | NONE` after `ALTER SEQUENCE`; other forms are
+/// refused (0A000).
+fn parse_alter_sequence(rest: &[&Token]) -> Result<Statement> {
+    let words: Vec<Option<String>> = rest.iter().map(|t| word(t)).collect();
+    let if_exists =
+        words.first() == Some(&Some("if".into())) && words.get(1) == Some(&Some("exists".into()));
+    let rest = &rest[if if_exists { 2 } else { 0 }..];
+    let (sequence, rest) = qualified_name(rest)?;
+    let words: Vec<Option<String>> = rest.iter().map(|t| word(t)).collect();
+    if words.len() < 3 || words[0].as_deref() != Some("owned") || words[1].as_deref() != Some("by")
+    {
+        return Err(SqlError::unsupported(
+            "ALTER SEQUENCE other than ALTER SEQUENCE ... OWNED BY",
+        ));
+    }
+    let owner = match qualified_parts(&rest[2..])?.as_slice() {
+        [none] if none == "none" => None,
+        [.., table, column] => Some((table.clone(), column.clone())),
+        _ => return Err(SqlError::syntax("OWNED BY needs a table's column or NONE")),
+    };
+    Ok(Statement::AlterSequenceOwnedBy {
+        if_exists,
+        sequence,
+        owner,
+    })
+}
+
+/// A possibly schema-qualified name at the start of `tokens` (its last part), and what follows.
+fn qualified_name<'t>(tokens: &'t [&'t Token]) -> Result<(String, &'t [&'t Token])> {
+    let mut end = 1;
+    while tokens.get(end) == Some(&&Token::Period) {
+        end += 2;
+    }
+    let end = end.min(tokens.len());
+    let parts = qualified_parts(&tokens[..end])?;
+    let name = parts
+        .last()
+        .cloned()
+        .ok_or_else(|| SqlError::syntax("a name is missing"))?;
+    Ok((name, &tokens[end..]))
+}
+
+/// The parts of a dotted name that is the whole of `tokens`.
+fn qualified_parts(tokens: &[&Token]) -> Result<Vec<String>> {
+    let mut parts = Vec::new();
+    for (i, token) in tokens.iter().enumerate() {
+        match (i % 2, word(token)) {
+            (0, Some(part)) => parts.push(part),
+            (1, _) if **token == Token::Period => {}
+            _ => {
+                return Err(SqlError::syntax(format!(
+                    "syntax error at or near \"{token}\""
+                )))
+            }
+        }
+    }
+    if tokens.len().is_multiple_of(2) {
+        return Err(SqlError::syntax("a name is missing"));
+    }
+    Ok(parts)
 }
 
 fn parse_vacuum(rest: &[&Token]) -> Result<Statement> {

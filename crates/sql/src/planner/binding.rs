@@ -410,6 +410,51 @@ fn cast_element(arg: &AstExpr) -> Option<DataType> {
     }
 }
 
+/// `pg_options_to_table(options)`: one row per `name=value` element of a `text[]` of options
+/// (`reloptions`, `attoptions`...), split at its first `=`.
+fn bind_options_to_table(
+    binder: &mut Binder<'_>,
+    arg: &AstExpr,
+    alias: Option<&ast::TableAlias>,
+) -> Result<(Plan, Scope)> {
+    let (elements, _) = bind_unnest(binder, &[arg], None, false)?;
+    let function = |name: &str, args: usize| crate::execution::functions::lookup(name, args);
+    let element = || Expr::Column(0);
+    let text = |t: &str| Expr::Literal(Value::Text(t.to_owned()));
+    let option_name = Expr::Call(
+        function("split_part", 3)?,
+        vec![element(), text("="), Expr::Literal(Value::Integer(1))],
+    );
+    let after_equals = Expr::Arith(
+        crate::types::ops::ArithOp::Add,
+        Box::new(Expr::Call(
+            function("strpos", 2)?,
+            vec![element(), text("=")],
+        )),
+        Box::new(Expr::Literal(Value::Integer(1))),
+    );
+    let option_value = Expr::Call(function("substr", 2)?, vec![element(), after_equals]);
+    let plan = Plan::Project {
+        input: Box::new(elements),
+        exprs: vec![option_name, option_value],
+    };
+    let mut columns = vec![
+        Column::new("option_name", Some(DataType::Text)),
+        Column::new("option_value", Some(DataType::Text)),
+    ];
+    for (column, name) in columns
+        .iter_mut()
+        .zip(alias.map_or(&[][..], |a| &a.columns))
+    {
+        column.name = normalize_ident(&name.name);
+    }
+    let alias_name = alias.map_or_else(
+        || "pg_options_to_table".to_owned(),
+        |a| normalize_ident(&a.name),
+    );
+    Ok((plan, Scope::of_table(&alias_name, &columns)))
+}
+
 /// Catalog functions in FROM: `pg_partition_ancestors(rel)` is `rel` itself (nothing is
 /// partitioned), and `unnest(array)` one row per element; each with an ordinality column `WITH
 /// ORDINALITY`.
@@ -427,6 +472,9 @@ pub fn bind_table_function(
     };
     if name == "unnest" {
         return bind_unnest(binder, &[arg], alias, with_ordinality);
+    }
+    if name == "pg_options_to_table" && !with_ordinality {
+        return bind_options_to_table(binder, arg, alias);
     }
     if name != "pg_partition_ancestors" {
         return Err(SqlError::undefined_function(format!(

@@ -15,6 +15,7 @@ mod block;
 pub mod ddl;
 pub mod dml;
 pub mod explain;
+mod lock;
 mod templates;
 
 use crate::execution::activity::{self, Activities, Peer, Registered, State};
@@ -126,6 +127,7 @@ impl Database {
                 sequences: Arc::default(),
                 table_activity: Some(Arc::clone(&self.table_activity)),
                 pending_counts: Arc::default(),
+                set_config_changes: Arc::default(),
             },
             block: None,
             prepared: HashMap::new(),
@@ -581,10 +583,21 @@ impl Session {
             ));
         }
         let result = run(self);
+        let changes = std::mem::take(&mut *self.info.set_config_changes.lock());
         if result.is_err() {
             self.fail_block();
+            return result;
         }
-        result
+        if changes.is_empty() {
+            return result;
+        }
+        let before = self.info.settings.reported();
+        for (name, value) in &changes {
+            self.info.settings.set(name, value)?;
+        }
+        self.show_application_name();
+        self.apply_time_zone();
+        result.map(|r| self.with_reported(r, before))
     }
 
     /// Marks the open block failed (an error happened inside it, here or in the caller, e.g. the
@@ -610,6 +623,14 @@ impl Session {
             } => return self.vacuum(*full, *analyze, tables),
             Statement::Analyze { tables } => return self.analyze(tables),
             Statement::Checkpoint => return self.checkpoint(),
+            Statement::AlterSequenceOwnedBy {
+                if_exists,
+                sequence,
+                owner,
+            } => {
+                let owner = owner.as_ref().map(|(t, c)| (t.as_str(), c.as_str()));
+                return ddl::sequence::owned_by(self.db.engine(), *if_exists, sequence, owner);
+            }
             Statement::Empty => return Ok(QueryResult::command("")),
         };
         use ast::Statement as S;
@@ -625,6 +646,7 @@ impl Session {
             } => self.rollback_to(&crate::types::normalize_ident(name)),
             S::Savepoint { name } => self.savepoint(&crate::types::normalize_ident(name)),
             S::ReleaseSavepoint { name } => self.release(&crate::types::normalize_ident(name)),
+            S::Lock(lock) => self.lock_tables(lock),
             S::Set(set) => {
                 let before = self.info.settings.reported();
                 let result = self.set(set);

@@ -168,6 +168,22 @@ pub fn current_schemas(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     ))
 }
 
+/// `array_remove(arr, x)`: `arr` without the elements equal to `x` (without its NULLs when `x` is
+/// NULL); NULL for a NULL array.
+pub fn array_remove(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args[0].is_null() {
+        return Ok(Value::Null);
+    }
+    let removed = (!args[1].is_null()).then(|| text_of(&args[1]));
+    let kept: Vec<Value> = array_arg(&args[0])?
+        .elements
+        .into_iter()
+        .filter(|e| *e != removed)
+        .map(|e| e.map_or(Value::Null, Value::Text))
+        .collect();
+    Ok(Value::Text(steady_types::array::array_text(&kept)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

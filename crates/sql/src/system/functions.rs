@@ -103,6 +103,16 @@ static FUNCTIONS: &[&Function] = &[
     &pure("pg_table_is_visible", (1, 1), boolean, table_is_visible),
     &pure("pg_type_is_visible", (1, 1), boolean, always),
     &pure("pg_collation_is_visible", (1, 1), boolean, always),
+    &pure("pg_function_is_visible", (1, 1), boolean, always),
+    &pure("pg_operator_is_visible", (1, 1), boolean, always),
+    &pure("pg_opclass_is_visible", (1, 1), boolean, always),
+    &pure("pg_opfamily_is_visible", (1, 1), boolean, always),
+    &pure("pg_conversion_is_visible", (1, 1), boolean, always),
+    &pure("pg_statistics_obj_is_visible", (1, 1), boolean, always),
+    &pure("pg_ts_config_is_visible", (1, 1), boolean, always),
+    &pure("pg_ts_dict_is_visible", (1, 1), boolean, always),
+    &pure("pg_ts_parser_is_visible", (1, 1), boolean, always),
+    &pure("pg_ts_template_is_visible", (1, 1), boolean, always),
     &lenient(pure("format_type", (2, 2), text, format_type_fn)),
     &catalog("pg_get_indexdef", (1, 3), text, get_indexdef),
     &catalog("pg_get_constraintdef", (1, 2), text, get_constraintdef),
@@ -115,7 +125,7 @@ static FUNCTIONS: &[&Function] = &[
         is_publishable,
     ),
     &pure("pg_partition_ancestors", (1, 1), oid_type, itself),
-    &pure("obj_description", (1, 2), text, nothing),
+    &pure("obj_description", (1, 2), text, obj_description),
     &pure("col_description", (2, 2), text, nothing),
     &pure("shobj_description", (2, 2), text, nothing),
     &pure("pg_get_statisticsobjdef_columns", (1, 1), text, nothing),
@@ -157,7 +167,20 @@ static FUNCTIONS: &[&Function] = &[
     ),
     // One role, a superuser, holds every role's rights (roles of their own: issue 17).
     &pure("pg_has_role", (2, 3), boolean, always),
+    &pure("pg_is_in_recovery", (0, 0), boolean, never),
+    &lenient(catalog("set_config", (3, 3), text, set_config)),
+    &catalog("acldefault", (2, 2), text, acldefault),
+    &lenient(pure(
+        "array_remove",
+        (2, 2),
+        first_argument_type,
+        arrays::array_remove,
+    )),
 ];
+
+fn first_argument_type(args: &[Option<DataType>]) -> Option<DataType> {
+    args.first().copied().flatten()
+}
 
 /// The catalog function `name` taking `args` arguments (the binder calls [`ANY_EQUAL`],
 /// [`SUBSCRIPT`] and the array builders itself; they have no SQL name).
@@ -170,6 +193,78 @@ pub fn lookup(name: &str, args: usize) -> Option<&'static Function> {
 
 fn always(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Boolean(true))
+}
+
+/// `obj_description(oid [, catalog])`: the one description there is, schema `public`'s (see
+/// `pg_description`).
+fn obj_description(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let catalog = args.get(1).map(text_of);
+    Ok(
+        if oid_arg(&args[0]) == oids::PUBLIC && catalog.is_none_or(|c| c == "pg_namespace") {
+            Value::Text(oids::PUBLIC_DESCRIPTION.to_owned())
+        } else {
+            Value::Null
+        },
+    )
+}
+
+fn never(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Boolean(false))
+}
+
+/// `set_config(name, value, is_local)`: a session-wide change, as `SET name = value` (a NULL
+/// value is the default); a transaction-local one is refused rather than made session-wide.
+fn set_config(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    if args[0].is_null() {
+        return Err(SqlError::new("22004", "SET requires parameter name"));
+    }
+    if args[2] == Value::Boolean(true) {
+        return Err(SqlError::unsupported(
+            "set_config(..., true): settings local to a transaction",
+        ));
+    }
+    let value = if args[1].is_null() {
+        "default".to_owned()
+    } else {
+        text_of(&args[1])
+    };
+    Ok(Value::Text(ctx.queue_setting(&text_of(&args[0]), &value)?))
+}
+
+/// `acldefault(kind, owner)`: the privileges an object of `kind` has when none were granted —
+/// all of its kind's rights for its owner, and for PUBLIC those PostgreSQL gives it (`EXECUTE`
+/// of functions, `USAGE` of types and languages, `CONNECT` and `TEMPORARY` of databases).
+fn acldefault(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let owner = match oid_arg(&args[1]) {
+        oids::SUPERUSER => model::quote_ident(&ctx.user_name()),
+        oids::DATABASE_OWNER => oids::DATABASE_OWNER_NAME.to_owned(),
+        other => other.to_string(),
+    };
+    let (own, public) = match text_of(&args[0]).as_str() {
+        "r" => ("arwdDxt", ""),
+        "s" => ("rwU", ""),
+        "f" => ("X", "X"),
+        "l" => ("U", "U"),
+        "L" => ("rw", ""),
+        "n" => ("UC", ""),
+        "d" => ("CTc", "Tc"),
+        "t" => ("C", ""),
+        "F" | "S" => ("U", ""),
+        "T" => ("U", "U"),
+        "p" => ("sA", ""),
+        other => {
+            return Err(SqlError::new(
+                "XX000",
+                format!("unrecognized object type abbreviation: {other}"),
+            ))
+        }
+    };
+    let mut items = Vec::new();
+    if !public.is_empty() {
+        items.push(format!("={public}/{owner}"));
+    }
+    items.push(format!("{owner}={own}/{owner}"));
+    Ok(Value::Text(format!("{{{}}}", items.join(","))))
 }
 
 fn nothing(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
@@ -302,7 +397,12 @@ fn to_regclass(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(model::relation_by_name(engine, &text_of(&args[0]))?.map_or(Value::Null, Value::BigInt))
 }
 
+/// `'name'::regclass`; a number is the oid itself, as PostgreSQL's `regclassin` takes it (psql's
+/// `\d` writes `'16401'::pg_catalog.regclass`).
 fn regclass_in(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    if let Ok(oid) = text_of(&args[0]).trim().parse::<u32>() {
+        return Ok(Value::BigInt(i64::from(oid)));
+    }
     match to_regclass(args, ctx)? {
         Value::Null => Err(SqlError::undefined_table(&text_of(&args[0]))),
         oid => Ok(oid),
@@ -372,6 +472,8 @@ fn get_userbyid(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let oid = oid_arg(&args[0]);
     Ok(Value::Text(if oid == oids::SUPERUSER {
         ctx.user_name()
+    } else if oid == oids::DATABASE_OWNER {
+        oids::DATABASE_OWNER_NAME.to_owned()
     } else {
         format!("unknown (OID={oid})")
     }))
@@ -382,7 +484,7 @@ fn table_is_visible(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let oid = oid_arg(&args[0]);
     let hidden = super::all()
         .enumerate()
-        .any(|(n, v)| oids::view(n) == oid && v.schema == "information_schema");
+        .any(|(n, v)| oids::view(n, v.name) == oid && v.schema == "information_schema");
     Ok(Value::Boolean(!hidden))
 }
 

@@ -15,7 +15,9 @@ use crate::error::Result;
 use crate::execution::executor::ExecCtx;
 use crate::execution::settings::Settings;
 
-use DataType::{BigInt, Boolean, Bytea, Double, Integer, SmallInt, Text, Timestamp};
+use DataType::{
+    BigInt, Boolean, Bytea, Double, Integer, Real, SmallInt, Text, TextArray, Timestamp,
+};
 
 pub const VIEWS: &[SystemTable] = &[
     SystemTable {
@@ -64,6 +66,8 @@ pub const VIEWS: &[SystemTable] = &[
             ("daticulocale", Text),
             ("datcollversion", Text),
             ("datacl", Text),
+            ("datfrozenxid", BigInt),
+            ("datminmxid", BigInt),
         ],
         rows: pg_database,
     },
@@ -191,15 +195,17 @@ pub const VIEWS: &[SystemTable] = &[
             ("opckeytype", BigInt),
         ],
     ),
-    empty(
-        "pg_description",
-        &[
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_description",
+        columns: &[
             ("objoid", BigInt),
             ("classoid", BigInt),
             ("objsubid", Integer),
             ("description", Text),
         ],
-    ),
+        rows: pg_description,
+    },
     empty(
         "pg_inherits",
         &[
@@ -272,6 +278,8 @@ pub const VIEWS: &[SystemTable] = &[
             ("partnatts", SmallInt),
             ("partdefid", BigInt),
             ("partattrs", Text),
+            ("partclass", Text),
+            ("partcollation", Text),
             ("partexprs", Text),
         ],
     ),
@@ -319,7 +327,347 @@ pub const VIEWS: &[SystemTable] = &[
             ("tgqual", Text),
         ],
     ),
+    // The catalogs of objects SteadyDB has none of: functions and aggregates of users (the
+    // built-in ones are not listed), procedural languages, operators, operator classes and
+    // families, text search, foreign data, default privileges, conversions, casts, ranges,
+    // transforms, event triggers, rules, subscriptions, large objects, security labels and
+    // initial privileges of extensions.
+    empty(
+        "pg_proc",
+        &[
+            ("oid", BigInt),
+            ("proname", Text),
+            ("pronamespace", BigInt),
+            ("proowner", BigInt),
+            ("prolang", BigInt),
+            ("procost", Real),
+            ("prorows", Real),
+            ("provariadic", BigInt),
+            ("prosupport", BigInt),
+            ("prokind", Text),
+            ("prosecdef", Boolean),
+            ("proleakproof", Boolean),
+            ("proisstrict", Boolean),
+            ("proretset", Boolean),
+            ("provolatile", Text),
+            ("proparallel", Text),
+            ("pronargs", SmallInt),
+            ("pronargdefaults", SmallInt),
+            ("prorettype", BigInt),
+            ("proargtypes", Text),
+            ("proallargtypes", Text),
+            ("proargmodes", Text),
+            ("proargnames", TextArray),
+            ("proargdefaults", Text),
+            ("protrftypes", Text),
+            ("prosrc", Text),
+            ("probin", Text),
+            ("prosqlbody", Text),
+            ("proconfig", TextArray),
+            ("proacl", Text),
+        ],
+    ),
+    empty(
+        "pg_init_privs",
+        &[
+            ("objoid", BigInt),
+            ("classoid", BigInt),
+            ("objsubid", Integer),
+            ("privtype", Text),
+            ("initprivs", Text),
+        ],
+    ),
+    empty(
+        "pg_language",
+        &[
+            ("oid", BigInt),
+            ("lanname", Text),
+            ("lanowner", BigInt),
+            ("lanispl", Boolean),
+            ("lanpltrusted", Boolean),
+            ("lanplcallfoid", BigInt),
+            ("laninline", BigInt),
+            ("lanvalidator", BigInt),
+            ("lanacl", Text),
+        ],
+    ),
+    empty(
+        "pg_operator",
+        &[
+            ("oid", BigInt),
+            ("oprname", Text),
+            ("oprnamespace", BigInt),
+            ("oprowner", BigInt),
+            ("oprkind", Text),
+            ("oprcanmerge", Boolean),
+            ("oprcanhash", Boolean),
+            ("oprleft", BigInt),
+            ("oprright", BigInt),
+            ("oprresult", BigInt),
+            ("oprcom", BigInt),
+            ("oprnegate", BigInt),
+            ("oprcode", BigInt),
+            ("oprrest", BigInt),
+            ("oprjoin", BigInt),
+        ],
+    ),
+    empty(
+        "pg_opfamily",
+        &[
+            ("oid", BigInt),
+            ("opfmethod", BigInt),
+            ("opfname", Text),
+            ("opfnamespace", BigInt),
+            ("opfowner", BigInt),
+        ],
+    ),
+    empty(
+        "pg_amop",
+        &[
+            ("oid", BigInt),
+            ("amopfamily", BigInt),
+            ("amoplefttype", BigInt),
+            ("amoprighttype", BigInt),
+            ("amopstrategy", SmallInt),
+            ("amoppurpose", Text),
+            ("amopopr", BigInt),
+            ("amopmethod", BigInt),
+            ("amopsortfamily", BigInt),
+        ],
+    ),
+    empty(
+        "pg_amproc",
+        &[
+            ("oid", BigInt),
+            ("amprocfamily", BigInt),
+            ("amproclefttype", BigInt),
+            ("amprocrighttype", BigInt),
+            ("amprocnum", SmallInt),
+            ("amproc", BigInt),
+        ],
+    ),
+    empty(
+        "pg_ts_parser",
+        &[
+            ("oid", BigInt),
+            ("prsname", Text),
+            ("prsnamespace", BigInt),
+            ("prsstart", BigInt),
+            ("prstoken", BigInt),
+            ("prsend", BigInt),
+            ("prsheadline", BigInt),
+            ("prslextype", BigInt),
+        ],
+    ),
+    empty(
+        "pg_ts_template",
+        &[
+            ("oid", BigInt),
+            ("tmplname", Text),
+            ("tmplnamespace", BigInt),
+            ("tmplinit", BigInt),
+            ("tmpllexize", BigInt),
+        ],
+    ),
+    empty(
+        "pg_ts_dict",
+        &[
+            ("oid", BigInt),
+            ("dictname", Text),
+            ("dictnamespace", BigInt),
+            ("dictowner", BigInt),
+            ("dicttemplate", BigInt),
+            ("dictinitoption", Text),
+        ],
+    ),
+    empty(
+        "pg_ts_config",
+        &[
+            ("oid", BigInt),
+            ("cfgname", Text),
+            ("cfgnamespace", BigInt),
+            ("cfgowner", BigInt),
+            ("cfgparser", BigInt),
+        ],
+    ),
+    empty(
+        "pg_foreign_data_wrapper",
+        &[
+            ("oid", BigInt),
+            ("fdwname", Text),
+            ("fdwowner", BigInt),
+            ("fdwhandler", BigInt),
+            ("fdwvalidator", BigInt),
+            ("fdwacl", Text),
+            ("fdwoptions", TextArray),
+        ],
+    ),
+    empty(
+        "pg_foreign_server",
+        &[
+            ("oid", BigInt),
+            ("srvname", Text),
+            ("srvowner", BigInt),
+            ("srvfdw", BigInt),
+            ("srvtype", Text),
+            ("srvversion", Text),
+            ("srvacl", Text),
+            ("srvoptions", TextArray),
+        ],
+    ),
+    empty(
+        "pg_foreign_table",
+        &[
+            ("ftrelid", BigInt),
+            ("ftserver", BigInt),
+            ("ftoptions", TextArray),
+        ],
+    ),
+    empty(
+        "pg_default_acl",
+        &[
+            ("oid", BigInt),
+            ("defaclrole", BigInt),
+            ("defaclnamespace", BigInt),
+            ("defaclobjtype", Text),
+            ("defaclacl", Text),
+        ],
+    ),
+    empty(
+        "pg_conversion",
+        &[
+            ("oid", BigInt),
+            ("conname", Text),
+            ("connamespace", BigInt),
+            ("conowner", BigInt),
+            ("conforencoding", Integer),
+            ("contoencoding", Integer),
+            ("conproc", BigInt),
+            ("condefault", Boolean),
+        ],
+    ),
+    empty(
+        "pg_cast",
+        &[
+            ("oid", BigInt),
+            ("castsource", BigInt),
+            ("casttarget", BigInt),
+            ("castfunc", BigInt),
+            ("castcontext", Text),
+            ("castmethod", Text),
+        ],
+    ),
+    empty(
+        "pg_range",
+        &[
+            ("rngtypid", BigInt),
+            ("rngsubtype", BigInt),
+            ("rngmultitypid", BigInt),
+            ("rngcollation", BigInt),
+            ("rngsubopc", BigInt),
+            ("rngcanonical", BigInt),
+            ("rngsubdiff", BigInt),
+        ],
+    ),
+    empty(
+        "pg_transform",
+        &[
+            ("oid", BigInt),
+            ("trftype", BigInt),
+            ("trflang", BigInt),
+            ("trffromsql", BigInt),
+            ("trftosql", BigInt),
+        ],
+    ),
+    empty(
+        "pg_event_trigger",
+        &[
+            ("oid", BigInt),
+            ("evtname", Text),
+            ("evtevent", Text),
+            ("evtowner", BigInt),
+            ("evtfoid", BigInt),
+            ("evtenabled", Text),
+            ("evttags", TextArray),
+        ],
+    ),
+    empty(
+        "pg_rewrite",
+        &[
+            ("oid", BigInt),
+            ("rulename", Text),
+            ("ev_class", BigInt),
+            ("ev_type", Text),
+            ("ev_enabled", Text),
+            ("is_instead", Boolean),
+            ("ev_qual", Text),
+            ("ev_action", Text),
+        ],
+    ),
+    empty(
+        "pg_subscription",
+        &[
+            ("oid", BigInt),
+            ("subdbid", BigInt),
+            ("subname", Text),
+            ("subowner", BigInt),
+            ("subenabled", Boolean),
+            ("subbinary", Boolean),
+            ("substream", Boolean),
+            ("subtwophasestate", Text),
+            ("subdisableonerr", Boolean),
+            ("subconninfo", Text),
+            ("subslotname", Text),
+            ("subsynccommit", Text),
+            ("subpublications", TextArray),
+        ],
+    ),
+    empty(
+        "pg_largeobject_metadata",
+        &[("oid", BigInt), ("lomowner", BigInt), ("lomacl", Text)],
+    ),
+    empty(
+        "pg_db_role_setting",
+        &[
+            ("setdatabase", BigInt),
+            ("setrole", BigInt),
+            ("setconfig", TextArray),
+        ],
+    ),
+    empty(
+        "pg_shseclabel",
+        &[
+            ("objoid", BigInt),
+            ("classoid", BigInt),
+            ("provider", Text),
+            ("label", Text),
+        ],
+    ),
+    empty(
+        "pg_seclabels",
+        &[
+            ("objoid", BigInt),
+            ("classoid", BigInt),
+            ("objsubid", Integer),
+            ("objtype", Text),
+            ("objnamespace", BigInt),
+            ("objname", Text),
+            ("provider", Text),
+            ("label", Text),
+        ],
+    ),
 ];
+
+/// The comment PostgreSQL 15 gives schema `public` (pg_dump compares against it); SteadyDB
+/// has no COMMENT ON, so it is the only description.
+fn pg_description(_: &mut ExecCtx) -> Result<Rows> {
+    Ok(vec![vec![
+        oid(oids::PUBLIC),
+        oid(super::catalog_oid("pg_namespace")),
+        Value::Integer(0),
+        name(oids::PUBLIC_DESCRIPTION),
+    ]])
+}
 
 /// A `pg_catalog` view that never has rows.
 const fn empty(name: &'static str, columns: &'static [(&'static str, DataType)]) -> SystemTable {
@@ -338,7 +686,23 @@ fn no_rows(_: &mut ExecCtx) -> Result<Rows> {
 fn pg_namespace(_: &mut ExecCtx) -> Result<Rows> {
     Ok(oids::NAMESPACES
         .iter()
-        .map(|(id, nsp)| vec![oid(*id), name(nsp), oid(oids::SUPERUSER), Value::Null])
+        .map(|(id, nsp)| {
+            let owner = if *id == oids::PUBLIC {
+                oids::DATABASE_OWNER
+            } else {
+                oids::SUPERUSER
+            };
+            // PostgreSQL 15's: public's owner may create in it, everyone may use it.
+            let acl = if *id == oids::PUBLIC {
+                Value::Text(format!(
+                    "{{{owner}=UC/{owner},=U/{owner}}}",
+                    owner = oids::DATABASE_OWNER_NAME
+                ))
+            } else {
+                Value::Null
+            };
+            vec![oid(*id), name(nsp), oid(owner), acl]
+        })
         .collect())
 }
 
@@ -379,22 +743,40 @@ fn pg_database(ctx: &mut ExecCtx) -> Result<Rows> {
         Value::Null,
         Value::Null,
         Value::Null,
+        Value::BigInt(0),
+        Value::BigInt(0),
     ]])
 }
 
+/// The session's role (a superuser) and `pg_database_owner` (no rights, no login, as in
+/// PostgreSQL, where it owns schema `public`).
 fn pg_roles(ctx: &mut ExecCtx) -> Result<Rows> {
-    let mut row = vec![name(&ctx.user_name())];
-    row.extend(std::iter::repeat_n(flag(true), 6));
-    row.extend([Value::Integer(-1), name("********"), Value::Null]);
-    row.extend([flag(true), Value::Null, oid(oids::SUPERUSER)]);
-    Ok(vec![row])
+    let role = |id: i64, role: &str, rights: bool| {
+        let mut row = vec![name(role)];
+        row.extend([flag(rights), flag(true)]);
+        row.extend(std::iter::repeat_n(flag(rights), 4));
+        row.extend([Value::Integer(-1), name("********"), Value::Null]);
+        row.extend([flag(rights), Value::Null, oid(id)]);
+        row
+    };
+    Ok(vec![
+        role(oids::SUPERUSER, &ctx.user_name(), true),
+        role(oids::DATABASE_OWNER, oids::DATABASE_OWNER_NAME, false),
+    ])
 }
 
 fn pg_authid(ctx: &mut ExecCtx) -> Result<Rows> {
-    let mut row = vec![oid(oids::SUPERUSER), name(&ctx.user_name())];
-    row.extend(std::iter::repeat_n(flag(true), 7));
-    row.extend([Value::Integer(-1), Value::Null, Value::Null]);
-    Ok(vec![row])
+    let role = |id: i64, role: &str, rights: bool| {
+        let mut row = vec![oid(id), name(role)];
+        row.extend([flag(rights), flag(true)]);
+        row.extend(std::iter::repeat_n(flag(rights), 5));
+        row.extend([Value::Integer(-1), Value::Null, Value::Null]);
+        row
+    };
+    Ok(vec![
+        role(oids::SUPERUSER, &ctx.user_name(), true),
+        role(oids::DATABASE_OWNER, oids::DATABASE_OWNER_NAME, false),
+    ])
 }
 
 fn pg_user(ctx: &mut ExecCtx) -> Result<Rows> {

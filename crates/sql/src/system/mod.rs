@@ -61,6 +61,17 @@ pub fn lookup(schema: Option<&str>, name: &str) -> Option<&'static SystemTable> 
     })
 }
 
+/// The oid of a system view (its `tableoid` and its `pg_class` row's).
+pub fn view_oid(table: &SystemTable) -> i64 {
+    let position = all().position(|t| std::ptr::eq(t, table));
+    oids::view(position.unwrap_or(usize::MAX >> 8), table.name)
+}
+
+/// The oid of the `pg_catalog` view `name` (what `'name'::regclass` gives).
+pub fn catalog_oid(name: &str) -> i64 {
+    lookup(Some("pg_catalog"), name).map_or(0, view_oid)
+}
+
 /// Every system view, in a fixed order (a view's oid is its position).
 pub fn all() -> impl Iterator<Item = &'static SystemTable> {
     GROUPS.iter().flat_map(|group| group.iter())

@@ -170,7 +170,7 @@ impl Relation {
         match self {
             Relation::Table(t) => oids::relation(t.id),
             Relation::Index(_, i) => i.oid,
-            Relation::View(n, _) => oids::view(*n),
+            Relation::View(n, v) => oids::view(*n, v.name),
             Relation::UserView(v) => oids::relation(v.id),
             Relation::Sequence(n, _) => oids::sequence(*n),
         }

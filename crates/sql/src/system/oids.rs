@@ -4,7 +4,8 @@
 //!
 //! ```text
 //!   11, 99, 2200, 13000       namespaces pg_catalog, pg_toast, public, information_schema
-//!   12000 + n                 the n-th system view (in registry order)
+//!   826 .. 6237               the system views that are PostgreSQL 15 catalogs: its oids
+//!   12000 + n                 the other system views (the n-th in registry order)
 //!   16384 + id                a table (id = its clustered index) or a secondary index
 //!   16384 + 1_000_000 + id    table id's primary key, shown as the index `<table>_pkey`
 //!   16384 + 2_000_000 + id    the PRIMARY KEY / UNIQUE constraint behind index (or table) id
@@ -20,6 +21,12 @@ pub const INFORMATION_SCHEMA: i64 = 13000;
 
 /// The one role: the superuser every session runs as.
 pub const SUPERUSER: i64 = 10;
+/// PostgreSQL's built-in role that stands for a database's owner: schema `public`'s owner, as in
+/// PostgreSQL 15 (pg_dump then leaves the schema's ownership alone).
+pub const DATABASE_OWNER: i64 = 6171;
+pub const DATABASE_OWNER_NAME: &str = "pg_database_owner";
+/// Schema `public`'s description, PostgreSQL 15's.
+pub const PUBLIC_DESCRIPTION: &str = "standard public schema";
 /// The one database.
 pub const DATABASE: i64 = 5;
 pub const DEFAULT_TABLESPACE: i64 = 1663;
@@ -76,10 +83,70 @@ pub fn sequence(n: usize) -> i64 {
     SEQUENCES + n as i64
 }
 
-/// The n-th system view.
-pub fn view(n: usize) -> i64 {
-    FIRST_VIEW + n as i64
+/// The oid of system view `name`, the n-th: PostgreSQL 15's for its catalogs (clients such as
+/// pg_dump compare `tableoid` and `classid` values with these numbers), else `12000 + n`.
+pub fn view(n: usize, name: &str) -> i64 {
+    PG_CATALOG_OIDS
+        .iter()
+        .find(|(catalog, _)| *catalog == name)
+        .map_or(FIRST_VIEW + n as i64, |(_, oid)| *oid)
 }
+
+/// PostgreSQL 15's catalog tables (`pg_class.oid` where `relnamespace = 11 AND relkind = 'r'`).
+const PG_CATALOG_OIDS: &[(&str, i64)] = &[
+    ("pg_am", 2601),
+    ("pg_amop", 2602),
+    ("pg_amproc", 2603),
+    ("pg_attrdef", 2604),
+    ("pg_attribute", 1249),
+    ("pg_auth_members", 1261),
+    ("pg_authid", 1260),
+    ("pg_cast", 2605),
+    ("pg_class", 1259),
+    ("pg_collation", 3456),
+    ("pg_constraint", 2606),
+    ("pg_conversion", 2607),
+    ("pg_database", 1262),
+    ("pg_db_role_setting", 2964),
+    ("pg_default_acl", 826),
+    ("pg_depend", 2608),
+    ("pg_description", 2609),
+    ("pg_enum", 3501),
+    ("pg_event_trigger", 3466),
+    ("pg_extension", 3079),
+    ("pg_foreign_data_wrapper", 2328),
+    ("pg_foreign_server", 1417),
+    ("pg_foreign_table", 3118),
+    ("pg_index", 2610),
+    ("pg_inherits", 2611),
+    ("pg_init_privs", 3394),
+    ("pg_language", 2612),
+    ("pg_largeobject_metadata", 2995),
+    ("pg_namespace", 2615),
+    ("pg_opclass", 2616),
+    ("pg_operator", 2617),
+    ("pg_opfamily", 2753),
+    ("pg_partitioned_table", 3350),
+    ("pg_policy", 3256),
+    ("pg_proc", 1255),
+    ("pg_publication", 6104),
+    ("pg_publication_namespace", 6237),
+    ("pg_publication_rel", 6106),
+    ("pg_range", 3541),
+    ("pg_rewrite", 2618),
+    ("pg_sequence", 2224),
+    ("pg_shseclabel", 3592),
+    ("pg_statistic_ext", 3381),
+    ("pg_subscription", 6100),
+    ("pg_tablespace", 1213),
+    ("pg_transform", 3576),
+    ("pg_trigger", 2620),
+    ("pg_ts_config", 3602),
+    ("pg_ts_dict", 3600),
+    ("pg_ts_parser", 3601),
+    ("pg_ts_template", 3764),
+    ("pg_type", 1247),
+];
 
 /// A table or secondary index, by engine index id.
 pub fn relation(id: u64) -> i64 {

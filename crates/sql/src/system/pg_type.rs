@@ -257,6 +257,8 @@ fn type_row(type_oid: u32, type_name: String, t: &TypeInfo, array_of: bool) -> V
         Value::Boolean(false),
         Value::Null,
         Value::Null,
+        // Fixed-length types are stored plain, the others extended (PostgreSQL's defaults).
+        name(if len > 0 { "p" } else { "x" }),
     ]
 }
 
@@ -283,6 +285,7 @@ pub const PG_TYPE_COLUMNS: &[(&str, DataType)] = &[
     ("typnotnull", DataType::Boolean),
     ("typdefault", DataType::Text),
     ("typacl", DataType::Text),
+    ("typstorage", DataType::Text),
 ];
 
 #[cfg(test)]

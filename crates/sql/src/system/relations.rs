@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::execution::constraints::{checks, foreign_keys};
 use crate::execution::executor::ExecCtx;
 
-use DataType::{BigInt, Boolean, Integer, Real, SmallInt, Text};
+use DataType::{BigInt, Boolean, Integer, Real, SmallInt, Text, TextArray};
 
 pub const VIEWS: &[SystemTable] = &[
     SystemTable {
@@ -52,8 +52,10 @@ pub const VIEWS: &[SystemTable] = &[
             ("relispartition", Boolean),
             ("relrewrite", BigInt),
             ("relacl", Text),
-            ("reloptions", Text),
+            ("reloptions", TextArray),
             ("relpartbound", Text),
+            ("relfrozenxid", BigInt),
+            ("relminmxid", BigInt),
         ],
         rows: pg_class,
     },
@@ -80,10 +82,12 @@ pub const VIEWS: &[SystemTable] = &[
             ("attinhcount", Integer),
             ("attcollation", BigInt),
             ("attacl", Text),
-            ("attoptions", Text),
+            ("attoptions", TextArray),
             ("attstorage", Text),
             ("attcompression", Text),
             ("attalign", Text),
+            ("attfdwoptions", TextArray),
+            ("attmissingval", Text),
         ],
         rows: pg_attribute,
     },
@@ -168,6 +172,20 @@ pub const VIEWS: &[SystemTable] = &[
             ("conbin", Text),
         ],
         rows: pg_constraint,
+    },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_depend",
+        columns: &[
+            ("classid", BigInt),
+            ("objid", BigInt),
+            ("objsubid", Integer),
+            ("refclassid", BigInt),
+            ("refobjid", BigInt),
+            ("refobjsubid", Integer),
+            ("deptype", Text),
+        ],
+        rows: pg_depend,
     },
     SystemTable {
         schema: "pg_catalog",
@@ -278,7 +296,76 @@ fn class_row(relation: &Relation, triggers: &HashSet<String>, pages: u32) -> Vec
         Value::Null,
         Value::Null,
         Value::Null,
+        Value::BigInt(0),
+        Value::BigInt(0),
     ]
+}
+
+/// The dependencies clients order and group objects by (pg_dump creates what an object needs
+/// before it): a view on the relations its query reads ('n'), a column default on the sequences
+/// it calls `nextval` of ('n'), and a serial column's sequence on its column ('a'; 'i' for an
+/// identity column's), so that it goes with its table.
+fn pg_depend(ctx: &mut ExecCtx) -> Result<Rows> {
+    let engine = ctx.engine()?.clone();
+    let relations = model::relations(&engine)?;
+    let oid_of = |name: &str| {
+        relations
+            .iter()
+            .find(|r| r.namespace() == oids::PUBLIC && r.name() == name)
+            .map(Relation::oid)
+    };
+    let class = super::catalog_oid("pg_class");
+    let attrdef = super::catalog_oid("pg_attrdef");
+    let row = |classid, objid, refobjid, refobjsubid: i32, deptype| {
+        vec![
+            oid(classid),
+            oid(objid),
+            Value::Integer(0),
+            oid(class),
+            oid(refobjid),
+            Value::Integer(refobjsubid),
+            name(deptype),
+        ]
+    };
+    let mut rows = Vec::new();
+    for relation in &relations {
+        let Relation::UserView(view) = relation else {
+            continue;
+        };
+        for read in view.depends_on.iter().filter_map(|n| oid_of(n)) {
+            rows.push(row(class, relation.oid(), read, 0, "n"));
+        }
+    }
+    for table in engine.tables() {
+        for (position, column) in table.columns.iter().enumerate() {
+            let attnum = position as i32 + 1;
+            let owned = crate::execution::sequences::owned_sequence(&table.name, &column.name);
+            let default = column.default.as_deref().unwrap_or_default();
+            if let Some(sequence) = oid_of(&owned) {
+                if column.identity.is_some() {
+                    rows.push(row(class, sequence, oids::relation(table.id), attnum, "i"));
+                } else if default == format!("nextval('{owned}')") {
+                    rows.push(row(class, sequence, oids::relation(table.id), attnum, "a"));
+                }
+            }
+            let default_oid = oids::default_value(table.id, position + 1);
+            for called in nextval_arguments(default).filter_map(|n| oid_of(&n)) {
+                rows.push(row(attrdef, default_oid, called, 0, "n"));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// The sequences a default expression calls `nextval` of.
+fn nextval_arguments(default: &str) -> impl Iterator<Item = String> + '_ {
+    default
+        .match_indices("nextval('")
+        .filter_map(move |(at, call)| {
+            let rest = &default[at + call.len()..];
+            let argument = &rest[..rest.find('\'')?];
+            Some(crate::execution::sequences::relation_name(argument))
+        })
 }
 
 fn pg_attribute(ctx: &mut ExecCtx) -> Result<Rows> {
@@ -303,8 +390,10 @@ fn attribute_row(relid: i64, position: usize, attribute: &model::Attribute) -> V
         }
         None => (0, -1, 0),
     };
-    let (len, by_value) =
-        super::pg_type::lookup(type_id).map_or((-1, false), |(t, _)| (t.len, t.by_value));
+    let (len, by_value) = match super::pg_type::lookup(type_id) {
+        Some((t, false)) => (t.len, t.by_value),
+        _ => (-1, false),
+    };
     vec![
         oid(relid),
         name(&attribute.name),
@@ -338,6 +427,8 @@ fn attribute_row(relid: i64, position: usize, attribute: &model::Attribute) -> V
             1 => "c",
             _ => "i",
         }),
+        Value::Null,
+        Value::Null,
     ]
 }
 

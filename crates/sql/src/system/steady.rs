@@ -4,6 +4,8 @@
 //! B+trees use, the free space of its file outside them, and the history store's length) and `steady_progress` (each online
 //! CREATE INDEX or VACUUM FULL running: its phase, the rows of its snapshot read, and the rows
 //! written meanwhile applied and still waiting, as PostgreSQL's `pg_stat_progress_create_index`).
+//! They live in `pg_catalog`, as PostgreSQL's `pg_stat_*` views do: found unqualified, not
+//! listed with the database's own relations (`\dv`) and not dumped by pg_dump.
 
 use steady_types::{DataType, Value};
 
@@ -13,13 +15,13 @@ use crate::execution::executor::{ExecCtx, Row};
 
 pub const VIEWS: &[SystemTable] = &[
     SystemTable {
-        schema: "public",
+        schema: "pg_catalog",
         name: "steady_metrics",
         columns: &[("name", DataType::Text), ("value", DataType::BigInt)],
         rows: metrics,
     },
     SystemTable {
-        schema: "public",
+        schema: "pg_catalog",
         name: "steady_tables",
         columns: &[
             ("name", DataType::Text),
@@ -33,7 +35,7 @@ pub const VIEWS: &[SystemTable] = &[
         rows: tables,
     },
     SystemTable {
-        schema: "public",
+        schema: "pg_catalog",
         name: "steady_progress",
         columns: &[
             ("pid", DataType::Integer),

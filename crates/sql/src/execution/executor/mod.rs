@@ -55,6 +55,9 @@ pub struct SessionInfo {
     pub table_activity: Option<Arc<TableActivity>>,
     /// This session's counts not yet added to `table_activity`.
     pub pending_counts: Arc<PendingCounts>,
+    /// Settings `set_config` changed during the statement, validated, in order: the session
+    /// applies them when the statement ends (a statement reads its settings unchanged).
+    pub set_config_changes: Arc<parking_lot::Mutex<Vec<(String, String)>>>,
 }
 
 /// Per plan node figures for EXPLAIN ANALYZE.
@@ -246,6 +249,20 @@ impl<'a> ExecCtx<'a> {
         self.info.settings.show(name)
     }
 
+    /// `set_config(name, value, false)`: validates the change against the settings as they will
+    /// be after this statement's earlier changes, and queues it for the session; returns the new
+    /// value as `current_setting` will show it.
+    pub fn queue_setting(&self, name: &str, value: &str) -> Result<String> {
+        let mut changes = self.info.set_config_changes.lock();
+        let mut settings = self.info.settings.clone();
+        for (n, v) in changes.iter() {
+            settings.set(n, v)?;
+        }
+        settings.set(name, value)?;
+        changes.push((name.to_owned(), value.to_owned()));
+        settings.show(name)
+    }
+
     pub fn session_id(&self) -> u32 {
         self.info.id
     }
@@ -308,6 +325,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         sequences: Arc::default(),
         table_activity: None,
         pending_counts: Arc::default(),
+        set_config_changes: Arc::default(),
     };
     let mut ctx = ExecCtx::new(None, None, &[], &info);
     expr.eval(&[], &mut ctx)
@@ -445,7 +463,13 @@ fn open_node<'p>(
             count_write(&delete.target, ctx, |c| c.n_tup_del += rows);
             Box::new(ctx.written(written))
         }
-        Plan::System(table) => Box::new(RowsSource::new((table.rows)(ctx)?)),
+        Plan::System(table, oid) => {
+            let mut rows = (table.rows)(ctx)?;
+            for row in &mut rows {
+                row.push(Value::BigInt(*oid));
+            }
+            Box::new(RowsSource::new(rows))
+        }
         Plan::Materialized { id, input } => {
             let rows = match ctx.subquery_results.get(id) {
                 Some(rows) => rows.clone(),

@@ -126,10 +126,21 @@ impl Binder<'_> {
                 let (plan, columns) = self.table_source(schema.as_deref(), &table)?;
                 let columns = apply_column_aliases(columns, alias.as_ref());
                 let mut scope = Scope::of_table(&alias_name, &columns);
-                if let Plan::Scan { table, .. } = &plan {
-                    for &k in &table.primary_key {
-                        scope.columns[k].key = true;
+                match &plan {
+                    Plan::Scan { table, .. } => {
+                        for &k in &table.primary_key {
+                            scope.columns[k].key = true;
+                        }
                     }
+                    Plan::System(..) => scope.columns.push(ScopeColumn {
+                        table: Some(alias_name),
+                        name: crate::execution::plan::TABLEOID.to_owned(),
+                        ty: Some(DataType::BigInt),
+                        hidden: false,
+                        key: false,
+                        system: true,
+                    }),
+                    _ => {}
                 }
                 Ok((plan, scope))
             }
@@ -282,8 +293,12 @@ impl Binder<'_> {
             };
             return Ok((plan, columns));
         }
+        if matches!(schema, None | Some("public")) && self.engine.sequence_exists(name)? {
+            return Ok(sequence_source(name));
+        }
         let system = system::lookup(schema, name).ok_or_else(|| SqlError::undefined_table(name))?;
-        Ok((Plan::System(system), system_columns(system)))
+        let oid = system::view_oid(system);
+        Ok((Plan::System(system, oid), system_columns(system)))
     }
 
     /// The user table `name` (schema `public` or none), once no other transaction's DDL claims
@@ -407,7 +422,14 @@ pub(super) fn using_missing(column: &str, side: &str) -> SqlError {
 pub(super) fn common_columns(left: &Scope, right: &Scope) -> Vec<String> {
     left.columns
         .iter()
-        .filter(|c| !c.hidden && right.columns.iter().any(|r| !r.hidden && r.name == c.name))
+        .filter(|c| {
+            let joinable = |c: &ScopeColumn| !c.hidden && !c.system;
+            joinable(c)
+                && right
+                    .columns
+                    .iter()
+                    .any(|r| joinable(r) && r.name == c.name)
+        })
         .map(|c| c.name.clone())
         .collect()
 }
@@ -453,6 +475,7 @@ pub(super) fn merge_using(
             ty: sides.columns[l].ty,
             hidden: false,
             key: false,
+            system: false,
         });
         sides.columns[l].hidden = true;
         sides.columns[r].hidden = true;
@@ -493,6 +516,28 @@ pub(super) fn apply_column_aliases(
         }
     }
     columns
+}
+
+/// Sequence `name` as a relation: one row of `last_value`, `log_cnt` (always 0: no values are
+/// logged ahead) and `is_called`, read when the statement runs.
+fn sequence_source(name: &str) -> (Plan, Vec<Column>) {
+    use crate::execution::sequences::{IS_CALLED, LAST_VALUE};
+    let name = || vec![Expr::Literal(Value::Text(name.to_owned()))];
+    let row = vec![
+        Expr::Call(&LAST_VALUE, name()),
+        Expr::Literal(Value::BigInt(0)),
+        Expr::Call(&IS_CALLED, name()),
+    ];
+    let columns = vec![
+        Column::new("last_value", Some(DataType::BigInt)),
+        Column::new("log_cnt", Some(DataType::BigInt)),
+        Column::new("is_called", Some(DataType::Boolean)),
+    ];
+    let plan = Plan::Values {
+        rows: vec![row],
+        width: 3,
+    };
+    (plan, columns)
 }
 
 pub(super) fn system_columns(table: &SystemTable) -> Vec<Column> {

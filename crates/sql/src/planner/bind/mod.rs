@@ -44,6 +44,8 @@ pub struct ScopeColumn {
     pub hidden: bool,
     /// Part of its table's primary key (GROUP BY the key allows the table's other columns).
     pub key: bool,
+    /// A system column (`tableoid` of a system view): found by its name, left out of `*`.
+    pub system: bool,
 }
 
 /// The columns of one query level's input row.
@@ -63,6 +65,7 @@ impl Scope {
                     ty: c.ty,
                     hidden: crate::execution::constraints::is_hidden(&c.name),
                     key: false,
+                    system: false,
                 })
                 .collect(),
         }
@@ -381,6 +384,7 @@ impl<'a> Binder<'a> {
                     ty: c.ty,
                     hidden: false,
                     key: false,
+                    system: false,
                 })
                 .collect(),
         };
@@ -863,7 +867,12 @@ impl Binder<'_> {
                             "SELECT * with no tables specified is not valid",
                         ));
                     }
-                    for (i, c) in scope.columns.iter().enumerate().filter(|(_, c)| !c.hidden) {
+                    for (i, c) in scope
+                        .columns
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, c)| !c.hidden && !c.system)
+                    {
                         exprs.push(Expr::Column(i));
                         columns.push(Column::new(c.name.clone(), c.ty));
                     }
@@ -886,6 +895,7 @@ impl Binder<'_> {
                     for (i, c) in scope.columns.iter().enumerate() {
                         if c.table.as_deref() == Some(table.as_str())
                             && !crate::execution::constraints::is_hidden(&c.name)
+                            && !c.system
                         {
                             exprs.push(Expr::Column(i));
                             columns.push(Column::new(c.name.clone(), c.ty));

@@ -426,7 +426,7 @@ pub fn estimate_rows(plan: &Plan, stats: &Statistics) -> f64 {
             (estimate_rows(left, stats) * estimate_rows(right, stats)).max(1.0)
         }
         Plan::SetOp { left, right, .. } => estimate_rows(left, stats) + estimate_rows(right, stats),
-        Plan::System(_)
+        Plan::System(..)
         | Plan::Series { .. }
         | Plan::RecursiveUnion { .. }
         | Plan::WorkTable { .. } => UNKNOWN_ROWS,

@@ -23,6 +23,13 @@ impl Ddl<'_> {
             Err(err) if err.code == "3F000" && alter.if_exists => return Ok(skipped()),
             name => name?,
         };
+        let owner_only = alter
+            .operations
+            .iter()
+            .all(|o| matches!(o, AlterTableOperation::OwnerTo { .. }));
+        if owner_only && (self.relation_exists(&name)? || self.engine().view(&name)?.is_some()) {
+            return self.keep_owner(&alter.operations);
+        }
         if self.engine().table(&name).is_none() {
             if alter.if_exists {
                 return Ok(skipped());
@@ -35,6 +42,28 @@ impl Ddl<'_> {
                 .table(&name)
                 .ok_or_else(|| SqlError::undefined_table(&name))?;
             self.alter_one(&table, operation)?;
+        }
+        Ok(QueryResult::command("ALTER TABLE"))
+    }
+
+    /// `ALTER TABLE name OWNER TO role` of a table, view or sequence: every relation belongs to
+    /// the one role there is, the session's, so giving it to that role changes nothing and is
+    /// accepted (pg_dump writes it after each relation); another role does not exist (42704).
+    fn keep_owner(&self, operations: &[AlterTableOperation]) -> Result<QueryResult> {
+        let user = self.session.info().user.clone();
+        for operation in operations {
+            let AlterTableOperation::OwnerTo { new_owner } = operation else {
+                continue;
+            };
+            if let ast::Owner::Ident(role) = new_owner {
+                let role = crate::types::normalize_ident(role);
+                if role != user {
+                    return Err(SqlError::new(
+                        "42704",
+                        format!("role \"{role}\" does not exist"),
+                    ));
+                }
+            }
         }
         Ok(QueryResult::command("ALTER TABLE"))
     }

@@ -70,8 +70,8 @@ impl Ddl<'_> {
                 });
             }
             AlterColumnOperation::SetDefault { value } if def.identity.is_none() => {
-                def.default = Some(value.to_string());
-                self.check_default(&altered, position, &value.to_string())?;
+                def.default = Some(super::stored_default(value));
+                self.check_default(&altered, position, &super::stored_default(value))?;
             }
             AlterColumnOperation::DropDefault if def.identity.is_none() => def.default = None,
             AlterColumnOperation::SetDefault { .. } => return Err(identity()),

@@ -26,7 +26,7 @@ mod check;
 pub(crate) mod create_as;
 pub(crate) mod identity;
 mod rename;
-mod sequence;
+pub(crate) mod sequence;
 mod view;
 
 use std::cell::{RefCell, RefMut};
@@ -463,7 +463,7 @@ impl Ddl<'_> {
                 }
                 ColumnOption::Null => def.nullable = true,
                 ColumnOption::NotNull => def.nullable = false,
-                ColumnOption::Default(expr) => def.default = Some(expr.to_string()),
+                ColumnOption::Default(expr) => def.default = Some(stored_default(expr)),
                 ColumnOption::PrimaryKey(_) => set_primary_key(spec, table, vec![index])?,
                 ColumnOption::Unique(_) => spec
                     .unique
@@ -946,6 +946,29 @@ fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<Colu
 }
 
 pub use crate::execution::sequences::owned_sequence as sequence_name;
+
+/// A default as it is kept: `nextval('s'::regclass)` — how PostgreSQL and pg_dump write a
+/// serial column's default — as `nextval('s')`, what a serial column gets (so a column whose
+/// sequence is `<table>_<column>_seq` owns it again after a dump is restored); any other
+/// expression as written.
+pub(super) fn stored_default(expr: &ast::Expr) -> String {
+    let text = expr.to_string();
+    let argument = text
+        .strip_prefix("nextval('")
+        .and_then(|rest| rest.split_once('\''))
+        .filter(|(_, rest)| rest.eq_ignore_ascii_case("::regclass)"))
+        .map(|(argument, _)| crate::execution::sequences::relation_name(argument));
+    match argument {
+        Some(name)
+            if name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') =>
+        {
+            format!("nextval('{name}')")
+        }
+        _ => text,
+    }
+}
 
 /// The sequences a table's serial columns own.
 fn owned_sequences(table: &TableDef) -> Vec<String> {

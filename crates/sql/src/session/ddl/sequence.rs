@@ -51,6 +51,61 @@ impl SequenceSpec {
     }
 }
 
+/// `ALTER SEQUENCE name OWNED BY table.column | NONE`. A sequence belongs to a column when it
+/// is named `<table>_<column>_seq` and the column's default calls it (what a serial column
+/// gets; DROP TABLE then drops it): OWNED BY that column is accepted — pg_dump writes it before
+/// the `SET DEFAULT` that completes the pair —, and so is OWNED BY NONE of a sequence no column
+/// owns. Any other owner would need an ownership SteadyDB does not record, and is refused.
+pub(crate) fn owned_by(
+    engine: &steady_engine::engine::Engine,
+    if_exists: bool,
+    sequence: &str,
+    owner: Option<(&str, &str)>,
+) -> Result<QueryResult> {
+    if !engine.sequence_exists(sequence)? {
+        if if_exists {
+            return Ok(QueryResult::command("ALTER SEQUENCE").with_notice(
+                "NOTICE",
+                "00000",
+                format!("relation \"{sequence}\" does not exist, skipping"),
+            ));
+        }
+        return Err(SqlError::undefined_table(sequence));
+    }
+    let owned = |table: &str, column: &str| sequence == super::sequence_name(table, column);
+    match owner {
+        Some((table, column)) => {
+            let def = engine
+                .table(table)
+                .ok_or_else(|| SqlError::undefined_table(table))?;
+            if def.column(column).is_none() {
+                return Err(SqlError::undefined_column(column));
+            }
+            if !owned(table, column) {
+                return Err(SqlError::unsupported(format!(
+                    "OWNED BY {table}.{column} of a sequence not named {}",
+                    super::sequence_name(table, column)
+                )));
+            }
+        }
+        None => {
+            let owner = engine.tables().into_iter().find_map(|t| {
+                let column = t.columns.iter().find(|c| {
+                    owned(&t.name, &c.name)
+                        && c.default.as_deref() == Some(&format!("nextval('{sequence}')"))
+                })?;
+                Some(format!("{}.{}", t.name, column.name))
+            });
+            if let Some(owner) = owner {
+                return Err(SqlError::unsupported(format!(
+                    "OWNED BY NONE of the sequence of serial column {owner}"
+                )));
+            }
+        }
+    }
+    Ok(QueryResult::command("ALTER SEQUENCE"))
+}
+
 /// A signed integer literal of a sequence option.
 pub(super) fn integer(expr: &ast::Expr) -> Result<i64> {
     let text = expr.to_string().replace(' ', "");
