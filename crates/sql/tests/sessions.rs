@@ -745,12 +745,9 @@ fn a_statement_naming_a_table_with_uncommitted_ddl_waits_for_that_transaction() 
     assert_eq!(writer.join().unwrap().unwrap_err().code, "42P01");
 }
 
-/// `SET lock_timeout` bounds every lock wait of the session's statements: a row lock, a table's
-/// lock that DDL needs, and the wait for another transaction's uncommitted DDL; each fails with
-/// 55P03 and the session goes on.
-#[test]
-fn lock_timeout_bounds_row_table_and_ddl_waits() {
-    let (_dir, db) = open();
+/// Table `t (id, v)` with the row (1, 0), the session that made it, and another session whose
+/// lock waits end after 150 ms (55P03).
+fn holder_and_waiter(db: &Arc<Database>) -> (Session, Session) {
     let mut holder = db.session("holder");
     ok(
         &mut holder,
@@ -759,6 +756,16 @@ fn lock_timeout_bounds_row_table_and_ddl_waits() {
     ok(&mut holder, "INSERT INTO t VALUES (1, 0)");
     let mut waiter = db.session("waiter");
     ok(&mut waiter, "SET lock_timeout = '150ms'");
+    (holder, waiter)
+}
+
+/// `SET lock_timeout` bounds every lock wait of the session's statements: a row lock, a table's
+/// lock that DDL needs, and the wait for another transaction's uncommitted DDL; each fails with
+/// 55P03 and the session goes on.
+#[test]
+fn lock_timeout_bounds_row_table_and_ddl_waits() {
+    let (_dir, db) = open();
+    let (mut holder, mut waiter) = holder_and_waiter(&db);
     ok(&mut holder, "BEGIN");
     ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
     for statement in [
@@ -1218,4 +1225,36 @@ fn an_error_part_way_through_a_delete_in_place_leaves_every_row() {
         cell(&mut session, "SELECT count(*) FROM t WHERE v = 5"),
         "500"
     );
+}
+
+/// `LOCK TABLE` holds the table until the block ends, as pg_dump relies on: in ACCESS SHARE
+/// mode DDL on it waits (here until `lock_timeout`) while its writers go on; in EXCLUSIVE mode
+/// its writers wait too and its readers still go on; at COMMIT both go through.
+#[test]
+fn lock_table_keeps_ddl_or_writers_out_until_the_block_ends() {
+    let (_dir, db) = open();
+    let (mut holder, mut other) = holder_and_waiter(&db);
+
+    ok(&mut holder, "BEGIN");
+    ok(&mut holder, "LOCK TABLE t IN ACCESS SHARE MODE");
+    for ddl in [
+        "DROP TABLE t",
+        "TRUNCATE t",
+        "ALTER TABLE t ADD COLUMN w integer",
+    ] {
+        let err = run(&mut other, ddl).unwrap_err();
+        assert_eq!(err.code, "55P03", "{ddl}: {err}");
+    }
+    ok(&mut other, "INSERT INTO t VALUES (2, 0)");
+    ok(&mut holder, "COMMIT");
+
+    ok(&mut holder, "BEGIN");
+    ok(&mut holder, "LOCK TABLE t IN EXCLUSIVE MODE");
+    let err = run(&mut other, "UPDATE t SET v = 1 WHERE id = 1").unwrap_err();
+    assert_eq!(err.code, "55P03", "{err}");
+    assert_eq!(cell(&mut other, "SELECT count(*) FROM t"), "2");
+    ok(&mut holder, "COMMIT");
+
+    ok(&mut other, "UPDATE t SET v = 1 WHERE id = 1");
+    ok(&mut other, "DROP TABLE t");
 }
