@@ -747,7 +747,7 @@ fn a_statement_naming_a_table_with_uncommitted_ddl_waits_for_that_transaction() 
 
 /// Table `t (id, v)` with the row (1, 0), the session that made it, and another session whose
 /// lock waits end after 150 ms (55P03).
-fn holder_and_waiter(db: &Arc<Database>) -> (Session, Session) {
+fn table_and_impatient_session(db: &Arc<Database>) -> (Session, Session) {
     let mut holder = db.session("holder");
     ok(
         &mut holder,
@@ -765,7 +765,7 @@ fn holder_and_waiter(db: &Arc<Database>) -> (Session, Session) {
 #[test]
 fn lock_timeout_bounds_row_table_and_ddl_waits() {
     let (_dir, db) = open();
-    let (mut holder, mut waiter) = holder_and_waiter(&db);
+    let (mut holder, mut waiter) = table_and_impatient_session(&db);
     ok(&mut holder, "BEGIN");
     ok(&mut holder, "UPDATE t SET v = 1 WHERE id = 1");
     for statement in [
@@ -1233,7 +1233,7 @@ fn an_error_part_way_through_a_delete_in_place_leaves_every_row() {
 #[test]
 fn lock_table_keeps_ddl_or_writers_out_until_the_block_ends() {
     let (_dir, db) = open();
-    let (mut holder, mut other) = holder_and_waiter(&db);
+    let (mut holder, mut other) = table_and_impatient_session(&db);
 
     ok(&mut holder, "BEGIN");
     ok(&mut holder, "LOCK TABLE t IN ACCESS SHARE MODE");
