@@ -8,6 +8,7 @@
 //! [`btree`] (the index structure), [`store`] (a data directory of spaces: open, recovery, drop)
 //! and [`check`] (offline verification).
 
+pub mod backup;
 pub mod btree;
 pub mod buffer_pool;
 pub mod check;

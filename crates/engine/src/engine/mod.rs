@@ -265,9 +265,37 @@ pub struct Engine {
     row_ids: Mutex<(u64, u64)>,
 }
 
+/// The buffer pool a backup's copy is prepared (recovered) with.
+const BACKUP_PREPARE_POOL: usize = 64 << 20;
+
 impl Engine {
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// An online physical backup into `dest` (see `steady_storage::backup`), with DDL kept out
+    /// while it copies (a space created meanwhile would be missing from the copy): DDL waits
+    /// for the copy to end, row writes go on.
+    ///
+    /// The copy is then prepared: opened once, which replays its log and rolls back the
+    /// transactions that had not committed when the copy ended, and closed, so that it is a
+    /// cleanly shut down directory (`steady check` verifies it as it is).
+    pub fn backup_to(&self, dest: &std::path::Path) -> Result<steady_storage::backup::BackupReport> {
+        let report = {
+            let _no_ddl = self.ddl.read();
+            self.store.backup_to(dest)?
+        };
+        let config = EngineConfig {
+            store: StoreConfig {
+                page_size: self.store.page_size(),
+                buffer_pool_bytes: BACKUP_PREPARE_POOL,
+                ..StoreConfig::default()
+            },
+            background_purge: false,
+            ..EngineConfig::default()
+        };
+        Engine::open(dest, &config)?.close()?;
+        Ok(report)
     }
 
     pub fn locks(&self) -> &LockManager {

@@ -168,6 +168,7 @@ static FUNCTIONS: &[&Function] = &[
     // One role, a superuser, holds every role's rights (roles of their own: issue 17).
     &pure("pg_has_role", (2, 3), boolean, always),
     &pure("pg_is_in_recovery", (0, 0), boolean, never),
+    &catalog("steady_backup", (1, 1), text, backup),
     &lenient(catalog("set_config", (3, 3), text, set_config)),
     &catalog("acldefault", (2, 2), text, acldefault),
     &lenient(pure(
@@ -206,6 +207,22 @@ fn obj_description(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
             Value::Null
         },
     )
+}
+
+/// `steady_backup(dest)`: an online physical backup of the database into directory `dest` on
+/// the server's machine (new or empty), consistent as of its end; returns what it copied. The
+/// copy opens (`steady serve --data dest`, `steady check dest`) as the directory would after a
+/// crash at that moment.
+fn backup(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let dest = text_of(&args[0]);
+    let report = ctx
+        .engine()?
+        .backup_to(std::path::Path::new(&dest))
+        .map_err(|e| SqlError::new("58030", format!("backup into {dest} failed: {e}")))?;
+    Ok(Value::Text(format!(
+        "{} files, {} bytes, redo {}..{}, {} pages read again",
+        report.files, report.bytes, report.redo_from, report.redo_to, report.pages_reread
+    )))
 }
 
 fn never(_: &[Value], _: &mut ExecCtx) -> Result<Value> {

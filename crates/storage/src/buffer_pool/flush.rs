@@ -372,6 +372,16 @@ impl BufferPool {
         self.checkpoint_on(None)
     }
 
+    /// Keeps checkpoints from running until the guard is dropped: the redo point stays where it
+    /// is and the log after it is not overwritten (a backup copies the files meanwhile). A spread
+    /// checkpoint under way stops pacing itself, as for [`BufferPool::checkpoint`].
+    pub fn hold_checkpoints(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.checkpoints_waiting.fetch_add(1, Ordering::AcqRel);
+        let held = self.checkpoint_lock.lock();
+        self.checkpoints_waiting.fetch_sub(1, Ordering::AcqRel);
+        held
+    }
+
     /// The background flusher's checkpoint: as [`BufferPool::checkpoint`], with its writes spread
     /// over the log written meanwhile ([`Schedule`]).
     fn spread_checkpoint(&self) -> Result<Lsn> {
