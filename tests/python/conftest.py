@@ -25,9 +25,11 @@ def free_port():
 
 
 @contextlib.contextmanager
-def steady_server(ssl=True):
-    """A `steady serve` on a fresh data directory (TLS on with `ssl`); yields its conninfo."""
-    data = tempfile.mkdtemp(prefix="steady-py-")
+def steady_server(ssl=True, data=None):
+    """A `steady serve` on `data` (default: a fresh data directory, removed afterwards; TLS on
+    with `ssl`); yields its conninfo."""
+    owned = data is None
+    data = data or tempfile.mkdtemp(prefix="steady-py-")
     if ssl:
         subprocess.run(
             ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
@@ -64,7 +66,8 @@ def steady_server(ssl=True):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        shutil.rmtree(data, ignore_errors=True)
+        if owned:
+            shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

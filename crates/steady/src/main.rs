@@ -8,6 +8,7 @@
 //! (rows, keys, results), and glibc's malloc spent up to two thirds of a full-scan aggregate's CPU in
 //! `_int_malloc`, `malloc_consolidate` and `unlink_chunk` (perf, 1,000,000 rows).
 
+mod backup;
 mod bench;
 mod check;
 mod data_dir;
@@ -66,6 +67,17 @@ enum Command {
         /// Data directory.
         dir: PathBuf,
     },
+    /// Copy a database, while it serves, into a new directory that opens consistent as of the
+    /// end of the copy (an online physical backup); a stopped one is copied the same way.
+    Backup {
+        /// Data directory.
+        dir: PathBuf,
+        /// The backup's directory (new, or empty).
+        dest: PathBuf,
+        /// The serving server's address [default: DIR's steady.toml `listen`, else 127.0.0.1:5433].
+        #[arg(long)]
+        listen: Option<String>,
+    },
     /// Run a benchmark scenario and print its figures.
     Bench {
         /// Scenario name (run `steady bench list` to see them).
@@ -101,6 +113,7 @@ fn main() -> ExitCode {
             },
         ),
         Command::Check { dir } => check::run(&dir),
+        Command::Backup { dir, dest, listen } => backup::run(&dir, &dest, listen.as_deref()),
         Command::Bench {
             scenario,
             json,

@@ -50,6 +50,27 @@ pub struct Options {
     pub listen: Option<String>,
 }
 
+/// Where a client on this machine reaches the server of `dir` (`--listen`, else its
+/// steady.toml's `listen`, else the default; an unspecified address is reached on loopback),
+/// and the password it asks for, if any.
+pub fn client_target(
+    dir: &Path,
+    listen: Option<&str>,
+) -> anyhow::Result<(std::net::SocketAddr, Option<String>)> {
+    let file = FileConfig::load(dir)?;
+    let text = listen
+        .map(str::to_owned)
+        .or(file.listen)
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_owned());
+    let mut address: std::net::SocketAddr = text
+        .parse()
+        .with_context(|| format!("the listen address {text}"))?;
+    if address.ip().is_unspecified() {
+        address.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    Ok((address, file.password))
+}
+
 /// The contents of steady.toml.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

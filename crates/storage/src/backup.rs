@@ -187,11 +187,15 @@ fn copy_log(file: &dyn FileIo, wal: &Wal, to: &Path, report: &mut BackupReport) 
         .create_new(true)
         .open(to)
         .map_err(error)?;
-    out.set_len(file.file_len().map_err(error)?).map_err(error)?;
+    out.set_len(file.file_len().map_err(error)?)
+        .map_err(error)?;
     let capacity = wal.capacity();
     let block = crate::io::IO_ALIGN as u64;
     let mut ranges = vec![(0, HEADER_BLOCK)];
-    let (from, to_lsn) = (report.redo_from / block * block, report.redo_to.div_ceil(block) * block);
+    let (from, to_lsn) = (
+        report.redo_from / block * block,
+        report.redo_to.div_ceil(block) * block,
+    );
     let (start, length) = (from % capacity, (to_lsn - from).min(capacity));
     let first = length.min(capacity - start);
     ranges.push((HEADER_BLOCK + start, first));
@@ -216,7 +220,12 @@ fn copy_log(file: &dyn FileIo, wal: &Wal, to: &Path, report: &mut BackupReport) 
 
 /// Creates `dest`, or accepts it empty; anything in it is refused rather than mixed with.
 fn prepare_destination(dest: &Path) -> Result<()> {
-    let error = |e| StorageError::io(format!("preparing the backup directory {}", dest.display()), e);
+    let error = |e| {
+        StorageError::io(
+            format!("preparing the backup directory {}", dest.display()),
+            e,
+        )
+    };
     if dest.exists() {
         let mut entries = std::fs::read_dir(dest).map_err(error)?;
         if entries.next().is_some() {

@@ -280,7 +280,10 @@ impl Engine {
     /// The copy is then prepared: opened once, which replays its log and rolls back the
     /// transactions that had not committed when the copy ended, and closed, so that it is a
     /// cleanly shut down directory (`steady check` verifies it as it is).
-    pub fn backup_to(&self, dest: &std::path::Path) -> Result<steady_storage::backup::BackupReport> {
+    pub fn backup_to(
+        &self,
+        dest: &std::path::Path,
+    ) -> Result<steady_storage::backup::BackupReport> {
         let report = {
             let _no_ddl = self.ddl.read();
             self.store.backup_to(dest)?
