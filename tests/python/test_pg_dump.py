@@ -4,7 +4,8 @@ column, a sequence, a view, defaults, CHECK, UNIQUE and FOREIGN KEY constraints 
 and custom format and restored into fresh SteadyDB servers (psql, pg_restore) and into a fresh
 PostgreSQL 15 cluster; every table's rows (COPY text of the rows in key order, hashed), every
 sequence's position and the view's rows must be equal everywhere, restores must run without one
-error, and a plain dump of the restored SteadyDB must be the source's dump again.
+error, and a plain dump of the restored SteadyDB must be the source's dump again. A database
+made by PostgreSQL, dumped by pg_dump, restores into SteadyDB with the same contents too.
 """
 
 import contextlib
@@ -169,3 +170,18 @@ def test_dump_and_restore_into_steadydb_and_postgresql(server, tmp_path):
         for name in ("plain", "custom"):
             dsn = f"host=127.0.0.1 port={port} user=postgres dbname={name}"
             assert contents(dsn) == expected, name
+
+        # And the other way: a database made by PostgreSQL (serial columns' sequences AS integer,
+        # pgbench's tables), dumped by pg_dump --no-owner, restored into a fresh SteadyDB.
+        run(f"{PG_BIN}/psql", "-X", "-q", *admin, "-d", "postgres", "-c", "CREATE DATABASE origin")
+        origin = f"host=127.0.0.1 port={port} user=postgres dbname=origin"
+        with psycopg.connect(origin, autocommit=True) as conn:
+            conn.execute(SCHEMA)
+        run(f"{PG_BIN}/pgbench", "-i", "-s", "1", *admin, "origin")
+        run(f"{PG_BIN}/pgbench", "-t", "50", "-c", "2", *admin, "origin")
+        from_postgres = str(tmp_path / "from_postgres.sql")
+        dump(origin, from_postgres, "--no-owner")
+        with steady_server(ssl=False) as target:
+            run(f"{PG_BIN}/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", *libpq_args(target),
+                "-d", "steady", "-f", from_postgres)
+            assert contents(target) == contents(origin)

@@ -47,6 +47,8 @@ pub enum EngineError {
     },
     #[error("corrupt engine data: {0}")]
     Corrupt(String),
+    #[error("nextval: reached maximum value of sequence \"{name}\" ({max})")]
+    SequenceExhausted { name: String, max: i64 },
     /// A stored value that does not convert to a column's new type (ALTER COLUMN ... TYPE).
     #[error(transparent)]
     Conversion(#[from] steady_types::TypeError),
@@ -59,6 +61,7 @@ impl EngineError {
             EngineError::Storage(StorageError::KeyTooLarge { .. })
             | EngineError::Storage(StorageError::ValueTooLarge { .. }) => "54000",
             EngineError::Storage(StorageError::Corrupt { .. }) | EngineError::Corrupt(_) => "XX001",
+            EngineError::SequenceExhausted { .. } => "2200H",
             EngineError::Storage(StorageError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::StorageFull =>
             {

@@ -3,7 +3,9 @@
 //! ```text
 //! meta tree key        value
 //! "seq/" ++ name       last value handed out (i64 LE), then the first value (i64 LE; absent in
-//!                      sequences made before it was kept: 1); no key: the sequence does not exist
+//!                      sequences made before it was kept: 1), then the width in bytes of the
+//!                      integer type it counts in (u8: 2, 4 or 8; absent: 8), whose maximum it
+//!                      never passes (2200H); no key: the sequence does not exist
 //! ```
 //!
 //! As in PostgreSQL, sequence values are not transactional: a value handed out is never handed out
@@ -50,6 +52,16 @@ impl Transaction {
 struct SequenceState {
     last: i64,
     start: i64,
+    width: u8,
+}
+
+/// The largest value a sequence counting in an integer of `width` bytes hands out.
+pub fn sequence_max(width: u8) -> i64 {
+    match width {
+        2 => i64::from(i16::MAX),
+        4 => i64::from(i32::MAX),
+        _ => i64::MAX,
+    }
 }
 
 impl SequenceState {
@@ -62,10 +74,12 @@ impl SequenceState {
             8 => Ok(SequenceState {
                 last: word(0).ok_or_else(corrupt)?,
                 start: 1,
+                width: 8,
             }),
-            16 => Ok(SequenceState {
+            16 | 17 => Ok(SequenceState {
                 last: word(0).ok_or_else(corrupt)?,
                 start: word(8).ok_or_else(corrupt)?,
+                width: bytes.get(16).copied().unwrap_or(8),
             }),
             _ => Err(corrupt()),
         }
@@ -74,14 +88,16 @@ impl SequenceState {
     fn encode(&self) -> Vec<u8> {
         let mut bytes = self.last.to_le_bytes().to_vec();
         bytes.extend_from_slice(&self.start.to_le_bytes());
+        bytes.push(self.width);
         bytes
     }
 }
 
 impl Transaction {
-    /// Creates a sequence whose first value is `start`; an existing one is an error. The
-    /// sequence's creation (not the values it hands out) is undone with the transaction.
-    pub fn create_sequence(&mut self, name: &str, start: i64) -> Result<()> {
+    /// Creates a sequence whose first value is `start`, counting in an integer of `width` bytes
+    /// (2, 4 or 8); an existing one is an error. The sequence's creation (not the values it
+    /// hands out) is undone with the transaction.
+    pub fn create_sequence(&mut self, name: &str, start: i64, width: u8) -> Result<()> {
         let engine = self.engine();
         self.claim(name)?;
         let _guard = engine.sequences.lock();
@@ -92,7 +108,8 @@ impl Transaction {
         let last = start
             .checked_sub(1)
             .ok_or_else(|| EngineError::Corrupt(format!("sequence {name} starts below i64")))?;
-        self.write_catalog(&key, Some(&SequenceState { last, start }.encode()))
+        let state = SequenceState { last, start, width };
+        self.write_catalog(&key, Some(&state.encode()))
     }
 
     /// Drops a sequence (undone with the transaction); a missing one is ignored.
@@ -119,10 +136,15 @@ impl Engine {
         let _guard = self.sequences.lock();
         let key = sequence_key(name);
         let mut state = self.sequence_state(&key, name)?;
+        let max = sequence_max(state.width);
         state.last = state
             .last
             .checked_add(1)
-            .ok_or_else(|| EngineError::Corrupt(format!("sequence {name} is exhausted")))?;
+            .filter(|next| *next <= max)
+            .ok_or_else(|| EngineError::SequenceExhausted {
+                name: name.to_owned(),
+                max,
+            })?;
         self.meta.insert(&key, &state.encode())?;
         Ok(state.last)
     }
@@ -140,6 +162,11 @@ impl Engine {
     /// The last value sequence `name` handed out (its start minus one before the first).
     pub fn sequence_last(&self, name: &str) -> Result<i64> {
         Ok(self.sequence_state(&sequence_key(name), name)?.last)
+    }
+
+    /// The width in bytes of the integer type sequence `name` counts in (2, 4 or 8).
+    pub fn sequence_width(&self, name: &str) -> Result<u8> {
+        Ok(self.sequence_state(&sequence_key(name), name)?.width)
     }
 
     /// The first value sequence `name` hands out (its `START WITH`).

@@ -52,12 +52,21 @@ fn sequence_arg(value: &Value, ctx: &ExecCtx) -> Result<String> {
     }
 }
 
+/// An engine error of a sequence operation: a sequence dropped meanwhile is named as missing,
+/// any other error (exhausted, I/O) is itself.
+fn sequence_error(err: steady_engine::error::EngineError, name: &str) -> SqlError {
+    match err {
+        steady_engine::error::EngineError::NoSuchTable(_) => no_sequence(name),
+        other => other.into(),
+    }
+}
+
 pub(crate) fn nextval(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let name = sequence_arg(&args[0], ctx)?;
     let value = ctx
         .txn()?
         .next_sequence_value(&name)
-        .map_err(|_| no_sequence(&name))?;
+        .map_err(|e| sequence_error(e, &name))?;
     let mut session = ctx.sequences().lock();
     session.current.insert(name, value);
     session.latest = Some(value);
@@ -68,13 +77,21 @@ pub(crate) fn nextval(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 pub(crate) fn setval(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let name = sequence_arg(&args[0], ctx)?;
     let value = as_i64(&args[1]);
+    let engine = ctx.engine()?;
+    let max = steady_engine::sequence::sequence_max(engine.sequence_width(&name)?);
+    if !(1..=max).contains(&value) {
+        return Err(SqlError::new(
+            "22003",
+            format!("setval: value {value} is out of bounds for sequence \"{name}\" (1..{max})"),
+        ));
+    }
     let called = args
         .get(2)
         .is_none_or(|c| matches!(c, Value::Boolean(true)));
     let last = if called { value } else { value - 1 };
     ctx.txn()?
         .set_sequence_value(&name, last)
-        .map_err(|_| no_sequence(&name))?;
+        .map_err(|e| sequence_error(e, &name))?;
     if called {
         ctx.sequences().lock().current.insert(name, value);
     }
@@ -133,10 +150,10 @@ fn sequence_position(args: &[Value], ctx: &ExecCtx) -> Result<(i64, bool)> {
     let engine = ctx.engine()?;
     let last = engine
         .sequence_last(&name)
-        .map_err(|_| no_sequence(&name))?;
+        .map_err(|e| sequence_error(e, &name))?;
     let start = engine
         .sequence_start(&name)
-        .map_err(|_| no_sequence(&name))?;
+        .map_err(|e| sequence_error(e, &name))?;
     Ok(if last < start {
         (last + 1, false)
     } else {

@@ -432,18 +432,24 @@ fn attribute_row(relid: i64, position: usize, attribute: &model::Attribute) -> V
     ]
 }
 
-/// Every sequence is a bigint one counting up by 1 from its start, without a cache or cycling
-/// (the options CREATE SEQUENCE accepts).
+/// Every sequence counts up by 1 from its start to its type's maximum, without a cache or
+/// cycling (the options CREATE SEQUENCE accepts).
 fn pg_sequence(ctx: &mut ExecCtx) -> Result<Rows> {
     let engine = ctx.engine()?.clone();
     let mut rows = Vec::new();
     for (n, name) in engine.sequences()?.into_iter().enumerate() {
+        let width = engine.sequence_width(&name)?;
+        let ty = match width {
+            2 => SmallInt,
+            4 => Integer,
+            _ => BigInt,
+        };
         rows.push(vec![
             oid(oids::sequence(n)),
-            oid(i64::from(type_oid(&BigInt))),
+            oid(i64::from(type_oid(&ty))),
             Value::BigInt(engine.sequence_start(&name)?),
             Value::BigInt(1),
-            Value::BigInt(i64::MAX),
+            Value::BigInt(steady_engine::sequence::sequence_max(width)),
             Value::BigInt(1),
             Value::BigInt(1),
             Value::Boolean(false),

@@ -138,7 +138,7 @@ struct TableSpec {
     unique: Vec<(Option<String>, Vec<usize>)>,
     foreign_keys: Vec<PendingForeignKey>,
     /// The sequences of serial and identity columns: name and first value.
-    sequences: Vec<(String, i64)>,
+    sequences: Vec<(String, i64, u8)>,
     checks: Vec<check::WrittenCheck>,
 }
 
@@ -428,8 +428,9 @@ impl Ddl<'_> {
         }
         let index = spec.columns.len();
         let mut def = column_def(table, &name, &column.data_type)?;
-        if serial_type(&column.data_type).is_some() {
-            spec.sequences.push((sequence_name(table, &name), 1));
+        if let Some(ty) = serial_type(&column.data_type) {
+            let width = sequence::width_of(&ty)?;
+            spec.sequences.push((sequence_name(table, &name), 1, width));
         }
         for option in &column.options {
             match &option.option {
@@ -446,7 +447,9 @@ impl Ddl<'_> {
                     let options = sequence_options.as_deref().unwrap_or(&[]);
                     let start = sequence::SequenceSpec::new(None, options)?.start;
                     identity::make_identity(table, &mut def, identity)?;
-                    spec.sequences.push((sequence_name(table, &name), start));
+                    let width = sequence::width_of(&def.data_type)?;
+                    spec.sequences
+                        .push((sequence_name(table, &name), start, width));
                 }
                 ColumnOption::Generated {
                     generated_as: GeneratedAs::ExpStored,

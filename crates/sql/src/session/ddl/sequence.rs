@@ -1,9 +1,11 @@
 //! Sequences as objects: CREATE SEQUENCE and DROP SEQUENCE, and the sequences serial and
 //! identity columns own (created with their table or column, dropped with it).
 //!
-//! A sequence counts up by one from its start (`steady_engine::sequence`), as a `bigint`: the
-//! options that say otherwise — INCREMENT other than 1, MINVALUE, MAXVALUE, CYCLE, CACHE other
-//! than 1, a type other than bigint, OWNED BY — are refused (0A000) rather than ignored.
+//! A sequence counts up by one from its start (`steady_engine::sequence`), as a `bigint`, or as
+//! the `smallint` or `integer` it is declared `AS` (a serial column's is its column's type), up to
+//! that type's maximum (2200H past it): the options that say otherwise — INCREMENT other than 1,
+//! MINVALUE, MAXVALUE, CYCLE, CACHE other than 1, OWNED BY — are refused (0A000) rather than
+//! ignored.
 //! Sequences share the namespace of tables and indexes. A sequence a column default reads
 //! (`nextval('s')`) cannot be dropped (2BP01).
 
@@ -18,6 +20,22 @@ use crate::types::convert_type;
 pub(super) struct SequenceSpec {
     /// The first value `nextval` gives.
     pub(super) start: i64,
+    /// The width in bytes of the integer type it counts in (`AS smallint | integer | bigint`).
+    pub(super) width: u8,
+}
+
+/// The width of a sequence counting in `ty` (smallint, integer or bigint; others 0A000).
+pub(super) fn width_of(ty: &steady_types::DataType) -> Result<u8> {
+    use steady_types::DataType;
+    match ty {
+        DataType::SmallInt => Ok(2),
+        DataType::Integer => Ok(4),
+        DataType::BigInt => Ok(8),
+        other => Err(SqlError::new(
+            "22023",
+            format!("sequence type must be smallint, integer, or bigint, not {other}"),
+        )),
+    }
 }
 
 impl SequenceSpec {
@@ -25,11 +43,10 @@ impl SequenceSpec {
         data_type: Option<&ast::DataType>,
         options: &[SequenceOptions],
     ) -> Result<Self> {
-        if let Some(data_type) = data_type {
-            if convert_type(data_type)? != steady_types::DataType::BigInt {
-                return Err(SqlError::unsupported(format!("sequences AS {data_type}")));
-            }
-        }
+        let width = match data_type {
+            Some(data_type) => width_of(&convert_type(data_type)?)?,
+            None => 8,
+        };
         let mut start = 1;
         for option in options {
             match option {
@@ -47,7 +64,14 @@ impl SequenceSpec {
                 }
             }
         }
-        Ok(SequenceSpec { start })
+        let max = steady_engine::sequence::sequence_max(width);
+        if start > max {
+            return Err(SqlError::new(
+                "22023",
+                format!("START value ({start}) cannot be greater than MAXVALUE ({max})"),
+            ));
+        }
+        Ok(SequenceSpec { start, width })
     }
 }
 
@@ -123,7 +147,7 @@ impl Ddl<'_> {
         if let Some(skipped) = self.existing_relation(name, if_not_exists, "CREATE SEQUENCE")? {
             return Ok(skipped);
         }
-        self.txn().create_sequence(name, spec.start)?;
+        self.txn().create_sequence(name, spec.start, spec.width)?;
         Ok(QueryResult::command("CREATE SEQUENCE"))
     }
 
@@ -185,9 +209,9 @@ impl Ddl<'_> {
 
     /// Creates the sequences of a new table's (or column's) serial and identity columns.
     pub(super) fn create_owned_sequences(&self, spec: &TableSpec) -> Result<()> {
-        for (sequence, start) in &spec.sequences {
+        for (sequence, start, width) in &spec.sequences {
             self.txn().drop_sequence(sequence)?;
-            self.txn().create_sequence(sequence, *start)?;
+            self.txn().create_sequence(sequence, *start, *width)?;
         }
         Ok(())
     }
