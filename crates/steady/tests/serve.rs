@@ -555,7 +555,8 @@ fn psql_select_one(port: u16) {
         .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-U", "steady"])
         .args([
             "-X", "-A", "-t", "-c", "select 1", "-c", "\\dt", "-c", "\\dt+", "-c", "\\l+", "-c",
-            "\\db+", "-c", "\\dx", "-c", "\\dT+",
+            "\\db+", "-c", "\\dx", "-c", "\\dT+", "-c", "\\df+", "-c", "\\dn+", "-c", "\\do", "-c",
+            "\\dF", "-c", "\\ds", "-c", "\\dv",
         ])
         .env("PGCONNECT_TIMEOUT", "10")
         .output();

@@ -130,6 +130,12 @@ static FUNCTIONS: &[&Function] = &[
     &pure("shobj_description", (2, 2), text, nothing),
     &pure("pg_get_statisticsobjdef_columns", (1, 1), text, nothing),
     &pure("pg_get_triggerdef", (1, 2), text, nothing),
+    // pg_proc lists no functions (SteadyDB has no functions of users): an oid is never one.
+    &pure("pg_get_function_result", (1, 1), text, nothing),
+    &pure("pg_get_function_arguments", (1, 1), text, nothing),
+    &pure("pg_get_function_identity_arguments", (1, 1), text, nothing),
+    &pure("pg_get_functiondef", (1, 1), text, nothing),
+    &pure("pg_get_function_sqlbody", (1, 1), text, nothing),
     &pure("pg_get_partkeydef", (1, 1), text, nothing),
     &pure("has_table_privilege", (2, 3), boolean, always),
     &pure("has_schema_privilege", (2, 3), boolean, always),
