@@ -18,16 +18,14 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 # shellcheck source=scripts/lib/install.sh
 source scripts/lib/install.sh
 ensure_clients
-if ! python3 -c 'import psycopg, pytest, sqlalchemy, alembic, django' 2>/dev/null; then
-  python3 -m pip install -q --break-system-packages "psycopg[binary]>=3.1" pytest "sqlalchemy>=2,<3" alembic "django>=5,<6" \
-    || python3 -m pip install -q "psycopg[binary]>=3.1" pytest "sqlalchemy>=2,<3" alembic "django>=5,<6"
-fi
+PYTHON_ENV="$PWD/target/python-env"
+ensure_python_env "$PYTHON_ENV"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo nextest run --workspace --no-fail-fast --profile ci
 
 cargo build --release -p steady
-STEADY_BIN="$PWD/target/release/steady" python3 -m pytest -q tests/python
+STEADY_BIN="$PWD/target/release/steady" "$PYTHON_ENV/bin/python" -m pytest -q tests/python
 bash scripts/pgbench.sh steady 1 10
 bash scripts/sysbench.sh steady 10000 10
