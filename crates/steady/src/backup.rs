@@ -49,10 +49,7 @@ fn copy_stopped(dir: &Path, dest: &Path) -> anyhow::Result<String> {
         .backup_to(dest)
         .with_context(|| format!("backing up into {}", dest.display()))?;
     engine.close().context("closing the database")?;
-    Ok(format!(
-        "{} files, {} bytes, redo {}..{}",
-        report.files, report.bytes, report.redo_from, report.redo_to
-    ))
+    Ok(report.to_string())
 }
 
 /// Has the server of DIR make the copy.

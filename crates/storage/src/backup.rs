@@ -60,6 +60,16 @@ pub struct BackupReport {
     pub pages_reread: u64,
 }
 
+impl std::fmt::Display for BackupReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} files, {} bytes, redo {}..{}, {} pages read again",
+            self.files, self.bytes, self.redo_from, self.redo_to, self.pages_reread
+        )
+    }
+}
+
 impl Store {
     /// Copies this open directory into `dest` (new, or an empty directory), consistent as of the
     /// end of the copy; see the module documentation.
@@ -158,37 +168,16 @@ fn is_whole(page: &[u8]) -> bool {
     page.iter().all(|&b| b == 0) || read_u32(page, 0) == compute_checksum(page)
 }
 
-/// Copies a whole file (the doublewrite area, the log) as it is now.
+/// Copies the doublewrite area whole, as it is now.
 fn copy_file(file: &dyn FileIo, to: &Path, report: &mut BackupReport) -> Result<()> {
-    let error = |e| StorageError::io(format!("backing up {}", to.display()), e);
-    let length = file.file_len().map_err(error)?;
-    let mut out = File::create(to).map_err(error)?;
-    let mut buf = AlignedBuf::zeroed(1 << 20);
-    let mut offset = 0;
-    while offset < length {
-        let n = buf.len().min((length - offset) as usize);
-        file.read_at(&mut buf[..n], offset).map_err(error)?;
-        out.write_all(&buf[..n]).map_err(error)?;
-        offset += n as u64;
-    }
-    out.sync_all().map_err(error)?;
-    report.files += 1;
-    report.bytes += length;
-    Ok(())
+    let length = file.file_len().map_err(|e| copy_error(to, e))?;
+    copy_ranges(file, to, &[(0, length)], report)
 }
 
 /// Copies the log's header (its checkpoint slots: the redo point) and the records from the redo
 /// point to the end of the durable log, at their places in the ring; the rest of the copy is a
 /// hole (zeros, where recovery's scan ends). The copy has the log's size and capacity.
 fn copy_log(file: &dyn FileIo, wal: &Wal, to: &Path, report: &mut BackupReport) -> Result<()> {
-    let error = |e| StorageError::io(format!("backing up {}", to.display()), e);
-    let out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(to)
-        .map_err(error)?;
-    out.set_len(file.file_len().map_err(error)?)
-        .map_err(error)?;
     let capacity = wal.capacity();
     let block = crate::io::IO_ALIGN as u64;
     let mut ranges = vec![(0, HEADER_BLOCK)];
@@ -202,8 +191,27 @@ fn copy_log(file: &dyn FileIo, wal: &Wal, to: &Path, report: &mut BackupReport) 
     if first < length {
         ranges.push((HEADER_BLOCK, length - first));
     }
+    copy_ranges(file, to, &ranges, report)
+}
+
+/// Copies the `(offset, length)` ranges of `file` to the same places of the new file `to`, which
+/// gets `file`'s length (what lies outside the ranges is a hole), and syncs it.
+fn copy_ranges(
+    file: &dyn FileIo,
+    to: &Path,
+    ranges: &[(u64, u64)],
+    report: &mut BackupReport,
+) -> Result<()> {
+    let error = |e| copy_error(to, e);
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)
+        .map_err(error)?;
+    out.set_len(file.file_len().map_err(error)?)
+        .map_err(error)?;
     let mut buf = AlignedBuf::zeroed(1 << 20);
-    for (offset, length) in ranges {
+    for &(offset, length) in ranges {
         let mut done = 0;
         while done < length {
             let n = buf.len().min((length - done) as usize);
@@ -216,6 +224,10 @@ fn copy_log(file: &dyn FileIo, wal: &Wal, to: &Path, report: &mut BackupReport) 
     out.sync_all().map_err(error)?;
     report.files += 1;
     Ok(())
+}
+
+fn copy_error(to: &Path, source: std::io::Error) -> StorageError {
+    StorageError::io(format!("backing up {}", to.display()), source)
 }
 
 /// Creates `dest`, or accepts it empty; anything in it is refused rather than mixed with.

@@ -119,10 +119,19 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
     Ok(Statement::Sql(Box::new(statement)))
 }
 
-fn is_create_sequence(words: &[&Token]) -> bool {
-    let keyword = |i: usize| match words.get(i) {
-        Some(Token::Word(w)) if w.quote_style.is_none() => w.keyword,
+/// The keyword a token is, unquoted (`NoKeyword` for anything else).
+fn unquoted_keyword(token: &Token) -> Keyword {
+    match token {
+        Token::Word(w) if w.quote_style.is_none() => w.keyword,
         _ => Keyword::NoKeyword,
+    }
+}
+
+fn is_create_sequence(words: &[&Token]) -> bool {
+    let keyword = |i: usize| {
+        words
+            .get(i)
+            .map_or(Keyword::NoKeyword, |t| unquoted_keyword(t))
     };
     keyword(0) == Keyword::CREATE
         && (keyword(1) == Keyword::SEQUENCE
@@ -135,10 +144,7 @@ fn is_create_sequence(words: &[&Token]) -> bool {
 /// writes START first.
 fn sequence_options_in_parser_order(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     let tokens: Vec<TokenWithSpan> = tokens.into_iter().filter(|t| !is_blank(&t.token)).collect();
-    let keyword = |t: &TokenWithSpan| match &t.token {
-        Token::Word(w) if w.quote_style.is_none() => w.keyword,
-        _ => Keyword::NoKeyword,
-    };
+    let keyword = |t: &TokenWithSpan| unquoted_keyword(&t.token);
     let rank = |k: Keyword, next: Keyword| match (k, next) {
         (Keyword::INCREMENT, _) => Some(0),
         (Keyword::MINVALUE, _) | (Keyword::NO, Keyword::MINVALUE) => Some(1),

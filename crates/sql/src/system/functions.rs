@@ -225,10 +225,7 @@ fn backup(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
         .engine()?
         .backup_to(std::path::Path::new(&dest))
         .map_err(|e| SqlError::new("58030", format!("backup into {dest} failed: {e}")))?;
-    Ok(Value::Text(format!(
-        "{} files, {} bytes, redo {}..{}, {} pages read again",
-        report.files, report.bytes, report.redo_from, report.redo_to, report.pages_reread
-    )))
+    Ok(Value::Text(report.to_string()))
 }
 
 fn never(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
