@@ -51,7 +51,9 @@ def backup_during_pgbench_and_when_stopped(work):
     with steady_server(ssl=False, data=data) as source:
         subprocess.run([f"{PG_BIN}/pgbench", "-i", "-s", "2", *pgbench_args(source)],
                        check=True, capture_output=True)
-        load = subprocess.Popen([f"{PG_BIN}/pgbench", "-c", "4", "-T", "8",
+        # -n: no TRUNCATE of pgbench_history at the start (history is empty after -i), which
+        # would make the polling reads below fail with 40001 when their snapshot predates it.
+        load = subprocess.Popen([f"{PG_BIN}/pgbench", "-n", "-c", "4", "-T", "8",
                                  *pgbench_args(source)],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 60
