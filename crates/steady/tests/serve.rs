@@ -434,6 +434,25 @@ async fn copy_into_fixed_width_columns(client: &Client) {
     assert_eq!(count, 2);
 }
 
+/// Sends `client`'s cancel request and waits until the server has acted on it. A client only
+/// writes its cancel and leaves (libpq and tokio-postgres alike), so the server may act on it at
+/// any later moment; the server closes the request's connection once the cancel is in effect,
+/// and this waits for that close.
+async fn cancel_and_wait(server: &ServerProcess, client: &Client) {
+    use tokio::io::AsyncReadExt;
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", server.port))
+        .await
+        .unwrap();
+    client
+        .cancel_token()
+        .cancel_query_raw(&mut stream, NoTls)
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).await.unwrap();
+    assert!(rest.is_empty(), "a cancel request has no reply");
+}
+
 async fn cancel_stops_a_copy(server: &ServerProcess) {
     let client = server.connect().await;
     client
@@ -447,7 +466,7 @@ async fn cancel_stops_a_copy(server: &ServerProcess) {
     for _ in 0..4 {
         sink.send(chunk.clone()).await.unwrap();
     }
-    client.cancel_token().cancel_query(NoTls).await.unwrap();
+    cancel_and_wait(server, &client).await;
     let mut outcome = Ok(());
     for _ in 0..8 {
         outcome = sink.send(chunk.clone()).await;
