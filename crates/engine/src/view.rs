@@ -68,9 +68,10 @@ impl Transaction {
         let engine = self.engine();
         self.claim(name)?;
         let _ddl = engine.ddl.write();
-        if engine.view(name)?.is_none() {
+        let Some(view) = engine.view(name)? else {
             return Ok(false);
-        }
+        };
+        self.drop_grants(view.id)?;
         self.write_catalog(&view_key(name), None)?;
         crate::catalog::changed();
         Ok(true)
@@ -88,18 +89,10 @@ impl Engine {
 
     /// Every view, by name.
     pub fn views(&self) -> Result<Vec<ViewDef>> {
-        let mut views = Vec::new();
-        for entry in self.meta.range(
-            std::ops::Bound::Included(VIEW_PREFIX),
-            std::ops::Bound::Unbounded,
-        ) {
-            let (key, value) = entry?;
-            if !key.starts_with(VIEW_PREFIX) {
-                break;
-            }
-            views.push(decode(&value)?);
-        }
-        Ok(views)
+        self.meta_prefix(VIEW_PREFIX)?
+            .into_iter()
+            .map(|(_, value)| decode(&value))
+            .collect()
     }
 
     /// Whether a view of this name exists (checked by table creation, under the DDL lock).

@@ -113,8 +113,8 @@ impl Server {
                     source,
                 })?;
         let shared = Shared {
+            scram: config.password.as_deref().map(|p| scram(p, &db)),
             db,
-            scram: config.password.as_deref().map(scram),
             cancels: Arc::default(),
             keys: Arc::default(),
             live: LiveSessions::default(),

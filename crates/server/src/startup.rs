@@ -2,7 +2,10 @@
 //!
 //! Without a configured password, clients on the loopback interface are trusted (any user name;
 //! any database name means the one database) and others are refused with 28000. With a password,
-//! every client authenticates with SCRAM-SHA-256 against it, whatever its user name.
+//! every client authenticates with SCRAM-SHA-256: a role of the catalog against its own
+//! password's verifier (a role without one cannot log in), any other user name — the bootstrap
+//! superuser's — against the configured password. A role without LOGIN is refused (28000)
+//! either way.
 //!
 //! After authentication the server reports ParameterStatus values clients branch on — notably
 //! `server_version` 15.x, so psql 15 and pgbench pick the SQL they send a PostgreSQL 15 — then
@@ -17,7 +20,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::Sink;
 use pgwire::api::auth::mechanism::AuthMechanismFactory;
-use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth};
+use pgwire::api::auth::sasl::scram::{gen_salted_password, ScramAuth, ScramSecret};
 use pgwire::api::auth::{
     protocol_negotiation, save_startup_parameters_to_metadata, AuthOutcome, AuthSource, LoginInfo,
     Password, ServerParameterProvider, StartupHandler,
@@ -26,7 +29,9 @@ use pgwire::api::{ClientInfo, METADATA_APPLICATION_NAME, METADATA_USER};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use steady_sql::execution::activity::Peer;
+use steady_sql::execution::privileges::ScramVerifier;
 use steady_sql::execution::settings::SERVER_VERSION;
+use steady_sql::Database;
 
 use crate::connection::Connection;
 use crate::error::fatal;
@@ -37,11 +42,17 @@ const DEFAULT_USER: &str = "steady";
 /// SCRAM's PBKDF2 iteration count (PostgreSQL's default).
 const SCRAM_ITERATIONS: usize = 4096;
 
-/// The SCRAM credentials of the configured password.
-#[derive(Debug)]
+/// The SCRAM credentials of the configured password, and the roles of the database.
 struct PasswordSource {
     salt: Vec<u8>,
     salted_password: Vec<u8>,
+    db: Arc<Database>,
+}
+
+impl Debug for PasswordSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PasswordSource")
+    }
 }
 
 #[async_trait]
@@ -52,14 +63,57 @@ impl AuthSource for PasswordSource {
             self.salted_password.clone(),
         ))
     }
+
+    async fn get_scram_secret(&self, login: &LoginInfo) -> PgWireResult<(ScramSecret, Option<()>)> {
+        let user = login.user().unwrap_or(DEFAULT_USER);
+        let Some(password) = login_role(&self.db, user)? else {
+            let secret = ScramSecret::SaltedPassword {
+                salt: self.salt.clone(),
+                salted_password: self.salted_password.clone(),
+            };
+            return Ok((secret, None));
+        };
+        match password.as_deref().and_then(ScramVerifier::parse) {
+            Some(verifier) => Ok((
+                ScramSecret::Verifier {
+                    salt: verifier.salt,
+                    iterations: verifier.iterations,
+                    stored_key: verifier.stored_key,
+                    server_key: verifier.server_key,
+                },
+                None,
+            )),
+            None => Err(fatal(
+                "28P01",
+                format!("password authentication failed for user \"{user}\""),
+            )),
+        }
+    }
 }
 
-/// SCRAM-SHA-256 with `password`, for every user.
-pub fn scram(password: &str) -> ScramAuth {
+/// If `user` is a role of the catalog, its password verifier (None: it has no password); 28000
+/// if it may not log in.
+fn login_role(db: &Database, user: &str) -> PgWireResult<Option<Option<String>>> {
+    let role = db
+        .engine()
+        .role(user)
+        .map_err(|e| fatal("XX000", e.to_string()))?;
+    match role {
+        Some(role) if !role.login => Err(fatal(
+            "28000",
+            format!("role \"{user}\" is not permitted to log in"),
+        )),
+        other => Ok(other.map(|role| role.password)),
+    }
+}
+
+/// SCRAM-SHA-256 with `password` for the bootstrap superuser, and each role's own.
+pub fn scram(password: &str, db: &Arc<Database>) -> ScramAuth {
     let salt = random_bytes();
     let source = PasswordSource {
         salted_password: gen_salted_password(password, &salt, SCRAM_ITERATIONS),
         salt,
+        db: Arc::clone(db),
     };
     let mut auth = ScramAuth::new(Arc::new(source));
     auth.set_iterations(SCRAM_ITERATIONS);
@@ -134,10 +188,17 @@ impl StartupHandler for Connection {
                             .begin_authentication(client, scram.create())
                             .await?
                     }
-                    None if client.socket_addr().ip().is_loopback() => AuthOutcome::Authenticated {
-                        identity: None,
-                        final_message: None,
-                    },
+                    None if client.socket_addr().ip().is_loopback() => {
+                        let user = startup
+                            .parameters
+                            .get("user")
+                            .map_or(DEFAULT_USER, String::as_str);
+                        login_role(&self.shared.db, user)?;
+                        AuthOutcome::Authenticated {
+                            identity: None,
+                            final_message: None,
+                        }
+                    }
                     None => {
                         return Err(fatal(
                             "28000",

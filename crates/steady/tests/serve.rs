@@ -622,7 +622,83 @@ fn a_password_requires_scram() {
             .await
             .expect_err("a wrong password is refused");
         assert_eq!(err.code(), Some(&SqlState::INVALID_PASSWORD), "{err}");
+        roles_log_in_with_their_own_passwords_and_need_grants(&server, &client).await;
     });
+}
+
+async fn login_as(
+    server: &ServerProcess,
+    user: &str,
+    password: &str,
+) -> Result<Client, tokio_postgres::Error> {
+    let port = server.port;
+    server
+        .connect_as(&format!("port={port} user={user} password={password}"))
+        .await
+}
+
+/// A role logs in with its own password (SCRAM against its verifier), not the server's; a role
+/// without a grant gets 42501, and a GRANT lets it in at its next statement; a NOLOGIN role
+/// and a role without a password cannot log in.
+async fn roles_log_in_with_their_own_passwords_and_need_grants(
+    server: &ServerProcess,
+    admin: &Client,
+) {
+    admin
+        .batch_execute(
+            "CREATE TABLE ledger (id int PRIMARY KEY, amount int);
+             INSERT INTO ledger VALUES (1, 10), (2, 20);
+             CREATE ROLE clerk LOGIN PASSWORD 'clerk-pw';
+             CREATE ROLE ghost NOLOGIN PASSWORD 'ghost-pw';
+             CREATE ROLE nopass LOGIN",
+        )
+        .await
+        .unwrap();
+    let err = login_as(server, "clerk", "s3cret")
+        .await
+        .expect_err("the server's password is not the role's");
+    assert_eq!(err.code(), Some(&SqlState::INVALID_PASSWORD), "{err}");
+    let clerk = login_as(server, "clerk", "clerk-pw")
+        .await
+        .expect("the role's password");
+    let err = clerk
+        .query("SELECT sum(amount) FROM ledger", &[])
+        .await
+        .expect_err("no grant yet");
+    assert_eq!(err.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{err}");
+    let err = clerk
+        .execute("INSERT INTO ledger VALUES (3, 30)", &[])
+        .await
+        .expect_err("no grant yet");
+    assert_eq!(err.code(), Some(&SqlState::INSUFFICIENT_PRIVILEGE), "{err}");
+    admin
+        .batch_execute("GRANT SELECT ON ledger TO clerk")
+        .await
+        .unwrap();
+    let sum: i64 = clerk
+        .query_one("SELECT sum(amount) FROM ledger", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(sum, 30);
+    let who: String = clerk
+        .query_one("SELECT current_user", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(who, "clerk");
+    let err = login_as(server, "ghost", "ghost-pw")
+        .await
+        .expect_err("NOLOGIN");
+    assert_eq!(
+        err.code(),
+        Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION),
+        "{err}"
+    );
+    let err = login_as(server, "nopass", "anything")
+        .await
+        .expect_err("no password to check");
+    assert_eq!(err.code(), Some(&SqlState::INVALID_PASSWORD), "{err}");
 }
 
 /// With `log_format = "json"` every line of the log is a JSON object with a timestamp and a

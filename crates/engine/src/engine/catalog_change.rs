@@ -194,6 +194,7 @@ impl Transaction {
 
     /// Removes a table's definition; its space is dropped after the commit.
     pub(crate) fn remove_table(&mut self, table: &TableDef) -> Result<()> {
+        self.drop_grants(table.id)?;
         self.write_catalog(&table_key(table.id), None)?;
         self.engine.catalog.write().remove(&table.id);
         crate::catalog::changed();

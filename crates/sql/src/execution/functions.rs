@@ -290,7 +290,7 @@ static FUNCTIONS: &[Function] = &[
     contextual("current_database", (0, 0), text, current_database),
     contextual("current_schema", (0, 0), text, current_schema),
     contextual("current_user", (0, 0), text, current_user),
-    contextual("session_user", (0, 0), text, current_user),
+    contextual("session_user", (0, 0), text, session_user),
     contextual("user", (0, 0), text, current_user),
     contextual("pg_backend_pid", (0, 0), integer, backend_pid),
     contextual("pg_sleep", (1, 1), text, pg_sleep),
@@ -1057,6 +1057,10 @@ fn current_schema(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn current_user(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Text(ctx.current_user()))
+}
+
+fn session_user(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(ctx.user_name()))
 }
 

@@ -16,6 +16,7 @@ pub mod formatting;
 pub mod functions;
 pub mod json;
 pub mod plan;
+pub mod privileges;
 pub mod sequences;
 pub mod set_functions;
 pub mod settings;

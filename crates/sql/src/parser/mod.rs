@@ -103,13 +103,19 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
         }
         _ => {}
     }
+    let create_user = is_create_user(&words);
     let tokens = if is_create_sequence(&words) {
         sequence_options_in_parser_order(tokens)
+    } else if create_user {
+        user_as_role(tokens)
     } else {
         tokens
     };
     let mut parser = Parser::new(dialect).with_tokens_with_locations(tokens);
-    let statement = parser.parse_statement()?;
+    let mut statement = parser.parse_statement()?;
+    if let (true, ast::Statement::CreateRole(create)) = (create_user, &mut statement) {
+        create.login.get_or_insert(true);
+    }
     if parser.peek_token().token != Token::EOF {
         return Err(SqlError::syntax(format!(
             "syntax error at or near \"{}\"",
@@ -125,6 +131,25 @@ fn unquoted_keyword(token: &Token) -> Keyword {
         Token::Word(w) if w.quote_style.is_none() => w.keyword,
         _ => Keyword::NoKeyword,
     }
+}
+
+/// `CREATE USER`: PostgreSQL's CREATE ROLE with LOGIN by default (sqlparser reads it as
+/// Snowflake's statement).
+fn is_create_user(words: &[&Token]) -> bool {
+    words.len() > 1
+        && unquoted_keyword(words[0]) == Keyword::CREATE
+        && unquoted_keyword(words[1]) == Keyword::USER
+}
+
+/// The tokens of a CREATE USER with USER made ROLE.
+fn user_as_role(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    if let Some(user) = tokens
+        .iter_mut()
+        .find(|t| unquoted_keyword(&t.token) == Keyword::USER)
+    {
+        user.token = Token::make_keyword("ROLE");
+    }
+    tokens
 }
 
 fn is_create_sequence(words: &[&Token]) -> bool {

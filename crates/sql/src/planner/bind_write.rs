@@ -13,6 +13,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::constraints::{checks, is_hidden, CheckExpr};
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Access, Plan};
+use crate::execution::privileges::{Privilege, RelationKind};
 use crate::execution::write::{
     ConflictAction, DeletePlan, InsertPlan, InsertSource, OnConflict, Returning, Target, UpdatePlan,
 };
@@ -28,7 +29,9 @@ impl Binder<'_> {
         let (plan, returning) = match statement {
             ast::Statement::Query(query) => {
                 self.top_level_with = query.with.is_some();
-                return self.bind_query(query).map(Some);
+                let mut bound = self.bind_query(query)?;
+                bound.required = std::mem::take(&mut self.required);
+                return Ok(Some(bound));
             }
             ast::Statement::Insert(insert) => {
                 let insert = bind_insert(self, insert)?;
@@ -50,6 +53,7 @@ impl Binder<'_> {
         Ok(Some(BoundQuery {
             plan,
             columns: returning,
+            required: std::mem::take(&mut self.required),
         }))
     }
 }
@@ -73,6 +77,7 @@ impl Binder<'_> {
         Ok(BoundQuery {
             plan: Plan::Insert(Box::new(insert)),
             columns: Vec::new(),
+            required: Vec::new(),
         })
     }
 }
@@ -92,6 +97,16 @@ fn bind_returning(
     let Some(items) = items else { return Ok(None) };
     let (exprs, columns) = binder.bind_select_list(items, scope)?;
     Ok(Some(Returning { exprs, columns }))
+}
+
+/// Records what a write of `table` needs: `privilege`, and SELECT when it reads the rows (a
+/// WHERE clause, another table, RETURNING), as PostgreSQL asks for SELECT on the columns read.
+fn require_write(binder: &mut Binder, table: &TableDef, privilege: Privilege, reads_rows: bool) {
+    let table_kind = RelationKind::Table;
+    binder.require(table.id, &table.name, table_kind, privilege);
+    if reads_rows {
+        binder.require(table.id, &table.name, table_kind, Privilege::Select);
+    }
 }
 
 fn lookup_table(binder: &Binder, name: &ast::ObjectName) -> Result<Arc<TableDef>> {
@@ -226,6 +241,13 @@ fn bind_insert(binder: &mut Binder, insert: &ast::Insert) -> Result<InsertPlan> 
         None => None,
     };
     let returning = bind_returning(binder, insert.returning.as_ref(), &scope)?;
+    require_write(binder, &table, Privilege::Insert, returning.is_some());
+    if on_conflict
+        .as_ref()
+        .is_some_and(|c| matches!(c.action, ConflictAction::Update { .. }))
+    {
+        require_write(binder, &table, Privilege::Update, true);
+    }
     let checks = bind_checks(binder, &table)?;
     let generated = bind_generated(binder, &table)?;
     Ok(InsertPlan {
@@ -568,6 +590,8 @@ fn bind_update(binder: &mut Binder, update: &ast::Update) -> Result<UpdatePlan> 
     let assignments = bind_set(binder, &target.table, &update.assignments, &scope)?;
     let limit = bind_write_limit(binder, update.limit.as_ref())?;
     let returning = bind_returning(binder, update.returning.as_ref(), &scope)?;
+    let reads_rows = update.selection.is_some() || !from.is_empty() || returning.is_some();
+    require_write(binder, &target.table, Privilege::Update, reads_rows);
     let checks = bind_checks(binder, &target.table)?;
     let generated = bind_generated(binder, &target.table)?;
     Ok(UpdatePlan {
@@ -629,6 +653,8 @@ fn bind_delete(binder: &mut Binder, delete: &ast::Delete) -> Result<DeletePlan> 
     let in_key_order = bind_key_order(binder, &target.table, &delete.order_by, &scope)?;
     let limit = bind_write_limit(binder, delete.limit.as_ref())?;
     let returning = bind_returning(binder, delete.returning.as_ref(), &scope)?;
+    let reads_rows = delete.selection.is_some() || !using.is_empty() || returning.is_some();
+    require_write(binder, &target.table, Privilege::Delete, reads_rows);
     Ok(DeletePlan {
         target,
         limit,

@@ -68,6 +68,7 @@ pub fn execute(
 
 /// Runs a bound query or write to its result.
 pub fn run_query(bound: &BoundQuery, ctx: &mut ExecCtx) -> Result<QueryResult> {
+    ctx.check_privileges(&bound.required)?;
     let rows = collect(&bound.plan, ctx)?;
     let tag = command_tag(&bound.plan, rows.len() as u64, ctx.take_changed());
     Ok(QueryResult::rows(tag, bound.columns.clone(), rows))

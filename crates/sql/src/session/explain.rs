@@ -56,6 +56,7 @@ pub fn explain(
     let Some(bound) = binder.bind_statement(statement)? else {
         return Err(SqlError::unsupported(format!("EXPLAIN of {statement}")));
     };
+    ctx.check_privileges(&bound.required)?;
     let mut lines = Vec::new();
     if matches!(
         bound.plan,

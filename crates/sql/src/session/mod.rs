@@ -16,6 +16,7 @@ pub mod ddl;
 pub mod dml;
 pub mod explain;
 mod lock;
+mod roles;
 mod templates;
 
 use crate::execution::activity::{self, Activities, Peer, Registered, State};
@@ -43,6 +44,13 @@ use crate::planner::bind::{Binder, BoundQuery};
 use crate::planner::stats::Statistics;
 
 /// A database: the engine and what every session shares.
+/// The 42501 of maintenance commands for roles that are not superusers: every table belongs to
+/// the bootstrap superuser (`execution::privileges`).
+const OWNER_ONLY: &str =
+    "permission denied: only a superuser, the owner of every table, may do this";
+/// The 42501 of statements that create relations, for roles that are not superusers.
+const CREATE_DENIED: &str = "permission denied for schema public";
+
 pub struct Database {
     engine: Arc<Engine>,
     stats: Statistics,
@@ -115,11 +123,18 @@ impl Database {
         if !peer.application_name.is_empty() {
             let _ = settings.set("application_name", &peer.application_name);
         }
+        // A catalog that cannot be read names no superuser: the session then has no rights.
+        let role = match self.engine().role(&peer.user) {
+            Ok(found) => found.map(|r| r.name),
+            Err(_) => Some(peer.user.clone()),
+        };
         Session {
             db: Arc::clone(self),
             info: SessionInfo {
                 id: pid as u32,
                 user: peer.user.clone(),
+                role: role.clone(),
+                session_role: role,
                 database: self.name.clone(),
                 settings,
                 cancel,
@@ -620,14 +635,24 @@ impl Session {
                 full,
                 analyze,
                 tables,
-            } => return self.vacuum(*full, *analyze, tables),
-            Statement::Analyze { tables } => return self.analyze(tables),
-            Statement::Checkpoint => return self.checkpoint(),
+            } => {
+                self.require_superuser(OWNER_ONLY)?;
+                return self.vacuum(*full, *analyze, tables);
+            }
+            Statement::Analyze { tables } => {
+                self.require_superuser(OWNER_ONLY)?;
+                return self.analyze(tables);
+            }
+            Statement::Checkpoint => {
+                self.require_superuser("must be superuser to do CHECKPOINT")?;
+                return self.checkpoint();
+            }
             Statement::AlterSequenceOwnedBy {
                 if_exists,
                 sequence,
                 owner,
             } => {
+                self.require_superuser(&format!("must be owner of sequence {sequence}"))?;
                 let owner = owner.as_ref().map(|(t, c)| (t.as_str(), c.as_str()));
                 return ddl::sequence::owned_by(self.db.engine(), *if_exists, sequence, owner);
             }
@@ -659,6 +684,11 @@ impl Session {
                 let before = self.info.settings.reported();
                 match &reset.reset {
                     ast::Reset::ALL => self.info.settings.reset(None)?,
+                    ast::Reset::ConfigurationParameter(name)
+                        if crate::types::object_name(name).1 == "role" =>
+                    {
+                        self.set_role(None)?;
+                    }
                     ast::Reset::ConfigurationParameter(name) => self
                         .info
                         .settings
@@ -687,8 +717,12 @@ impl Session {
                 create @ ast::CreateTable {
                     query: Some(query), ..
                 },
-            ) => self.create_table_as(CreateAs::from_create(create, query)?),
+            ) => {
+                self.require_superuser(CREATE_DENIED)?;
+                self.create_table_as(CreateAs::from_create(create, query)?)
+            }
             S::Query(query) if query_into(query).is_some() => {
+                self.require_superuser(CREATE_DENIED)?;
                 let into = query_into(query).cloned();
                 let mut stripped = query.as_ref().clone();
                 if let ast::SetExpr::Select(select) = stripped.body.as_mut() {
@@ -701,8 +735,22 @@ impl Session {
                     None => Err(SqlError::new("XX000", "SELECT INTO without INTO")),
                 }
             }
+            S::CreateRole(_) | S::AlterRole { .. } | S::Grant(_) | S::Revoke(_) => {
+                self.check_ddl_writable()?;
+                self.in_transaction(|session, txn| session.role_statement(txn, sql))
+            }
+            S::Drop {
+                object_type: ast::ObjectType::Role | ast::ObjectType::User,
+                names,
+                if_exists,
+                ..
+            } => {
+                self.check_ddl_writable()?;
+                self.in_transaction(|session, txn| session.drop_roles(txn, names, *if_exists))
+            }
             statement if crate::session::ddl::is_ddl(statement) => {
                 self.check_ddl_writable()?;
+                self.check_ddl_allowed(statement)?;
                 let db = Arc::clone(&self.db);
                 self.in_transaction(|session, txn| {
                     crate::session::ddl::execute(&db, session, txn, statement)
@@ -880,6 +928,15 @@ impl Session {
                 let value = setting_value(std::slice::from_ref(value))?;
                 self.info.settings.set("timezone", &value)?;
                 Ok(QueryResult::command("SET"))
+            }
+            ast::Set::SetRole {
+                context_modifier,
+                role_name,
+            } => {
+                if matches!(context_modifier, Some(ast::ContextModifier::Local)) {
+                    return Err(SqlError::unsupported("SET LOCAL ROLE"));
+                }
+                self.set_role(role_name.as_ref())
             }
             ast::Set::SetNames { charset_name, .. } => {
                 self.info

@@ -93,6 +93,7 @@ fn activity_row(database: &str, session: &Activity) -> Vec<Value> {
 /// `pg_cancel_backend(pid)`: cancels that session's running statement; false if none has `pid`.
 pub fn cancel_backend(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let pid = pid_argument(&args[0])?;
+    check_signal(ctx, pid, "query is being canceled")?;
     Ok(Value::Boolean(ctx.activities()?.cancel(pid)))
 }
 
@@ -100,7 +101,25 @@ pub fn cancel_backend(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 /// transaction rolled back); false if none has `pid`.
 pub fn terminate_backend(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let pid = pid_argument(&args[0])?;
+    check_signal(ctx, pid, "process is being terminated")?;
     Ok(Value::Boolean(ctx.activities()?.terminate(pid)))
+}
+
+/// A role that is not a superuser may cancel or end only its own sessions (PostgreSQL's rule;
+/// SteadyDB has no `pg_signal_backend` membership).
+fn check_signal(ctx: &mut ExecCtx, pid: i32, whose: &str) -> Result<()> {
+    if ctx.is_superuser()? {
+        return Ok(());
+    }
+    let user = ctx.current_user();
+    let target = ctx.activities()?.all().into_iter().find(|a| a.pid == pid);
+    match target {
+        Some(activity) if activity.user != user => Err(SqlError::new(
+            "42501",
+            format!("must be a member of the role whose {whose}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn pid_argument(value: &Value) -> Result<i32> {

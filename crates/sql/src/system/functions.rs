@@ -220,6 +220,9 @@ fn obj_description(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 /// copy opens (`steady serve --data dest`, `steady check dest`) as the directory would after a
 /// crash at that moment.
 fn backup(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    if !ctx.is_superuser()? {
+        return Err(SqlError::new("42501", "must be superuser to take a backup"));
+    }
     let dest = text_of(&args[0]);
     let report = ctx
         .engine()?
@@ -256,7 +259,7 @@ fn set_config(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 /// of functions, `USAGE` of types and languages, `CONNECT` and `TEMPORARY` of databases).
 fn acldefault(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let owner = match oid_arg(&args[1]) {
-        oids::SUPERUSER => model::quote_ident(&ctx.user_name()),
+        oids::SUPERUSER => model::quote_ident(&ctx.bootstrap_name()),
         oids::DATABASE_OWNER => oids::DATABASE_OWNER_NAME.to_owned(),
         other => other.to_string(),
     };
@@ -490,10 +493,17 @@ fn regnamespace_out(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 
 fn get_userbyid(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let oid = oid_arg(&args[0]);
+    let role = ctx
+        .engine()?
+        .roles()?
+        .into_iter()
+        .find(|r| oids::role(r.id) == oid);
     Ok(Value::Text(if oid == oids::SUPERUSER {
-        ctx.user_name()
+        ctx.bootstrap_name()
     } else if oid == oids::DATABASE_OWNER {
         oids::DATABASE_OWNER_NAME.to_owned()
+    } else if let Some(role) = role {
+        role.name
     } else {
         format!("unknown (OID={oid})")
     }))

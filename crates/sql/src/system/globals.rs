@@ -748,49 +748,129 @@ fn pg_database(ctx: &mut ExecCtx) -> Result<Rows> {
     ]])
 }
 
-/// The session's role (a superuser) and `pg_database_owner` (no rights, no login, as in
-/// PostgreSQL, where it owns schema `public`).
-fn pg_roles(ctx: &mut ExecCtx) -> Result<Rows> {
-    let role = |id: i64, role: &str, rights: bool| {
-        let mut row = vec![name(role)];
-        row.extend([flag(rights), flag(true)]);
-        row.extend(std::iter::repeat_n(flag(rights), 4));
-        row.extend([Value::Integer(-1), name("********"), Value::Null]);
-        row.extend([flag(rights), Value::Null, oid(id)]);
-        row
-    };
-    Ok(vec![
-        role(oids::SUPERUSER, &ctx.user_name(), true),
-        role(oids::DATABASE_OWNER, oids::DATABASE_OWNER_NAME, false),
-    ])
+/// A role as the role catalogs show it: the bootstrap superuser (oid 10), each role of the
+/// catalog, and `pg_database_owner` (no rights, no login, as in PostgreSQL, where it owns
+/// schema `public`).
+struct RoleRow {
+    oid: i64,
+    name: String,
+    superuser: bool,
+    login: bool,
+    create_db: bool,
+    create_role: bool,
+    password: Option<String>,
 }
 
-fn pg_authid(ctx: &mut ExecCtx) -> Result<Rows> {
-    let role = |id: i64, role: &str, rights: bool| {
-        let mut row = vec![oid(id), name(role)];
-        row.extend([flag(rights), flag(true)]);
-        row.extend(std::iter::repeat_n(flag(rights), 5));
-        row.extend([Value::Integer(-1), Value::Null, Value::Null]);
-        row
+impl RoleRow {
+    /// `rolsuper`, `rolinherit`, `rolcreaterole`, `rolcreatedb`, `rolcanlogin`.
+    fn attributes(&self) -> [Value; 5] {
+        [
+            flag(self.superuser),
+            flag(true),
+            flag(self.create_role),
+            flag(self.create_db),
+            flag(self.login),
+        ]
+    }
+}
+
+fn role_rows(ctx: &mut ExecCtx) -> Result<Vec<RoleRow>> {
+    let bootstrap = RoleRow {
+        oid: oids::SUPERUSER,
+        name: ctx.bootstrap_name(),
+        superuser: true,
+        login: true,
+        create_db: true,
+        create_role: true,
+        password: None,
     };
-    Ok(vec![
-        role(oids::SUPERUSER, &ctx.user_name(), true),
-        role(oids::DATABASE_OWNER, oids::DATABASE_OWNER_NAME, false),
-    ])
+    let mut rows = vec![bootstrap];
+    for role in ctx.engine()?.roles()? {
+        rows.push(RoleRow {
+            oid: oids::role(role.id),
+            name: role.name,
+            superuser: role.superuser,
+            login: role.login,
+            create_db: role.create_db,
+            create_role: role.create_role,
+            password: role.password,
+        });
+    }
+    rows.push(RoleRow {
+        oid: oids::DATABASE_OWNER,
+        name: oids::DATABASE_OWNER_NAME.to_owned(),
+        superuser: false,
+        login: false,
+        create_db: false,
+        create_role: false,
+        password: None,
+    });
+    Ok(rows)
+}
+
+fn pg_roles(ctx: &mut ExecCtx) -> Result<Rows> {
+    Ok(role_rows(ctx)?
+        .into_iter()
+        .map(|r| {
+            let mut row = vec![name(&r.name)];
+            row.extend(r.attributes());
+            row.extend([
+                flag(r.superuser),
+                Value::Integer(-1),
+                name("********"),
+                Value::Null,
+                flag(r.superuser),
+                Value::Null,
+                oid(r.oid),
+            ]);
+            row
+        })
+        .collect())
+}
+
+/// `pg_authid`, with each role's password verifier shown to superusers only.
+fn pg_authid(ctx: &mut ExecCtx) -> Result<Rows> {
+    let shown = ctx.is_superuser()?;
+    Ok(role_rows(ctx)?
+        .into_iter()
+        .map(|r| {
+            let password = r
+                .password
+                .clone()
+                .filter(|_| shown)
+                .map_or(Value::Null, Value::Text);
+            let mut row = vec![oid(r.oid), name(&r.name)];
+            row.extend(r.attributes());
+            row.extend([
+                flag(r.superuser),
+                flag(r.superuser),
+                Value::Integer(-1),
+                password,
+                Value::Null,
+            ]);
+            row
+        })
+        .collect())
 }
 
 fn pg_user(ctx: &mut ExecCtx) -> Result<Rows> {
-    Ok(vec![vec![
-        name(&ctx.user_name()),
-        oid(oids::SUPERUSER),
-        flag(true),
-        flag(true),
-        flag(true),
-        flag(true),
-        name("********"),
-        Value::Null,
-        Value::Null,
-    ]])
+    Ok(role_rows(ctx)?
+        .into_iter()
+        .filter(|r| r.login)
+        .map(|r| {
+            vec![
+                name(&r.name),
+                oid(r.oid),
+                flag(r.create_db),
+                flag(r.superuser),
+                flag(r.superuser),
+                flag(r.superuser),
+                name("********"),
+                Value::Null,
+                Value::Null,
+            ]
+        })
+        .collect())
 }
 
 fn pg_tablespace(_: &mut ExecCtx) -> Result<Rows> {

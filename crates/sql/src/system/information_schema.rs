@@ -63,7 +63,7 @@ pub const VIEWS: &[SystemTable] = &[
 ];
 
 fn schemata(ctx: &mut ExecCtx) -> Result<Rows> {
-    let (database, owner) = (ctx.database_name(), ctx.user_name());
+    let (database, owner) = (ctx.database_name(), ctx.bootstrap_name());
     Ok(oids::NAMESPACES
         .iter()
         .map(|(_, nsp)| vec![name(&database), name(nsp), name(&owner)])

@@ -12,6 +12,7 @@
 //!   16384 + 3_000_000 + ...   foreign key n of table id: id * 1000 + n
 //!   16384 + 4_000_000 + ...   the default of column attnum of table id: id * 1000 + attnum
 //!   16384 + 5_000_000 + n     the n-th sequence (by name)
+//!   16384 + id                a role (its id is from the relations' id space)
 //! ```
 
 pub const PG_CATALOG: i64 = 11;
@@ -36,6 +37,11 @@ pub const HEAP: i64 = 2;
 pub const BTREE: i64 = 403;
 /// PostgreSQL's `UTF8` encoding number.
 pub const UTF8: i32 = 6;
+
+/// A role of the catalog.
+pub fn role(id: u64) -> i64 {
+    FIRST_USER + id as i64
+}
 
 const FIRST_VIEW: i64 = 12000;
 const FIRST_USER: i64 = 16384;

@@ -15,6 +15,7 @@ use super::{oids, SystemTable};
 use crate::error::Result;
 use crate::execution::constraints::{checks, foreign_keys};
 use crate::execution::executor::ExecCtx;
+use crate::execution::privileges::acl_value;
 
 use DataType::{BigInt, Boolean, Integer, Real, SmallInt, Text, TextArray};
 
@@ -51,7 +52,7 @@ pub const VIEWS: &[SystemTable] = &[
             ("relreplident", Text),
             ("relispartition", Boolean),
             ("relrewrite", BigInt),
-            ("relacl", Text),
+            ("relacl", TextArray),
             ("reloptions", TextArray),
             ("relpartbound", Text),
             ("relfrozenxid", BigInt),
@@ -231,7 +232,8 @@ fn tables_with_foreign_keys(ctx: &mut ExecCtx) -> Result<HashSet<String>> {
 fn pg_class(ctx: &mut ExecCtx) -> Result<Rows> {
     let engine = ctx.engine()?.clone();
     let triggers = tables_with_foreign_keys(ctx)?;
-    Ok(model::relations(&engine)?
+    let owner = ctx.bootstrap_name();
+    model::relations(&engine)?
         .iter()
         .map(|r| {
             let pages = match r {
@@ -241,10 +243,20 @@ fn pg_class(ctx: &mut ExecCtx) -> Result<Rows> {
                     .map_or(0, |s| s.size_in_pages()),
                 _ => 0,
             };
-            class_row(r, &triggers, pages)
+            let acl = match r {
+                Relation::Table(t) => acl_value(&engine.grants(t.id)?, &owner),
+                Relation::UserView(v) => acl_value(&engine.grants(v.id)?, &owner),
+                _ => Value::Null,
+            };
+            let mut row = class_row(r, &triggers, pages);
+            row[RELACL] = acl;
+            Ok(row)
         })
-        .collect())
+        .collect()
 }
+
+/// The position of `relacl` in a `pg_class` row.
+const RELACL: usize = 28;
 
 /// The `pg_class` row of `relation`, which has `pages` pages on disk.
 fn class_row(relation: &Relation, triggers: &HashSet<String>, pages: u32) -> Vec<Value> {
@@ -561,7 +573,7 @@ fn constraint_row(constraint: &ConstraintInfo) -> Vec<Value> {
 }
 
 fn pg_tables(ctx: &mut ExecCtx) -> Result<Rows> {
-    let owner = ctx.user_name();
+    let owner = ctx.bootstrap_name();
     let triggers = tables_with_foreign_keys(ctx)?;
     Ok(ctx
         .engine()?

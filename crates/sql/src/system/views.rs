@@ -48,7 +48,7 @@ pub const VIEWS: &[SystemTable] = &[
 ];
 
 fn pg_views(ctx: &mut ExecCtx) -> Result<Rows> {
-    let owner = ctx.user_name();
+    let owner = ctx.bootstrap_name();
     Ok(ctx
         .engine()?
         .views()?

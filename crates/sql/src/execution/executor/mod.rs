@@ -43,7 +43,14 @@ pub type Row = Vec<Value>;
 #[derive(Debug, Clone)]
 pub struct SessionInfo {
     pub id: u32,
+    /// The session user: the name it logged in under (`session_user`).
     pub user: String,
+    /// The role its statements run as (`current_user`: the session user's, or the one of SET
+    /// ROLE) when that is a role of the catalog; None: the bootstrap superuser
+    /// (`execution::privileges`).
+    pub role: Option<String>,
+    /// The session user's own role, which RESET ROLE returns to.
+    pub session_role: Option<String>,
     pub database: String,
     pub settings: crate::execution::settings::Settings,
     pub cancel: crate::execution::cancel::CancelHandle,
@@ -215,8 +222,50 @@ impl<'a> ExecCtx<'a> {
         self.info.database.clone()
     }
 
+    /// The session user's name (`session_user`).
     pub fn user_name(&self) -> String {
         self.info.user.clone()
+    }
+
+    /// The name the session's statements run as (`current_user`): SET ROLE's role, else the
+    /// session user's.
+    pub fn current_user(&self) -> String {
+        self.info
+            .role
+            .clone()
+            .unwrap_or_else(|| self.info.user.clone())
+    }
+
+    /// The name the catalogs give the bootstrap superuser (oid 10, every object's owner): the
+    /// session user's when it logged in as that superuser, else `steady`.
+    pub fn bootstrap_name(&self) -> String {
+        match self.info.session_role {
+            None => self.info.user.clone(),
+            Some(_) => "steady".to_owned(),
+        }
+    }
+
+    /// Whether the session's current role is a superuser.
+    pub fn is_superuser(&self) -> Result<bool> {
+        match &self.engine {
+            Some(engine) => {
+                crate::execution::privileges::is_superuser(engine, self.info.role.as_deref())
+            }
+            None => Ok(self.info.role.is_none()),
+        }
+    }
+
+    /// Fails with 42501 unless the session's role holds every privilege in `required`.
+    pub fn check_privileges(
+        &self,
+        required: &[crate::execution::privileges::Required],
+    ) -> Result<()> {
+        match &self.engine {
+            Some(engine) => {
+                crate::execution::privileges::check(engine, self.info.role.as_deref(), required)
+            }
+            None => Ok(()),
+        }
     }
 
     /// Fails with 57014 once the statement has been cancelled or has timed out.
@@ -318,6 +367,8 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
     let info = SessionInfo {
         id: 0,
         user: String::new(),
+        role: None,
+        session_role: None,
         database: String::new(),
         settings: crate::execution::settings::Settings::default(),
         cancel: crate::execution::cancel::CancelHandle::default(),

@@ -284,6 +284,12 @@ impl Binder<'_> {
     ) -> Result<(Plan, Vec<Column>)> {
         if let Some(table) = self.user_table(schema, name)? {
             self.relations_read.push(table.name.clone());
+            self.require(
+                table.id,
+                &table.name,
+                RelationKind::Table,
+                Privilege::Select,
+            );
             let columns = table_columns(&table);
             let plan = Plan::Scan {
                 table,

@@ -24,6 +24,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::aggregate::AggCall;
 use crate::execution::expr::Expr;
 use crate::execution::plan::{Column, JoinKind, Plan, SetOpKind, SortKey};
+use crate::execution::privileges::{Privilege, RelationKind, Required};
 use crate::execution::set_functions::SetCall;
 use crate::execution::window::{Frame, WindowCall, WindowFunc};
 use crate::planner::stats::Statistics;
@@ -103,6 +104,8 @@ impl Scope {
 pub struct BoundQuery {
     pub plan: Plan,
     pub columns: Vec<Column>,
+    /// The privileges running it needs (the whole statement's, on the top-level query only).
+    pub required: Vec<Required>,
 }
 
 /// Binds the statements of one execution. Parameters are typed as they are met.
@@ -126,6 +129,8 @@ pub struct Binder<'a> {
     pub(crate) set_calls: Option<(usize, Vec<SetCall>)>,
     /// The user tables and views the statement names (a view's dependencies).
     pub relations_read: Vec<String>,
+    /// The privileges the statement needs, gathered as it is bound (none inside a view).
+    pub required: Vec<Required>,
     /// How many views deep the binding is.
     view_depth: usize,
     next_subquery: usize,
@@ -164,6 +169,7 @@ impl<'a> Binder<'a> {
             named_windows: Vec::new(),
             set_calls: None,
             relations_read: Vec::new(),
+            required: Vec::new(),
             view_depth: 0,
             next_subquery: 0,
             ctes: Vec::new(),
@@ -188,6 +194,27 @@ impl<'a> Binder<'a> {
             self.engine.wait_for_claim(name, waiter, timeout)?;
         }
         Ok(())
+    }
+
+    /// Records that the statement needs `privilege` on relation `relation` (called `name`),
+    /// named by the statement itself: inside a view, the view owner's rights apply
+    /// (`execution::privileges`).
+    pub(crate) fn require(
+        &mut self,
+        relation: u64,
+        name: &str,
+        kind: RelationKind,
+        privilege: Privilege,
+    ) {
+        let need = Required {
+            relation,
+            name: name.to_owned(),
+            kind,
+            privilege,
+        };
+        if self.view_depth == 0 && !self.required.contains(&need) {
+            self.required.push(need);
+        }
     }
 
     // -----------------------------------------------------------------------------------------
@@ -330,6 +357,7 @@ impl<'a> Binder<'a> {
                         all: matches!(set_quantifier, ast::SetQuantifier::All),
                     },
                     columns,
+                    required: Vec::new(),
                 })
             }
             other => Err(SqlError::unsupported(format!("query body {other}"))),
@@ -362,6 +390,7 @@ impl<'a> Binder<'a> {
         Ok(BoundQuery {
             plan: Plan::Values { rows, width },
             columns,
+            required: Vec::new(),
         })
     }
 
@@ -406,6 +435,7 @@ impl<'a> Binder<'a> {
                 keys,
             },
             columns: bound.columns,
+            required: Vec::new(),
         })
     }
 
@@ -963,6 +993,7 @@ fn finish_select(
     BoundQuery {
         plan,
         columns: projection.columns,
+        required: Vec::new(),
     }
 }
 
@@ -1026,6 +1057,7 @@ fn finish_distinct_on(
             exprs: (0..width).map(Expr::Column).collect(),
         },
         columns: projection.columns,
+        required: Vec::new(),
     }
 }
 

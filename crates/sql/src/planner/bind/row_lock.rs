@@ -130,6 +130,7 @@ impl Binder<'_> {
                 exprs: projection.exprs,
             },
             columns: projection.columns,
+            required: Vec::new(),
         })
     }
 }

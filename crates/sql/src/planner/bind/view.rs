@@ -28,6 +28,7 @@ impl Binder<'_> {
             return Ok(None);
         };
         self.relations_read.push(view.name.clone());
+        self.require(view.id, &view.name, RelationKind::View, Privilege::Select);
         if self.view_depth >= MAX_VIEW_DEPTH {
             return Err(SqlError::new(
                 "42P17",

@@ -138,6 +138,7 @@ impl Binder<'_> {
                 body: Box::new(bound.plan),
             },
             columns: bound.columns,
+            required: Vec::new(),
         })
     }
 
@@ -358,6 +359,7 @@ impl Binder<'_> {
                 all,
             },
             columns: anchor.columns,
+            required: Vec::new(),
         }))
     }
 
