@@ -13,7 +13,9 @@
 //! field without escapes is handed on as a slice of the reader's buffer, not copied.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
+use steady_sql::values::Value;
 use steady_sql::SqlError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -383,15 +385,24 @@ impl RowWriter {
         })
     }
 
-    /// One line: each field formatted, delimited, ended by a newline.
-    pub fn line(&self, fields: &[Option<String>]) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 * fields.len());
-        for (i, field) in fields.iter().enumerate() {
-            self.field(&mut out, i, field.as_deref(), self.force[i]);
+    /// Appends the line of one row to `out`: each value in its text form, formatted and
+    /// delimited, ended by a newline. `scratch` is reused for the text of values that are not
+    /// strings, so a row costs no allocation once the buffers have grown.
+    pub fn write_row(&self, out: &mut Vec<u8>, row: &[Value], scratch: &mut String) {
+        for (i, value) in row.iter().enumerate() {
+            let text = match value {
+                Value::Null => None,
+                Value::Text(text) => Some(text.as_str()),
+                other => {
+                    scratch.clear();
+                    let _ = write!(scratch, "{other}");
+                    Some(scratch.as_str())
+                }
+            };
+            self.field(out, i, text, self.force[i]);
         }
         out.pop();
         out.push(b'\n');
-        out
     }
 
     /// Appends one field and a delimiter.
@@ -433,25 +444,59 @@ impl RowWriter {
     }
 }
 
+/// Appends `bytes` with the text format's backslash escapes; runs that need none are copied
+/// whole.
 fn escape_text(out: &mut Vec<u8>, bytes: &[u8], delimiter: u8) {
-    for &b in bytes {
-        let escaped = match b {
-            b'\\' => b'\\',
-            b'\n' => b'n',
-            b'\r' => b'r',
-            b'\t' => b't',
-            0x08 => b'b',
-            0x0c => b'f',
-            0x0b => b'v',
-            b if b == delimiter => b,
-            b => {
-                out.push(b);
-                continue;
-            }
-        };
-        out.push(b'\\');
-        out.push(escaped);
+    let mut rest = bytes;
+    while let Some(at) = first_to_escape(rest, delimiter) {
+        out.extend_from_slice(&rest[..at]);
+        escape_byte(out, rest[at], delimiter);
+        rest = &rest[at + 1..];
     }
+    out.extend_from_slice(rest);
+}
+
+/// The position of the first byte of `bytes` the text format escapes (a control byte, a
+/// backslash, the delimiter), eight bytes at a time: a word is passed over when none of its
+/// bytes is below 0x20 or equal to either (the zero-byte tests of SWAR, exact for "equal").
+fn first_to_escape(bytes: &[u8], delimiter: u8) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |w: u64| w.wrapping_sub(ONES) & !w & HIGHS;
+    let below_space = |w: u64| w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+    let mut words = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for word in words.by_ref() {
+        let w = u64::from_le_bytes(word.try_into().expect("eight bytes"));
+        let hit = below_space(w)
+            | zero_byte(w ^ (ONES * u64::from(b'\\')))
+            | zero_byte(w ^ (ONES * u64::from(delimiter)));
+        if hit != 0 {
+            break;
+        }
+        offset += 8;
+    }
+    let needs = |&b: &u8| b < 0x20 || b == b'\\' || b == delimiter;
+    bytes[offset..].iter().position(needs).map(|at| offset + at)
+}
+
+fn escape_byte(out: &mut Vec<u8>, b: u8, delimiter: u8) {
+    let escaped = match b {
+        b'\\' => b'\\',
+        b'\n' => b'n',
+        b'\r' => b'r',
+        b'\t' => b't',
+        0x08 => b'b',
+        0x0c => b'f',
+        0x0b => b'v',
+        b if b == delimiter => b,
+        b => {
+            out.push(b);
+            return;
+        }
+    };
+    out.push(b'\\');
+    out.push(escaped);
 }
 
 #[cfg(test)]
@@ -531,9 +576,15 @@ mod tests {
             let columns = ["a".to_owned(), "b".to_owned()];
             let writer = RowWriter::new(&options, &columns);
             let fields = row(&[Some("x\ty,\"z\"\n\\"), None]);
+            let values = |fields: &[Option<String>]| -> Vec<Value> {
+                let text = |f: &Option<String>| f.clone().map_or(Value::Null, Value::Text);
+                fields.iter().map(text).collect()
+            };
             let mut data = writer.header(&columns).unwrap();
-            data.extend(writer.line(&fields));
-            data.extend(writer.line(&row(&[Some(""), Some("\\.")])));
+            let mut scratch = String::new();
+            writer.write_row(&mut data, &values(&fields), &mut scratch);
+            let tricky = row(&[Some(""), Some("\\.")]);
+            writer.write_row(&mut data, &values(&tricky), &mut scratch);
             let rows = read_all(&options, &[&data]);
             assert_eq!(
                 rows,
@@ -541,6 +592,26 @@ mod tests {
                 "{format:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_first_byte_to_escape_is_found_in_any_position() {
+        let plain = b"abcdefghijklmnopqrstuvwxyz 0123456789~".to_vec();
+        assert_eq!(first_to_escape(&plain, b'\t'), None);
+        for special in [b'\\', b'\t', b'\n', 0x00, 0x1f, b'|'] {
+            for at in 0..plain.len() {
+                let mut bytes = plain.clone();
+                bytes[at] = special;
+                let delimiter = if special == b'|' { b'|' } else { b'\t' };
+                assert_eq!(
+                    first_to_escape(&bytes, delimiter),
+                    Some(at),
+                    "{special} at {at}"
+                );
+            }
+        }
+        // Bytes above 0x80 (UTF-8) are never escaped.
+        assert_eq!(first_to_escape("ünïcödé ünïcödé".as_bytes(), b'\t'), None);
     }
 
     #[test]

@@ -228,9 +228,15 @@ fn describe(
 /// The output of a COPY TO STDOUT: its lines, the header first if asked for.
 pub struct CopyOut {
     pub columns: usize,
-    pub lines: Vec<Vec<u8>>,
+    /// The lines (the header's, then each row's), one after the other in chunks of about
+    /// [`COPY_OUT_CHUNK`] bytes, each with the offsets where its lines end: a few large
+    /// buffers rather than one per line, and none that grows by copying.
+    pub chunks: Vec<(bytes::Bytes, Vec<usize>)>,
     pub rows: usize,
 }
+
+/// The size of a [`CopyOut`] chunk.
+const COPY_OUT_CHUNK: usize = 1 << 20;
 
 /// Runs the query behind a COPY TO and formats its rows.
 pub fn copy_out(
@@ -246,14 +252,27 @@ pub fn copy_out(
     }
     let names: Vec<String> = result.columns.iter().map(|c| c.name.clone()).collect();
     let writer = RowWriter::new(options, &names);
-    let mut lines: Vec<Vec<u8>> = writer.header(&names).into_iter().collect();
-    lines.extend(result.rows.iter().map(|row| {
-        let fields: Vec<Option<String>> = row.iter().map(Value::to_pg_text).collect();
-        writer.line(&fields)
-    }));
+    let mut chunks = Vec::new();
+    let mut data = Vec::with_capacity(COPY_OUT_CHUNK + COPY_OUT_CHUNK / 8);
+    let mut ends = Vec::new();
+    if let Some(header) = writer.header(&names) {
+        data.extend_from_slice(&header);
+        ends.push(data.len());
+    }
+    let mut scratch = String::new();
+    for row in &result.rows {
+        writer.write_row(&mut data, row, &mut scratch);
+        ends.push(data.len());
+        if data.len() >= COPY_OUT_CHUNK {
+            let capacity = data.capacity();
+            let full = std::mem::replace(&mut data, Vec::with_capacity(capacity));
+            chunks.push((full.into(), std::mem::take(&mut ends)));
+        }
+    }
+    chunks.push((data.into(), ends));
     Ok(CopyOut {
         columns: names.len(),
-        lines,
+        chunks,
         rows: result.rows.len(),
     })
 }

@@ -91,10 +91,15 @@ impl Connection {
                 formats,
             )))
             .await?;
-        for line in out.lines {
-            client
-                .feed(PgWireBackendMessage::CopyData(CopyData::new(line.into())))
-                .await?;
+        for (data, ends) in &out.chunks {
+            let mut start = 0;
+            for &end in ends {
+                let line = data.slice(start..end);
+                start = end;
+                client
+                    .feed(PgWireBackendMessage::CopyData(CopyData::new(line)))
+                    .await?;
+            }
         }
         client
             .feed(PgWireBackendMessage::CopyDone(CopyDone::new()))
