@@ -194,7 +194,7 @@ fn prepare_insert(
         params.join(", ")
     );
     let types: Vec<Option<DataType>> = columns.iter().map(|c| Some(param_type(c.ty))).collect();
-    session.prepare(&sql, &types)
+    session.prepare_copy_insert(&sql, &types)
 }
 
 /// The type a batch declares for a column's parameter: the column's own, but `text` for

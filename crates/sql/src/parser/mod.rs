@@ -104,8 +104,20 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
         _ => {}
     }
     let create_user = is_create_user(&words);
-    let tokens = if is_create_sequence(&words) {
+    let create_sequence = is_create_sequence(&words);
+    let identity_sequence = identity_sequence(&words);
+    let has_identity = words
+        .iter()
+        .any(|t| unquoted_keyword(t) == Keyword::IDENTITY);
+    let tokens = builtin_operators_unwrapped(tokens);
+    let tokens = match identity_sequence {
+        Some(expected) => without_sequence_name(tokens, &expected)?,
+        None => tokens,
+    };
+    let tokens = if create_sequence {
         sequence_options_in_parser_order(tokens)
+    } else if has_identity {
+        identity_options_in_parser_order(tokens)
     } else if create_user {
         user_as_role(tokens)
     } else {
@@ -131,6 +143,114 @@ fn unquoted_keyword(token: &Token) -> Keyword {
         Token::Word(w) if w.quote_style.is_none() => w.keyword,
         _ => Keyword::NoKeyword,
     }
+}
+
+/// The tokens with each `OPERATOR(pg_catalog.op)` made the plain `op` it names (a built-in
+/// operator, which is what the plain one is): psql and pg_dump write their catalog queries so,
+/// and sqlparser reads the form only where no ANY or ALL follows.
+fn builtin_operators_unwrapped(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let is_operator = |t: &TokenWithSpan| matches!(&t.token, Token::Word(w) if w.keyword == Keyword::OPERATOR && w.quote_style.is_none());
+    if !tokens.iter().any(is_operator) {
+        return tokens;
+    }
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let operator = tokens.get(i..i + 6).and_then(|window| match window {
+            [op, TokenWithSpan {
+                token: Token::LParen,
+                ..
+            }, schema, TokenWithSpan {
+                token: Token::Period,
+                ..
+            }, inner, TokenWithSpan {
+                token: Token::RParen,
+                ..
+            }] if is_operator(op)
+                && word(&schema.token).as_deref() == Some("pg_catalog")
+                && !matches!(inner.token, Token::Word(_)) =>
+            {
+                Some(inner.clone())
+            }
+            _ => None,
+        });
+        match operator {
+            Some(inner) => {
+                out.push(inner);
+                i += 6;
+            }
+            None => {
+                out.push(tokens[i].clone());
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// For `ALTER TABLE t ALTER [COLUMN] c ADD GENERATED ...`, the name of the sequence the
+/// identity column gets, `t_c_seq`.
+fn identity_sequence(words: &[&Token]) -> Option<String> {
+    let keyword = |i: usize| {
+        words
+            .get(i)
+            .map_or(Keyword::NoKeyword, |t| unquoted_keyword(t))
+    };
+    if keyword(0) != Keyword::ALTER || keyword(1) != Keyword::TABLE {
+        return None;
+    }
+    let mut at = 2;
+    while matches!(keyword(at), Keyword::IF | Keyword::EXISTS | Keyword::ONLY) {
+        at += 1;
+    }
+    let (table, rest) = qualified_name(words.get(at..)?).ok()?;
+    let rest = match rest.get(1).map(|t| unquoted_keyword(t)) {
+        Some(Keyword::COLUMN) => rest.get(2..)?,
+        _ => rest.get(1..)?,
+    };
+    let column = word(rest.first()?)?;
+    let adds_identity = rest.get(1).map(|t| unquoted_keyword(t)) == Some(Keyword::ADD)
+        && rest.get(2).map(|t| unquoted_keyword(t)) == Some(Keyword::GENERATED);
+    adds_identity.then(|| format!("{table}_{column}_seq"))
+}
+
+/// The tokens without an identity column's `SEQUENCE NAME name` option (pg_dump writes it;
+/// sqlparser does not read it) when it names `expected`, the sequence SteadyDB gives the
+/// column; another name is refused (0A000).
+fn without_sequence_name(tokens: Vec<TokenWithSpan>, expected: &str) -> Result<Vec<TokenWithSpan>> {
+    let solid: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !is_blank(&tokens[i].token))
+        .collect();
+    let keyword = |n: usize| {
+        solid
+            .get(n)
+            .map_or(Keyword::NoKeyword, |&i| unquoted_keyword(&tokens[i].token))
+    };
+    let Some(start) = (0..solid.len())
+        .find(|&n| keyword(n) == Keyword::SEQUENCE && keyword(n + 1) == Keyword::NAME)
+    else {
+        return Ok(tokens);
+    };
+    let mut end = start + 2;
+    while solid
+        .get(end + 1)
+        .is_some_and(|&i| tokens[i].token == Token::Period)
+    {
+        end += 2;
+    }
+    let named = solid.get(end).and_then(|&i| word(&tokens[i].token));
+    if named.as_deref() != Some(expected) {
+        return Err(SqlError::unsupported(format!(
+            "an identity sequence named other than {expected}"
+        )));
+    }
+    let (from, to) = (solid[start], solid[end]);
+    Ok(tokens
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i < from || *i > to)
+        .map(|(_, t)| t)
+        .collect())
 }
 
 /// `CREATE USER`: PostgreSQL's CREATE ROLE with LOGIN by default (sqlparser reads it as
@@ -169,8 +289,65 @@ fn is_create_sequence(words: &[&Token]) -> bool {
 /// writes START first.
 fn sequence_options_in_parser_order(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     let tokens: Vec<TokenWithSpan> = tokens.into_iter().filter(|t| !is_blank(&t.token)).collect();
+    let Some(first) = (3..tokens.len()).find(|&i| option_rank(&tokens, i).is_some()) else {
+        return tokens;
+    };
+    let mut ordered = tokens[..first].to_vec();
+    ordered.extend(options_in_parser_order(&tokens[first..]));
+    ordered
+}
+
+/// The options of each `IDENTITY (...)` (an identity column's sequence) in sqlparser's order,
+/// as [`sequence_options_in_parser_order`].
+fn identity_options_in_parser_order(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let tokens: Vec<TokenWithSpan> = tokens.into_iter().filter(|t| !is_blank(&t.token)).collect();
+    let mut ordered = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        ordered.push(tokens[i].clone());
+        let opens = unquoted_keyword(&tokens[i].token) == Keyword::IDENTITY
+            && tokens.get(i + 1).is_some_and(|t| t.token == Token::LParen);
+        i += 1;
+        if !opens {
+            continue;
+        }
+        let Some(close) = (i..tokens.len()).find(|&j| tokens[j].token == Token::RParen) else {
+            continue;
+        };
+        ordered.push(tokens[i].clone());
+        ordered.extend(options_in_parser_order(&tokens[i + 1..close]));
+        i = close;
+    }
+    ordered
+}
+
+/// Sequence option clauses (the first token starts one) sorted into sqlparser's order.
+fn options_in_parser_order(tokens: &[TokenWithSpan]) -> Vec<TokenWithSpan> {
+    let mut clauses: Vec<(usize, Vec<TokenWithSpan>)> = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        let clause_rank = option_rank(tokens, i).unwrap_or(usize::MAX);
+        let mut clause = vec![tokens[i].clone()];
+        i += 1;
+        if unquoted_keyword(&clause[0].token) == Keyword::NO {
+            clause.extend(tokens.get(i).cloned());
+            i += 1;
+        }
+        while i < tokens.len() && option_rank(tokens, i).is_none() {
+            clause.push(tokens[i].clone());
+            i += 1;
+        }
+        clauses.push((clause_rank, clause));
+    }
+    clauses.sort_by_key(|(rank, _)| *rank);
+    clauses.into_iter().flat_map(|(_, clause)| clause).collect()
+}
+
+/// Where the sequence option starting at `tokens[i]`, if one does, goes in sqlparser's order.
+fn option_rank(tokens: &[TokenWithSpan], i: usize) -> Option<usize> {
     let keyword = |t: &TokenWithSpan| unquoted_keyword(&t.token);
-    let rank = |k: Keyword, next: Keyword| match (k, next) {
+    let next = tokens.get(i + 1).map_or(Keyword::NoKeyword, keyword);
+    match (keyword(&tokens[i]), next) {
         (Keyword::INCREMENT, _) => Some(0),
         (Keyword::MINVALUE, _) | (Keyword::NO, Keyword::MINVALUE) => Some(1),
         (Keyword::MAXVALUE, _) | (Keyword::NO, Keyword::MAXVALUE) => Some(2),
@@ -179,34 +356,7 @@ fn sequence_options_in_parser_order(tokens: Vec<TokenWithSpan>) -> Vec<TokenWith
         (Keyword::CYCLE, _) | (Keyword::NO, Keyword::CYCLE) => Some(5),
         (Keyword::OWNED, _) => Some(6),
         _ => None,
-    };
-    let rank_at = |i: usize| {
-        let next = tokens.get(i + 1).map_or(Keyword::NoKeyword, keyword);
-        rank(keyword(&tokens[i]), next)
-    };
-    let Some(first) = (3..tokens.len()).find(|&i| rank_at(i).is_some()) else {
-        return tokens;
-    };
-    let mut clauses: Vec<(usize, Vec<TokenWithSpan>)> = Vec::new();
-    let mut i = first;
-    while i < tokens.len() {
-        let clause_rank = rank_at(i).unwrap_or(usize::MAX);
-        let mut clause = vec![tokens[i].clone()];
-        i += 1;
-        if keyword(&clause[0]) == Keyword::NO {
-            clause.extend(tokens.get(i).cloned());
-            i += 1;
-        }
-        while i < tokens.len() && rank_at(i).is_none() {
-            clause.push(tokens[i].clone());
-            i += 1;
-        }
-        clauses.push((clause_rank, clause));
     }
-    clauses.sort_by_key(|(rank, _)| *rank);
-    let mut ordered = tokens[..first].to_vec();
-    ordered.extend(clauses.into_iter().flat_map(|(_, clause)| clause));
-    ordered
 }
 
 fn word(token: &Token) -> Option<String> {
@@ -408,6 +558,18 @@ mod tests {
                 "{sql}"
             );
         }
+    }
+
+    #[test]
+    fn builtin_operators_read_as_the_plain_ones_before_any_too() {
+        let qualified =
+            "SELECT 1 WHERE 'r' OPERATOR(pg_catalog.=) ANY (array['r']) AND 'a' OPERATOR(pg_catalog.~) 'b'";
+        let plain = "SELECT 1 WHERE 'r' = ANY (array['r']) AND 'a' ~ 'b'";
+        let text = |sql: &str| match &parse(sql).unwrap()[0] {
+            Statement::Sql(statement) => statement.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(text(qualified), text(plain));
     }
 
     #[test]

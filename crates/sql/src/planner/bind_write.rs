@@ -319,7 +319,9 @@ fn bind_insert_source(
                     bound.push(if is_default_keyword(e) {
                         None
                     } else {
-                        always_on_insert(&table.columns[column])?;
+                        if !binder.overriding_system_value {
+                            always_on_insert(&table.columns[column])?;
+                        }
                         Some(bind_assignment(
                             binder,
                             table,
@@ -348,7 +350,9 @@ fn bind_insert_source(
     }
     for (column, &target) in bound.columns.iter().zip(targets) {
         let def = &table.columns[target];
-        always_on_insert(def)?;
+        if !binder.overriding_system_value {
+            always_on_insert(def)?;
+        }
         check_assignable(&def.name, column.ty, def.data_type)?;
     }
     Ok(InsertSource::Query(Box::new(bound.plan)))

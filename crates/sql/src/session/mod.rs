@@ -226,6 +226,8 @@ pub struct Prepared {
     /// it was bound against are unchanged: later executions only run it (a generic plan, as
     /// PostgreSQL's; parameters are evaluated when the plan runs).
     plan: Arc<Mutex<Option<Arc<CachedPlan>>>>,
+    /// Its INSERT may give GENERATED ALWAYS columns values (COPY FROM's).
+    overriding_system_value: bool,
 }
 
 #[derive(Debug)]
@@ -248,6 +250,7 @@ impl Prepared {
             params,
             columns,
             plan: Arc::default(),
+            overriding_system_value: false,
         }
     }
 
@@ -392,6 +395,26 @@ impl Session {
 
     /// Parses one statement and types its parameters and result (the extended protocol's Parse).
     pub fn prepare(&mut self, sql: &str, declared: &[Option<DataType>]) -> Result<Prepared> {
+        self.prepare_overriding(sql, declared, false)
+    }
+
+    /// Prepares the INSERT that COPY FROM loads rows through: as `prepare`, but the rows may
+    /// give values to GENERATED ALWAYS identity columns (PostgreSQL's COPY may, as an INSERT
+    /// ... OVERRIDING SYSTEM VALUE may; pg_dump's output relies on it).
+    pub fn prepare_copy_insert(
+        &mut self,
+        sql: &str,
+        declared: &[Option<DataType>],
+    ) -> Result<Prepared> {
+        self.prepare_overriding(sql, declared, true)
+    }
+
+    fn prepare_overriding(
+        &mut self,
+        sql: &str,
+        declared: &[Option<DataType>],
+        overriding_system_value: bool,
+    ) -> Result<Prepared> {
         self.apply_time_zone();
         let mut statements = parse(sql).inspect_err(|_| self.fail_block())?;
         if statements.len() > 1 {
@@ -401,9 +424,11 @@ impl Session {
         }
         let statement = statements.pop().unwrap_or(Statement::Empty);
         let (params, columns) = self
-            .describe(&statement, declared.to_vec())
+            .describe_overriding(&statement, declared.to_vec(), overriding_system_value)
             .inspect_err(|_| self.fail_block())?;
-        Ok(Prepared::new(statement, sql, params, columns))
+        let mut prepared = Prepared::new(statement, sql, params, columns);
+        prepared.overriding_system_value = overriding_system_value;
+        Ok(prepared)
     }
 
     /// Runs a prepared statement with parameter values. A query or a write runs its kept plan.
@@ -552,8 +577,11 @@ impl Session {
     ) -> Result<QueryResult> {
         self.check_writable(statement)?;
         let plan = prepared.plan(self.db.stats().epoch(), || {
-            Binder::new(self.db.engine(), self.db.stats(), prepared.params.clone())
-                .for_transaction(txn)
+            let mut binder =
+                Binder::new(self.db.engine(), self.db.stats(), prepared.params.clone())
+                    .for_transaction(txn);
+            binder.overriding_system_value = prepared.overriding_system_value;
+            binder
                 .bind_statement(statement)?
                 .ok_or_else(|| SqlError::new("XX000", "a prepared statement without a plan"))
         })?;
@@ -870,10 +898,20 @@ impl Session {
         statement: &Statement,
         declared: Vec<Option<DataType>>,
     ) -> Result<(Vec<Option<DataType>>, Vec<Column>)> {
+        self.describe_overriding(statement, declared, false)
+    }
+
+    fn describe_overriding(
+        &self,
+        statement: &Statement,
+        declared: Vec<Option<DataType>>,
+        overriding_system_value: bool,
+    ) -> Result<(Vec<Option<DataType>>, Vec<Column>)> {
         let Statement::Sql(sql) = statement else {
             return Ok((declared, vec![]));
         };
         let mut binder = Binder::new(self.db.engine(), self.db.stats(), declared);
+        binder.overriding_system_value = overriding_system_value;
         let columns = crate::session::dml::describe(&mut binder, sql)?;
         Ok((binder.params, columns))
     }

@@ -131,6 +131,8 @@ pub struct Binder<'a> {
     pub relations_read: Vec<String>,
     /// The privileges the statement needs, gathered as it is bound (none inside a view).
     pub required: Vec<Required>,
+    /// An INSERT may give GENERATED ALWAYS columns values (`OVERRIDING SYSTEM VALUE`).
+    pub overriding_system_value: bool,
     /// How many views deep the binding is.
     view_depth: usize,
     next_subquery: usize,
@@ -170,6 +172,7 @@ impl<'a> Binder<'a> {
             set_calls: None,
             relations_read: Vec::new(),
             required: Vec::new(),
+            overriding_system_value: false,
             view_depth: 0,
             next_subquery: 0,
             ctes: Vec::new(),

@@ -70,6 +70,7 @@ impl Ddl<'_> {
                 });
             }
             AlterColumnOperation::SetDefault { value } if def.identity.is_none() => {
+                self.check_sequence_named(&super::stored_default(value))?;
                 def.default = Some(super::stored_default(value));
                 self.check_default(&altered, position, &super::stored_default(value))?;
             }
@@ -79,6 +80,10 @@ impl Ddl<'_> {
                 return Err(identity()
                     .with_hint("Use ALTER TABLE ... ALTER COLUMN ... DROP IDENTITY instead."))
             }
+            AlterColumnOperation::AddGenerated {
+                generated_as,
+                sequence_options,
+            } => self.add_identity(&table.name, def, *generated_as, sequence_options.as_deref())?,
             AlterColumnOperation::DropNotNull if def.identity.is_some() => return Err(identity()),
             AlterColumnOperation::DropNotNull if table.primary_key.contains(&position) => {
                 return Err(SqlError::new(
@@ -129,6 +134,66 @@ impl Ddl<'_> {
         }
         self.txn().alter_table(altered)?;
         Ok(())
+    }
+
+    /// `ADD GENERATED { ALWAYS | BY DEFAULT } AS IDENTITY [(options)]`: `def`, NOT NULL and
+    /// without a default, becomes an identity column of `table` with a new sequence.
+    fn add_identity(
+        &self,
+        table: &str,
+        def: &mut ColumnDef,
+        generated_as: Option<ast::GeneratedAs>,
+        options: Option<&[ast::SequenceOptions]>,
+    ) -> Result<()> {
+        let refused = |code: &'static str, what: &str| {
+            SqlError::new(
+                code,
+                format!("column \"{}\" of relation \"{table}\" {what}", def.name),
+            )
+        };
+        if def.identity.is_some() {
+            return Err(refused("55000", "is already an identity column"));
+        }
+        if def.default.is_some() {
+            return Err(refused("55000", "already has a default value"));
+        }
+        if def.nullable {
+            return Err(refused(
+                "55000",
+                "must be declared NOT NULL before identity can be added",
+            ));
+        }
+        let identity = match generated_as {
+            Some(ast::GeneratedAs::ByDefault) => Identity::ByDefault,
+            _ => Identity::Always,
+        };
+        let start = super::sequence::SequenceSpec::new(None, options.unwrap_or(&[]))?.start;
+        super::identity::make_identity(table, def, identity)?;
+        let sequence = super::sequence_name(table, &def.name);
+        if self.engine().sequence_exists(&sequence)? {
+            return Err(SqlError::new(
+                "42P07",
+                format!("relation \"{sequence}\" already exists"),
+            ));
+        }
+        let width = super::sequence::width_of(&def.data_type)?;
+        self.txn().create_sequence(&sequence, start, width)?;
+        Ok(())
+    }
+
+    /// 42P01 if `default` is `nextval('s')` of a sequence `s` that does not exist (PostgreSQL
+    /// resolves the `regclass` when the default is set).
+    fn check_sequence_named(&self, default: &str) -> Result<()> {
+        let named = default
+            .strip_prefix("nextval('")
+            .and_then(|rest| rest.split_once('\''))
+            .map(|(argument, _)| crate::execution::sequences::relation_name(argument));
+        match named {
+            Some(name) if !self.engine().sequence_exists(&name)? => {
+                Err(SqlError::undefined_table(&name))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// 23502 if some row, as a fresh snapshot sees the table, has NULL in column `position`.
