@@ -47,23 +47,33 @@ impl Ddl<'_> {
     }
 
     /// `ALTER TABLE name OWNER TO role` of a table, view or sequence: every relation belongs to
-    /// the one role there is, the session's, so giving it to that role changes nothing and is
-    /// accepted (pg_dump writes it after each relation); another role does not exist (42704).
+    /// the bootstrap superuser (`execution::privileges`), so giving it to that superuser — the
+    /// session's user, when it logged in as it — changes nothing and is accepted (pg_dump writes
+    /// it after each relation); a role of the catalog cannot own one (0A000: restore with
+    /// `--no-owner`), and another name is no role (42704).
     fn keep_owner(&self, operations: &[AlterTableOperation]) -> Result<QueryResult> {
-        let user = self.session.info().user.clone();
+        let info = self.session.info();
         for operation in operations {
             let AlterTableOperation::OwnerTo { new_owner } = operation else {
                 continue;
             };
-            if let ast::Owner::Ident(role) = new_owner {
-                let role = crate::types::normalize_ident(role);
-                if role != user {
-                    return Err(SqlError::new(
-                        "42704",
-                        format!("role \"{role}\" does not exist"),
-                    ));
-                }
+            let ast::Owner::Ident(role) = new_owner else {
+                continue;
+            };
+            let role = crate::types::normalize_ident(role);
+            if info.session_role.is_none() && role == info.user {
+                continue;
             }
+            if self.engine().role(&role)?.is_some() {
+                return Err(SqlError::unsupported(format!(
+                    "ownership by role \"{role}\": every object belongs to the bootstrap \
+                     superuser (restore a dump with --no-owner)"
+                )));
+            }
+            return Err(SqlError::new(
+                "42704",
+                format!("role \"{role}\" does not exist"),
+            ));
         }
         Ok(QueryResult::command("ALTER TABLE"))
     }
