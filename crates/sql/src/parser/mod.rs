@@ -36,6 +36,12 @@ pub enum Statement {
         sequence: String,
         owner: Option<(String, String)>,
     },
+    /// `INSERT ... OVERRIDING { SYSTEM | USER } VALUE ...` (sqlparser reads no OVERRIDING): the
+    /// INSERT without it, and whether it was SYSTEM.
+    InsertOverriding {
+        insert: Box<ast::Statement>,
+        system: bool,
+    },
     /// Nothing but whitespace and comments (a prepared empty query).
     Empty,
 }
@@ -105,6 +111,7 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
     }
     let create_user = is_create_user(&words);
     let create_sequence = is_create_sequence(&words);
+    let overriding = overriding_clause(&words);
     let identity_sequence = identity_sequence(&words);
     let has_identity = words
         .iter()
@@ -112,6 +119,10 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
     let tokens = builtin_operators_unwrapped(tokens);
     let tokens = match identity_sequence {
         Some(expected) => without_sequence_name(tokens, &expected)?,
+        None => tokens,
+    };
+    let tokens = match overriding {
+        Some(_) => without_overriding(tokens),
         None => tokens,
     };
     let tokens = if create_sequence {
@@ -134,7 +145,54 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
             parser.peek_token().token
         )));
     }
-    Ok(Statement::Sql(Box::new(statement)))
+    match overriding {
+        Some(system) if matches!(statement, ast::Statement::Insert(_)) => {
+            Ok(Statement::InsertOverriding {
+                insert: Box::new(statement),
+                system,
+            })
+        }
+        _ => Ok(Statement::Sql(Box::new(statement))),
+    }
+}
+
+/// For an INSERT with `OVERRIDING SYSTEM VALUE` (true) or `OVERRIDING USER VALUE` (false),
+/// which one.
+fn overriding_clause(words: &[&Token]) -> Option<bool> {
+    if words.first().map(|t| unquoted_keyword(t)) != Some(Keyword::INSERT) {
+        return None;
+    }
+    words.windows(3).find_map(|w| {
+        if !is_overriding(w[0]) || unquoted_keyword(w[2]) != Keyword::VALUE {
+            return None;
+        }
+        match unquoted_keyword(w[1]) {
+            Keyword::SYSTEM => Some(true),
+            Keyword::USER => Some(false),
+            _ => None,
+        }
+    })
+}
+
+fn is_overriding(token: &Token) -> bool {
+    matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("overriding"))
+}
+
+/// The tokens without the first `OVERRIDING ... VALUE` clause.
+fn without_overriding(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let solid: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !is_blank(&tokens[i].token))
+        .collect();
+    let Some(n) = solid.iter().position(|&i| is_overriding(&tokens[i].token)) else {
+        return tokens;
+    };
+    let (from, to) = (solid[n], solid[(n + 2).min(solid.len() - 1)]);
+    tokens
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i < from || *i > to)
+        .map(|(_, t)| t)
+        .collect()
 }
 
 /// The keyword a token is, unquoted (`NoKeyword` for anything else).

@@ -316,7 +316,9 @@ fn bind_insert_source(
                 }
                 let mut bound = Vec::with_capacity(targets.len());
                 for (e, &column) in row.iter().zip(targets) {
-                    bound.push(if is_default_keyword(e) {
+                    let overridden =
+                        binder.overriding_user_value && table.columns[column].identity.is_some();
+                    bound.push(if is_default_keyword(e) || overridden {
                         None
                     } else {
                         if !binder.overriding_system_value {
@@ -336,6 +338,11 @@ fn bind_insert_source(
             }
             return Ok(InsertSource::Values(rows));
         }
+    }
+    if binder.overriding_user_value {
+        return Err(SqlError::unsupported(
+            "INSERT ... OVERRIDING USER VALUE of a query (give VALUES)",
+        ));
     }
     let bound = binder.bind_query(query)?;
     if bound.columns.len() > targets.len() {

@@ -684,6 +684,11 @@ impl Session {
                 let owner = owner.as_ref().map(|(t, c)| (t.as_str(), c.as_str()));
                 return ddl::sequence::owned_by(self.db.engine(), *if_exists, sequence, owner);
             }
+            Statement::InsertOverriding { insert, system } => {
+                return self.in_transaction(|session, txn| {
+                    session.execute_dml(insert, txn, params, types, Some(*system))
+                });
+            }
             Statement::Empty => return Ok(QueryResult::command("")),
         };
         use ast::Statement as S;
@@ -784,8 +789,9 @@ impl Session {
                     crate::session::ddl::execute(&db, session, txn, statement)
                 })
             }
-            statement => self
-                .in_transaction(|session, txn| session.execute_dml(statement, txn, params, types)),
+            statement => self.in_transaction(|session, txn| {
+                session.execute_dml(statement, txn, params, types, None)
+            }),
         }
     }
 
@@ -853,16 +859,20 @@ impl Session {
         }
     }
 
-    /// Binds and runs a query or DML statement in `txn`.
+    /// Binds and runs a query or DML statement in `txn`; an INSERT with `overriding`
+    /// `Some(true)` is OVERRIDING SYSTEM VALUE, with `Some(false)` OVERRIDING USER VALUE.
     fn execute_dml(
         &self,
         statement: &ast::Statement,
         txn: &mut Transaction,
         params: &[Value],
         types: Vec<Option<DataType>>,
+        overriding: Option<bool>,
     ) -> Result<QueryResult> {
         self.check_writable(statement)?;
         let mut binder = Binder::new(self.db.engine(), self.db.stats(), types).for_transaction(txn);
+        binder.overriding_system_value = overriding == Some(true);
+        binder.overriding_user_value = overriding == Some(false);
         let engine = Arc::clone(self.db.engine());
         let mut ctx = ExecCtx::new(Some(engine), Some(txn), params, &self.info);
         crate::session::dml::execute(&mut binder, &mut ctx, statement)

@@ -133,6 +133,9 @@ pub struct Binder<'a> {
     pub required: Vec<Required>,
     /// An INSERT may give GENERATED ALWAYS columns values (`OVERRIDING SYSTEM VALUE`).
     pub overriding_system_value: bool,
+    /// An INSERT's values for identity columns are replaced by their sequences'
+    /// (`OVERRIDING USER VALUE`).
+    pub overriding_user_value: bool,
     /// How many views deep the binding is.
     view_depth: usize,
     next_subquery: usize,
@@ -173,6 +176,7 @@ impl<'a> Binder<'a> {
             relations_read: Vec::new(),
             required: Vec::new(),
             overriding_system_value: false,
+            overriding_user_value: false,
             view_depth: 0,
             next_subquery: 0,
             ctes: Vec::new(),
