@@ -257,6 +257,26 @@ def test_deadlock(server):
     b.close()
 
 
+def test_server_side_cursors(server):
+    """psycopg's named cursors: DECLARE, a Describe of the cursor as a portal, FETCH in chunks."""
+    with connect(server) as conn:
+        conn.execute("CREATE TABLE cursor_rows (id integer PRIMARY KEY, v text)")
+        conn.execute("INSERT INTO cursor_rows SELECT g, 'v' || g FROM generate_series(1, 2500) g")
+        conn.commit()
+        with conn.cursor(name="walk") as cur:
+            cur.itersize = 1000
+            cur.execute("SELECT id, v FROM cursor_rows WHERE id > %s ORDER BY id", (500,))
+            assert [d.name for d in cur.description] == ["id", "v"]
+            rows = list(cur)
+        assert len(rows) == 2000
+        assert rows[0] == (501, "v501") and rows[-1] == (2500, "v2500")
+        conn.commit()
+        with conn.cursor(name="kept", withhold=True) as cur:
+            cur.execute("SELECT count(*) FROM cursor_rows")
+            conn.commit()
+            assert cur.fetchone() == (2500,)
+
+
 def test_copy_both_directions(server):
     with connect(server, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS cp")

@@ -353,7 +353,15 @@ impl ExtendedQueryHandler for Connection {
                     (None, self.do_describe_portal(client, &portal).await?.fields)
                 }
                 Some(Entry::Empty) => (None, Vec::new()),
-                None => return Err(PgWireError::PortalNotFound(name.to_owned())),
+                // A cursor is a portal too (psycopg describes its server-side cursors so).
+                None => {
+                    let cursor = name.to_owned();
+                    let columns = self
+                        .run(client, move |session| session.cursor_description(&cursor))
+                        .await?
+                        .ok_or_else(|| PgWireError::PortalNotFound(name.to_owned()))?;
+                    (None, fields(&columns, &Format::UnifiedText))
+                }
             },
             other => return Err(PgWireError::InvalidTargetType(other)),
         };

@@ -116,7 +116,7 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
     let has_identity = words
         .iter()
         .any(|t| unquoted_keyword(t) == Keyword::IDENTITY);
-    let tokens = builtin_operators_unwrapped(tokens);
+    let tokens = without_only(builtin_operators_unwrapped(tokens));
     let tokens = match identity_sequence {
         Some(expected) => without_sequence_name(tokens, &expected)?,
         None => tokens,
@@ -244,6 +244,39 @@ fn builtin_operators_unwrapped(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan>
         }
     }
     out
+}
+
+/// The tokens without the ONLY of `FROM ONLY t`, `JOIN ONLY t` and `UPDATE ONLY t` (sqlparser
+/// reads it only before an unqualified name): it says "not the tables inheriting from t", and
+/// SteadyDB has no inheritance, so a table is only itself.
+fn without_only(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let only = |t: &TokenWithSpan| unquoted_keyword(&t.token) == Keyword::ONLY;
+    if !tokens.iter().any(only) {
+        return tokens;
+    }
+    let solid: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !is_blank(&tokens[i].token))
+        .collect();
+    let dropped: Vec<usize> = solid
+        .windows(3)
+        .filter(|w| {
+            let before = &tokens[w[0]].token;
+            only(&tokens[w[1]])
+                && matches!(tokens[w[2]].token, Token::Word(_))
+                && (matches!(before, Token::Comma)
+                    || matches!(
+                        unquoted_keyword(before),
+                        Keyword::FROM | Keyword::JOIN | Keyword::UPDATE
+                    ))
+        })
+        .map(|w| w[1])
+        .collect();
+    tokens
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !dropped.contains(i))
+        .map(|(_, t)| t)
+        .collect()
 }
 
 /// For `ALTER TABLE t ALTER [COLUMN] c ADD GENERATED ...`, the name of the sequence the

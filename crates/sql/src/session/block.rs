@@ -32,6 +32,7 @@ impl Session {
                 "there is no transaction in progress",
             ));
         };
+        self.end_block_cursors(!block.failed);
         if block.failed {
             if let Some(txn) = block.txn {
                 txn.rollback()?;
@@ -52,6 +53,7 @@ impl Session {
                 "there is no transaction in progress",
             ));
         };
+        self.end_block_cursors(false);
         if let Some(txn) = block.txn {
             txn.rollback()?;
         }

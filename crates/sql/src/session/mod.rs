@@ -12,6 +12,7 @@
 //! refused inside a block (25001), as in PostgreSQL.
 
 mod block;
+mod cursor;
 pub mod ddl;
 pub mod dml;
 pub mod explain;
@@ -149,6 +150,7 @@ impl Database {
             templates: templates::Templates::default(),
             registered,
             xact_start: None,
+            cursors: HashMap::new(),
         }
     }
 }
@@ -313,6 +315,8 @@ pub struct Session {
     registered: Registered,
     /// When the current transaction (block or statement) started.
     xact_start: Option<i64>,
+    /// The declared cursors, by name.
+    cursors: HashMap<String, cursor::Cursor>,
 }
 
 impl Drop for Session {
@@ -741,9 +745,15 @@ impl Session {
                 name, parameters, ..
             } => self.sql_execute(name.as_ref(), parameters),
             S::Deallocate { name, .. } => self.deallocate(&crate::types::normalize_ident(name)),
+            S::Declare { stmts } => self.declare_cursor(stmts, params, types),
+            S::Fetch {
+                name, direction, ..
+            } => self.fetch(name, direction),
+            S::Close { cursor } => self.close_cursor(cursor),
             S::Discard { .. } => {
                 self.prepared.clear();
                 self.templates.clear();
+                self.cursors.clear();
                 Ok(QueryResult::command("DISCARD ALL"))
             }
             S::CreateTable(
@@ -920,6 +930,9 @@ impl Session {
         let Statement::Sql(sql) = statement else {
             return Ok((declared, vec![]));
         };
+        if let ast::Statement::Fetch { name, .. } = sql.as_ref() {
+            return Ok((declared, self.cursor_columns(name)?));
+        }
         let mut binder = Binder::new(self.db.engine(), self.db.stats(), declared);
         binder.overriding_system_value = overriding_system_value;
         let columns = crate::session::dml::describe(&mut binder, sql)?;

@@ -259,7 +259,11 @@ fn internal_name(ty: &DataType) -> String {
     }
 }
 
-/// A numeric literal: integer when it fits `integer`, then `bigint`, else numeric.
+/// A numeric literal: integer when it fits `integer`, then `bigint`, else numeric — or, when
+/// its magnitude is past what SteadyDB's numeric holds (about 7.9e28; PostgreSQL's literal would
+/// be a numeric of up to 1,000 digits), double precision if it is a finite one (`1e+300`, as
+/// pg_dump --inserts writes a double column's value). A literal numeric would round (too many
+/// digits, `1e-40`) stays refused with 22003.
 pub fn parse_number(text: &str) -> Result<Value> {
     if let Ok(v) = text.parse::<i32>() {
         return Ok(Value::Integer(v));
@@ -271,7 +275,17 @@ pub fn parse_number(text: &str) -> Result<Value> {
         precision: None,
         scale: None,
     };
-    Ok(Value::parse(&numeric, text)?)
+    match Value::parse(&numeric, text) {
+        Ok(value) => Ok(value),
+        Err(err) => match text.parse::<f64>() {
+            Ok(double)
+                if double.is_finite() && double.abs() > 7.9e28 && err.sqlstate() == "22003" =>
+            {
+                Ok(Value::Double(double))
+            }
+            _ => Err(err.into()),
+        },
+    }
 }
 
 /// Whether `name` is lower-case letters, digits and `_`, not starting with a digit: it reads
