@@ -1,7 +1,8 @@
 """Django's ORM (PostgreSQL backend, psycopg 3) against a real `steady serve`: `migrate` of
 django.contrib.auth and contenttypes, then a small app's tables (`django_shop`), and the model
 operations applications use: create, filter, annotate, aggregate, select_related, update,
-delete, bulk_create, F expressions, get_or_create and transactions (atomic blocks roll back).
+delete, bulk_create, F expressions, get_or_create, iterator() (server-side cursors) and
+transactions (atomic blocks roll back).
 """
 
 from datetime import date, datetime, timezone
@@ -97,5 +98,12 @@ def test_models_query_and_write(shop):
             Book.objects.create(author=herbert, title="God Emperor", price=Decimal("9"), published=when)
             raise RuntimeError("the savepoint goes")
     assert sorted(herbert.books.values_list("title", flat=True)) == ["Children of Dune", "Dune"]
+    # iterator() reads through a server-side cursor (DECLARE ... WITH HOLD in autocommit,
+    # FETCH chunk by chunk), inside a transaction too.
+    streamed = [b.title for b in Book.objects.order_by("title").iterator(chunk_size=1)]
+    assert streamed == sorted(Book.objects.values_list("title", flat=True))
+    with transaction.atomic():
+        pages = list(Book.objects.order_by("pk").values_list("pages", flat=True).iterator(chunk_size=2))
+    assert len(pages) == Book.objects.count()
     herbert.delete()
     assert Book.objects.count() == 2
