@@ -20,6 +20,7 @@ pub mod privileges;
 pub mod sequences;
 pub mod set_functions;
 pub mod settings;
+pub mod statements;
 pub mod table_activity;
 pub mod window;
 pub mod write;

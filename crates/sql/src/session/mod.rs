@@ -59,6 +59,8 @@ pub struct Database {
     name: String,
     activities: Arc<Activities>,
     table_activity: Arc<TableActivity>,
+    /// Every statement's counters (`pg_stat_statements`).
+    statement_stats: Arc<crate::execution::statements::StatementStats>,
     /// The settings a new session starts with (the built-in defaults, or the server's).
     settings: std::sync::RwLock<Settings>,
 }
@@ -72,6 +74,7 @@ impl Database {
             name: name.to_owned(),
             activities: Arc::default(),
             table_activity: Arc::default(),
+            statement_stats: Arc::default(),
             settings: std::sync::RwLock::default(),
         })
     }
@@ -142,6 +145,7 @@ impl Database {
                 activities: Some(Arc::clone(&self.activities)),
                 sequences: Arc::default(),
                 table_activity: Some(Arc::clone(&self.table_activity)),
+                statement_stats: Some(Arc::clone(&self.statement_stats)),
                 pending_counts: Arc::default(),
                 set_config_changes: Arc::default(),
             },
@@ -326,6 +330,30 @@ impl Drop for Session {
     }
 }
 
+/// The rows a statement's result returned or changed, for `pg_stat_statements`.
+trait RowCount {
+    fn rows(&self) -> u64;
+}
+
+impl RowCount for QueryResult {
+    fn rows(&self) -> u64 {
+        let counted = self.tag.rsplit(' ').next().and_then(|n| n.parse().ok());
+        counted.unwrap_or(self.rows.len() as u64)
+    }
+}
+
+impl<T: RowCount> RowCount for Result<T> {
+    fn rows(&self) -> u64 {
+        self.as_ref().map_or(0, RowCount::rows)
+    }
+}
+
+impl<T: RowCount> RowCount for Vec<T> {
+    fn rows(&self) -> u64 {
+        self.iter().map(RowCount::rows).sum()
+    }
+}
+
 /// The transaction status a client sees (ReadyForQuery).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransactionStatus {
@@ -494,7 +522,7 @@ impl Session {
     }
 
     /// Runs `run` (the statements of `query`) as the session's activity.
-    fn tracked<T>(&mut self, query: Arc<str>, run: impl FnOnce(&mut Self) -> T) -> T {
+    fn tracked<T: RowCount>(&mut self, query: Arc<str>, run: impl FnOnce(&mut Self) -> T) -> T {
         self.apply_time_zone();
         let now = now_micros();
         steady_types::zone::set_statement_time(now);
@@ -506,6 +534,7 @@ impl Session {
             .settings
             .log_min_duration()
             .map(|threshold| (threshold, Arc::clone(&query)));
+        let counted = Arc::clone(&query);
         activity.statement_started(query, now, xact_start);
         let result = run(self);
         let state = match self.transaction_status() {
@@ -518,6 +547,14 @@ impl Session {
         }
         let ended = now_micros();
         activity.statement_ended(state, ended);
+        let elapsed = ended.saturating_sub(now).max(0) as u64;
+        let user = self.info.role.as_deref().unwrap_or(&self.info.user);
+        self.db.statement_stats.record(
+            user,
+            crate::execution::statements::normalized(&counted),
+            elapsed,
+            result.rows(),
+        );
         if let Some((threshold, query)) = slow_log {
             self.log_if_slow(&query, ended.saturating_sub(now), threshold);
         }

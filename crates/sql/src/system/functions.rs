@@ -175,6 +175,12 @@ static FUNCTIONS: &[&Function] = &[
     &pure("pg_has_role", (2, 3), boolean, always),
     &pure("pg_is_in_recovery", (0, 0), boolean, never),
     &catalog("steady_backup", (1, 1), text, backup),
+    &catalog(
+        "pg_stat_statements_reset",
+        (0, 0),
+        text,
+        super::statements::reset,
+    ),
     &lenient(catalog("set_config", (3, 3), text, set_config)),
     &catalog("acldefault", (2, 2), text, acldefault),
     &lenient(pure(

@@ -27,6 +27,7 @@ mod relations;
 pub use relations::{column_list, index_predicate};
 mod rows;
 mod sizes;
+mod statements;
 mod steady;
 mod table_stats;
 mod views;
@@ -48,6 +49,7 @@ static GROUPS: &[&[SystemTable]] = &[
     views::VIEWS,
     locks::VIEWS,
     table_stats::VIEWS,
+    statements::VIEWS,
 ];
 
 /// The system view `name`, in `schema` or, unqualified, in a schema of the search path.

@@ -60,6 +60,8 @@ pub struct SessionInfo {
     pub sequences: Arc<parking_lot::Mutex<crate::execution::sequences::SessionSequences>>,
     /// Every table's activity counters (`pg_stat_user_tables`); `None` outside a database.
     pub table_activity: Option<Arc<TableActivity>>,
+    /// Every statement's counters (`pg_stat_statements`); `None` outside a database.
+    pub statement_stats: Option<Arc<crate::execution::statements::StatementStats>>,
     /// This session's counts not yet added to `table_activity`.
     pub pending_counts: Arc<PendingCounts>,
     /// Settings `set_config` changed during the statement, validated, in order: the session
@@ -154,6 +156,11 @@ impl<'a> ExecCtx<'a> {
         let shared = self.info.table_activity.as_ref()?;
         self.info.pending_counts.flush_into(shared);
         Some(shared)
+    }
+
+    /// Every statement's counters, if the session belongs to a database.
+    pub fn statement_stats(&self) -> Option<&crate::execution::statements::StatementStats> {
+        self.info.statement_stats.as_deref()
     }
 
     /// The number of rows the statement's write node wrote, if it had one (taken once).
@@ -375,6 +382,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         activities: None,
         sequences: Arc::default(),
         table_activity: None,
+        statement_stats: None,
         pending_counts: Arc::default(),
         set_config_changes: Arc::default(),
     };
