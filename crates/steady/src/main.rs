@@ -13,6 +13,7 @@ mod bench;
 mod check;
 mod data_dir;
 mod logging;
+mod metrics;
 mod serve;
 mod shell;
 

@@ -15,6 +15,7 @@
 //! log_format = "json"           # "text" (default) or "json", one line per event on stderr
 //! log_level = "info"            # error, warn, info (default), debug, trace
 //! log_min_duration_statement = "250ms" # log statements taking this long; default -1 (off)
+//! metrics_listen = "127.0.0.1:9187" # Prometheus text endpoint (GET /metrics); default off
 //! ```
 //!
 //! Shutdown closes the listener, cancels running statements, drops every connection (open
@@ -86,6 +87,7 @@ struct FileConfig {
     log_format: Option<String>,
     log_level: Option<String>,
     log_min_duration_statement: Option<Millis>,
+    metrics_listen: Option<String>,
 }
 
 /// A duration setting: milliseconds as a number, or text with a unit (`"250ms"`, `"2s"`).
@@ -235,7 +237,7 @@ pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
             .map_err(|err| anyhow::anyhow!("log_min_duration_statement in {CONFIG_FILE}: {err}"))?;
     }
     let runtime = tokio::runtime::Runtime::new().context("starting the runtime")?;
-    let served = runtime.block_on(serve(db, &config));
+    let served = runtime.block_on(serve(db, &config, file.metrics_listen.as_deref()));
     let closing = Instant::now();
     drop(runtime);
     let closed = engine.close().context("closing the database");
@@ -248,10 +250,23 @@ pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Serves until a signal, then waits for every session to end.
-async fn serve(db: Arc<Database>, config: &ServerConfig) -> anyhow::Result<()> {
+/// Serves until a signal, then waits for every session to end; with `metrics_listen`, answers
+/// Prometheus scrapes there meanwhile.
+async fn serve(
+    db: Arc<Database>,
+    config: &ServerConfig,
+    metrics_listen: Option<&str>,
+) -> anyhow::Result<()> {
     let signals = Signals::install()?;
-    let server = Server::bind(db, config).await?;
+    let metrics = match metrics_listen {
+        Some(address) => Some(
+            tokio::net::TcpListener::bind(address)
+                .await
+                .with_context(|| format!("binding metrics_listen {address}"))?,
+        ),
+        None => None,
+    };
+    let server = Server::bind(Arc::clone(&db), config).await?;
     let auth = if config.password.is_some() {
         "password authentication"
     } else {
@@ -259,6 +274,10 @@ async fn serve(db: Arc<Database>, config: &ServerConfig) -> anyhow::Result<()> {
     };
     let tls = if config.tls.is_some() { ", TLS" } else { "" };
     tracing::info!("listening on {} ({auth}{tls})", server.local_addr()?);
+    if let Some(listener) = metrics {
+        tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
+        tokio::spawn(crate::metrics::serve(listener, db));
+    }
     let served = server
         .run(async {
             let name = signals.recv().await;

@@ -701,6 +701,48 @@ async fn roles_log_in_with_their_own_passwords_and_need_grants(
     assert_eq!(err.code(), Some(&SqlState::INVALID_PASSWORD), "{err}");
 }
 
+/// With `metrics_listen` in steady.toml, `GET /metrics` there answers the `steady_metrics`
+/// figures in Prometheus' text format; any other request is 404.
+#[test]
+fn metrics_listen_serves_prometheus_text() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("steady.toml"),
+        "metrics_listen = \"127.0.0.1:0\"\nbuffer_pool_size = \"16MB\"\n",
+    )
+    .unwrap();
+    let server = ServerProcess::start(dir.path());
+    let address = loop {
+        let line = server
+            .log
+            .recv_timeout(START_TIMEOUT)
+            .expect("steady serve logs its metrics address");
+        if let Some((_, rest)) = line.split_once("metrics on http://") {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+    };
+    let get = |path: &str| {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    };
+    let metrics = get("/metrics");
+    assert!(metrics.starts_with("HTTP/1.1 200 OK"), "{metrics}");
+    assert!(
+        metrics.contains("Content-Type: text/plain; version=0.0.4"),
+        "{metrics}"
+    );
+    let wal = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("steady_wal_bytes_written "))
+        .expect("the redo figure is there");
+    assert!(wal.parse::<u64>().is_ok(), "{wal}");
+    assert!(get("/").starts_with("HTTP/1.1 404"));
+}
+
 /// With `log_format = "json"` every line of the log is a JSON object with a timestamp and a
 /// level; with `log_min_duration_statement` in steady.toml each statement that takes at least
 /// that long is logged with its duration, until a session SETs it off (-1).
