@@ -137,10 +137,24 @@ static FUNCTIONS: &[&Function] = &[
     &pure("pg_get_functiondef", (1, 1), text, nothing),
     &pure("pg_get_function_sqlbody", (1, 1), text, nothing),
     &pure("pg_get_partkeydef", (1, 1), text, nothing),
-    &pure("has_table_privilege", (2, 3), boolean, always),
-    &pure("has_schema_privilege", (2, 3), boolean, always),
-    &pure("has_database_privilege", (2, 3), boolean, always),
-    &pure("has_column_privilege", (3, 4), boolean, always),
+    &catalog(
+        "has_schema_privilege",
+        (2, 3),
+        boolean,
+        has_schema_privilege,
+    ),
+    &catalog(
+        "has_database_privilege",
+        (2, 3),
+        boolean,
+        has_schema_privilege,
+    ),
+    &catalog(
+        "has_column_privilege",
+        (3, 4),
+        boolean,
+        has_column_privilege,
+    ),
     &pure("array_to_string", (2, 3), text, arrays::array_to_string),
     &pure("array_upper", (2, 2), integer, arrays::array_upper),
     &pure("array_lower", (2, 2), integer, arrays::array_lower),
@@ -175,6 +189,7 @@ static FUNCTIONS: &[&Function] = &[
     &pure("pg_has_role", (2, 3), boolean, always),
     &pure("pg_is_in_recovery", (0, 0), boolean, never),
     &catalog("steady_backup", (1, 1), text, backup),
+    &catalog("has_table_privilege", (2, 3), boolean, has_table_privilege),
     &catalog(
         "pg_stat_statements_reset",
         (0, 0),
@@ -424,6 +439,123 @@ fn regex_not_imatch(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 fn to_regclass(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let engine = ctx.engine()?;
     Ok(model::relation_by_name(engine, &text_of(&args[0]))?.map_or(Value::Null, Value::BigInt))
+}
+
+/// `has_table_privilege([role,] table, privileges)`: whether the role (the current one when not
+/// given; a name or an oid) holds any of `privileges` (`'SELECT'`, `'insert, update'`...) on
+/// the table or view (a name or an oid). Superusers hold every one; system views are readable
+/// by every role. An unknown privilege is 22023, an unknown relation 42P01, an unknown role 42704.
+fn has_table_privilege(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    use crate::execution::privileges::{allows, is_superuser, Privilege};
+    let (role, table, wanted) = match args {
+        [table, wanted] => (None, table, wanted),
+        [role, table, wanted] => (Some(role), table, wanted),
+        _ => {
+            return Err(SqlError::new(
+                "42883",
+                "has_table_privilege takes 2 or 3 arguments",
+            ))
+        }
+    };
+    let mut privileges = Vec::new();
+    for word in text_of(wanted).split(',') {
+        let word = word.trim().trim_end_matches(" WITH GRANT OPTION").trim();
+        let privilege = Privilege::from_keyword(word).ok_or_else(|| {
+            SqlError::new("22023", format!("unrecognized privilege type: \"{word}\""))
+        })?;
+        privileges.push(privilege);
+    }
+    let role = match role {
+        None => ctx.info_role(),
+        Some(role) => role_of(ctx, role)?,
+    };
+    let engine = std::sync::Arc::clone(ctx.engine()?);
+    let oid = match table {
+        Value::Text(name) if name.trim().parse::<u32>().is_err() => {
+            model::relation_by_name(&engine, name)?
+                .ok_or_else(|| SqlError::undefined_table(name))?
+        }
+        other => oid_arg(other),
+    };
+    let grants = match model::relation(&engine, oid)? {
+        Some(model::Relation::Table(t)) => engine.grants(t.id)?,
+        Some(model::Relation::UserView(v)) => engine.grants(v.id)?,
+        Some(_) => return Ok(Value::Boolean(true)),
+        None => return Err(SqlError::undefined_table(&oid.to_string())),
+    };
+    let held = match role.as_deref() {
+        None => true,
+        Some(name) if is_superuser(&engine, Some(name))? => true,
+        Some(name) => privileges.iter().any(|p| allows(&grants, name, *p)),
+    };
+    Ok(Value::Boolean(held))
+}
+
+/// `has_column_privilege([role,] table, column, privileges)`: the table's privilege, as SteadyDB
+/// grants no privilege on single columns.
+fn has_column_privilege(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let without_column: Vec<Value> = match args {
+        [table, _, wanted] => vec![table.clone(), wanted.clone()],
+        [role, table, _, wanted] => vec![role.clone(), table.clone(), wanted.clone()],
+        _ => {
+            return Err(SqlError::new(
+                "42883",
+                "has_column_privilege takes 3 or 4 arguments",
+            ))
+        }
+    };
+    has_table_privilege(&without_column, ctx)
+}
+
+/// `has_schema_privilege([role,] schema, privileges)` and `has_database_privilege`: as
+/// PostgreSQL 15's defaults, every role may use (and connect to) them; only a superuser creates
+/// in them.
+fn has_schema_privilege(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let (role, wanted) = match args {
+        [_, wanted] => (None, wanted),
+        [role, _, wanted] => (Some(role), wanted),
+        _ => return Err(SqlError::new("42883", "takes 2 or 3 arguments")),
+    };
+    let role = match role {
+        None => ctx.info_role(),
+        Some(role) => role_of(ctx, role)?,
+    };
+    let engine = std::sync::Arc::clone(ctx.engine()?);
+    if crate::execution::privileges::is_superuser(&engine, role.as_deref())? {
+        return Ok(Value::Boolean(true));
+    }
+    let wanted = text_of(wanted).to_ascii_uppercase();
+    let everyone = ["USAGE", "CONNECT", "TEMPORARY", "TEMP"];
+    Ok(Value::Boolean(
+        wanted.split(',').any(|w| everyone.contains(&w.trim())),
+    ))
+}
+
+/// The role a privilege function's argument names: None for the bootstrap superuser (oid 10 or
+/// a name that is no role), else the role's name.
+fn role_of(ctx: &mut ExecCtx, role: &Value) -> Result<Option<String>> {
+    let roles = ctx.engine()?.roles()?;
+    let found = match role {
+        Value::Text(name) => roles.into_iter().find(|r| &r.name == name),
+        other => {
+            let oid = oid_arg(other);
+            if oid == oids::SUPERUSER {
+                return Ok(None);
+            }
+            let found = roles.into_iter().find(|r| oids::role(r.id) == oid);
+            Some(found.ok_or_else(|| {
+                SqlError::new("42704", format!("role with OID {oid} does not exist"))
+            })?)
+        }
+    };
+    match (found, role) {
+        (Some(r), _) => Ok(Some(r.name)),
+        (None, Value::Text(name)) if *name == ctx.bootstrap_name() => Ok(None),
+        (None, _) => Err(SqlError::new(
+            "42704",
+            format!("role \"{}\" does not exist", text_of(role)),
+        )),
+    }
 }
 
 /// `'name'::regclass`; a number is the oid itself, as PostgreSQL's `regclassin` takes it (psql's

@@ -252,6 +252,11 @@ impl<'a> ExecCtx<'a> {
         }
     }
 
+    /// The role the session's statements run as (None: the bootstrap superuser).
+    pub fn info_role(&self) -> Option<String> {
+        self.info.role.clone()
+    }
+
     /// Whether the session's current role is a superuser.
     pub fn is_superuser(&self) -> Result<bool> {
         match &self.engine {
