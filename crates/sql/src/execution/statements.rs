@@ -2,10 +2,11 @@
 //! each distinct statement of each role since the server started, or since
 //! `pg_stat_statements_reset()`), as PostgreSQL's extension keeps them, always on.
 //!
-//! A statement is its text with the value literals of a simple-protocol statement replaced by
-//! `$n` (the session's statement templates, `parser::template`), so `SELECT ... WHERE id = 1`
-//! and `... = 2` count as one, as PostgreSQL's normalised `query`; a prepared statement's text
-//! already has its parameters. The counters live in memory, in [`SHARDS`] maps each under its
+//! A statement is its text; a simple-protocol statement that ran as one of the session's
+//! statement templates (`parser::template`) counts under the template's text, its value literals
+//! replaced by `$n`, so `SELECT ... WHERE id = 1` and `... = 2` count as one, as PostgreSQL's
+//! normalised `query` (another keeps its literals); a prepared statement's text already has its
+//! parameters. The counters live in memory, in [`SHARDS`] maps each under its
 //! own mutex chosen by the statement's hash, so sessions on different statements do not share a
 //! lock. At most [`MAX_STATEMENTS`] statements are kept (PostgreSQL's `pg_stat_statements.max`):
 //! a new one past that replaces its shard's least-called.
@@ -66,48 +67,53 @@ impl StatementCounters {
     }
 }
 
-/// Every statement's counters.
+/// Every statement's counters: per statement text, each role's (usually one).
 #[derive(Debug, Default)]
 pub struct StatementStats {
-    shards: [Mutex<HashMap<StatementKey, StatementCounters>>; SHARDS],
+    shards: [Mutex<Shard>; SHARDS],
 }
 
+type Shard = HashMap<Arc<str>, Vec<(String, StatementCounters)>>;
+
 impl StatementStats {
-    /// Counts one run of `query` by `user` that took `micros` and returned or changed `rows`.
+    /// Counts one run of `query` by `user` that took `micros` and returned or changed `rows`
+    /// (no allocation when the statement is known).
     pub fn record(&self, user: &str, query: Arc<str>, micros: u64, rows: u64) {
-        let key = StatementKey {
-            user: user.to_owned(),
-            query,
-        };
-        let mut shard = self.shards[shard_of(&key)].lock();
-        if let Some(counters) = shard.get_mut(&key) {
-            counters.add(micros, rows);
+        let mut shard = self.shards[shard_of(&query)].lock();
+        if let Some(users) = shard.get_mut(&query) {
+            match users.iter_mut().find(|(u, _)| u == user) {
+                Some((_, counters)) => counters.add(micros, rows),
+                None => users.push((user.to_owned(), fresh(micros, rows))),
+            }
             return;
         }
         if shard.len() >= MAX_STATEMENTS / SHARDS {
             let least = shard
                 .iter()
-                .min_by_key(|(_, c)| c.calls)
-                .map(|(k, _)| k.clone());
+                .min_by_key(|(_, users)| users.iter().map(|(_, c)| c.calls).sum::<u64>())
+                .map(|(query, _)| Arc::clone(query));
             if let Some(least) = least {
                 shard.remove(&least);
             }
         }
-        shard.entry(key).or_default().add(micros, rows);
+        shard.insert(query, vec![(user.to_owned(), fresh(micros, rows))]);
     }
 
     /// Every statement's counters, in no particular order.
     pub fn snapshot(&self) -> Vec<(StatementKey, StatementCounters)> {
-        self.shards
-            .iter()
-            .flat_map(|shard| {
-                let shard = shard.lock();
-                shard
-                    .iter()
-                    .map(|(k, c)| (k.clone(), *c))
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+        let mut all = Vec::new();
+        for shard in &self.shards {
+            for (query, users) in shard.lock().iter() {
+                all.extend(users.iter().map(|(user, counters)| {
+                    let key = StatementKey {
+                        user: user.clone(),
+                        query: Arc::clone(query),
+                    };
+                    (key, *counters)
+                }));
+            }
+        }
+        all
     }
 
     /// Forgets every statement (`pg_stat_statements_reset()`).
@@ -118,10 +124,14 @@ impl StatementStats {
     }
 }
 
-fn shard_of(key: &StatementKey) -> usize {
-    let mut hasher = DefaultHasher::new();
-    key.hash(&mut hasher);
-    (hasher.finish() as usize) % SHARDS
+fn fresh(micros: u64, rows: u64) -> StatementCounters {
+    let mut counters = StatementCounters::default();
+    counters.add(micros, rows);
+    counters
+}
+
+fn shard_of(query: &str) -> usize {
+    (query_id(query) as u64 as usize) % SHARDS
 }
 
 /// A statement's id: a hash of its text (PostgreSQL's `queryid` hashes its parse tree).
@@ -129,15 +139,6 @@ pub fn query_id(query: &str) -> i64 {
     let mut hasher = DefaultHasher::new();
     query.hash(&mut hasher);
     hasher.finish() as i64
-}
-
-/// The text a statement counts under: a simple-protocol statement's template (`$n` in place of
-/// its value literals), or the text itself.
-pub fn normalized(query: &Arc<str>) -> Arc<str> {
-    match crate::parser::template::template(query) {
-        Some(template) if !template.literals.is_empty() => Arc::from(template.text),
-        _ => Arc::clone(query),
-    }
 }
 
 #[cfg(test)]
@@ -175,15 +176,5 @@ mod tests {
         let all = stats.snapshot();
         assert!(all.len() <= MAX_STATEMENTS);
         assert!(all.iter().any(|(k, c)| k.query == hot && c.calls == 3));
-    }
-
-    #[test]
-    fn literals_of_simple_statements_become_parameters() {
-        let one = normalized(&Arc::from("SELECT v FROM t WHERE id = 1"));
-        let two = normalized(&Arc::from("SELECT v FROM t WHERE id = 2"));
-        assert_eq!(one, two);
-        assert_eq!(&*one, "SELECT v FROM t WHERE id = $1");
-        let prepared: Arc<str> = Arc::from("SELECT v FROM t WHERE id = $1");
-        assert_eq!(normalized(&prepared), prepared);
     }
 }

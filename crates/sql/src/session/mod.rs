@@ -155,6 +155,7 @@ impl Database {
             registered,
             xact_start: None,
             cursors: HashMap::new(),
+            counted_text: None,
         }
     }
 }
@@ -321,6 +322,9 @@ pub struct Session {
     xact_start: Option<i64>,
     /// The declared cursors, by name.
     cursors: HashMap<String, cursor::Cursor>,
+    /// The text the running statement counts under in `pg_stat_statements` when not the text
+    /// sent: its template's (literals as `$n`), set when it runs as a template.
+    counted_text: Option<Arc<str>>,
 }
 
 impl Drop for Session {
@@ -534,7 +538,7 @@ impl Session {
             .settings
             .log_min_duration()
             .map(|threshold| (threshold, Arc::clone(&query)));
-        let counted = Arc::clone(&query);
+        let sent = Arc::clone(&query);
         activity.statement_started(query, now, xact_start);
         let result = run(self);
         let state = match self.transaction_status() {
@@ -548,13 +552,11 @@ impl Session {
         let ended = now_micros();
         activity.statement_ended(state, ended);
         let elapsed = ended.saturating_sub(now).max(0) as u64;
+        let counted = self.counted_text.take().unwrap_or(sent);
         let user = self.info.role.as_deref().unwrap_or(&self.info.user);
-        self.db.statement_stats.record(
-            user,
-            crate::execution::statements::normalized(&counted),
-            elapsed,
-            result.rows(),
-        );
+        self.db
+            .statement_stats
+            .record(user, counted, elapsed, result.rows());
         if let Some((threshold, query)) = slow_log {
             self.log_if_slow(&query, ended.saturating_sub(now), threshold);
         }

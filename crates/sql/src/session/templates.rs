@@ -92,6 +92,7 @@ impl Session {
             .collect::<Option<Vec<_>>>()?;
         let key = key(template.text, &params);
         let prepared = self.template_plan(key, &params)?;
+        self.counted_text = Some(Arc::clone(&prepared.text));
         Some(self.run_template(&prepared, params))
     }
 
