@@ -1258,3 +1258,20 @@ fn lock_table_keeps_ddl_or_writers_out_until_the_block_ends() {
     ok(&mut other, "UPDATE t SET v = 1 WHERE id = 1");
     ok(&mut other, "DROP TABLE t");
 }
+
+/// A role that is not a superuser sees its own sessions' statements in `pg_stat_activity` and
+/// `<insufficient privilege>` for other roles', as in PostgreSQL; a superuser sees them all.
+#[test]
+fn pg_stat_activity_hides_other_roles_statements_from_ordinary_roles() {
+    let (_dir, db) = open();
+    let mut admin = db.session("steady");
+    ok(&mut admin, "CREATE ROLE alice LOGIN");
+    let mut alice = db.session("alice");
+    let shown = |session: &mut Session, user: &str| {
+        let sql = format!("SELECT query FROM pg_stat_activity WHERE usename = '{user}'");
+        ok(session, &sql).rows[0][0].to_string()
+    };
+    assert_eq!(shown(&mut alice, "steady"), "<insufficient privilege>");
+    assert!(shown(&mut alice, "alice").starts_with("SELECT query"));
+    assert!(shown(&mut admin, "alice").starts_with("SELECT query"));
+}

@@ -48,14 +48,26 @@ pub const VIEWS: &[SystemTable] = &[SystemTable {
     rows: pg_stat_activity,
 }];
 
+/// Every session; a role that is not a superuser sees what other roles' sessions run as
+/// `<insufficient privilege>`, as in PostgreSQL.
 fn pg_stat_activity(ctx: &mut ExecCtx) -> Result<Rows> {
     let database = ctx.database_name();
     let sessions = ctx.activities()?.all();
+    let viewer = (!ctx.is_superuser()?).then(|| ctx.current_user());
     Ok(sessions
         .iter()
-        .map(|session| activity_row(&database, session))
+        .map(|session| {
+            let mut row = activity_row(&database, session);
+            if viewer.as_ref().is_some_and(|v| *v != session.user) {
+                row[QUERY] = name("<insufficient privilege>");
+            }
+            row
+        })
         .collect())
 }
+
+/// The position of `query` in a `pg_stat_activity` row.
+const QUERY: usize = 20;
 
 fn activity_row(database: &str, session: &Activity) -> Vec<Value> {
     let doing = session.doing();

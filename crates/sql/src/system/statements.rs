@@ -47,6 +47,8 @@ fn pg_stat_statements(ctx: &mut ExecCtx) -> Result<Rows> {
             .map_or(oids::SUPERUSER, |r| oids::role(r.id))
     };
     let ms = |micros: u64| Value::Double(micros as f64 / 1000.0);
+    // A role that is not a superuser sees only its own statements' text, as in PostgreSQL.
+    let viewer = (!ctx.is_superuser()?).then(|| ctx.current_user());
     Ok(stats(ctx)?
         .snapshot()
         .into_iter()
@@ -56,7 +58,10 @@ fn pg_stat_statements(ctx: &mut ExecCtx) -> Result<Rows> {
                 oid(oids::DATABASE),
                 flag(true),
                 Value::BigInt(query_id(&key.query)),
-                name(&key.query),
+                match &viewer {
+                    Some(viewer) if *viewer != key.user => name("<insufficient privilege>"),
+                    _ => name(&key.query),
+                },
                 Value::BigInt(c.calls as i64),
                 ms(c.total_micros),
                 ms(c.min_micros),
