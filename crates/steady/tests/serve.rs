@@ -73,7 +73,12 @@ impl ServerProcess {
         // SAFETY: plain kill(2) on our own child's pid.
         unsafe { libc::kill(pid, libc::SIGTERM) };
         let status = self.child.wait().expect("steady serve exits");
-        let log: Vec<String> = self.log.try_iter().collect();
+        // The reader thread may not have passed on the last lines yet: read until it ends (at
+        // the pipe's end, dropping its sender).
+        let mut log = Vec::new();
+        while let Ok(line) = self.log.recv_timeout(START_TIMEOUT) {
+            log.push(line);
+        }
         (status.success(), log.join("\n"))
     }
 }
