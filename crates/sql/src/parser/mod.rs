@@ -180,19 +180,12 @@ fn is_overriding(token: &Token) -> bool {
 
 /// The tokens without the first `OVERRIDING ... VALUE` clause.
 fn without_overriding(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
-    let solid: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !is_blank(&tokens[i].token))
-        .collect();
+    let solid = solid_positions(&tokens);
     let Some(n) = solid.iter().position(|&i| is_overriding(&tokens[i].token)) else {
         return tokens;
     };
     let (from, to) = (solid[n], solid[(n + 2).min(solid.len() - 1)]);
-    tokens
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| *i < from || *i > to)
-        .map(|(_, t)| t)
-        .collect()
+    without_positions(tokens, |i| (from..=to).contains(&i))
 }
 
 /// The keyword a token is, unquoted (`NoKeyword` for anything else).
@@ -254,9 +247,7 @@ fn without_only(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
     if !tokens.iter().any(only) {
         return tokens;
     }
-    let solid: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !is_blank(&tokens[i].token))
-        .collect();
+    let solid = solid_positions(&tokens);
     let dropped: Vec<usize> = solid
         .windows(3)
         .filter(|w| {
@@ -271,12 +262,7 @@ fn without_only(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
         })
         .map(|w| w[1])
         .collect();
-    tokens
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| !dropped.contains(i))
-        .map(|(_, t)| t)
-        .collect()
+    without_positions(tokens, |i| dropped.contains(&i))
 }
 
 /// For `ALTER TABLE t ALTER [COLUMN] c ADD GENERATED ...`, the name of the sequence the
@@ -309,9 +295,7 @@ fn identity_sequence(words: &[&Token]) -> Option<String> {
 /// sqlparser does not read it) when it names `expected`, the sequence SteadyDB gives the
 /// column; another name is refused (0A000).
 fn without_sequence_name(tokens: Vec<TokenWithSpan>, expected: &str) -> Result<Vec<TokenWithSpan>> {
-    let solid: Vec<usize> = (0..tokens.len())
-        .filter(|&i| !is_blank(&tokens[i].token))
-        .collect();
+    let solid = solid_positions(&tokens);
     let keyword = |n: usize| {
         solid
             .get(n)
@@ -336,12 +320,27 @@ fn without_sequence_name(tokens: Vec<TokenWithSpan>, expected: &str) -> Result<V
         )));
     }
     let (from, to) = (solid[start], solid[end]);
-    Ok(tokens
+    Ok(without_positions(tokens, |i| (from..=to).contains(&i)))
+}
+
+/// The positions of the tokens that are not whitespace.
+fn solid_positions(tokens: &[TokenWithSpan]) -> Vec<usize> {
+    (0..tokens.len())
+        .filter(|&i| !is_blank(&tokens[i].token))
+        .collect()
+}
+
+/// The tokens but those at the positions `dropped` picks.
+fn without_positions(
+    tokens: Vec<TokenWithSpan>,
+    dropped: impl Fn(usize) -> bool,
+) -> Vec<TokenWithSpan> {
+    tokens
         .into_iter()
         .enumerate()
-        .filter(|(i, _)| *i < from || *i > to)
+        .filter(|(i, _)| !dropped(*i))
         .map(|(_, t)| t)
-        .collect())
+        .collect()
 }
 
 /// `CREATE USER`: PostgreSQL's CREATE ROLE with LOGIN by default (sqlparser reads it as

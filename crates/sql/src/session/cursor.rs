@@ -109,9 +109,7 @@ impl Session {
     /// The columns FETCH from cursor `name` returns (for Describe).
     pub(super) fn cursor_columns(&self, name: &ast::Ident) -> Result<Vec<Column>> {
         let key = crate::types::normalize_ident(name);
-        self.cursors
-            .get(&key)
-            .map(|c| c.columns.clone())
+        self.cursor_description(&key)
             .ok_or_else(|| missing_cursor(&key))
     }
 

@@ -154,7 +154,7 @@ impl Session {
     }
 
     /// Whether `name` is the bootstrap superuser this session logged in as.
-    fn is_bootstrap_name(&self, name: &str) -> bool {
+    pub(crate) fn is_bootstrap_name(&self, name: &str) -> bool {
         self.info.session_role.is_none() && self.info.user == name
     }
 

@@ -52,7 +52,6 @@ impl Ddl<'_> {
     /// it after each relation); a role of the catalog cannot own one (0A000: restore with
     /// `--no-owner`), and another name is no role (42704).
     fn keep_owner(&self, operations: &[AlterTableOperation]) -> Result<QueryResult> {
-        let info = self.session.info();
         for operation in operations {
             let AlterTableOperation::OwnerTo { new_owner } = operation else {
                 continue;
@@ -61,7 +60,7 @@ impl Ddl<'_> {
                 continue;
             };
             let role = crate::types::normalize_ident(role);
-            if info.session_role.is_none() && role == info.user {
+            if self.session.is_bootstrap_name(&role) {
                 continue;
             }
             if self.engine().role(&role)?.is_some() {
