@@ -69,3 +69,98 @@ fn pg_stat_user_tables_counts_scans_row_writes_and_maintenance_of_each_table() {
         ("0", "1", "t")
     );
 }
+
+/// `[heap_blks_read, heap_blks_hit, idx_blks_read, idx_blks_hit]` of `table`, then per index
+/// (by name) `[idx_blks_read, idx_blks_hit]`.
+fn blocks(session: &mut Session, table: &str) -> (Vec<i64>, Vec<(String, Vec<i64>)>) {
+    let int = |v: &steady_types::Value| v.to_string().parse::<i64>().unwrap();
+    let sql = format!(
+        "SELECT heap_blks_read, heap_blks_hit, idx_blks_read, idx_blks_hit \
+         FROM pg_statio_user_tables WHERE relname = '{table}'"
+    );
+    let rows = ok(session, &sql).rows;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let of_table = rows[0].iter().map(int).collect();
+    let sql = format!(
+        "SELECT indexrelname, idx_blks_read, idx_blks_hit FROM pg_statio_user_indexes \
+         WHERE relname = '{table}' ORDER BY indexrelname"
+    );
+    let of_indexes = ok(session, &sql)
+        .rows
+        .iter()
+        .map(|row| (row[0].to_string(), row[1..].iter().map(int).collect()))
+        .collect();
+    (of_table, of_indexes)
+}
+
+fn minus(after: &[i64], before: &[i64]) -> Vec<i64> {
+    after.iter().zip(before).map(|(a, b)| a - b).collect()
+}
+
+#[test]
+fn pg_statio_counts_each_trees_pages_found_in_the_pool_and_read_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::config(4096);
+    let db = common::open_database(dir.path(), &config);
+    let mut session = db.session("s");
+    ok(
+        &mut session,
+        "CREATE TABLE t (id integer PRIMARY KEY, v integer, pad text)",
+    );
+    ok(&mut session, "CREATE INDEX t_v ON t (v)");
+    ok(&mut session, "CREATE TABLE bare (x integer)");
+    // About 600 KB of rows: a clustered tree of two levels (a branch root over its leaves).
+    ok(
+        &mut session,
+        "INSERT INTO t SELECT g, g % 50, repeat('x', 100) FROM generate_series(1, 5000) g",
+    );
+    let (before, _) = blocks(&mut session, "t");
+    // One row by its key: the root (the primary key's block) and one leaf (a heap block).
+    ok(&mut session, "SELECT pad FROM t WHERE id = 77");
+    let (after, indexes) = blocks(&mut session, "t");
+    assert_eq!(minus(&after, &before), [0, 1, 0, 1]);
+    let names: Vec<&str> = indexes.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, ["t_pkey", "t_v"]);
+    // Through the secondary index: its own pages, then the rows' leaves.
+    let t_v_before = indexes[1].1.clone();
+    ok(&mut session, "SELECT pad FROM t WHERE v = 7");
+    let (later, indexes) = blocks(&mut session, "t");
+    let t_v = minus(&indexes[1].1, &t_v_before);
+    assert!(t_v[0] == 0 && t_v[1] >= 2, "t_v: {t_v:?}");
+    assert!(minus(&later, &after)[1] >= 1, "{later:?} {after:?}");
+    // A table without indexes has NULL idx_blks_* and no index rows, as in PostgreSQL.
+    let rows = ok(
+        &mut session,
+        "SELECT idx_blks_read IS NULL, idx_blks_hit IS NULL, toast_blks_read IS NULL \
+         FROM pg_statio_user_tables WHERE relname = 'bare'",
+    )
+    .rows;
+    assert_eq!(
+        rows[0].iter().map(|v| v.to_string()).collect::<Vec<_>>(),
+        ["t", "t", "t"]
+    );
+    // A full scan of the cached table finds each leaf in the pool.
+    let scan = "SELECT count(*) FROM t WHERE pad <> ''";
+    ok(&mut session, scan);
+    let (first, _) = blocks(&mut session, "t");
+    ok(&mut session, scan);
+    let (second, _) = blocks(&mut session, "t");
+    let leaves = minus(&second, &first);
+    assert!(leaves[1] > 30 && leaves[0] == 0, "{leaves:?}");
+    // The walk steps from leaf to leaf through their parent: the primary key's branch pages.
+    assert!(leaves[2] == 0 && leaves[3] >= leaves[1], "{leaves:?}");
+    drop(session);
+    drop(db);
+
+    // Reopened with a pool smaller than the table, the same scan reads leaves from the file,
+    // and every leaf is counted once, read or found.
+    let small = common::config(32);
+    let db = common::open_database(dir.path(), &small);
+    let mut session = db.session("s");
+    let (start, _) = blocks(&mut session, "t");
+    ok(&mut session, scan);
+    let (cold, _) = blocks(&mut session, "t");
+    let counted = minus(&cold, &start);
+    assert!(counted[0] > 0, "{counted:?}");
+    assert_eq!(counted[0] + counted[1], leaves[1], "{counted:?}");
+}

@@ -83,7 +83,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
-use steady_storage::btree::{BTree, Entries, LeafWalk};
+use steady_storage::btree::{BTree, Entries, LeafWalk, TreeIoCounts};
 use steady_storage::io::{OsVfs, Vfs};
 use steady_storage::space::Space;
 use steady_storage::store::{Store, StoreConfig, SYSTEM_SPACE};
@@ -430,6 +430,12 @@ impl Engine {
         let mut ids: Vec<IndexId> = self.indexes.read().keys().copied().collect();
         ids.sort_unstable();
         ids
+    }
+
+    /// The page requests made through index `index` (the table's own id for its rows) since
+    /// its tree was opened or built (`steady_storage::btree::TreeIo`); None for no such index.
+    pub fn index_io(&self, index: IndexId) -> Option<TreeIoCounts> {
+        self.indexes.read().get(&index).map(|tree| tree.io())
     }
 
     pub(crate) fn tree(&self, index: IndexId) -> Result<Arc<BTree>> {

@@ -9,7 +9,7 @@
 //! PostgreSQL. Catalog values follow PostgreSQL's meanings and oids ([`oids`], [`pg_type`]), in
 //! the value types of `steady-types` ([`rows`]).
 //!
-//! Modules: [`steady`], [`activity`] (pg_stat_activity), [`table_stats`] (pg_stat_user_tables), [`locks`] (pg_locks), [`views`] (pg_views & co.), [`relations`] (pg_class & co.), [`globals`] (everything else in
+//! Modules: [`steady`], [`activity`] (pg_stat_activity), [`table_stats`] (pg_stat_user_tables), [`statio`] (pg_statio_*), [`locks`] (pg_locks), [`views`] (pg_views & co.), [`relations`] (pg_class & co.), [`globals`] (everything else in
 //! pg_catalog), [`information_schema`], [`sizes`] (pg_relation_size & co.); [`model`] derives relations, indexes and constraints from
 //! the engine; [`functions`] and [`arrays`] are what the binder calls (with
 //! `planner::binding`).
@@ -28,6 +28,7 @@ pub use relations::{column_list, index_predicate};
 mod rows;
 mod sizes;
 mod statements;
+mod statio;
 mod steady;
 mod table_stats;
 mod views;
@@ -50,6 +51,7 @@ static GROUPS: &[&[SystemTable]] = &[
     locks::VIEWS,
     table_stats::VIEWS,
     statements::VIEWS,
+    statio::VIEWS,
 ];
 
 /// The system view `name`, in `schema` or, unqualified, in a schema of the search path.

@@ -29,6 +29,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use super::io::IoMark;
 use super::{node, BTree};
 use crate::buffer_pool::{AccessHint, BufferPool, PageReadGuard, ScanAhead, ScanProgress};
 use crate::page::Page;
@@ -638,11 +639,13 @@ impl BTree {
     fn step(&self, at: WalkPosition, seek: Seek<'_>) -> Option<(PageReadGuard<'_>, Bounds, usize)> {
         // The page may have been freed (even cut off the file) since: then its LSN differs or
         // it cannot be read, and the walk descends instead.
+        let mark = IoMark::now();
         let guard = self
             .pool
             .fetch_read(&self.space, at.parent, AccessHint::Normal)
             .ok()?;
         let page = Page::new(&guard);
+        self.io.count_since(mark, page.level());
         if page.lsn() != at.lsn {
             return None;
         }

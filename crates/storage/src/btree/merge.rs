@@ -82,10 +82,8 @@ impl BTree {
         let left_no = node::branch_child(parent_page.record(left_slot));
         let right_no = node::branch_child(parent_page.record(right_slot));
         let level = Page::new(mtr.page(step.handle)).level();
-        let left = mtr.latch(&self.space, left_no)?;
-        self.check_page(mtr.page(left), left_no, Some(level))?;
-        let right = mtr.latch(&self.space, right_no)?;
-        self.check_page(mtr.page(right), right_no, Some(level))?;
+        let left = self.latch_checked(mtr, left_no, Some(level))?;
+        let right = self.latch_checked(mtr, right_no, Some(level))?;
         if Page::new(mtr.page(left)).used_space() + self.merged_bytes(mtr.page(right), &separator)
             > self.limits.usable
         {
@@ -100,7 +98,7 @@ impl BTree {
         }
         let right_next = Page::new(mtr.page(right)).next();
         if level == 0 && right_next != NO_PAGE {
-            let after = mtr.latch(&self.space, right_next)?;
+            let after = self.latch_checked(mtr, right_next, Some(0))?;
             mtr.edit(after).set_prev(left_no);
         }
         let mut left_page = mtr.edit(left);
@@ -145,8 +143,7 @@ impl BTree {
             return Ok(());
         }
         let (child_no, root_level) = (node::branch_child(page.record(0)), page.level());
-        let child = mtr.latch(&self.space, child_no)?;
-        self.check_page(mtr.page(child), child_no, Some(root_level - 1))?;
+        let child = self.latch_checked(mtr, child_no, Some(root_level - 1))?;
         let child_page = Page::new(mtr.page(child));
         let (level, page_type) = (child_page.level(), child_page.page_type());
         let records: Vec<Vec<u8>> = child_page.records().map(<[u8]>::to_vec).collect();

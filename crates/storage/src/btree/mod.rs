@@ -34,6 +34,7 @@
 
 mod bulk;
 mod cursor;
+mod io;
 mod merge;
 mod node;
 mod overflow;
@@ -43,7 +44,7 @@ mod verify;
 
 use std::sync::Arc;
 
-use crate::buffer_pool::{AccessHint, BufferPool, PageReadGuard};
+use crate::buffer_pool::{AccessHint, BufferPool, PageReadGuard, PageWriteGuard};
 use crate::mtr::{Mtr, PageHandle};
 use crate::page::{Page, PageMut, PageType, NO_PAGE};
 use crate::space::{SegmentId, Space, TreeEntry};
@@ -51,10 +52,12 @@ use crate::{PageNo, Result, StorageError};
 
 pub use bulk::{discard_unfinished_builds, BuildProgress};
 pub use cursor::{Entries, LeafWalk, RangeIter, MAX_READ_AHEAD};
+pub use io::{TreeIo, TreeIoCounts};
 pub use partition::Partition;
 pub use runs::{RunChoice, RunRewritten};
 pub use verify::{TreeStats, Verified};
 
+use io::IoMark;
 use node::{Limits, StoredValue};
 
 /// The largest value a tree stores.
@@ -66,6 +69,7 @@ pub struct BTree {
     space: Arc<Space>,
     entry: TreeEntry,
     limits: Limits,
+    io: TreeIo,
 }
 
 /// A page of the write path: its handle and its position in its parent (0 for the top of a path).
@@ -144,7 +148,13 @@ impl BTree {
             space,
             entry,
             limits,
+            io: TreeIo::default(),
         }
+    }
+
+    /// The page requests made through this tree ([`io`]).
+    pub fn io(&self) -> TreeIoCounts {
+        self.io.counts()
     }
 
     pub fn index_id(&self) -> u64 {
@@ -292,7 +302,11 @@ impl BTree {
         match node::leaf_value(record) {
             StoredValue::Inline(bytes) => Ok((bytes.to_vec(), Vec::new())),
             StoredValue::Overflow { len, first } => {
-                overflow::read_chain(&self.pool, &self.space, self.entry.index_id, first, len)
+                let mark = IoMark::now();
+                let chain =
+                    overflow::read_chain(&self.pool, &self.space, self.entry.index_id, first, len);
+                self.io.count_since(mark, 0);
+                chain
             }
         }
     }
@@ -352,9 +366,35 @@ impl BTree {
         level: Option<u16>,
         hint: AccessHint,
     ) -> Result<PageReadGuard<'_>> {
+        let mark = IoMark::now();
         let guard = self.pool.fetch_read(&self.space, page_no, hint)?;
         self.check_page(&guard, page_no, level)?;
+        self.io.count_since(mark, Page::new(&guard).level());
         Ok(guard)
+    }
+
+    /// Write-latches `page_no` of this tree in `mtr` (see [`Mtr::latch`]) and checks that it is
+    /// a page of this tree at `level` (any level for `None`).
+    fn latch_checked(
+        &self,
+        mtr: &mut Mtr<'_>,
+        page_no: PageNo,
+        level: Option<u16>,
+    ) -> Result<PageHandle> {
+        let mark = IoMark::now();
+        let handle = mtr.latch(&self.space, page_no)?;
+        self.check_page(mtr.page(handle), page_no, level)?;
+        self.io
+            .count_since(mark, Page::new(mtr.page(handle)).level());
+        Ok(handle)
+    }
+
+    /// Write-latches a leaf outside a mini-transaction (it is adopted by one after its check).
+    fn fetch_leaf_write(&self, page_no: PageNo) -> Result<PageWriteGuard<'_>> {
+        let mark = IoMark::now();
+        let leaf = self.pool.fetch_write(&self.space, page_no)?;
+        self.io.count_since(mark, Page::new(&leaf).level());
+        Ok(leaf)
     }
 
     /// Read-couples down to the leaf `seek` selects (point reads; scans walk the leaves with
@@ -375,13 +415,12 @@ impl BTree {
     /// Read-couples down to the leaf for `key` and write-latches only that leaf, in `mtr`. A root
     /// that is a leaf is write-latched directly; if it has grown (or shrunk) meanwhile, start over.
     fn latch_leaf<'a>(&'a self, mtr: &mut Mtr<'a>, key: &[u8]) -> Result<PageHandle> {
-        let pool = mtr.pool();
         let root = self.entry.root;
         loop {
             let mut guard = self.fetch_checked(root, None, AccessHint::Normal)?;
             if Page::new(&guard).level() == 0 {
                 drop(guard);
-                let leaf = pool.fetch_write(&self.space, root)?;
+                let leaf = self.fetch_leaf_write(root)?;
                 self.check_page(&leaf, root, None)?;
                 if Page::new(&leaf).level() == 0 {
                     return Ok(mtr.adopt(leaf));
@@ -393,7 +432,7 @@ impl BTree {
                 let level = page.level();
                 let child = node::branch_child(page.record(node::branch_search(page, key, false)));
                 if level == 1 {
-                    let leaf = pool.fetch_write(&self.space, child)?;
+                    let leaf = self.fetch_leaf_write(child)?;
                     self.check_page(&leaf, child, Some(0))?;
                     drop(guard);
                     return Ok(mtr.adopt(leaf));
@@ -411,8 +450,7 @@ impl BTree {
         key: &[u8],
         safe: impl Fn(Page<'_>) -> bool,
     ) -> Result<Vec<Step>> {
-        let root = mtr.latch(&self.space, self.entry.root)?;
-        self.check_page(mtr.page(root), self.entry.root, None)?;
+        let root = self.latch_checked(mtr, self.entry.root, None)?;
         let mut path = vec![Step {
             handle: root,
             position: 0,
@@ -426,8 +464,7 @@ impl BTree {
             }
             let position = node::branch_search(page, key, false);
             let child_no = node::branch_child(page.record(position));
-            let child = mtr.latch(&self.space, child_no)?;
-            self.check_page(mtr.page(child), child_no, Some(level - 1))?;
+            let child = self.latch_checked(mtr, child_no, Some(level - 1))?;
             if safe(Page::new(mtr.page(child))) {
                 for step in path.drain(..) {
                     mtr.release(step.handle);
@@ -538,7 +575,7 @@ impl BTree {
         }
         let right_sibling = match Page::new(mtr.page(leaf)).next() {
             NO_PAGE => None,
-            next => Some(mtr.latch(&self.space, next)?),
+            next => Some(self.latch_checked(&mut mtr, next, Some(0))?),
         };
         let record = self.make_record(&mut mtr, key, value)?;
         let mut records: Vec<Vec<u8>> = Page::new(mtr.page(leaf))

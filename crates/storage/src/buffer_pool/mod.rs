@@ -174,7 +174,7 @@ const COUNTER_STRIPES: usize = 16;
 /// always on its own stripe, so threads on different cores do not pass one line to and fro (one
 /// shared atomic add was 45% of `pin_page` in a purge thread running beside one connection).
 #[derive(Default)]
-struct StripedCounter {
+pub(crate) struct StripedCounter {
     stripes: [PaddedCounter; COUNTER_STRIPES],
 }
 
@@ -191,12 +191,12 @@ thread_local! {
 }
 
 impl StripedCounter {
-    fn add(&self, n: u64) {
+    pub(crate) fn add(&self, n: u64) {
         let stripe = COUNTER_STRIPE.with(|stripe| *stripe);
         self.stripes[stripe].0.fetch_add(n, Ordering::Relaxed);
     }
 
-    fn sum(&self) -> u64 {
+    pub(crate) fn sum(&self) -> u64 {
         self.stripes
             .iter()
             .map(|s| s.0.load(Ordering::Relaxed))
