@@ -39,10 +39,11 @@ pub fn run(dir: &Path, dest: &Path, listen: Option<&str>) -> anyhow::Result<Exit
 
 /// Opens DIR here and copies it.
 fn copy_stopped(dir: &Path, dest: &Path) -> anyhow::Result<String> {
-    let config = EngineConfig {
+    let mut config = EngineConfig {
         background_purge: false,
         ..EngineConfig::default()
     };
+    config.store.recovery_watch = crate::progress::recovery_watch();
     let engine =
         Engine::open(dir, &config).with_context(|| format!("opening {}", dir.display()))?;
     let report = engine

@@ -14,6 +14,7 @@ mod check;
 mod data_dir;
 mod logging;
 mod metrics;
+mod progress;
 mod serve;
 mod shell;
 

@@ -207,7 +207,8 @@ impl Size {
 pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
     let file = FileConfig::load(&options.data)?;
     file.start_log()?;
-    let engine_config = file.engine_config()?;
+    let mut engine_config = file.engine_config()?;
+    engine_config.store.recovery_watch = crate::progress::recovery_watch();
     let config = ServerConfig {
         listen: options
             .listen

@@ -4,7 +4,9 @@
 //! editing, history in `DIR/.steady_history`) or line by line from a pipe (no prompt; messages
 //! say which line they come from); [`Pending`] cuts it into statements; results print in psql's
 //! aligned format; errors and notices go to stderr as `ERROR:  SQLSTATE: message`; lines starting
-//! with a backslash are meta commands (`\?` lists them).
+//! with a backslash are meta commands (`\?` lists them). A file redirected into the shell (a bulk
+//! load, such as a plain dump) shows a bar of the bytes run so far when stderr is a terminal
+//! ([`crate::progress`]); output is printed with the bar cleared.
 //!
 //! Invariants: a statement reaches the session only when complete — through a `;` outside quotes,
 //! dollar quotes and comments — or at the end of piped input, and one at a time, so a failing
@@ -13,12 +15,14 @@
 //! engine is closed cleanly (a checkpoint) however the loop ends, an open block being rolled back.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Context;
+use indicatif::ProgressBar;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use steady_engine::catalog::TableDef;
@@ -61,6 +65,7 @@ pub fn run(dir: &Path, options: &Options) -> anyhow::Result<ExitCode> {
     let config = EngineConfig {
         store: StoreConfig {
             page_size: options.page_size,
+            recovery_watch: crate::progress::recovery_watch(),
             ..StoreConfig::default()
         },
         ..EngineConfig::default()
@@ -76,10 +81,12 @@ pub fn run(dir: &Path, options: &Options) -> anyhow::Result<ExitCode> {
         timing: false,
         stop_on_error: options.stop_on_error,
         script_line: (!interactive).then_some(0),
+        load: None,
     };
     let outcome = if interactive {
         shell.interactive(dir)
     } else {
+        shell.load = piped_file_size().map(|size| crate::progress::byte_bar(size, "loading"));
         shell.script(std::io::stdin().lock())
     };
     drop(shell);
@@ -96,6 +103,15 @@ struct Shell {
     stop_on_error: bool,
     /// The line of piped input being read (`None` on a terminal), to say where a message comes from.
     script_line: Option<usize>,
+    /// The bytes of a piped file run so far, when stdin is a file (a bulk load).
+    load: Option<ProgressBar>,
+}
+
+/// The size of the file stdin reads, if it is a regular file.
+fn piped_file_size() -> Option<u64> {
+    let stdin = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let metadata = std::fs::File::from(stdin).metadata().ok()?;
+    metadata.is_file().then_some(metadata.len())
 }
 
 /// Whether to read on.
@@ -139,9 +155,16 @@ impl Shell {
     fn script(&mut self, input: impl BufRead) -> anyhow::Result<ExitCode> {
         for (index, line) in input.lines().enumerate() {
             self.script_line = Some(index + 1);
-            if let Flow::Quit(code) = self.handle_line(&line?)? {
+            let line = line?;
+            if let Some(load) = &self.load {
+                load.inc(line.len() as u64 + 1);
+            }
+            if let Flow::Quit(code) = self.handle_line(&line)? {
                 return Ok(code);
             }
+        }
+        if let Some(load) = self.load.take() {
+            load.finish_and_clear();
         }
         let flow = match self.pending.take_rest() {
             Some(sql) => self.execute(&sql)?,
@@ -181,17 +204,27 @@ impl Shell {
         let started = Instant::now();
         let results = self.session.execute(sql);
         let elapsed = started.elapsed();
-        let mut flow = Flow::Continue;
-        for result in results {
-            match result {
-                Ok(result) => self.print_result(&result)?,
-                Err(err) => flow = self.report_error(&err),
+        self.above_the_bar(|shell| {
+            let mut flow = Flow::Continue;
+            for result in results {
+                match result {
+                    Ok(result) => shell.print_result(&result)?,
+                    Err(err) => flow = shell.report_error(&err),
+                }
             }
+            if shell.timing {
+                write_out(&format!("Time: {:.3} ms\n", elapsed.as_secs_f64() * 1000.0))?;
+            }
+            Ok(flow)
+        })
+    }
+
+    /// Runs `print` with the load's bar (if any) cleared, so what it writes is not drawn over.
+    fn above_the_bar<T>(&self, print: impl FnOnce(&Self) -> T) -> T {
+        match &self.load {
+            Some(load) => load.suspend(|| print(self)),
+            None => print(self),
         }
-        if self.timing {
-            write_out(&format!("Time: {:.3} ms\n", elapsed.as_secs_f64() * 1000.0))?;
-        }
-        Ok(flow)
     }
 
     fn print_result(&self, result: &QueryResult) -> std::io::Result<()> {

@@ -218,3 +218,90 @@ fn every_bench_prints_a_table_and_the_same_figures_as_json() {
         }
     }
 }
+
+/// Runs `command` under a pseudo-terminal (`script` from util-linux), as on an operator's
+/// terminal: what it wrote, stdout and stderr together.
+fn on_a_terminal(command: &str) -> String {
+    let output = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("script (util-linux) runs: apt-get install bsdutils");
+    assert!(output.status.success(), "{command}: {output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn check_recovers_a_crashed_directory_first_and_shows_progress_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut shell = Command::new(env!("CARGO_BIN_EXE_steady"))
+        .args(["shell", data.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = shell.stdin.take().unwrap();
+    writeln!(
+        input,
+        "CREATE TABLE t (id integer PRIMARY KEY, pad text);\n\
+         CREATE INDEX t_pad ON t (pad);\n\
+         INSERT INTO t SELECT g, repeat('x', 100) || g FROM generate_series(1, 50000) g;\n\
+         SELECT count(*) AS loaded FROM t;"
+    )
+    .unwrap();
+    // Once the count is printed the rows are committed; the shell then waits for more input
+    // and is killed without a checkpoint, so its changes are in the redo log only.
+    let mut out = std::io::BufReader::new(shell.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("50000") {
+        line.clear();
+        let read = std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+        assert!(read > 0, "the shell ended before the count");
+    }
+    shell.kill().unwrap();
+    shell.wait().unwrap();
+    drop(input);
+
+    let check = format!("{} check {}", env!("CARGO_BIN_EXE_steady"), data.display());
+    let shown = on_a_terminal(&check);
+    assert!(shown.contains("recovering ["), "no recovery bar: {shown}");
+    assert!(shown.contains("checking ["), "no page bar: {shown}");
+    // Recovered once, so a second check has nothing to replay and draws no recovery bar.
+    let report = steady(&["check", data.to_str().unwrap()], "");
+    let text = stdout(&report);
+    assert!(report.status.success(), "{text}");
+    assert!(!text.contains("recovered"), "{text}");
+    assert!(text.contains("1 indexes checked: 0 problems"), "{text}");
+    assert!(
+        shown.contains("recovered: ") && shown.contains(" 0 problems"),
+        "{shown}"
+    );
+    // Off a terminal nothing is drawn: no bar, no escape codes.
+    assert!(!text.contains('\u{1b}') && !String::from_utf8_lossy(&report.stderr).contains('['));
+}
+
+#[test]
+fn a_file_piped_into_the_shell_shows_a_load_bar_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("load.sql");
+    let mut sql = String::from("CREATE TABLE t (id integer PRIMARY KEY);\n");
+    for i in 0..2000 {
+        sql.push_str(&format!("INSERT INTO t VALUES ({i});\n"));
+    }
+    sql.push_str("SELECT count(*) AS rows FROM t;\n");
+    std::fs::write(&script, sql).unwrap();
+    let data = dir.path().join("data");
+    let command = format!(
+        "{} shell {} < {} > {}",
+        env!("CARGO_BIN_EXE_steady"),
+        data.display(),
+        script.display(),
+        dir.path().join("out").display()
+    );
+    let shown = on_a_terminal(&command);
+    assert!(shown.contains("loading ["), "no load bar: {shown}");
+    let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
+    assert!(out.contains("2000\n(1 row)"), "{out}");
+}

@@ -99,6 +99,47 @@ pub struct StoreConfig {
     pub reclaim_slice_bytes: u64,
     /// The reclaimer's pause between two slices, which spreads the file system's work out.
     pub reclaim_pause: Duration,
+    /// Told how far crash recovery has gone, when the directory needs it.
+    pub recovery_watch: RecoveryWatch,
+}
+
+/// How far crash recovery has replayed the redo log (after reading it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoveryProgress {
+    pub records_done: u64,
+    pub records_total: u64,
+    /// Bytes of log records after the last checkpoint.
+    pub log_bytes: u64,
+}
+
+/// A function told of recovery's progress: once with nothing done, then at most every
+/// [`RecoveryWatch::EVERY`] records and once at the end. None by default.
+#[derive(Clone, Default)]
+pub struct RecoveryWatch(Option<Arc<dyn Fn(RecoveryProgress) + Send + Sync>>);
+
+impl RecoveryWatch {
+    /// Records replayed between two reports.
+    pub const EVERY: u64 = 4096;
+
+    pub fn new(watch: impl Fn(RecoveryProgress) + Send + Sync + 'static) -> Self {
+        RecoveryWatch(Some(Arc::new(watch)))
+    }
+
+    fn report(&self, progress: RecoveryProgress) {
+        if let Some(watch) = &self.0 {
+            watch(progress);
+        }
+    }
+}
+
+impl std::fmt::Debug for RecoveryWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "RecoveryWatch(set)"
+        } else {
+            "RecoveryWatch(none)"
+        })
+    }
 }
 
 impl Default for StoreConfig {
@@ -111,6 +152,7 @@ impl Default for StoreConfig {
             log_capacity: 1 << 30,
             reclaim_slice_bytes: 8 << 20,
             reclaim_pause: Duration::from_millis(10),
+            recovery_watch: RecoveryWatch::default(),
         }
     }
 }
@@ -180,10 +222,12 @@ impl Store {
         if vfs.exists(LOG_FILE) {
             let restored = doublewrite.restore_torn(&spaces)?;
             if restored > 0 {
-                tracing::warn!("{restored} torn pages restored from the doublewrite area");
+                tracing::info!(
+                    "{restored} pages whose write the crash interrupted restored from the doublewrite area"
+                );
             }
             pool.attach_doublewrite(doublewrite);
-            recover(vfs.as_ref(), &pool, &spaces)?;
+            recover(vfs.as_ref(), &pool, &spaces, &config.recovery_watch)?;
         } else {
             pool.attach_doublewrite(doublewrite);
             pool.attach_wal(Arc::new(Wal::create(vfs.as_ref(), config.log_capacity)?));
@@ -539,9 +583,26 @@ impl ReclaimQueue {
 /// Redoes every logged change after the last checkpoint, then attaches the log and checkpoints, so
 /// that the directory is consistent before anything reads it. Changes to spaces without a file
 /// (dropped after the checkpoint: removed, or renamed to trash) are skipped.
-fn recover(vfs: &dyn Vfs, pool: &Arc<BufferPool>, spaces: &SpaceMap) -> Result<()> {
+fn recover(
+    vfs: &dyn Vfs,
+    pool: &Arc<BufferPool>,
+    spaces: &SpaceMap,
+    watch: &RecoveryWatch,
+) -> Result<()> {
+    let started = std::time::Instant::now();
     let opened = Wal::open(vfs)?;
-    for (lsn, payload) in &opened.records {
+    let records_total = opened.records.len() as u64;
+    let log_bytes = opened.records.iter().map(|(_, p)| p.len() as u64).sum();
+    let progress = |records_done| RecoveryProgress {
+        records_done,
+        records_total,
+        log_bytes,
+    };
+    if records_total > 0 {
+        tracing::info!("recovering: {records_total} redo records ({log_bytes} bytes) after the last checkpoint");
+    }
+    watch.report(progress(0));
+    for (done, (lsn, payload)) in opened.records.iter().enumerate() {
         let end = lsn + (crate::wal::RECORD_HEADER + payload.len()) as u64;
         for change in redo::decode(payload, pool.page_size())? {
             if let Some(space) = spaces.get(&change.space) {
@@ -549,9 +610,16 @@ fn recover(vfs: &dyn Vfs, pool: &Arc<BufferPool>, spaces: &SpaceMap) -> Result<(
                 pool.redo_change(space, &change, end)?;
             }
         }
+        if (done as u64 + 1).is_multiple_of(RecoveryWatch::EVERY) {
+            watch.report(progress(done as u64 + 1));
+        }
     }
     pool.attach_wal(Arc::new(opened.wal));
     pool.checkpoint()?;
+    watch.report(progress(records_total));
+    if records_total > 0 {
+        tracing::info!("recovered in {:.2} s", started.elapsed().as_secs_f64());
+    }
     Ok(())
 }
 

@@ -23,20 +23,22 @@ use steady_engine::version::IndexId;
 use steady_storage::store::SYSTEM_SPACE;
 
 use super::long_reader::{key, load, log_bytes, pages_read, row, wait_for_purge, MIB};
-use super::Report;
+use super::{Phases, Report};
 
 /// Times every row is updated.
 const ROUNDS: u64 = 20;
 /// Rows updated per transaction.
 const BATCH: u64 = 1_000;
 
-pub fn run(scale: f64) -> anyhow::Result<Report> {
+pub fn run(scale: f64, phases: &Phases) -> anyhow::Result<Report> {
     let rows = ((100_000.0 * scale * scale) as u64).max(1_000);
     let dir = tempfile::tempdir()?;
     let engine = Engine::open(dir.path(), &EngineConfig::default())?;
     let index = engine.create_index()?;
+    phases.now(&format!("loading {rows} rows"));
     load(&engine, index, rows)?;
     wait_for_purge(&engine)?;
+    phases.now(&format!("updating every row {ROUNDS} times"));
     let rounds = update_rounds(&engine, index, rows)?;
     engine.close()?;
     Ok(rounds.report(rows))

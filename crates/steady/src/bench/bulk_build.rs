@@ -10,7 +10,7 @@ use std::time::Instant;
 use steady_storage::btree::BTree;
 use steady_storage::store::{Store, StoreConfig};
 
-use super::Report;
+use super::{Phases, Report};
 
 const VALUE_LEN: usize = 100;
 
@@ -18,12 +18,13 @@ fn entry(i: u64) -> (Vec<u8>, Vec<u8>) {
     (i.to_be_bytes().to_vec(), vec![(i % 251) as u8; VALUE_LEN])
 }
 
-pub fn run(scale: f64) -> anyhow::Result<Report> {
+pub fn run(scale: f64, phases: &Phases) -> anyhow::Result<Report> {
     let count = ((1_000_000.0 * scale) as u64).max(10_000);
     let dir = tempfile::tempdir()?;
     let store = Store::open_dir(dir.path(), &StoreConfig::default())?;
     let page_size = store.page_size() as f64;
 
+    phases.now(&format!("building a tree of {count} entries bottom up"));
     let log_before = store.wal_stats().current_lsn;
     let images_before = store.wal_stats().full_page_images;
     let started = Instant::now();
@@ -42,6 +43,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
     let shape = built.stats()?;
     let tree_bytes = (shape.leaf_pages + shape.branch_pages) as f64 * page_size;
 
+    phases.now(&format!("inserting the {count} entries one at a time"));
     let inserted = BTree::create(store.pool().clone(), store.create_space()?, 2)?;
     let log_before = store.wal_stats().current_lsn;
     let started = Instant::now();

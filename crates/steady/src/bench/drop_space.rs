@@ -15,11 +15,11 @@ use steady_storage::page::{PageMut, PageType};
 use steady_storage::space::Space;
 use steady_storage::PageNo;
 
-use super::Report;
+use super::{Phases, Report};
 
 const PAGE_SIZE: usize = 4096;
 
-pub fn run(scale: f64) -> anyhow::Result<Report> {
+pub fn run(scale: f64, phases: &Phases) -> anyhow::Result<Report> {
     let pages = ((100_000.0 * scale) as usize).max(1000);
     let dir = tempfile::tempdir()?;
     let vfs = OsVfs::new(dir.path(), false)?;
@@ -27,6 +27,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
     config.background_flush = false;
     let pool = BufferPool::new(config)?;
     let dropped = Space::create(&vfs, 1, PAGE_SIZE)?;
+    phases.now(&format!("filling the pool with {pages} pages"));
     let page_numbers = fill(&pool, &dropped, pages)?;
     pool.flush_all()?;
     redirty_half(&pool, &dropped, &page_numbers)?;
@@ -36,6 +37,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
         .filter(|&&p| pool.contains(&dropped, p))
         .count();
 
+    phases.now("dropping the space and loading another");
     let started = Instant::now();
     dropped.invalidate();
     let invalidate_us = started.elapsed().as_secs_f64() * 1e6;

@@ -45,7 +45,7 @@ use steady_storage::space::Space;
 use steady_storage::store::StoreConfig;
 use steady_types::{DataType, Value};
 
-use super::Report;
+use super::{Phases, Report};
 
 const PAGE_SIZE: usize = 4096;
 /// Pages of the big table at scale 1.
@@ -73,12 +73,13 @@ const RECLAIM_TIMEOUT: Duration = Duration::from_secs(300);
 const GOAL_MS: f64 = 5.0;
 const MIB: f64 = (1u64 << 20) as f64;
 
-pub fn run(scale: f64) -> anyhow::Result<Report> {
+pub fn run(scale: f64, phases: &Phases) -> anyhow::Result<Report> {
     let pages = ((BIG_PAGES * scale) as usize).max(1_000);
     let baseline = BASELINE.mul_f64(scale.clamp(0.1, 1.0));
     let dir = tempfile::tempdir()?;
     let config = config(pages);
     let engine = Engine::open(dir.path(), &config)?;
+    phases.now(&format!("loading a table of {pages} pages"));
     let small = create(&engine, "small")?;
     insert_rows(&engine, &small, 0..SMALL_ROWS, SMALL_PAYLOAD)?;
     let big = create(&engine, "big")?;
@@ -86,6 +87,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
     settle(&engine)?;
     let before = cache(&engine, &big, big_rows, dir.path())?;
 
+    phases.now("point queries before, during and after DROP TABLE");
     let queries = Queries::start(&engine, &small);
     std::thread::sleep(WARM_UP);
     let baseline_start = queries.mark();

@@ -35,7 +35,7 @@ use steady_sql::{Database, QueryResult};
 use steady_storage::buffer_pool::PoolStats;
 use steady_storage::store::StoreConfig;
 
-use super::Report;
+use super::{Phases, Report};
 
 /// Rows of each table at scale 1.
 const ROWS: f64 = 4_000_000.0;
@@ -47,15 +47,17 @@ const COLD_POOL: usize = 64 << 20;
 const EXTENT: u64 = 1 << 20;
 const MB: f64 = 1e6;
 
-pub fn run(scale: f64) -> anyhow::Result<Report> {
+pub fn run(scale: f64, phases: &Phases) -> anyhow::Result<Report> {
     let rows = ((ROWS * scale) as u64).max(100_000);
     let dir = tempfile::tempdir()?;
+    phases.now(&format!("loading two tables of {rows} rows"));
     let files = load(dir.path(), rows)?;
     let mut report = Report::new("fragmented-scan");
     report.figure("rows per table", rows as f64, "rows");
 
     let random_file = dir.path().join(&files.random);
     report.figure("random-order table file", file_mb(&random_file)?, "MB");
+    phases.now("cold scans beside fio");
     let fio_random = fio(&mut report, "random-order file", &random_file)?;
     let full = measure(dir.path(), "SELECT sum(n) FROM random_order")?;
     full.report(&mut report, "full scan, random order", fio_random);

@@ -14,17 +14,20 @@ use steady_storage::space::Space;
 use steady_storage::store::{Store, StoreConfig};
 use steady_storage::PageNo;
 
-use super::Report;
+use super::{Phases, Report};
 
 const THREADS: usize = 8;
 
-pub fn run(scale: f64) -> anyhow::Result<Report> {
+pub fn run(scale: f64, phases: &Phases) -> anyhow::Result<Report> {
     let seconds = (5.0 * scale).max(0.5);
     let dir = tempfile::tempdir()?;
     let store = Store::open_dir(dir.path(), &StoreConfig::default())?;
     let space = store.create_space()?;
     let pages = make_pages(&store, &space, THREADS)?;
     store.checkpoint()?;
+    phases.now(&format!(
+        "committing from 1 thread, then {THREADS}, {seconds} s each"
+    ));
     let single = run_committers(&store, &space, &pages[..1], seconds)?;
     let group = run_committers(&store, &space, &pages, seconds)?;
     let ratio = group.per_second / single.per_second;

@@ -39,7 +39,7 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use steady_engine::engine::{Engine, EngineConfig, Isolation, Transaction};
 use steady_engine::version::IndexId;
 
-use super::Report;
+use super::{Phases, Report};
 
 /// Bytes of a row: `k` (u64, big-endian), then padding.
 const ROW_LEN: usize = 100;
@@ -80,20 +80,24 @@ impl Plan {
     }
 }
 
-pub fn run(scale: f64) -> anyhow::Result<Report> {
+pub fn run(scale: f64, phases: &Phases) -> anyhow::Result<Report> {
     let plan = Plan::new(scale);
     let dir = tempfile::tempdir()?;
     let engine = Engine::open(dir.path(), &EngineConfig::default())?;
     let index = engine.create_index()?;
     let mut report = Report::new("long-reader");
     report.figure("rows", plan.rows as f64, "rows");
+    phases.now(&format!("loading {} rows", plan.rows));
     load(&engine, index, plan.rows)?;
     wait_for_purge(&engine)?;
     engine.store().checkpoint()?;
+    phases.now("scans beside hot-row writers");
     scan_figures(&engine, index, &plan, &mut report)?;
     wait_for_purge(&engine)?;
+    phases.now("reading old versions");
     history_figures(&engine, index, &plan, &mut report)?;
     wait_for_purge(&engine)?;
+    phases.now("writers' throughput with and without the reader");
     throughput_figures(&engine, index, &plan, &mut report)?;
     engine.close()?;
     Ok(report)

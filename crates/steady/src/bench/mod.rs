@@ -14,7 +14,10 @@ mod scan_resistance;
 
 use std::fmt::Write as _;
 
+use indicatif::ProgressBar;
 use serde::Serialize;
+
+use crate::progress;
 
 /// The scenarios, by name.
 pub const SCENARIOS: &[(&str, &str)] = &[
@@ -125,17 +128,45 @@ fn format_value(value: f64) -> String {
     }
 }
 
+/// What a running scenario is doing, on a spinner with the time spent ([`progress::spinner`]).
+pub struct Phases {
+    scenario: String,
+    spinner: ProgressBar,
+}
+
+impl Phases {
+    fn start(scenario: &str) -> Phases {
+        Phases {
+            scenario: scenario.to_owned(),
+            spinner: progress::spinner(&format!("bench {scenario}")),
+        }
+    }
+
+    /// Shows the phase the scenario enters.
+    pub fn now(&self, phase: &str) {
+        let message = format!("bench {}: {phase}", self.scenario);
+        self.spinner.set_message(message);
+    }
+}
+
+impl Drop for Phases {
+    fn drop(&mut self) {
+        self.spinner.finish_and_clear();
+    }
+}
+
 /// Runs a scenario by name.
 pub fn run(scenario: &str, scale: f64) -> anyhow::Result<Report> {
+    let phases = &Phases::start(scenario);
     match scenario {
-        "scan-resistance" => scan_resistance::run(scale),
-        "drop-space" => drop_space::run(scale),
-        "drop-stall" => drop_stall::run(scale),
-        "fragmented-scan" => fragmented_scan::run(scale),
-        "group-commit" => group_commit::run(scale),
-        "bulk-build" => bulk_build::run(scale),
-        "long-reader" => long_reader::run(scale),
-        "bloat" => bloat::run(scale),
+        "scan-resistance" => scan_resistance::run(scale, phases),
+        "drop-space" => drop_space::run(scale, phases),
+        "drop-stall" => drop_stall::run(scale, phases),
+        "fragmented-scan" => fragmented_scan::run(scale, phases),
+        "group-commit" => group_commit::run(scale, phases),
+        "bulk-build" => bulk_build::run(scale, phases),
+        "long-reader" => long_reader::run(scale, phases),
+        "bloat" => bloat::run(scale, phases),
         other => {
             let names: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
             anyhow::bail!(

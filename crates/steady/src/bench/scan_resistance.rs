@@ -13,13 +13,13 @@ use steady_storage::btree::BTree;
 use steady_storage::buffer_pool::BufferPool;
 use steady_storage::store::{Store, StoreConfig};
 
-use super::Report;
+use super::{Phases, Report};
 
 const PAGE_SIZE: usize = 4096;
 const POOL_FRAMES: usize = 1000;
 const VALUE: [u8; 100] = [b'v'; 100];
 
-pub fn run(scale: f64) -> anyhow::Result<Report> {
+pub fn run(scale: f64, phases: &Phases) -> anyhow::Result<Report> {
     let dir = tempfile::tempdir()?;
     let config = StoreConfig {
         page_size: PAGE_SIZE,
@@ -29,6 +29,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
     let store = Store::open_dir(dir.path(), &config)?;
     let hot = BTree::create(store.pool().clone(), store.create_space()?, 1)?;
     let big = BTree::create(store.pool().clone(), store.create_space()?, 2)?;
+    phases.now("loading a hot tree and a tree 10x the pool");
     let hot_keys = fill_until(&hot, |t| leaf_pages(t) >= POOL_FRAMES / 10)?;
     let big_target = ((POOL_FRAMES * 10) as f64 * scale) as usize;
     let big_keys = fill_until(&big, |t| leaf_pages(t) >= big_target)?;
@@ -39,6 +40,7 @@ pub fn run(scale: f64) -> anyhow::Result<Report> {
         hot.get(&key_bytes(key))?;
         hot.get(&key_bytes(key))?;
     }
+    phases.now("hot lookups, idle and beside a scan");
     let lookups = 20_000;
     let idle = measure(pool, || lookup_batch(&hot, hot_keys, lookups, &mut rng))?;
 

@@ -117,7 +117,8 @@ impl Doublewrite {
     /// (the newest if it holds several) at least as new as the LSN in the page's header (a torn
     /// write leaves there the old LSN or the copy's). A page corrupted later than the write of a
     /// copy the area still holds is left as it is, to be reported. Returns how many it put back.
-    /// Runs before recovery.
+    /// Runs before recovery; each space written is synced once at the end (a crash during it
+    /// leaves the area as it was, so the next open restores the same pages again).
     pub fn restore_torn(&self, spaces: &BTreeMap<SpaceId, Arc<Space>>) -> Result<usize> {
         let mut area = AlignedBuf::zeroed(self.slots * self.page_size);
         self.file
@@ -136,6 +137,7 @@ impl Doublewrite {
             }
         }
         let mut restored = 0;
+        let mut written = std::collections::BTreeSet::new();
         let mut in_place = AlignedBuf::zeroed(self.page_size);
         for ((space_id, page_no), (copy_lsn, copy)) in newest {
             let Some(space) = spaces.get(&space_id) else {
@@ -156,8 +158,11 @@ impl Doublewrite {
             file.write_at(copy, offset).map_err(|e| {
                 StorageError::io(format!("restoring page {page_no} of space {space_id}"), e)
             })?;
-            space.sync()?;
+            written.insert(space_id);
             restored += 1;
+        }
+        for space_id in written {
+            spaces[&space_id].sync()?;
         }
         Ok(restored)
     }
