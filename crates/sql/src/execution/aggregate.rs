@@ -586,27 +586,30 @@ pub fn compare_nulls_last(x: &Value, y: &Value) -> Ordering {
 
 /// Compares two rows of sort-key values under the keys' directions.
 pub fn compare_by_keys(a: &[Value], b: &[Value], keys: &[SortKey]) -> Ordering {
-    for ((x, y), key) in a.iter().zip(b).zip(keys) {
-        let ordering = match (x.is_null(), y.is_null()) {
-            (true, true) => Ordering::Equal,
-            (true, false) if key.nulls_first => Ordering::Less,
-            (true, false) => Ordering::Greater,
-            (false, true) if key.nulls_first => Ordering::Greater,
-            (false, true) => Ordering::Less,
-            (false, false) => {
-                let o = x.compare(y).unwrap_or(Ordering::Equal);
-                if key.descending {
-                    o.reverse()
-                } else {
-                    o
-                }
+    a.iter()
+        .zip(b)
+        .zip(keys)
+        .map(|((x, y), key)| compare_under_key(x, y, key))
+        .find(|ordering| ordering.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// Compares two values under a sort key's direction and NULLS FIRST/LAST.
+pub fn compare_under_key(x: &Value, y: &Value, key: &SortKey) -> Ordering {
+    match (x.is_null(), y.is_null()) {
+        (true, true) => Ordering::Equal,
+        (true, false) if key.nulls_first => Ordering::Less,
+        (true, false) => Ordering::Greater,
+        (false, true) if key.nulls_first => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => {
+            let ordering = x.compare(y).unwrap_or(Ordering::Equal);
+            match key.descending {
+                true => ordering.reverse(),
+                false => ordering,
             }
-        };
-        if ordering != Ordering::Equal {
-            return ordering;
         }
     }
-    Ordering::Equal
 }
 
 /// An ordered-set aggregate over its inputs, sorted (each `[x, fraction…]`): NULL inputs are

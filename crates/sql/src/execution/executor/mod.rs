@@ -17,6 +17,7 @@ pub use parallel::parts_scanned as parallel_parts_scanned;
 
 use join::{JoinSource, LateralSource};
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -30,7 +31,9 @@ use steady_engine::version::IndexId;
 use steady_types::{DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 
 use crate::error::{Result, SqlError};
-use crate::execution::aggregate::{compare_by_keys, compare_rows, Accumulator, AggCall, AggFunc};
+use crate::execution::aggregate::{
+    compare_by_keys, compare_rows, compare_under_key, Accumulator, AggCall, AggFunc,
+};
 use crate::execution::expr::{Expr, Subquery};
 use crate::execution::plan::{Access, JoinKind, KeyRange, Plan, SetOpKind, SortKey};
 use crate::execution::set_functions::{Series, SetCall};
@@ -592,8 +595,19 @@ fn open_node<'p>(
             Box::new(RowsSource::new(rows))
         }
         Plan::Sort { input, keys } => {
-            let mut input = open(input, ctx, numbering)?;
-            Box::new(RowsSource::new(sort(&mut input, keys, ctx)?))
+            let rows = match input.as_ref() {
+                Plan::Distinct { input: inner } if ctx.node_stats.is_none() => {
+                    // The Distinct node is done here, with the sort: it keeps its number.
+                    *numbering += 1;
+                    let mut inner = open(inner, ctx, numbering)?;
+                    sort_distinct(&mut inner, keys, ctx)?
+                }
+                _ => {
+                    let mut input = open(input, ctx, numbering)?;
+                    sort_rows(rows_of(&mut input, ctx)?, keys, ctx)?
+                }
+            };
+            Box::new(RowsSource::new(rows))
         }
         Plan::ProjectSet { input, calls } => Box::new(ProjectSetSource {
             input: open(input, ctx, numbering)?,
@@ -1390,14 +1404,68 @@ fn finish_groups(table: Groups, calls: &[AggCall]) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-fn sort(input: &mut BoxedSource, keys: &[SortKey], ctx: &mut ExecCtx) -> Result<Vec<Row>> {
-    let mut keyed = Vec::new();
+fn rows_of(input: &mut BoxedSource, ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
     while let Some(row) = input.next(ctx)? {
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// The positions of the row's columns the keys are, when every key is a plain column: the rows
+/// then sort by their own values, with no key values computed (or cloned) per row.
+fn column_keys(keys: &[SortKey]) -> Option<Vec<usize>> {
+    keys.iter()
+        .map(|key| match key.expr {
+            Expr::Column(column) => Some(column),
+            _ => None,
+        })
+        .collect()
+}
+
+fn sort_rows(mut rows: Vec<Row>, keys: &[SortKey], ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+    if let Some(columns) = column_keys(keys) {
+        rows.sort_by(|a, b| compare_columns(a, b, &columns, keys));
+        return Ok(rows);
+    }
+    let mut keyed = Vec::with_capacity(rows.len());
+    for row in rows {
         let sort_values = eval_each(keys.iter().map(|k| &k.expr), &row, ctx)?;
         keyed.push((sort_values, row));
     }
     keyed.sort_by(|a, b| compare_by_keys(&a.0, &b.0, keys));
     Ok(keyed.into_iter().map(|(_, row)| row).collect())
+}
+
+fn compare_columns(a: &[Value], b: &[Value], columns: &[usize], keys: &[SortKey]) -> Ordering {
+    columns
+        .iter()
+        .zip(keys)
+        .map(|(&column, key)| compare_under_key(&a[column], &b[column], key))
+        .find(|ordering| ordering.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// `Sort` over `Distinct` (SELECT DISTINCT ... ORDER BY). When the keys are plain columns that
+/// cover the whole row, equal rows sort next to each other: the rows are sorted first and each
+/// is kept unless it equals the one before (PostgreSQL's Unique over Sort), with no set of the
+/// rows seen and no copy of them. Otherwise as the two nodes would: the first of each distinct
+/// row, then the sort.
+fn sort_distinct(input: &mut BoxedSource, keys: &[SortKey], ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+    let mut rows = rows_of(input, ctx)?;
+    let width = rows.first().map_or(0, Vec::len);
+    match column_keys(keys) {
+        Some(columns) if (0..width).all(|c| columns.contains(&c)) => {
+            rows.sort_by(|a, b| compare_columns(a, b, &columns, keys));
+            rows.dedup_by(|row, before| compare_rows(row, before).is_eq());
+            Ok(rows)
+        }
+        _ => {
+            let mut seen = std::collections::BTreeSet::new();
+            rows.retain(|row| seen.insert(RowKey(row.clone())));
+            sort_rows(rows, keys, ctx)
+        }
+    }
 }
 
 /// `WITH RECURSIVE`'s union (see [`Plan::RecursiveUnion`]), round by round: the rows of one
