@@ -33,13 +33,16 @@ pub struct TreeIoCounts {
 pub(crate) struct IoMark(ThreadIo);
 
 impl IoMark {
+    #[inline]
     pub(crate) fn now() -> IoMark {
         IoMark(thread_io())
     }
 }
 
 impl TreeIo {
-    /// Counts the requests made since `mark`, on a page of `level`.
+    /// Counts the requests made since `mark`, on a page of `level`. Inlined: it runs on every
+    /// page request, and as a call it was 0.4% of a write profile (oltp_update_index).
+    #[inline]
     pub(crate) fn count_since(&self, mark: IoMark, level: u16) {
         let io = thread_io().since(mark.0);
         let reads = io.reads + io.read_ahead;
