@@ -15,9 +15,7 @@ use steady_engine::engine::{Engine, EngineConfig};
 use steady_storage::io::OsVfs;
 
 pub fn run(dir: &Path, dest: &Path, listen: Option<&str>) -> anyhow::Result<ExitCode> {
-    if !dir.is_dir() {
-        anyhow::bail!("{} is not a data directory", dir.display());
-    }
+    crate::data_dir::existing(dir)?;
     let dest = std::path::absolute(dest).with_context(|| format!("{}", dest.display()))?;
     let summary = match OsVfs::new(dir, false) {
         Ok(vfs) => {

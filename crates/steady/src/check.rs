@@ -25,9 +25,7 @@ use steady_storage::store::{RecoveryProgress, RecoveryWatch, Store, StoreConfig}
 use crate::progress;
 
 pub fn run(dir: &Path) -> anyhow::Result<ExitCode> {
-    if !dir.is_dir() {
-        anyhow::bail!("{} is not a data directory", dir.display());
-    }
+    crate::data_dir::existing(dir)?;
     match recover(dir) {
         Ok(0) => {}
         Ok(replayed) => {

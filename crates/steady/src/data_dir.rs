@@ -1,5 +1,6 @@
 //! The data directory `steady serve` and `steady shell` open: a SteadyDB one, or a new or empty
-//! one, which becomes one. A directory that holds other files and no system space is refused, so a
+//! one, which becomes one (`steady check` and `steady backup` open only an existing database:
+//! [`existing`]). A directory that holds other files and no system space is refused, so a
 //! mistyped `--data` never turns, say, a home directory into a database. Before the first start it
 //! may hold the configuration, the lock, and the files the configuration names (TLS certificate
 //! and key).
@@ -48,4 +49,21 @@ pub fn check(dir: &Path, named: &[&Path]) -> anyhow::Result<()> {
             .join(", ")
             + if foreign.len() > 3 { ", ..." } else { "" }
     )
+}
+
+/// Refuses `dir` unless it holds a database: `steady check` and `steady backup` read one and must
+/// never create one (an empty or mistyped directory would otherwise become a new, empty database
+/// that checks clean).
+pub fn existing(dir: &Path) -> anyhow::Result<()> {
+    if !dir.is_dir() {
+        bail!("{} is not a data directory", dir.display());
+    }
+    if !dir.join(Space::file_name(SYSTEM_SPACE)).exists() {
+        bail!(
+            "{} is not a SteadyDB data directory: it holds no {}",
+            dir.display(),
+            Space::file_name(SYSTEM_SPACE)
+        );
+    }
+    Ok(())
 }

@@ -305,3 +305,30 @@ fn a_file_piped_into_the_shell_shows_a_load_bar_on_a_terminal() {
     let out = std::fs::read_to_string(dir.path().join("out")).unwrap();
     assert!(out.contains("2000\n(1 row)"), "{out}");
 }
+
+#[test]
+fn check_and_backup_refuse_a_directory_without_a_database_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let backup_to = dir.path().join("copy");
+    for args in [
+        vec!["check", empty.to_str().unwrap()],
+        vec![
+            "backup",
+            empty.to_str().unwrap(),
+            backup_to.to_str().unwrap(),
+        ],
+    ] {
+        let output = steady(&args, "");
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("is not a SteadyDB data directory"),
+            "{args:?}: {err}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&empty).unwrap().collect();
+        assert!(left.is_empty(), "{args:?} created {left:?}");
+        assert!(!backup_to.exists());
+    }
+}
