@@ -19,40 +19,31 @@ pub fn bar(total: u64, label: &str, unit: &str) -> ProgressBar {
     let template = format!(
         "{{msg}} [{{bar:30}}] {{human_pos}}/{{human_len}} {unit} ({{elapsed}}, {{eta}} left)"
     );
-    let style = ProgressStyle::with_template(&template)
-        .expect("a valid template")
-        .progress_chars("=> ");
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
-        .with_style(style)
-        .with_message(label.to_owned());
-    bar.enable_steady_tick(TICK);
-    bar
+    drawn(Some(total), &template, label)
 }
 
 /// A bar of `total` bytes labelled `label`.
 pub fn byte_bar(total: u64, label: &str) -> ProgressBar {
-    let style = ProgressStyle::with_template(
-        "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)",
-    )
-    .expect("a valid template")
-    .progress_chars("=> ");
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr())
-        .with_style(style)
-        .with_message(label.to_owned());
-    bar.enable_steady_tick(TICK);
-    bar
+    let template = "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)";
+    drawn(Some(total), template, label)
 }
 
 /// A spinner with the time spent, for work whose length is not known; its message names the
 /// current phase ([`ProgressBar::set_message`]).
 pub fn spinner(label: &str) -> ProgressBar {
-    let style =
-        ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("a valid template");
-    let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+    drawn(None, "{spinner} {msg} ({elapsed})", label)
+}
+
+/// A bar (or, without a total, a spinner) on stderr in `template`, redrawn every [`TICK`].
+fn drawn(total: Option<u64>, template: &str, label: &str) -> ProgressBar {
+    let style = ProgressStyle::with_template(template)
+        .expect("a valid template")
+        .progress_chars("=> ");
+    let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr())
         .with_style(style)
         .with_message(label.to_owned());
-    spinner.enable_steady_tick(TICK);
-    spinner
+    bar.enable_steady_tick(TICK);
+    bar
 }
 
 /// What the store calls during crash recovery: a bar of redo records replayed, shown once

@@ -122,9 +122,9 @@ fn secondary_blocks(engine: &Engine, index: u64) -> Blocks {
     }
 }
 
-/// The blocks of each index of `table` (primary key first), with its `pg_index` description.
-fn index_blocks(engine: &Engine, table: &TableDef) -> Vec<(IndexInfo, Blocks)> {
-    let (_, primary) = clustered_blocks(engine, table);
+/// The blocks of each index of `table` (primary key first, whose blocks are `primary`), with
+/// its `pg_index` description.
+fn index_blocks(engine: &Engine, table: &TableDef, primary: Blocks) -> Vec<(IndexInfo, Blocks)> {
     indexes(table)
         .into_iter()
         .map(|index| {
@@ -141,8 +141,8 @@ fn table_rows(ctx: &mut ExecCtx) -> Result<Rows> {
     let engine = ctx.engine()?.clone();
     let mut rows = Vec::new();
     for table in engine.tables() {
-        let (heap, _) = clustered_blocks(&engine, &table);
-        let of_indexes = index_blocks(&engine, &table);
+        let (heap, primary) = clustered_blocks(&engine, &table);
+        let of_indexes = index_blocks(&engine, &table, primary);
         let idx = match of_indexes.is_empty() {
             true => [Value::Null, Value::Null],
             false => of_indexes
@@ -168,7 +168,8 @@ fn index_rows(ctx: &mut ExecCtx) -> Result<Rows> {
     let mut rows = Vec::new();
     for table in engine.tables() {
         let relid = Relation::Table(table.clone()).oid();
-        for (index, blocks) in index_blocks(&engine, &table) {
+        let (_, primary) = clustered_blocks(&engine, &table);
+        for (index, blocks) in index_blocks(&engine, &table, primary) {
             let mut row = vec![
                 oid(relid),
                 oid(index.oid),

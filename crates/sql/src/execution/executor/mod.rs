@@ -402,11 +402,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
 pub fn collect(plan: &Plan, ctx: &mut ExecCtx) -> Result<Vec<Row>> {
     let mut numbering = 0;
     let mut source = open(plan, ctx, &mut numbering)?;
-    let mut rows = Vec::new();
-    while let Some(row) = source.next(ctx)? {
-        rows.push(row);
-    }
-    Ok(rows)
+    rows_of(&mut source, ctx)
 }
 
 /// What [`Source::for_each_row`] calls on each row.
@@ -1404,6 +1400,8 @@ fn finish_groups(table: Groups, calls: &[AggCall]) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// Every remaining row of `input`, owned as `next` gives them (compare [`drain`], which copies
+/// lent rows).
 fn rows_of(input: &mut BoxedSource, ctx: &mut ExecCtx) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     while let Some(row) = input.next(ctx)? {
