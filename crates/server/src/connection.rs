@@ -20,6 +20,7 @@ use pgwire::error::PgWireResult;
 use pgwire::messages::response::TransactionStatus as WireStatus;
 use pgwire::messages::startup::SecretKey;
 use steady_sql::execution::activity::Peer;
+use steady_sql::execution::settings::Settings;
 use steady_sql::{Prepared, Session, TransactionStatus};
 
 use crate::cancel::CancelFlag;
@@ -78,10 +79,10 @@ impl Connection {
         }
     }
 
-    /// Opens the session of an authenticated client, named by its backend key's pid, and
+    /// Opens the session of an authenticated client with its startup `settings`, named by its backend key's pid, and
     /// registers the key for cancels.
-    pub(crate) fn open(&self, peer: &Peer, pid: i32, secret: SecretKey) {
-        let session = self.shared.db.connect(peer, Some(pid));
+    pub(crate) fn open(&self, peer: &Peer, settings: Settings, pid: i32, secret: SecretKey) {
+        let session = self.shared.db.connect_with(peer, Some(pid), settings);
         self.cancel.attach(session.cancel_handle());
         let _ = self
             .session

@@ -7,7 +7,11 @@
 //! superuser's — against the configured password. A role without LOGIN is refused (28000)
 //! either way.
 //!
-//! After authentication the server reports ParameterStatus values clients branch on — notably
+//! After authentication the settings the client asked for — its `options` switches, then its
+//! other startup parameters, as PostgreSQL applies them — become the new session's values and
+//! its RESET values; one that is unknown or invalid ends the connection with a FATAL error
+//! carrying the SQLSTATE a SET would get. The server then reports ParameterStatus values (the
+//! session's own for the reported settings) clients branch on — notably
 //! `server_version` 15.x, so psql 15 and pgbench pick the SQL they send a PostgreSQL 15 — then
 //! BackendKeyData (registered for cancel requests) and ReadyForQuery.
 
@@ -25,12 +29,12 @@ use pgwire::api::auth::{
     protocol_negotiation, save_startup_parameters_to_metadata, AuthOutcome, AuthSource, LoginInfo,
     Password, ServerParameterProvider, StartupHandler,
 };
-use pgwire::api::{ClientInfo, METADATA_APPLICATION_NAME, METADATA_USER};
+use pgwire::api::{ClientInfo, METADATA_USER};
 use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
 use steady_sql::execution::activity::Peer;
 use steady_sql::execution::privileges::ScramVerifier;
-use steady_sql::execution::settings::SERVER_VERSION;
+use steady_sql::execution::settings::{REPORTED_PARAMETERS, SERVER_VERSION};
 use steady_sql::Database;
 
 use crate::connection::Connection;
@@ -139,27 +143,21 @@ impl ServerParameterProvider for Parameters {
         let user = metadata
             .get(METADATA_USER)
             .map_or(DEFAULT_USER, String::as_str);
-        let application = metadata
-            .get(METADATA_APPLICATION_NAME)
-            .map_or("", String::as_str);
-        let parameters = [
+        let fixed = [
             ("server_version", SERVER_VERSION),
             ("server_encoding", "UTF8"),
-            ("client_encoding", "UTF8"),
-            ("DateStyle", "ISO, MDY"),
-            ("IntervalStyle", "postgres"),
             ("integer_datetimes", "on"),
-            ("standard_conforming_strings", "on"),
-            ("TimeZone", "UTC"),
             ("is_superuser", "on"),
-            ("default_transaction_read_only", "off"),
             ("in_hot_standby", "off"),
-            ("application_name", application),
             ("session_authorization", user),
         ];
+        let session = REPORTED_PARAMETERS
+            .iter()
+            .filter_map(|(name, _)| Some((*name, metadata.get(*name)?.as_str())));
         Some(
-            parameters
+            fixed
                 .into_iter()
+                .chain(session)
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect(),
         )
@@ -214,6 +212,16 @@ impl StartupHandler for Connection {
             _ => return Ok(()),
         };
         if let AuthOutcome::Authenticated { final_message, .. } = outcome {
+            let requested = requested_settings(client.metadata())?;
+            let settings = self
+                .shared
+                .db
+                .session_settings(&requested)
+                .map_err(|e| fatal(e.code, e.message))?;
+            let reported = settings.reported();
+            client
+                .metadata_mut()
+                .extend(reported.into_iter().map(|(k, v)| (k.to_owned(), v)));
             self.driver
                 .complete_authentication(client, final_message)
                 .await?;
@@ -223,15 +231,93 @@ impl StartupHandler for Connection {
                     .get(METADATA_USER)
                     .map_or(DEFAULT_USER, String::as_str)
                     .to_owned(),
-                application_name: metadata
-                    .get(METADATA_APPLICATION_NAME)
-                    .cloned()
-                    .unwrap_or_default(),
+                application_name: settings.show("application_name").unwrap_or_default(),
                 address: Some(client.socket_addr()),
             };
             let (pid, secret) = client.pid_and_secret_key();
-            self.open(&peer, pid, secret);
+            self.open(&peer, settings, pid, secret);
         }
         Ok(())
     }
+}
+
+/// Startup-packet parameters that are not settings.
+const CONNECTION_PARAMETERS: &[&str] = &["user", "database", "options", "replication"];
+
+/// The settings a client asked for when it connected, in the order PostgreSQL applies them: the
+/// `-c name=value` / `--name=value` switches of its `options` parameter (`PGOPTIONS`), then
+/// every other startup-packet parameter (`DateStyle`, `extra_float_digits`, `TimeZone`...).
+/// Protocol extensions (`_pq_.`) are left to protocol negotiation; a replication connection is
+/// refused (0A000), and any other switch is a syntax error (42601), as PostgreSQL's are.
+fn requested_settings(parameters: &HashMap<String, String>) -> PgWireResult<Vec<(String, String)>> {
+    if let Some(replication) = parameters.get("replication") {
+        if !matches!(
+            replication.to_lowercase().as_str(),
+            "false" | "off" | "no" | "0"
+        ) {
+            return Err(fatal("0A000", "replication connections are not supported"));
+        }
+    }
+    let mut requested = match parameters.get("options") {
+        Some(options) => option_switches(options)?,
+        None => Vec::new(),
+    };
+    let mut others: Vec<_> = parameters
+        .iter()
+        .filter(|(name, _)| {
+            !CONNECTION_PARAMETERS.contains(&name.as_str()) && !name.starts_with("_pq_.")
+        })
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    others.sort();
+    requested.extend(others);
+    Ok(requested)
+}
+
+/// The settings of an `options` string: its words split at unescaped white space (a backslash
+/// takes the next character literally, as PostgreSQL's `pg_split_opts`), read as `-c name=value`,
+/// `-cname=value` or `--name=value` (a dash in the name stands for an underscore).
+fn option_switches(options: &str) -> PgWireResult<Vec<(String, String)>> {
+    let mut words = option_words(options).into_iter();
+    let mut switches = Vec::new();
+    while let Some(word) = words.next() {
+        let assignment = match word.as_str() {
+            "-c" => words.next().unwrap_or_default(),
+            _ => match word.strip_prefix("--").or_else(|| word.strip_prefix("-c")) {
+                Some(rest) => rest.to_owned(),
+                None => {
+                    return Err(fatal(
+                        "42601",
+                        format!("invalid command-line argument for server process: {word}"),
+                    ))
+                }
+            },
+        };
+        let Some((name, value)) = assignment.split_once('=') else {
+            return Err(fatal("42601", format!("-c {assignment} requires a value")));
+        };
+        switches.push((name.replace('-', "_"), value.to_owned()));
+    }
+    Ok(switches)
+}
+
+fn option_words(options: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
 }

@@ -177,6 +177,7 @@ fn clients_query_copy_and_share_one_server() {
         cancel_stops_a_running_query(&server).await;
         idle_in_transaction_ends_the_connection(&server).await;
         concurrent_connections(&server).await;
+        startup_settings(&server).await;
     });
     psql_select_one(server.port);
     let (clean, log) = server.stop();
@@ -851,6 +852,57 @@ fn failed_serve(dir: &Path) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(!output.status.success(), "{stderr}");
     stderr
+}
+
+/// Settings a client asks for when it connects — `options` switches (`PGOPTIONS`) and other
+/// startup parameters — are the session's from its first statement and what RESET returns to; an
+/// unknown setting, a bad value or a switch the server does not take refuses the connection with
+/// PostgreSQL's SQLSTATE.
+async fn startup_settings(server: &ServerProcess) {
+    let port = server.port;
+    let options =
+        "options='-c statement_timeout=1000 --default-transaction-isolation=serializable'";
+    let client = server
+        .connect_as(&format!(
+            "user=steady port={port} application_name=app {options}"
+        ))
+        .await
+        .expect("connect with options");
+    let show = |name: &'static str| {
+        let client = &client;
+        async move {
+            let rows = client.query(&format!("SHOW {name}"), &[]).await.unwrap();
+            rows[0].get::<_, String>(0)
+        }
+    };
+    assert_eq!(show("statement_timeout").await, "1s");
+    assert_eq!(show("default_transaction_isolation").await, "serializable");
+    assert_eq!(show("application_name").await, "app");
+    client.batch_execute("RESET ALL").await.unwrap();
+    assert_eq!(
+        show("statement_timeout").await,
+        "1s",
+        "RESET returns to the startup value"
+    );
+    let err = client.query(LONG_QUERY, &[]).await.unwrap_err();
+    assert_eq!(err.code(), Some(&SqlState::QUERY_CANCELED), "{err}");
+
+    for (options, code) in [
+        ("-c no_such_setting=1", SqlState::UNDEFINED_OBJECT),
+        (
+            "-c statement_timeout=soon",
+            SqlState::INVALID_PARAMETER_VALUE,
+        ),
+        ("-c statement_timeout", SqlState::SYNTAX_ERROR),
+        ("-B 100", SqlState::SYNTAX_ERROR),
+    ] {
+        let refused = server
+            .connect_as(&format!("user=steady port={port} options='{options}'"))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("options '{options}' are refused"));
+        assert_eq!(refused.code(), Some(&code), "{options}: {refused}");
+    }
 }
 
 /// `steady serve --data DIR` on a directory that holds other files and no database (a mistyped

@@ -48,6 +48,21 @@ const PARAMETERS: &[(&str, &str, bool)] = &[
     ("session_authorization", "steady", false),
 ];
 
+/// The parameters a client is told of at startup and whenever they change (PostgreSQL's
+/// GUC_REPORT): the name ParameterStatus uses, and the setting's.
+pub const REPORTED_PARAMETERS: &[(&str, &str)] = &[
+    ("TimeZone", "timezone"),
+    ("application_name", "application_name"),
+    ("DateStyle", "datestyle"),
+    ("IntervalStyle", "intervalstyle"),
+    ("client_encoding", "client_encoding"),
+    (
+        "default_transaction_read_only",
+        "default_transaction_read_only",
+    ),
+    ("standard_conforming_strings", "standard_conforming_strings"),
+];
+
 const TIMEOUTS: &[&str] = &[
     "statement_timeout",
     "lock_timeout",
@@ -179,24 +194,13 @@ impl Settings {
             .unwrap_or(0)
     }
 
-    /// The parameters a client is told of when they change (PostgreSQL's GUC_REPORT), by the
-    /// names ParameterStatus uses.
+    /// The parameters a client is told of when they change, by the names ParameterStatus
+    /// uses, with their values.
     pub fn reported(&self) -> Vec<(&'static str, String)> {
-        [
-            ("TimeZone", "timezone"),
-            ("application_name", "application_name"),
-            ("DateStyle", "datestyle"),
-            ("IntervalStyle", "intervalstyle"),
-            ("client_encoding", "client_encoding"),
-            (
-                "default_transaction_read_only",
-                "default_transaction_read_only",
-            ),
-            ("standard_conforming_strings", "standard_conforming_strings"),
-        ]
-        .into_iter()
-        .map(|(reported, key)| (reported, self.show(key).unwrap_or_default()))
-        .collect()
+        REPORTED_PARAMETERS
+            .iter()
+            .map(|&(reported, key)| (reported, self.show(key).unwrap_or_default()))
+            .collect()
     }
 
     /// The TimeZone setting: a name [`steady_types::zone::Zone::named`] knows.

@@ -114,16 +114,42 @@ impl Database {
     /// `pg_cancel_backend`) and must not be a live session's; `None` takes the next of the
     /// database's own numbers, which start at 1 (the wire server's start at 100,000).
     pub fn connect(self: &Arc<Self>, peer: &Peer, pid: Option<i32>) -> Session {
-        let pid = pid.unwrap_or_else(|| self.next_session.fetch_add(1, Ordering::Relaxed) as i32);
-        let cancel = CancelHandle::default();
-        let registered = self
-            .activities
-            .register(pid, peer, cancel.clone(), now_micros());
+        let settings = self
+            .settings
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        self.connect_with(peer, pid, settings)
+    }
+
+    /// The settings a client's session starts with: the server's, then the ones the client
+    /// asked for when it connected (`requested`: PostgreSQL's startup-packet parameters and
+    /// `options` switches), which also become what RESET returns to. 42704 names an unknown
+    /// setting, 22023 a bad value, 55P02 one a session cannot change.
+    pub fn session_settings(&self, requested: &[(String, String)]) -> Result<Settings> {
         let mut settings = self
             .settings
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
+        for (name, value) in requested {
+            settings.set_default(name, value)?;
+        }
+        Ok(settings)
+    }
+
+    /// [`Database::connect`] with the `settings` of [`Database::session_settings`].
+    pub fn connect_with(
+        self: &Arc<Self>,
+        peer: &Peer,
+        pid: Option<i32>,
+        mut settings: Settings,
+    ) -> Session {
+        let pid = pid.unwrap_or_else(|| self.next_session.fetch_add(1, Ordering::Relaxed) as i32);
+        let cancel = CancelHandle::default();
+        let registered = self
+            .activities
+            .register(pid, peer, cancel.clone(), now_micros());
         if !peer.application_name.is_empty() {
             let _ = settings.set("application_name", &peer.application_name);
         }
