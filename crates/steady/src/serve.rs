@@ -7,6 +7,7 @@
 //! listen = "127.0.0.1:5433"     # host:port
 //! password = "secret"           # SCRAM-SHA-256 for every client; unset: trust, loopback only
 //! buffer_pool_size = "512MB"    # bytes, or a number with kB / MB / GB (powers of 1024)
+//! redo_log_size = "1GB"         # for a new directory only; at least 16MB, default 1GB
 //! page_size = 16384             # for a new directory only
 //! direct_io = false             # O_DIRECT data files
 //! ssl = true                    # TLS for clients that ask (sslmode=require); default false
@@ -34,6 +35,7 @@ use steady_server::tls::TlsFiles;
 use steady_server::{Server, ServerConfig};
 use steady_sql::Database;
 use steady_storage::store::StoreConfig;
+use steady_storage::wal::MIN_CAPACITY;
 use tokio::signal::unix::{signal, Signal, SignalKind};
 
 /// The address served when neither steady.toml nor `--listen` names one.
@@ -79,6 +81,7 @@ struct FileConfig {
     listen: Option<String>,
     password: Option<String>,
     buffer_pool_size: Option<Size>,
+    redo_log_size: Option<Size>,
     page_size: Option<usize>,
     direct_io: Option<bool>,
     ssl: Option<bool>,
@@ -164,6 +167,15 @@ impl FileConfig {
         if let Some(size) = &self.buffer_pool_size {
             store.buffer_pool_bytes = size.bytes()?;
         }
+        if let Some(size) = &self.redo_log_size {
+            store.log_capacity = size.bytes()? as u64;
+            if store.log_capacity < MIN_CAPACITY {
+                bail!(
+                    "redo_log_size in {CONFIG_FILE} must be at least {} MB",
+                    MIN_CAPACITY >> 20
+                );
+            }
+        }
         if let Some(page_size) = self.page_size {
             store.page_size = page_size;
         }
@@ -204,6 +216,23 @@ impl Size {
     }
 }
 
+/// The redo log is a ring sized when its directory is created: a `redo_log_size` that differs
+/// from an existing directory's log is said, not silently ignored.
+fn warn_of_kept_log_size(engine: &Engine, config: &EngineConfig) {
+    let Some(wal) = engine.store().pool().wal() else {
+        return;
+    };
+    let asked = config.store.log_capacity.div_ceil(4096) * 4096;
+    if wal.capacity() != asked {
+        tracing::warn!(
+            "redo_log_size applies when a data directory is created: this directory's redo log \
+             stays {} MiB (asked for {} MiB)",
+            wal.capacity() >> 20,
+            asked >> 20
+        );
+    }
+}
+
 pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
     let file = FileConfig::load(&options.data)?;
     file.start_log()?;
@@ -232,6 +261,9 @@ pub fn run(options: &Options) -> anyhow::Result<ExitCode> {
         options.data.display(),
         opening.elapsed().as_secs_f64()
     );
+    if file.redo_log_size.is_some() {
+        warn_of_kept_log_size(&engine, &engine_config);
+    }
     let db = Database::new(Arc::clone(&engine), DATABASE_NAME);
     if let Some(threshold) = &file.log_min_duration_statement {
         db.set_setting_default("log_min_duration_statement", &threshold.setting())

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::start_server;
+use common::serve;
 
 const PSQL: &str = "/usr/lib/postgresql/15/bin/psql";
 const ROWS: i64 = 20_000;
@@ -126,7 +126,7 @@ fn sigkill_during_batched_updates_and_deletes_keeps_every_transaction_whole() {
         "psql 15 is needed: apt-get install postgresql-15 (scripts/test.sh does)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, mut port) = start_server(dir.path());
+    let (mut server, mut port, _) = serve(dir.path());
     query(
         port,
         "CREATE TABLE b (id int PRIMARY KEY, v int NOT NULL, w int NOT NULL)",
@@ -141,7 +141,7 @@ fn sigkill_during_batched_updates_and_deletes_keeps_every_transaction_whole() {
     for cycle in 0..CYCLES {
         let after = Duration::from_millis(1_500 + 700 * cycle);
         let acknowledged = run_until_killed(port, done + 1, &mut server, after);
-        (server, port) = start_server(dir.path());
+        (server, port, _) = serve(dir.path());
         let now = committed(port);
         eprintln!(
             "cycle {cycle}: {acknowledged} acknowledged, {} committed",

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::start_server;
+use common::serve;
 
 const PSQL: &str = "/usr/lib/postgresql/15/bin/psql";
 const ROWS: i64 = 20_000;
@@ -131,7 +131,7 @@ fn sigkill_during_ddl_leaves_a_consistent_schema_and_no_orphan_file() {
         "psql 15 is needed: apt-get install postgresql-15 (scripts/test.sh does)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port) = start_server(dir.path());
+    let (mut server, port, _) = serve(dir.path());
     query(
         port,
         "CREATE TABLE base (id integer PRIMARY KEY, v integer NOT NULL)",
@@ -145,7 +145,7 @@ fn sigkill_during_ddl_leaves_a_consistent_schema_and_no_orphan_file() {
     for cycle in 0..CYCLES {
         let after = Duration::from_millis(400 + 350 * cycle);
         run_until_killed(port, 1 + cycle * 1000, &mut server, after);
-        (server, port) = start_server(dir.path());
+        (server, port, _) = serve(dir.path());
         check_consistent(port, dir.path());
         stop(&mut server);
         let check = Command::new(env!("CARGO_BIN_EXE_steady"))
@@ -155,7 +155,7 @@ fn sigkill_during_ddl_leaves_a_consistent_schema_and_no_orphan_file() {
         let report = String::from_utf8_lossy(&check.stdout);
         assert!(check.status.success(), "cycle {cycle}: {report}");
         assert!(report.contains(" 0 problems"), "cycle {cycle}: {report}");
-        (server, port) = start_server(dir.path());
+        (server, port, _) = serve(dir.path());
     }
     stop(&mut server);
 }

@@ -64,7 +64,7 @@ fn printable(answer: &[u8]) -> String {
 #[test]
 fn a_malformed_message_ends_only_its_connection_with_a_fatal_08p01() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port) = common::start_server(dir.path());
+    let (mut server, port, _) = common::serve(dir.path());
     // A Parse whose declared length (24) ends inside its query text: the decoder reads the
     // parameter count and types past the message, into a Bind and beyond what was sent.
     let mut malformed = vec![b'P', 0, 0, 0, 0x18, 0];
@@ -94,7 +94,7 @@ fn a_malformed_message_ends_only_its_connection_with_a_fatal_08p01() {
 #[test]
 fn an_execute_asking_for_two_billion_rows_gets_the_rows_there_are() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port) = common::start_server(dir.path());
+    let (mut server, port, _) = common::serve(dir.path());
     let parse = message(b'P', b"\0SELECT g FROM generate_series(1, 3) g\0\0\0");
     let bind = message(b'B', &[0, 0, 0, 0, 0, 0, 0, 0]);
     let mut execute_body = vec![0];

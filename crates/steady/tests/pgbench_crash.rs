@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::start_server;
+use common::serve;
 
 const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
 const CYCLES: usize = 3;
@@ -48,7 +48,7 @@ fn sigkill_during_pgbench_then_restart_keeps_the_balances_consistent() {
         "pgbench 15 is needed: apt-get install postgresql-15 (scripts/test.sh does)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port) = start_server(dir.path());
+    let (mut server, port, _) = serve(dir.path());
     let init = pg_tool("pgbench", port)
         .args(["-i", "-s", "1", "postgres"])
         .output()
@@ -71,7 +71,7 @@ fn sigkill_during_pgbench_then_restart_keeps_the_balances_consistent() {
         server.wait().unwrap();
         let _ = bench.wait();
 
-        (server, port) = start_server(dir.path());
+        (server, port, _) = serve(dir.path());
         let sums = balances(port);
         assert!(
             sums.iter().all(|s| *s == sums[0]),

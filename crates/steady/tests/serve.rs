@@ -3,7 +3,6 @@
 //! results, portals, transactions, SQLSTATEs, COPY, cancel, SCRAM, concurrency) and psql when it
 //! is installed — then a clean shutdown on SIGTERM and a restart that finds the data.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -12,6 +11,8 @@ use std::time::Duration;
 use futures::SinkExt;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+mod common;
 
 /// How long a server may take to open its directory and listen.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -22,35 +23,14 @@ const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 struct ServerProcess {
     child: Child,
     port: u16,
-    /// The server's stderr lines after "listening on".
+    /// The server's stderr lines.
     log: mpsc::Receiver<String>,
 }
 
 impl ServerProcess {
+    /// Starts `steady serve` on `dir` (a new directory with a small redo log).
     fn start(dir: &Path) -> ServerProcess {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_steady"))
-            .args(["serve", "--data", dir.to_str().unwrap()])
-            .args(["--listen", "127.0.0.1:0"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start steady serve");
-        let (lines, log) = mpsc::channel();
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                let _ = lines.send(line);
-            }
-        });
-        let port = loop {
-            let line = log
-                .recv_timeout(START_TIMEOUT)
-                .expect("steady serve logs its address");
-            if let Some((_, rest)) = line.split_once("listening on 127.0.0.1:") {
-                break rest.split(' ').next().unwrap().parse().unwrap();
-            }
-        };
+        let (child, port, log) = common::serve(dir);
         ServerProcess { child, port, log }
     }
 
@@ -903,6 +883,40 @@ async fn startup_settings(server: &ServerProcess) {
             .unwrap_or_else(|| panic!("options '{options}' are refused"));
         assert_eq!(refused.code(), Some(&code), "{options}: {refused}");
     }
+}
+
+/// `redo_log_size` in steady.toml sizes a new directory's redo log; one below the 16 MB minimum
+/// is refused rather than raised; an existing directory keeps its log's size and says so when
+/// asked for another.
+#[test]
+fn redo_log_size_sizes_a_new_directorys_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("steady.toml");
+    std::fs::write(&config, "redo_log_size = \"1MB\"\n").unwrap();
+    let stderr = failed_serve(dir.path());
+    assert!(stderr.contains("must be at least 16 MB"), "{stderr}");
+
+    std::fs::write(&config, "redo_log_size = \"20MB\"\n").unwrap();
+    let server = ServerProcess::start(dir.path());
+    let log_len = || {
+        std::fs::metadata(dir.path().join("redo.log"))
+            .unwrap()
+            .len()
+    };
+    assert_eq!(
+        log_len(),
+        (20 << 20) + 4096,
+        "20 MB of ring after a 4 kB header"
+    );
+    let (clean, log) = server.stop();
+    assert!(clean, "{log}");
+
+    std::fs::write(&config, "redo_log_size = \"32MB\"\n").unwrap();
+    let server = ServerProcess::start(dir.path());
+    let (clean, log) = server.stop();
+    assert!(clean, "{log}");
+    assert_eq!(log_len(), (20 << 20) + 4096);
+    assert!(log.contains("stays 20 MiB (asked for 32 MiB)"), "{log}");
 }
 
 /// `steady serve --data DIR` on a directory that holds other files and no database (a mistyped

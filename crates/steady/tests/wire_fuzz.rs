@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use common::start_server;
+use common::serve;
 
 const TOKENS: &[&str] = &[
     "SELECT",
@@ -160,7 +160,7 @@ fn garbage_on_the_wire_neither_crashes_nor_stalls_the_server() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(15);
     let dir = tempfile::tempdir().unwrap();
-    let (mut server, port) = start_server(dir.path());
+    let (mut server, port, _) = serve(dir.path());
     let stop = Arc::new(AtomicBool::new(false));
     let served = Arc::new(AtomicU64::new(0));
     let good = {
