@@ -7,7 +7,7 @@ use sqlparser::ast;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer, Whitespace};
 
 use crate::error::{Result, SqlError};
 
@@ -116,7 +116,7 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
     let has_identity = words
         .iter()
         .any(|t| unquoted_keyword(t) == Keyword::IDENTITY);
-    let tokens = without_only(builtin_operators_unwrapped(tokens));
+    let tokens = fetch_in_parser_form(without_only(builtin_operators_unwrapped(tokens)));
     let tokens = match identity_sequence {
         Some(expected) => without_sequence_name(tokens, &expected)?,
         None => tokens,
@@ -321,6 +321,38 @@ fn without_sequence_name(tokens: Vec<TokenWithSpan>, expected: &str) -> Result<V
     }
     let (from, to) = (solid[start], solid[end]);
     Ok(without_positions(tokens, |i| (from..=to).contains(&i)))
+}
+
+/// `FETCH [direction] [FROM | IN] cursor` in the form sqlparser reads: PostgreSQL lets both the
+/// direction (then NEXT) and FROM / IN be left out (`FETCH c`, `FETCH 5 c`); sqlparser wants both.
+fn fetch_in_parser_form(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let solid = solid_positions(&tokens);
+    let (&[first, second, ..], Some(&last)) = (&solid[..], solid.last()) else {
+        return tokens;
+    };
+    if unquoted_keyword(&tokens[first].token) != Keyword::FETCH {
+        return tokens;
+    }
+    let from_in = |i: usize| {
+        matches!(
+            unquoted_keyword(&tokens[i].token),
+            Keyword::FROM | Keyword::IN
+        )
+    };
+    let needs_next = second == last || from_in(second);
+    let needs_from = !from_in(solid[solid.len() - 2]);
+    let space = || TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space));
+    let mut rewritten = Vec::with_capacity(tokens.len() + 4);
+    for (i, token) in tokens.into_iter().enumerate() {
+        if i == last && needs_from {
+            rewritten.extend([TokenWithSpan::wrap(Token::make_keyword("FROM")), space()]);
+        }
+        rewritten.push(token);
+        if i == first && needs_next {
+            rewritten.extend([space(), TokenWithSpan::wrap(Token::make_keyword("NEXT"))]);
+        }
+    }
+    rewritten
 }
 
 /// The positions of the tokens that are not whitespace.
