@@ -207,7 +207,12 @@ pub(crate) fn scan_datetime(text: &str) -> Result<DateTimeInput, DateTimeFault> 
     }
 }
 
+/// The fields of a date/time text: ISO's form, else [`other_fields`].
 pub(crate) fn scan_fields(text: &str) -> Option<DateTimeFields> {
+    iso_fields(text).or_else(|| other_fields(text))
+}
+
+fn iso_fields(text: &str) -> Option<DateTimeFields> {
     let mut scan = Scanner {
         rest: text.as_bytes(),
     };
@@ -228,6 +233,158 @@ pub(crate) fn scan_fields(text: &str) -> Option<DateTimeFields> {
         _ => return None,
     };
     Some(fields)
+}
+
+/// The order of day, month and year in a numeric date other than ISO's (`01/02/2020`): the
+/// DateStyle setting's, as [`use_date_order`] made it this thread's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DateOrder {
+    #[default]
+    Mdy,
+    Dmy,
+    Ymd,
+}
+
+thread_local! {
+    static DATE_ORDER: std::cell::Cell<DateOrder> = const { std::cell::Cell::new(DateOrder::Mdy) };
+}
+
+/// Makes `order` the one this thread reads numeric dates in (the session's DateStyle, set before
+/// each statement as the session's time zone is).
+pub fn use_date_order(order: DateOrder) {
+    DATE_ORDER.with(|current| current.set(order));
+}
+
+/// A date/time text in a form other than ISO's, as PostgreSQL reads it: the date as three
+/// numbers separated by `/`, `-`, `.` or spaces in the DateStyle's order (a first number of three
+/// or more digits is the year: `1999/01/08`), as a month name with the day and the year in either
+/// order (`Jan 8 1999`, `January 8, 1999`, `8 Jan 1999`, `1999-Jan-08`, a weekday name allowed
+/// before), or as `YYYYMMDD`; then optionally the time (`HH:MM[:SS[.f]]`) and BC or AD. A year of
+/// one or two digits is the nearest to 2020 (`99` is 1999, `08` 2008), as PostgreSQL's.
+fn other_fields(text: &str) -> Option<DateTimeFields> {
+    let mut words: Vec<&str> = text.split_ascii_whitespace().collect();
+    let era = words.last().map(|w| w.to_ascii_lowercase());
+    let bc = era.as_deref() == Some("bc");
+    if matches!(era.as_deref(), Some("bc" | "ad")) {
+        words.pop();
+    }
+    let time_at = words
+        .iter()
+        .position(|w| w.contains(':'))
+        .unwrap_or(words.len());
+    let mut fields = date_fields(&words[..time_at])?;
+    match &words[time_at..] {
+        [] => {}
+        [time] => {
+            let mut scan = Scanner::new(time);
+            scan_time(&mut scan, &mut fields)?;
+            if !scan.at_end() {
+                return None;
+            }
+        }
+        _ => return None,
+    }
+    fields.bc = bc;
+    Some(fields)
+}
+
+/// Year, month and day of the date words of [`other_fields`].
+fn date_fields(words: &[&str]) -> Option<DateTimeFields> {
+    let parts: Vec<&str> = words
+        .iter()
+        .flat_map(|w| w.split(['-', '/', '.', ',']))
+        .filter(|p| !p.is_empty() && !is_weekday(p))
+        .collect();
+    let numeric = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    let (year, month, day) = match parts[..] {
+        [compact] if compact.len() == 8 && numeric(compact) => {
+            (&compact[..4], &compact[4..6], &compact[6..])
+        }
+        [a, b, c] => match parts.iter().position(|p| month_number(p).is_some()) {
+            Some(at) => {
+                let month = month_number(parts[at])?;
+                let rest: Vec<&str> = (0..3).filter(|&i| i != at).map(|i| parts[i]).collect();
+                let (day, year) = if rest[0].len() > 2 {
+                    (rest[1], rest[0])
+                } else {
+                    (rest[0], rest[1])
+                };
+                return numbered_fields(year, month, day);
+            }
+            None if a.len() > 2 => (a, b, c),
+            None => match DATE_ORDER.with(std::cell::Cell::get) {
+                DateOrder::Mdy => (c, a, b),
+                DateOrder::Dmy => (c, b, a),
+                DateOrder::Ymd => (a, b, c),
+            },
+        },
+        _ => return None,
+    };
+    if !numeric(month) || month.len() > 2 {
+        return None;
+    }
+    numbered_fields(year, month.parse().ok()?, day)
+}
+
+fn numbered_fields(year: &str, month: i64, day: &str) -> Option<DateTimeFields> {
+    let digits = |p: &str, max: usize| {
+        (p.len() <= max && !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse::<i64>().ok())
+            .flatten()
+    };
+    let written = digits(year, 9)?;
+    let year = match year.len() {
+        1 | 2 if written < 70 => 2000 + written,
+        1 | 2 => 1900 + written,
+        _ => written,
+    };
+    Some(DateTimeFields {
+        year,
+        month,
+        day: digits(day, 2)?,
+        ..DateTimeFields::default()
+    })
+}
+
+/// The month a name or PostgreSQL's abbreviation of it (`jan`, `sept`) denotes.
+fn month_number(word: &str) -> Option<i64> {
+    const MONTHS: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    let word = word.to_ascii_lowercase();
+    if word == "sept" {
+        return Some(9);
+    }
+    MONTHS
+        .iter()
+        .position(|m| word == *m || word.len() == 3 && m.starts_with(&word))
+        .map(|i| i as i64 + 1)
+}
+
+fn is_weekday(word: &str) -> bool {
+    const DAYS: [&str; 7] = [
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+    ];
+    let word = word.to_ascii_lowercase();
+    DAYS.iter()
+        .any(|d| word == *d || word.len() == 3 && d.starts_with(&word))
 }
 
 pub(crate) fn scan_time(scan: &mut Scanner<'_>, fields: &mut DateTimeFields) -> Option<()> {

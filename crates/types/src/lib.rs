@@ -88,7 +88,9 @@ mod uuid;
 mod value;
 pub mod zone;
 
-pub use calendar::{civil_from_days, days_from_civil, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+pub use calendar::{
+    civil_from_days, days_from_civil, use_date_order, DateOrder, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY,
+};
 pub use clock::add_interval_to_time;
 pub use interval::Interval;
 pub use uuid::random_uuid;

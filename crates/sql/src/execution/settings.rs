@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use steady_engine::engine::Isolation;
+use steady_types::DateOrder;
 
 use crate::error::{Result, SqlError};
 
@@ -115,6 +116,8 @@ impl Settings {
         }
         let value = if value.eq_ignore_ascii_case("default") {
             self.defaults[key].clone()
+        } else if key == "datestyle" {
+            datestyle(value, &self.values[key])?
         } else {
             normalize(key, value)?
         };
@@ -204,6 +207,15 @@ impl Settings {
     }
 
     /// The TimeZone setting: a name [`steady_types::zone::Zone::named`] knows.
+    /// The order DateStyle reads numeric dates in.
+    pub fn date_order(&self) -> DateOrder {
+        match self.values.get("datestyle").map(String::as_str) {
+            Some(style) if style.ends_with("DMY") => DateOrder::Dmy,
+            Some(style) if style.ends_with("YMD") => DateOrder::Ymd,
+            _ => DateOrder::Mdy,
+        }
+    }
+
     pub fn timezone(&self) -> &str {
         self.values.get("timezone").map_or("UTC", String::as_str)
     }
@@ -216,6 +228,35 @@ impl Settings {
 }
 
 /// Validates a value and brings it to the stored form.
+/// DateStyle: the output style, ISO (the only one SteadyDB writes: SQL, Postgres and German are
+/// refused with 0A000), and the order numeric dates are read in (MDY, DMY or YMD, and their
+/// other names); an order not given stays `current`'s, as in PostgreSQL.
+fn datestyle(value: &str, current: &str) -> Result<String> {
+    let mut order = current.rsplit(", ").next().unwrap_or("MDY");
+    let parts = value.split(|c: char| c == ',' || c.is_whitespace());
+    for part in parts.filter(|p| !p.is_empty()) {
+        order = match part.to_ascii_lowercase().as_str() {
+            "iso" => order,
+            "mdy" | "us" | "noneuropean" => "MDY",
+            "dmy" | "european" | "euro" => "DMY",
+            "ymd" => "YMD",
+            "sql" | "postgres" | "german" => {
+                return Err(SqlError::new(
+                    "0A000",
+                    format!("DateStyle {part} is not supported: SteadyDB writes dates in ISO form"),
+                ))
+            }
+            _ => {
+                return Err(SqlError::new(
+                    "22023",
+                    format!("invalid value for parameter \"DateStyle\": \"{value}\""),
+                ))
+            }
+        };
+    }
+    Ok(format!("ISO, {order}"))
+}
+
 fn normalize(key: &str, value: &str) -> Result<String> {
     let invalid = || {
         SqlError::new(
@@ -263,15 +304,6 @@ fn normalize(key: &str, value: &str) -> Result<String> {
                 .find(|l| **l == lower)
                 .ok_or_else(invalid)?
                 .to_string()
-        }
-        "datestyle" => {
-            if !lower
-                .split(',')
-                .all(|p| matches!(p.trim(), "iso" | "mdy" | "dmy" | "ymd" | ""))
-            {
-                return Err(invalid());
-            }
-            "ISO, MDY".to_owned()
         }
         "client_encoding" => match lower.replace(['-', '_'], "").as_str() {
             "utf8" | "unicode" => "UTF8".to_owned(),

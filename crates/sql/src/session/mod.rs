@@ -477,7 +477,7 @@ impl Session {
         declared: &[Option<DataType>],
         overriding_system_value: bool,
     ) -> Result<Prepared> {
-        self.apply_time_zone();
+        self.apply_date_settings();
         let mut statements = parse(sql).inspect_err(|_| self.fail_block())?;
         if statements.len() > 1 {
             return Err(SqlError::syntax(
@@ -536,9 +536,11 @@ impl Session {
     }
 
     /// Makes the TimeZone setting this thread's zone for `timestamptz` input and output (see
-    /// `steady_types::zone`): before each statement, and after a SET or RESET.
-    fn apply_time_zone(&self) {
+    /// `steady_types::zone`), and DateStyle's order the one it reads numeric dates in: before
+    /// each statement, and after a SET or RESET.
+    fn apply_date_settings(&self) {
         steady_types::zone::use_session_zone(self.info.settings.timezone());
+        steady_types::use_date_order(self.info.settings.date_order());
     }
 
     /// Copies `application_name` into the session's activity (after a SET or RESET).
@@ -553,7 +555,7 @@ impl Session {
 
     /// Runs `run` (the statements of `query`) as the session's activity.
     fn tracked<T: RowCount>(&mut self, query: Arc<str>, run: impl FnOnce(&mut Self) -> T) -> T {
-        self.apply_time_zone();
+        self.apply_date_settings();
         let now = now_micros();
         steady_types::zone::set_statement_time(now);
         let xact_start = *self.xact_start.get_or_insert(now);
@@ -708,7 +710,7 @@ impl Session {
             self.info.settings.set(name, value)?;
         }
         self.show_application_name();
-        self.apply_time_zone();
+        self.apply_date_settings();
         result.map(|r| self.with_reported(r, before))
     }
 
@@ -778,7 +780,7 @@ impl Session {
                 let before = self.info.settings.reported();
                 let result = self.set(set);
                 self.show_application_name();
-                self.apply_time_zone();
+                self.apply_date_settings();
                 result.map(|r| self.with_reported(r, before))
             }
             S::ShowVariable { variable } => self.show(variable),
@@ -798,7 +800,7 @@ impl Session {
                     ast::Reset::SessionAuthorization => {}
                 }
                 self.show_application_name();
-                self.apply_time_zone();
+                self.apply_date_settings();
                 Ok(self.with_reported(QueryResult::command("RESET"), before))
             }
             S::Prepare {
