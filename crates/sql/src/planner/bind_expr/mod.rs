@@ -825,6 +825,12 @@ impl Binder<'_> {
             return Ok(result);
         }
         let ty = convert_type(data_type)?;
+        if let (DataType::Real | DataType::Double, Some(number)) = (ty, number_literal(e)) {
+            // The literal read as the float it is cast to: the same value as through numeric,
+            // whose 28 digits would refuse `1.5e-300`.
+            let value = Value::Text(number).cast_to(&ty)?;
+            return Ok((Expr::Literal(value), Some(ty)));
+        }
         let (expr, from) = self.bind_expr(e, scope)?;
         let expr = match (expr, from) {
             (Expr::Literal(Value::Text(s)), None) => Expr::Literal(Value::Text(s).cast_to(&ty)?),
@@ -1164,5 +1170,23 @@ fn fold(expr: Expr) -> Result<Expr> {
     match crate::execution::executor::eval_constant(&expr) {
         Ok(value) => Ok(Expr::Literal(value)),
         Err(_) => Ok(expr),
+    }
+}
+
+/// The text of a number literal, negated or not (`1.5e-300`, `-2`).
+fn number_literal(e: &AstExpr) -> Option<String> {
+    match e {
+        AstExpr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => Some(n.clone()),
+            _ => None,
+        },
+        AstExpr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match expr.as_ref() {
+            AstExpr::Value(_) => number_literal(expr).map(|n| format!("-{n}")),
+            _ => None,
+        },
+        _ => None,
     }
 }
