@@ -259,8 +259,9 @@ pub fn use_date_order(order: DateOrder) {
 /// numbers separated by `/`, `-`, `.` or spaces in the DateStyle's order (a first number of three
 /// or more digits is the year: `1999/01/08`), as a month name with the day and the year in either
 /// order (`Jan 8 1999`, `January 8, 1999`, `8 Jan 1999`, `1999-Jan-08`, a weekday name allowed
-/// before), or as `YYYYMMDD`; then optionally the time (`HH:MM[:SS[.f]]`) and BC or AD. A year of
-/// one or two digits is the nearest to 2020 (`99` is 1999, `08` 2008), as PostgreSQL's.
+/// before), or as `YYYYMMDD`; then optionally the time (`HH:MM[:SS[.f]]`, AM or PM after it)
+/// and BC or AD. A year of one or two digits is the nearest to 2020 (`99` is 1999, `08` 2008),
+/// as PostgreSQL's.
 fn other_fields(text: &str) -> Option<DateTimeFields> {
     let mut words: Vec<&str> = text.split_ascii_whitespace().collect();
     let era = words.last().map(|w| w.to_ascii_lowercase());
@@ -273,20 +274,33 @@ fn other_fields(text: &str) -> Option<DateTimeFields> {
         .position(|w| w.contains(':'))
         .unwrap_or(words.len());
     let mut fields = date_fields(&words[..time_at])?;
-    match &words[time_at..] {
-        [] => {}
-        [time] => {
-            let mut scan = Scanner::new(time);
-            scan_time(&mut scan, &mut fields)?;
-            if !scan.at_end() {
-                return None;
-            }
+    let time = words[time_at..].concat().to_ascii_lowercase();
+    if !time.is_empty() {
+        let (clock, meridiem) = match (time.strip_suffix("am"), time.strip_suffix("pm")) {
+            (Some(clock), _) => (clock, Some(false)),
+            (_, Some(clock)) => (clock, Some(true)),
+            _ => (time.as_str(), None),
+        };
+        let mut scan = Scanner::new(clock);
+        scan_time(&mut scan, &mut fields)?;
+        if !scan.at_end() {
+            return None;
         }
-        _ => return None,
+        if let Some(pm) = meridiem {
+            fields.hour = match (fields.hour, pm) {
+                (hour, _) if hour > 12 => INVALID_HOUR,
+                (12, false) => 0,
+                (hour, true) if hour != 12 => hour + 12,
+                (hour, _) => hour,
+            };
+        }
     }
     fields.bc = bc;
     Some(fields)
 }
+
+/// An hour no time has: [`DateTimeFields::in_range`] refuses it (AM or PM after an hour past 12).
+const INVALID_HOUR: i64 = 25;
 
 /// Year, month and day of the date words of [`other_fields`].
 fn date_fields(words: &[&str]) -> Option<DateTimeFields> {

@@ -10,6 +10,7 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use steady_types::{civil_from_days, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 
 use crate::error::{Result, SqlError};
+use crate::execution::datetime_functions as datetime;
 use crate::execution::executor::ExecCtx;
 use crate::execution::sequences;
 use crate::types::ops::{as_decimal, as_f64, as_i64, text_of};
@@ -154,6 +155,13 @@ fn uuid(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Uuid)
 }
 
+fn interval(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Interval)
+}
+/// The second argument's type (date_bin: `timestamp` or `timestamptz`, as its source).
+fn same_as_second(args: &[Option<DataType>]) -> Option<DataType> {
+    args.get(1).copied().flatten().or(Some(DataType::Timestamp))
+}
 fn timestamp(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Timestamp)
 }
@@ -255,6 +263,7 @@ static FUNCTIONS: &[Function] = &[
     strict("convert_from", (2, 2), text, convert_from),
     strict("convert_to", (2, 2), bytea, convert_to),
     strict("translate", (3, 3), text, translate),
+    strict("overlay", (3, 4), text, overlay),
     lenient("string_to_array", (2, 3), text, string_to_array),
     strict("quote_ident", (1, 1), text, quote_ident),
     strict("quote_literal", (1, 1), text, quote_literal),
@@ -262,6 +271,34 @@ static FUNCTIONS: &[Function] = &[
     lenient("num_nulls", (1, 100), integer, num_nulls),
     lenient("num_nonnulls", (1, 100), integer, num_nonnulls),
     strict("make_date", (3, 3), date, make_date),
+    strict(
+        "make_timestamp",
+        (6, 6),
+        timestamp,
+        datetime::make_timestamp,
+    ),
+    strict(
+        "make_timestamptz",
+        (6, 7),
+        timestamptz,
+        datetime::make_timestamptz,
+    ),
+    contextual("age", (1, 2), interval, datetime::age),
+    strict("date_bin", (3, 3), same_as_second, datetime::date_bin),
+    strict("width_bucket", (4, 4), integer, width_bucket),
+    strict("factorial", (1, 1), numeric, factorial),
+    strict("sha224", (1, 1), bytea, |args, _| {
+        sha2_digest::<sha2::Sha224>("sha224", args)
+    }),
+    strict("sha256", (1, 1), bytea, |args, _| {
+        sha2_digest::<sha2::Sha256>("sha256", args)
+    }),
+    strict("sha384", (1, 1), bytea, |args, _| {
+        sha2_digest::<sha2::Sha384>("sha384", args)
+    }),
+    strict("sha512", (1, 1), bytea, |args, _| {
+        sha2_digest::<sha2::Sha512>("sha512", args)
+    }),
     strict("gcd", (2, 2), same_as_first, gcd),
     strict("lcm", (2, 2), same_as_first, lcm),
     strict("cbrt", (1, 1), double, cbrt),
@@ -1385,4 +1422,109 @@ fn refuse_numeric(args: &[Value], name: &str) -> Result<()> {
 
 fn cbrt(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Double(as_f64(&args[0]).cbrt()))
+}
+
+/// `sha224` ... `sha512` of a binary string (text read as a bytea literal), as bytea.
+fn sha2_digest<D: sha2::Digest>(name: &str, args: &[Value]) -> Result<Value> {
+    let bytes = bytea_argument(name, &args[0])?;
+    Ok(Value::Bytea(D::digest(&bytes).to_vec()))
+}
+
+/// `factorial(n)` as numeric: 22003 for a negative `n` (PostgreSQL's code for it) and past
+/// numeric's 28 digits.
+fn factorial(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let n = as_i64(&args[0]);
+    if n < 0 {
+        return Err(SqlError::new(
+            "22003",
+            "factorial of a negative number is undefined",
+        ));
+    }
+    let overflow = || SqlError::new("22003", "value overflows numeric format");
+    let mut product = Decimal::ONE;
+    for factor in 2..=n {
+        product = product
+            .checked_mul(Decimal::from(factor))
+            .ok_or_else(overflow)?;
+    }
+    Ok(Value::Numeric(product))
+}
+
+/// `width_bucket(operand, low, high, count)`: which of `count` equal buckets between `low` and
+/// `high` (either may be the larger) holds `operand`, 0 below and `count + 1` beyond them;
+/// computed exactly for numeric arguments and in doubles otherwise, as PostgreSQL's two forms.
+fn width_bucket(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let count = as_i64(&args[3]);
+    if count <= 0 {
+        return Err(SqlError::new("2201G", "count must be greater than zero"));
+    }
+    let exact = args[..3].iter().any(|a| matches!(a, Value::Numeric(_)));
+    let bucket = if exact {
+        let [operand, low, high] = [0, 1, 2].map(|i| as_decimal(&args[i]));
+        let count = Decimal::from(count);
+        bucket_of(operand?, low?, high?, |offset, span| {
+            (offset * count / span).trunc().to_i64().unwrap_or(i64::MAX)
+        })
+    } else {
+        let [operand, low, high] = [0, 1, 2].map(|i| as_f64(&args[i]));
+        bucket_of(operand, low, high, |offset, span| {
+            (count as f64 * (offset / span)).trunc() as i64
+        })
+    }
+    .map(|below| below.map_or(count + 1, |b| b + 1))?;
+    i32::try_from(bucket)
+        .map(Value::Integer)
+        .map_err(|_| SqlError::new("22003", "integer out of range"))
+}
+
+/// The 0-based bucket of `operand` between `low` and `high` as `index(offset, span)` computes
+/// it from the distances to the first bound; 0 below the range is `Some(-1)`, beyond it `None`.
+fn bucket_of<N>(operand: N, low: N, high: N, index: impl Fn(N, N) -> i64) -> Result<Option<i64>>
+where
+    N: Copy + PartialOrd + std::ops::Sub<Output = N>,
+{
+    use std::cmp::Ordering::{Greater, Less};
+    Ok(match low.partial_cmp(&high) {
+        Some(Less) if operand < low => Some(-1),
+        Some(Less) if operand >= high => None,
+        Some(Less) => Some(index(operand - low, high - low)),
+        Some(Greater) if operand > low => Some(-1),
+        Some(Greater) if operand <= high => None,
+        Some(Greater) => Some(index(low - operand, low - high)),
+        _ => {
+            return Err(SqlError::new(
+                "2201G",
+                "lower bound cannot equal upper bound",
+            ))
+        }
+    })
+}
+
+/// `overlay(string placing replacement from start [for count])`: `count` characters from
+/// `start` (1-based) replaced, `count` defaulting to the replacement's length (a negative one
+/// keeps characters twice, as PostgreSQL's); 22011 for a `start` below 1.
+fn overlay(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (string, replacement) = (text_of(&args[0]), text_of(&args[1]));
+    let start = as_i64(&args[2]);
+    let count = match args.get(3) {
+        Some(count) => as_i64(count),
+        None => replacement.chars().count() as i64,
+    };
+    if start < 1 {
+        return Err(SqlError::new(
+            "22011",
+            "negative substring length not allowed",
+        ));
+    }
+    let chars: Vec<char> = string.chars().collect();
+    let before = usize::try_from(start - 1)
+        .unwrap_or(usize::MAX)
+        .min(chars.len());
+    let after = usize::try_from((start.saturating_add(count) - 1).max(0))
+        .unwrap_or(usize::MAX)
+        .min(chars.len());
+    let mut out: String = chars[..before].iter().collect();
+    out.push_str(&replacement);
+    out.extend(&chars[after..]);
+    Ok(Value::Text(out))
 }

@@ -10,6 +10,7 @@ pub mod activity;
 pub mod aggregate;
 pub mod cancel;
 pub mod constraints;
+pub mod datetime_functions;
 pub mod executor;
 pub mod expr;
 pub mod formatting;

@@ -193,6 +193,23 @@ impl Binder<'_> {
                 let f = functions::lookup("substr", args.len())?;
                 Ok((Expr::Call(f, args), Some(DataType::Text)))
             }
+            AstExpr::Overlay {
+                expr,
+                overlay_what,
+                overlay_from,
+                overlay_for,
+            } => {
+                let mut args = vec![
+                    self.bind_expr_as(expr, scope, DataType::Text)?.0,
+                    self.bind_expr_as(overlay_what, scope, DataType::Text)?.0,
+                    self.bind_expr_as(overlay_from, scope, DataType::Integer)?.0,
+                ];
+                if let Some(count) = overlay_for {
+                    args.push(self.bind_expr_as(count, scope, DataType::Integer)?.0);
+                }
+                let f = functions::lookup("overlay", args.len())?;
+                Ok((Expr::Call(f, args), Some(DataType::Text)))
+            }
             AstExpr::Trim {
                 expr,
                 trim_where,

@@ -1,0 +1,208 @@
+//! Date and time functions that work on calendar fields: `age`, `date_bin`, `make_timestamp` and
+//! `make_timestamptz`, with PostgreSQL's results and errors. Values are microseconds since
+//! 2000-01-01 (local time for `timestamp`, UTC for `timestamptz`); a `timestamptz` is read in the
+//! session's time zone where fields matter, as PostgreSQL does.
+
+use steady_types::zone::{session_zone, Zone};
+use steady_types::{civil_from_days, DataType, Interval, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+
+use crate::error::{Result, SqlError};
+use crate::execution::executor::ExecCtx;
+use crate::types::ops::{as_f64, as_i64, text_of};
+
+const USECS_PER_SEC: i64 = 1_000_000;
+
+/// A timestamp's calendar fields.
+struct Fields {
+    year: i64,
+    month: i64,
+    day: i64,
+    hour: i64,
+    minute: i64,
+    second: i64,
+    micros: i64,
+}
+
+impl Fields {
+    fn of(local: i64) -> Fields {
+        let (days, time) = (
+            local.div_euclid(USECS_PER_DAY),
+            local.rem_euclid(USECS_PER_DAY),
+        );
+        let (year, month, day) = civil_from_days(days + PG_EPOCH_UNIX_DAYS);
+        let seconds = time / USECS_PER_SEC;
+        Fields {
+            year,
+            month,
+            day,
+            hour: seconds / 3600,
+            minute: seconds / 60 % 60,
+            second: seconds % 60,
+            micros: time % USECS_PER_SEC,
+        }
+    }
+}
+
+/// A date, timestamp or timestamptz argument (or a text one, read as a timestamptz) as local
+/// microseconds; infinite values are out of range.
+fn local_micros(value: &Value) -> Result<i64> {
+    let local = match value {
+        Value::Timestamp(t) => *t,
+        Value::TimestampTz(t) if is_finite(*t) => session_zone().to_local(*t),
+        Value::Date(d) if *d != i32::MAX && *d != i32::MIN => i64::from(*d) * USECS_PER_DAY,
+        Value::Text(text) => {
+            return local_micros(&Value::Text(text.clone()).cast_to(&DataType::TimestampTz)?)
+        }
+        _ => i64::MAX,
+    };
+    if is_finite(local) {
+        Ok(local)
+    } else {
+        Err(SqlError::new("22008", "timestamp out of range"))
+    }
+}
+
+fn is_finite(micros: i64) -> bool {
+    micros != i64::MAX && micros != i64::MIN
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// `age(a, b)`: `a - b` as years, months, days and time, each field's difference borrowed from
+/// the next larger one (PostgreSQL's `timestamp_age`); `age(a)` is `age(current_date, a)`.
+pub(crate) fn age(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let (later, earlier) = match args {
+        [one] => {
+            let today = session_zone()
+                .to_local(ctx.statement_time())
+                .div_euclid(USECS_PER_DAY);
+            (today * USECS_PER_DAY, local_micros(one)?)
+        }
+        [a, b, ..] => (local_micros(a)?, local_micros(b)?),
+        [] => unreachable!("age takes one or two arguments"),
+    };
+    let (f1, f2) = (Fields::of(later), Fields::of(earlier));
+    let sign = if later < earlier { -1 } else { 1 };
+    let mut micros = sign * (f1.micros - f2.micros);
+    let mut second = sign * (f1.second - f2.second);
+    let mut minute = sign * (f1.minute - f2.minute);
+    let mut hour = sign * (f1.hour - f2.hour);
+    let mut day = sign * (f1.day - f2.day);
+    let mut month = sign * (f1.month - f2.month);
+    let mut year = sign * (f1.year - f2.year);
+    let borrow = |low: &mut i64, high: &mut i64, size: i64| {
+        while *low < 0 {
+            *low += size;
+            *high -= 1;
+        }
+    };
+    borrow(&mut micros, &mut second, USECS_PER_SEC);
+    borrow(&mut second, &mut minute, 60);
+    borrow(&mut minute, &mut hour, 60);
+    borrow(&mut hour, &mut day, 24);
+    let lender = if later < earlier { &f1 } else { &f2 };
+    borrow(
+        &mut day,
+        &mut month,
+        days_in_month(lender.year, lender.month),
+    );
+    borrow(&mut month, &mut year, 12);
+    let out_of_range = || SqlError::new("22008", "interval out of range");
+    Ok(Value::Interval(Interval {
+        months: i32::try_from(sign * (year * 12 + month)).map_err(|_| out_of_range())?,
+        days: i32::try_from(sign * day).map_err(|_| out_of_range())?,
+        micros: sign * (((hour * 60 + minute) * 60 + second) * USECS_PER_SEC + micros),
+    }))
+}
+
+/// `date_bin(stride, source, origin)`: the start of the stride-wide bin, counted from `origin`,
+/// that `source` falls in; a stride of months or years is refused (0A000) and one of zero or
+/// less is out of range (22008), as in PostgreSQL.
+pub(crate) fn date_bin(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let Value::Interval(stride) = args[0].cast_to(&DataType::Interval)? else {
+        return Err(SqlError::new("42883", "date_bin takes an interval stride"));
+    };
+    if stride.months != 0 {
+        return Err(SqlError::new(
+            "0A000",
+            "timestamps cannot be binned into intervals containing months or years",
+        ));
+    }
+    let stride = i64::from(stride.days) * USECS_PER_DAY + stride.micros;
+    if stride <= 0 {
+        return Err(SqlError::new("22008", "stride must be greater than zero"));
+    }
+    let (source, origin) = match (&args[1], &args[2]) {
+        (Value::TimestampTz(s), Value::TimestampTz(o)) => (*s, *o),
+        (source, origin) => (local_micros(source)?, local_micros(origin)?),
+    };
+    let overflow = || SqlError::new("22008", "timestamp out of range");
+    let diff = source.checked_sub(origin).ok_or_else(overflow)?;
+    let mut delta = diff - diff % stride;
+    if diff < 0 && diff % stride != 0 {
+        delta -= stride;
+    }
+    let binned = origin.checked_add(delta).ok_or_else(overflow)?;
+    Ok(match &args[1] {
+        Value::TimestampTz(_) => Value::TimestampTz(binned),
+        _ => Value::Timestamp(binned),
+    })
+}
+
+/// `make_timestamp(year, month, day, hour, min, sec)`.
+pub(crate) fn make_timestamp(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Timestamp(local_from_fields(args)?))
+}
+
+/// `make_timestamptz(year, month, day, hour, min, sec [, timezone])`: the local time in the
+/// given zone, else the session's.
+pub(crate) fn make_timestamptz(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let local = local_from_fields(args)?;
+    let zone = match args.get(6) {
+        Some(name) => {
+            let name = text_of(name);
+            Zone::named(&name).ok_or_else(|| {
+                SqlError::new("22023", format!("time zone \"{name}\" not recognized"))
+            })?
+        }
+        None => session_zone(),
+    };
+    Ok(Value::TimestampTz(zone.to_utc(local)))
+}
+
+/// Local microseconds of the first six arguments of `make_timestamp`: a date as `make_date`
+/// takes it, a time of day up to 24:00:00 with seconds below 60.
+fn local_from_fields(args: &[Value]) -> Result<i64> {
+    let (year, month, day) = (as_i64(&args[0]), as_i64(&args[1]), as_i64(&args[2]));
+    let (hour, minute, second) = (as_i64(&args[3]), as_i64(&args[4]), as_f64(&args[5]));
+    let date_out_of_range = || {
+        SqlError::new(
+            "22008",
+            format!("date field value out of range: {year}-{month:02}-{day:02}"),
+        )
+    };
+    let era = if year < 0 { " BC" } else { "" };
+    let text = format!("{:04}-{month:02}-{day:02}{era}", year.abs());
+    let date = match Value::parse(&DataType::Date, &text) {
+        Ok(Value::Date(date)) if year != 0 => date,
+        _ => return Err(date_out_of_range()),
+    };
+    let time_ok =
+        (0..=24).contains(&hour) && (0..60).contains(&minute) && (0.0..60.0).contains(&second);
+    let time = (hour * 60 + minute) * 60 * USECS_PER_SEC + (second * 1e6).round() as i64;
+    if !time_ok || time > USECS_PER_DAY {
+        return Err(SqlError::new(
+            "22008",
+            format!("time field value out of range: {hour}:{minute:02}:{second:02}"),
+        ));
+    }
+    Ok(i64::from(date) * USECS_PER_DAY + time)
+}
