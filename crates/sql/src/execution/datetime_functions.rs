@@ -1,5 +1,5 @@
-//! Date and time functions that work on calendar fields: `age`, `date_bin`, `make_timestamp` and
-//! `make_timestamptz`, with PostgreSQL's results and errors. Values are microseconds since
+//! Date and time functions that work on calendar fields: `age`, `date_bin`, `make_timestamp`,
+//! `make_timestamptz` and the `justify_*` family, with PostgreSQL's results and errors. Values are microseconds since
 //! 2000-01-01 (local time for `timestamp`, UTC for `timestamptz`); a `timestamptz` is read in the
 //! session's time zone where fields matter, as PostgreSQL does.
 
@@ -205,4 +205,86 @@ fn local_from_fields(args: &[Value]) -> Result<i64> {
         ));
     }
     Ok(i64::from(date) * USECS_PER_DAY + time)
+}
+
+const DAYS_PER_MONTH: i64 = 30;
+
+fn interval_argument(value: &Value) -> Result<Interval> {
+    match value.cast_to(&DataType::Interval)? {
+        Value::Interval(interval) => Ok(interval),
+        _ => Err(SqlError::new("42883", "an interval argument is needed")),
+    }
+}
+
+/// An interval from wide fields, 22008 when one does not fit.
+fn interval_of(months: i64, days: i64, micros: i64) -> Result<Value> {
+    let out_of_range = || SqlError::new("22008", "interval out of range");
+    Ok(Value::Interval(Interval {
+        months: i32::try_from(months).map_err(|_| out_of_range())?,
+        days: i32::try_from(days).map_err(|_| out_of_range())?,
+        micros,
+    }))
+}
+
+/// `justify_hours(interval)`: whole 24-hour spans of the time become days, the time then taking
+/// the days' sign.
+pub(crate) fn justify_hours(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let span = interval_argument(&args[0])?;
+    let mut days = i64::from(span.days) + span.micros / USECS_PER_DAY;
+    let mut micros = span.micros % USECS_PER_DAY;
+    if days > 0 && micros < 0 {
+        micros += USECS_PER_DAY;
+        days -= 1;
+    } else if days < 0 && micros > 0 {
+        micros -= USECS_PER_DAY;
+        days += 1;
+    }
+    interval_of(i64::from(span.months), days, micros)
+}
+
+/// `justify_days(interval)`: whole 30-day spans become months, the days then taking the months'
+/// sign.
+pub(crate) fn justify_days(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let span = interval_argument(&args[0])?;
+    let mut months = i64::from(span.months) + i64::from(span.days) / DAYS_PER_MONTH;
+    let mut days = i64::from(span.days) % DAYS_PER_MONTH;
+    if months > 0 && days < 0 {
+        days += DAYS_PER_MONTH;
+        months -= 1;
+    } else if months < 0 && days > 0 {
+        days -= DAYS_PER_MONTH;
+        months += 1;
+    }
+    interval_of(months, days, span.micros)
+}
+
+/// `justify_interval(interval)`: both, with every field then of one sign (PostgreSQL's order of
+/// steps).
+pub(crate) fn justify_interval(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let span = interval_argument(&args[0])?;
+    let (mut months, mut days, mut micros) =
+        (i64::from(span.months), i64::from(span.days), span.micros);
+    if (days > 0 && micros > 0) || (days < 0 && micros < 0) {
+        months += days / DAYS_PER_MONTH;
+        days %= DAYS_PER_MONTH;
+    }
+    days += micros / USECS_PER_DAY;
+    micros %= USECS_PER_DAY;
+    months += days / DAYS_PER_MONTH;
+    days %= DAYS_PER_MONTH;
+    if months > 0 && (days < 0 || (days == 0 && micros < 0)) {
+        days += DAYS_PER_MONTH;
+        months -= 1;
+    } else if months < 0 && (days > 0 || (days == 0 && micros > 0)) {
+        days -= DAYS_PER_MONTH;
+        months += 1;
+    }
+    if days > 0 && micros < 0 {
+        micros += USECS_PER_DAY;
+        days -= 1;
+    } else if days < 0 && micros > 0 {
+        micros -= USECS_PER_DAY;
+        days += 1;
+    }
+    interval_of(months, days, micros)
 }

@@ -284,6 +284,14 @@ static FUNCTIONS: &[Function] = &[
         datetime::make_timestamptz,
     ),
     contextual("age", (1, 2), interval, datetime::age),
+    strict("justify_hours", (1, 1), interval, datetime::justify_hours),
+    strict("justify_days", (1, 1), interval, datetime::justify_days),
+    strict(
+        "justify_interval",
+        (1, 1),
+        interval,
+        datetime::justify_interval,
+    ),
     strict("date_bin", (3, 3), same_as_second, datetime::date_bin),
     strict("width_bucket", (4, 4), integer, width_bucket),
     strict("factorial", (1, 1), numeric, factorial),
@@ -317,7 +325,7 @@ static FUNCTIONS: &[Function] = &[
     volatile("localtimestamp", timestamp, local_now),
     volatile("statement_timestamp", timestamptz, now),
     volatile("transaction_timestamp", timestamptz, now),
-    volatile("clock_timestamp", timestamptz, now),
+    volatile("clock_timestamp", timestamptz, clock_timestamp),
     volatile("current_date", date, current_date),
     volatile("localtime", time, local_time),
     strict("make_time", (3, 3), time, make_time),
@@ -1048,6 +1056,11 @@ fn date_trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 
 fn now(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::TimestampTz(ctx.statement_time()))
+}
+
+/// `clock_timestamp()`: the time of the call, which changes within a statement.
+fn clock_timestamp(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::TimestampTz(crate::execution::executor::now_micros()))
 }
 
 /// `localtimestamp`: the statement's time in the session zone, without the zone.

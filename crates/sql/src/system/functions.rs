@@ -43,6 +43,8 @@ pub static REGEX_MATCH: Function = pure("textregexeq", (2, 2), boolean, regex_ma
 pub static REGEX_NOT_MATCH: Function = pure("textregexne", (2, 2), boolean, regex_not_match);
 pub static REGEX_IMATCH: Function = pure("texticregexeq", (2, 2), boolean, regex_imatch);
 pub static REGEX_NOT_IMATCH: Function = pure("texticregexne", (2, 2), boolean, regex_not_imatch);
+/// `substring(string FROM pattern)` with a text pattern.
+pub static SUBSTRING_REGEX: Function = pure("substring", (2, 2), text, substring_regex);
 pub static REGCLASS_IN: Function = catalog("regclassin", (1, 1), oid_type, regclass_in);
 pub static REGCLASS_OUT: Function = catalog("regclassout", (1, 1), text, regclass_out);
 pub static REGTYPE_IN: Function = pure("regtypein", (1, 1), oid_type, regtype_in);
@@ -362,6 +364,21 @@ fn with_regex<T>(
         *last = Some((pattern, case_insensitive, regex));
         Ok(result)
     })
+}
+
+/// `substring(string FROM pattern)`: the part of `string` the POSIX regular expression matches
+/// first — the part its first parenthesized group matches, when it has one — or NULL.
+fn substring_regex(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let text = text_of(&args[0]);
+    with_regex(text_of(&args[1]), false, |regex| {
+        let captures = regex.captures(&text)?;
+        let part = match regex.captures_len() {
+            1 => captures.get(0),
+            _ => captures.get(1),
+        };
+        part.map(|m| Value::Text(m.as_str().to_owned()))
+    })
+    .map(|part| part.unwrap_or(Value::Null))
 }
 
 /// `regexp_replace(source, pattern, replacement [, flags])`: the first match (every match with

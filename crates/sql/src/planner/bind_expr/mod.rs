@@ -182,6 +182,15 @@ impl Binder<'_> {
             } => {
                 let mut args = vec![self.bind_expr_as(expr, scope, DataType::Text)?.0];
                 let from = substring_from.as_deref();
+                if let (Some(pattern), None) = (from, substring_for) {
+                    let (pattern, ty) = self.bind_expr(pattern, scope)?;
+                    let text_like = |t: DataType| ops::category(&t) == Category::String;
+                    if ty.is_none_or(text_like) {
+                        args.push(self.settle(pattern, ty, DataType::Text)?);
+                        let f = &crate::system::functions::SUBSTRING_REGEX;
+                        return Ok((Expr::Call(f, args), Some(DataType::Text)));
+                    }
+                }
                 let start = match from {
                     Some(f) => self.bind_expr_as(f, scope, DataType::Integer)?.0,
                     None => Expr::Literal(Value::Integer(1)),
@@ -624,6 +633,7 @@ impl Binder<'_> {
                 );
                 return self.bind_like(left, right, None, negated, case_insensitive, scope);
             }
+            BinaryOperator::PGExp => return self.bind_call("power", &[left, right], scope),
             other if crate::planner::json::is_json_operator(other) => {
                 return crate::planner::json::bind_json_operator(self, left, other, right, scope)
             }
@@ -827,6 +837,17 @@ impl Binder<'_> {
                 Ok((fold(Expr::Neg(Box::new(expr)))?, ty))
             }
             UnaryOperator::Plus => self.bind_expr(e, scope),
+            UnaryOperator::PGAbs => self.bind_call("abs", &[e], scope),
+            UnaryOperator::PGSquareRoot | UnaryOperator::PGCubeRoot => {
+                // PostgreSQL has these for double precision only.
+                let (operand, _) = self.bind_expr_as(e, scope, DataType::Double)?;
+                let name = match op {
+                    UnaryOperator::PGSquareRoot => "sqrt",
+                    _ => "cbrt",
+                };
+                let f = functions::lookup(name, 1)?;
+                Ok((Expr::Call(f, vec![operand]), Some(DataType::Double)))
+            }
             other => Err(SqlError::unsupported(format!("operator {other}"))),
         }
     }
