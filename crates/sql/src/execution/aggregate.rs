@@ -35,6 +35,10 @@ pub enum AggFunc {
     StringAgg,
     BoolAnd,
     BoolOr,
+    /// `bit_and`, `bit_or` and `bit_xor` of integers.
+    BitAnd,
+    BitOr,
+    BitXor,
     VarSamp,
     VarPop,
     StddevSamp,
@@ -67,6 +71,9 @@ impl AggFunc {
             "string_agg" => AggFunc::StringAgg,
             "bool_and" | "every" => AggFunc::BoolAnd,
             "bool_or" => AggFunc::BoolOr,
+            "bit_and" => AggFunc::BitAnd,
+            "bit_or" => AggFunc::BitOr,
+            "bit_xor" => AggFunc::BitXor,
             "var_samp" | "variance" => AggFunc::VarSamp,
             "var_pop" => AggFunc::VarPop,
             "stddev_samp" | "stddev" => AggFunc::StddevSamp,
@@ -94,6 +101,9 @@ impl AggFunc {
             AggFunc::StringAgg => "string_agg",
             AggFunc::BoolAnd => "bool_and",
             AggFunc::BoolOr => "bool_or",
+            AggFunc::BitAnd => "bit_and",
+            AggFunc::BitOr => "bit_or",
+            AggFunc::BitXor => "bit_xor",
             AggFunc::VarSamp => "var_samp",
             AggFunc::VarPop => "var_pop",
             AggFunc::StddevSamp => "stddev_samp",
@@ -176,6 +186,10 @@ impl AggFunc {
             (AggFunc::ArrayAgg, Some(ty)) if ArrayElement::of(&ty).is_some() => ty.array_type(),
             (AggFunc::ArrayAgg, _) => Some(Text),
             (AggFunc::BoolAnd | AggFunc::BoolOr, _) => Some(Boolean),
+            (
+                AggFunc::BitAnd | AggFunc::BitOr | AggFunc::BitXor,
+                Some(SmallInt | Integer | BigInt),
+            ) => arg,
             (AggFunc::Grouping, _) => Some(Integer),
             (AggFunc::PercentileCont, Some(SmallInt | Integer | BigInt | Numeric { .. })) => {
                 Some(Double)
@@ -298,6 +312,9 @@ impl Accumulator {
             AggFunc::StringAgg => string_agg_step(&self.value, input, args.get(1)),
             AggFunc::BoolAnd => bool_step(&self.value, input, true),
             AggFunc::BoolOr => bool_step(&self.value, input, false),
+            f @ (AggFunc::BitAnd | AggFunc::BitOr | AggFunc::BitXor) => {
+                bit_step(f, &self.value, input)
+            }
             _ => Value::Null,
         };
         Ok(())
@@ -367,6 +384,9 @@ impl Accumulator {
             AggFunc::Max => pick(&self.value, &other.value, Ordering::Greater),
             AggFunc::BoolAnd => bool_step(&self.value, &other.value, true),
             AggFunc::BoolOr => bool_step(&self.value, &other.value, false),
+            f @ (AggFunc::BitAnd | AggFunc::BitOr | AggFunc::BitXor) => {
+                bit_step(f, &self.value, &other.value)
+            }
             _ => {
                 return Err(SqlError::new(
                     "XX000",
@@ -561,6 +581,25 @@ fn bool_step(current: &Value, input: &Value, all: bool) -> Value {
         Value::Boolean(c) if all => Value::Boolean(*c && b),
         Value::Boolean(c) => Value::Boolean(*c || b),
         _ => Value::Boolean(b),
+    }
+}
+
+/// `bit_and` / `bit_or` / `bit_xor`'s state after `input` (an integer of the state's type).
+fn bit_step(func: AggFunc, current: &Value, input: &Value) -> Value {
+    let combine = |a: i64, b: i64| match func {
+        AggFunc::BitAnd => a & b,
+        AggFunc::BitOr => a | b,
+        _ => a ^ b,
+    };
+    match (current, input) {
+        (Value::SmallInt(a), Value::SmallInt(b)) => {
+            Value::SmallInt(combine((*a).into(), (*b).into()) as i16)
+        }
+        (Value::Integer(a), Value::Integer(b)) => {
+            Value::Integer(combine((*a).into(), (*b).into()) as i32)
+        }
+        (Value::BigInt(a), Value::BigInt(b)) => Value::BigInt(combine(*a, *b)),
+        _ => input.clone(),
     }
 }
 
