@@ -18,6 +18,7 @@ pub mod functions;
 pub mod json;
 pub mod plan;
 pub mod privileges;
+pub mod regex;
 pub mod sequences;
 pub mod set_functions;
 pub mod settings;

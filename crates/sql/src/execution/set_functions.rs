@@ -31,6 +31,8 @@ pub enum SetFunction {
         text: bool,
     },
     JsonObjectKeys,
+    RegexpMatches,
+    RegexpSplitToTable,
 }
 
 /// One call of a set-returning function in a select list.
@@ -60,6 +62,8 @@ impl SetFunction {
                 text: true,
             },
             "json_object_keys" | "jsonb_object_keys" => JsonObjectKeys,
+            "regexp_matches" => RegexpMatches,
+            "regexp_split_to_table" => RegexpSplitToTable,
             _ => return None,
         })
     }
@@ -69,6 +73,7 @@ impl SetFunction {
         match self {
             SetFunction::GenerateSubscripts => (2, 2),
             SetFunction::GenerateSeries => (2, 3),
+            SetFunction::RegexpMatches | SetFunction::RegexpSplitToTable => (2, 3),
             _ => (1, 1),
         }
     }
@@ -82,9 +87,10 @@ impl SetFunction {
                 Some(DataType::SmallInt) | None => Some(DataType::Integer),
                 first => first,
             },
-            SetFunction::JsonArrayElements { text: true, .. } | SetFunction::JsonObjectKeys => {
-                Some(DataType::Text)
-            }
+            SetFunction::JsonArrayElements { text: true, .. }
+            | SetFunction::JsonObjectKeys
+            | SetFunction::RegexpSplitToTable => Some(DataType::Text),
+            SetFunction::RegexpMatches => Some(DataType::TextArray),
             SetFunction::JsonArrayElements { binary: true, .. } => Some(DataType::Jsonb),
             SetFunction::JsonArrayElements { .. } => Some(DataType::Json),
         }
@@ -111,6 +117,11 @@ impl SetFunction {
                 Ok((lower..=upper).map(|i| Value::Integer(i as i32)).collect())
             }
             SetFunction::GenerateSeries => series(args),
+            SetFunction::RegexpMatches => crate::execution::regex::regexp_matches(args),
+            SetFunction::RegexpSplitToTable => Ok(crate::execution::regex::regexp_split(args)?
+                .into_iter()
+                .map(Value::Text)
+                .collect()),
             SetFunction::JsonArrayElements { binary, text } => {
                 let Json::Array(items) = json::document(&args[0])? else {
                     return Err(SqlError::new(

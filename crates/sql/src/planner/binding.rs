@@ -16,6 +16,7 @@ use crate::execution::aggregate::{AggCall, AggFunc};
 use crate::execution::expr::{Expr, Subquery, SubqueryKind};
 use crate::execution::functions::Function;
 use crate::execution::plan::{Column, Plan};
+use crate::execution::set_functions::{SetCall, SetFunction};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
 use crate::system::functions::{
     ANY_EQUAL, ARRAY_CAT, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, ARRAY_OF, REGCLASS_IN,
@@ -455,6 +456,59 @@ fn bind_options_to_table(
     Ok((plan, Scope::of_table(&alias_name, &columns)))
 }
 
+/// A set-returning function of the select list (`regexp_matches`, `json_array_elements`...) in
+/// FROM: its rows as one column named after it (or its alias); `WITH ORDINALITY` is refused
+/// (0A000) for these.
+fn bind_set_function_source(
+    binder: &mut Binder<'_>,
+    (function, name): (SetFunction, &str),
+    args: &[ast::FunctionArg],
+    alias: Option<&ast::TableAlias>,
+    with_ordinality: bool,
+) -> Result<(Plan, Scope)> {
+    if with_ordinality {
+        return Err(SqlError::unsupported(format!("{name} WITH ORDINALITY")));
+    }
+    let (min, max) = function.arguments();
+    if !(min..=max).contains(&args.len()) {
+        return Err(SqlError::undefined_function(format!(
+            "function {name} with {} arguments does not exist",
+            args.len()
+        )));
+    }
+    let mut bound = Vec::with_capacity(args.len());
+    let mut types = Vec::with_capacity(args.len());
+    for arg in args {
+        let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
+            return Err(SqlError::syntax(format!("{name} takes plain arguments")));
+        };
+        let (expr, ty) = binder.bind_expr_with_level(e, &Scope::default())?;
+        bound.push(expr);
+        types.push(ty);
+    }
+    let ty = function.result_type(&types);
+    let plan = Plan::ProjectSet {
+        input: Box::new(Plan::Values {
+            width: 0,
+            rows: vec![Vec::new()],
+        }),
+        calls: vec![SetCall {
+            function,
+            args: bound,
+        }],
+    };
+    let alias_name = alias.map_or_else(|| name.to_owned(), |a| normalize_ident(&a.name));
+    let column_name = match alias {
+        Some(a) => a
+            .columns
+            .first()
+            .map_or_else(|| alias_name.clone(), |c| normalize_ident(&c.name)),
+        None => name.to_owned(),
+    };
+    let columns = vec![Column::new(&column_name, ty)];
+    Ok((plan, Scope::of_table(&alias_name, &columns)))
+}
+
 /// Catalog functions in FROM: `pg_partition_ancestors(rel)` is `rel` itself (nothing is
 /// partitioned), and `unnest(array)` one row per element; each with an ordinality column `WITH
 /// ORDINALITY`.
@@ -465,6 +519,12 @@ pub fn bind_table_function(
     alias: Option<&ast::TableAlias>,
     with_ordinality: bool,
 ) -> Result<(Plan, Scope)> {
+    match SetFunction::by_name(name) {
+        Some(SetFunction::Unnest) | None => {}
+        Some(function) => {
+            return bind_set_function_source(binder, (function, name), args, alias, with_ordinality)
+        }
+    }
     let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = args else {
         return Err(SqlError::undefined_function(format!(
             "function {name} does not exist"

@@ -7,9 +7,6 @@
 //! constant folding runs without a session. Regular expressions use the `regex` crate, whose
 //! syntax covers the POSIX EREs clients send (`^(accounts)$`, `^pg_toast`).
 
-use std::cell::RefCell;
-
-use regex::{Regex, RegexBuilder};
 use steady_types::{DataType, Value};
 
 use super::arrays::{self, int_arg};
@@ -20,6 +17,7 @@ use super::{oids, pg_type, sizes};
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
 use crate::execution::functions::Function;
+use crate::execution::regex::{regex_flags, regexp_split, with_regex};
 use crate::types::ops::text_of;
 
 use crate::execution::functions::{
@@ -43,6 +41,10 @@ pub static REGEX_MATCH: Function = pure("textregexeq", (2, 2), boolean, regex_ma
 pub static REGEX_NOT_MATCH: Function = pure("textregexne", (2, 2), boolean, regex_not_match);
 pub static REGEX_IMATCH: Function = pure("texticregexeq", (2, 2), boolean, regex_imatch);
 pub static REGEX_NOT_IMATCH: Function = pure("texticregexne", (2, 2), boolean, regex_not_imatch);
+fn text_array(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::TextArray)
+}
+
 /// `substring(string FROM pattern)` with a text pattern.
 pub static SUBSTRING_REGEX: Function = pure("substring", (2, 2), text, substring_regex);
 pub static REGCLASS_IN: Function = catalog("regclassin", (1, 1), oid_type, regclass_in);
@@ -87,6 +89,12 @@ static FUNCTIONS: &[&Function] = &[
     &catalog("to_regclass", (1, 1), oid_type, to_regclass),
     &catalog("pg_get_viewdef", (1, 2), text, super::views::get_viewdef),
     &pure("regexp_replace", (3, 4), text, regexp_replace),
+    &pure(
+        "regexp_split_to_array",
+        (2, 3),
+        text_array,
+        regexp_split_to_array,
+    ),
     &catalog(
         "pg_cancel_backend",
         (1, 1),
@@ -325,44 +333,10 @@ pub(super) fn oid_arg(value: &Value) -> i64 {
     int_arg(value).unwrap_or(0)
 }
 
-thread_local! {
-    /// The last regular expression compiled on this thread (a scan matches one pattern per row).
-    static LAST_REGEX: RefCell<Option<(String, bool, Regex)>> = const { RefCell::new(None) };
-}
-
 fn matches(args: &[Value], case_insensitive: bool) -> Result<bool> {
     let text = text_of(&args[0]);
     with_regex(text_of(&args[1]), case_insensitive, |regex| {
         regex.is_match(&text)
-    })
-}
-
-/// Runs `f` with `pattern` compiled (the thread's last compiled pattern is kept).
-fn with_regex<T>(
-    pattern: String,
-    case_insensitive: bool,
-    f: impl FnOnce(&Regex) -> T,
-) -> Result<T> {
-    LAST_REGEX.with(|cell| {
-        let mut last = cell.borrow_mut();
-        let kept = last
-            .take()
-            .filter(|(p, ci, _)| *p == pattern && *ci == case_insensitive);
-        let (pattern, regex) = match kept {
-            Some((pattern, _, regex)) => (pattern, regex),
-            None => {
-                let regex = RegexBuilder::new(&pattern)
-                    .case_insensitive(case_insensitive)
-                    .build()
-                    .map_err(|e| {
-                        SqlError::new("2201B", format!("invalid regular expression: {e}"))
-                    })?;
-                (pattern, regex)
-            }
-        };
-        let result = f(&regex);
-        *last = Some((pattern, case_insensitive, regex));
-        Ok(result)
     })
 }
 
@@ -386,21 +360,7 @@ fn substring_regex(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 /// whole match, as in PostgreSQL.
 fn regexp_replace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let source = text_of(&args[0]);
-    let flags = args.get(3).map(text_of).unwrap_or_default();
-    let (mut global, mut case_insensitive) = (false, false);
-    for flag in flags.chars() {
-        match flag {
-            'g' => global = true,
-            'i' => case_insensitive = true,
-            'c' => case_insensitive = false,
-            other => {
-                return Err(SqlError::new(
-                    "22023",
-                    format!("invalid regular expression option: \"{other}\""),
-                ))
-            }
-        }
-    }
+    let (global, case_insensitive) = regex_flags(args.get(3))?;
     let replacement = rust_replacement(&text_of(&args[2]));
     let limit = if global { 0 } else { 1 };
     with_regex(text_of(&args[1]), case_insensitive, |regex| {
@@ -410,6 +370,11 @@ fn regexp_replace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
                 .into_owned(),
         )
     })
+}
+
+fn regexp_split_to_array(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let parts: Vec<Value> = regexp_split(args)?.into_iter().map(Value::Text).collect();
+    Ok(Value::Text(steady_types::array::array_text(&parts)))
 }
 
 /// A PostgreSQL replacement string in the regex crate's syntax.
