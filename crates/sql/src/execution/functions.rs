@@ -338,6 +338,7 @@ static FUNCTIONS: &[Function] = &[
     contextual("session_user", (0, 0), text, session_user),
     contextual("user", (0, 0), text, current_user),
     contextual("pg_backend_pid", (0, 0), integer, backend_pid),
+    contextual("txid_current", (0, 0), bigint, txid_current),
     contextual("pg_sleep", (1, 1), text, pg_sleep),
     contextual("current_setting", (1, 2), text, current_setting),
     contextual("nextval", (1, 1), bigint, sequences::nextval),
@@ -1116,6 +1117,15 @@ fn session_user(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 
 fn backend_pid(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Integer(ctx.session_id() as i32))
+}
+
+/// `txid_current()`: the transaction's id — the same for each statement of a transaction
+/// block, larger for every later transaction, across restarts too.
+fn txid_current(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let id = ctx.txn()?.id();
+    i64::try_from(id)
+        .map(Value::BigInt)
+        .map_err(|_| SqlError::new("22003", "bigint out of range"))
 }
 
 /// `pg_sleep(seconds)`: waits, looking at the cancel flag and the statement deadline every
