@@ -100,12 +100,12 @@ fn dates_round_trip_through_text() {
 /// at 2024-03-01 23:30 UTC it is already the 2nd in Tokyo.
 #[test]
 fn relative_date_words_read_the_statement_time_in_the_session_zone() {
-    use crate::zone::{set_session_zone, set_statement_time, Zone};
+    use crate::zone::{set_session_zone, set_transaction_time, Zone};
     let at = Value::parse(&DataType::TimestampTz, "2024-03-01 23:30:00+00").unwrap();
     let Value::TimestampTz(micros) = at else {
         panic!("{at:?}")
     };
-    set_statement_time(micros);
+    set_transaction_time(micros);
     set_session_zone(&Zone::utc());
     let parse = |ty: &DataType, s: &str| text(Value::parse(ty, s).expect(s));
     assert_eq!(parse(&DataType::Timestamp, "now"), "2024-03-01 23:30:00");

@@ -121,20 +121,27 @@ fn civil(local: i64) -> Option<jiff::civil::DateTime> {
 
 thread_local! {
     static SESSION_ZONE: RefCell<Zone> = RefCell::new(Zone::utc());
-    /// The running statement's time (microseconds since 2000-01-01 UTC), as `now()` gives it.
-    static STATEMENT_TIME: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
+    /// The running transaction's start time (microseconds since 2000-01-01 UTC), as `now()`
+    /// gives it.
+    static TRANSACTION_TIME: std::cell::Cell<Option<i64>> = const { std::cell::Cell::new(None) };
 }
 
-/// Makes `micros` the time that the input `now`, `today`, `tomorrow` and `yesterday` read on
-/// this thread (the statement's, so that they agree with `now()`).
-pub fn set_statement_time(micros: i64) {
-    STATEMENT_TIME.with(|time| time.set(Some(micros)));
+/// Makes `micros` the start time of the transaction this thread runs a statement of: the time
+/// that `now()`, `current_date` and the inputs `now`, `today`, `tomorrow` and `yesterday` give,
+/// the same for every statement of a transaction block, as PostgreSQL's.
+pub fn set_transaction_time(micros: i64) {
+    TRANSACTION_TIME.with(|time| time.set(Some(micros)));
 }
 
-/// The statement's time in the session zone's local time: the statement's time if one was set
-/// on this thread, else the clock's.
+/// The transaction start time set on this thread, if any.
+pub fn transaction_time() -> Option<i64> {
+    TRANSACTION_TIME.with(std::cell::Cell::get)
+}
+
+/// The transaction's start time in the session zone's local time: the one set on this thread,
+/// else the clock's.
 pub(crate) fn local_now() -> i64 {
-    let now = STATEMENT_TIME
+    let now = TRANSACTION_TIME
         .with(std::cell::Cell::get)
         .unwrap_or_else(|| {
             let unix = std::time::SystemTime::now()

@@ -82,7 +82,7 @@ pub(crate) fn age(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let (later, earlier) = match args {
         [one] => {
             let today = session_zone()
-                .to_local(ctx.statement_time())
+                .to_local(ctx.transaction_time())
                 .div_euclid(USECS_PER_DAY);
             (today * USECS_PER_DAY, local_micros(one)?)
         }

@@ -323,7 +323,7 @@ static FUNCTIONS: &[Function] = &[
     volatile("now", timestamptz, now),
     volatile("current_timestamp", timestamptz, now),
     volatile("localtimestamp", timestamp, local_now),
-    volatile("statement_timestamp", timestamptz, now),
+    volatile("statement_timestamp", timestamptz, statement_timestamp),
     volatile("transaction_timestamp", timestamptz, now),
     volatile("clock_timestamp", timestamptz, clock_timestamp),
     volatile("current_date", date, current_date),
@@ -1055,7 +1055,13 @@ fn date_trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     })
 }
 
+/// `now()`, `current_timestamp`, `transaction_timestamp()`: when the transaction began.
 fn now(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::TimestampTz(ctx.transaction_time()))
+}
+
+/// `statement_timestamp()`: when the statement began.
+fn statement_timestamp(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::TimestampTz(ctx.statement_time()))
 }
 
@@ -1064,21 +1070,21 @@ fn clock_timestamp(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::TimestampTz(crate::execution::executor::now_micros()))
 }
 
-/// `localtimestamp`: the statement's time in the session zone, without the zone.
+/// `localtimestamp`: the transaction's start in the session zone, without the zone.
 fn local_now(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Timestamp(
-        steady_types::zone::session_zone().to_local(ctx.statement_time()),
+        steady_types::zone::session_zone().to_local(ctx.transaction_time()),
     ))
 }
 
-/// `localtime`: the statement's time of day in the session zone.
+/// `localtime`: the transaction's start time of day in the session zone.
 fn local_time(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
-    let local = steady_types::zone::session_zone().to_local(ctx.statement_time());
+    let local = steady_types::zone::session_zone().to_local(ctx.transaction_time());
     Ok(Value::Time(local.rem_euclid(USECS_PER_DAY)))
 }
 
 fn current_date(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
-    let local = steady_types::zone::session_zone().to_local(ctx.statement_time());
+    let local = steady_types::zone::session_zone().to_local(ctx.transaction_time());
     Ok(Value::Date(local.div_euclid(USECS_PER_DAY) as i32))
 }
 

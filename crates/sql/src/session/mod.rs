@@ -557,8 +557,8 @@ impl Session {
     fn tracked<T: RowCount>(&mut self, query: Arc<str>, run: impl FnOnce(&mut Self) -> T) -> T {
         self.apply_date_settings();
         let now = now_micros();
-        steady_types::zone::set_statement_time(now);
         let xact_start = *self.xact_start.get_or_insert(now);
+        steady_types::zone::set_transaction_time(xact_start);
         let activity = Arc::clone(self.registered.activity());
         self.info.cancel.arm();
         let slow_log = self

@@ -91,6 +91,9 @@ pub struct ExecCtx<'a> {
     /// Per recursive union running: the rows its previous round added.
     work_tables: HashMap<usize, Vec<Row>>,
     statement_time: i64,
+    /// When the statement's transaction began (`now()`): [`steady_types::zone::transaction_time`],
+    /// else the statement's time.
+    transaction_time: i64,
     /// Per node (pre-order number) when instrumented.
     pub node_stats: Option<Vec<NodeStats>>,
     /// Interrupt checks left before the next real one (see [`ExecCtx::check_interrupt`]).
@@ -121,6 +124,7 @@ impl<'a> ExecCtx<'a> {
         params: &'a [Value],
         info: &'a SessionInfo,
     ) -> Self {
+        let statement_time = now_micros();
         ExecCtx {
             engine,
             txn,
@@ -129,7 +133,8 @@ impl<'a> ExecCtx<'a> {
             outer: Vec::new(),
             subquery_results: HashMap::new(),
             work_tables: HashMap::new(),
-            statement_time: now_micros(),
+            statement_time,
+            transaction_time: steady_types::zone::transaction_time().unwrap_or(statement_time),
             node_stats: None,
             interrupt_countdown: std::cell::Cell::new(0),
             changed: None,
@@ -226,6 +231,11 @@ impl<'a> ExecCtx<'a> {
 
     pub fn statement_time(&self) -> i64 {
         self.statement_time
+    }
+
+    /// When the statement's transaction began, as `now()` and `current_date` give it.
+    pub fn transaction_time(&self) -> i64 {
+        self.transaction_time
     }
 
     pub fn database_name(&self) -> String {
