@@ -172,3 +172,22 @@ fn a_parallel_scan_counts_each_part_and_every_row_in_pg_stat_user_tables() {
         [[Value::BigInt(parts), Value::BigInt(ROWS)]]
     );
 }
+
+/// Helper threads evaluate expressions as the session's own thread does: in the session's time
+/// zone and DateStyle order.
+#[test]
+fn helper_threads_use_the_sessions_zone_and_datestyle() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    load(&mut session);
+    ok(&mut session, "SET TimeZone = 'Asia/Tokyo'");
+    ok(&mut session, "SET datestyle = 'DMY'");
+    let hour = "('2020-01-01 00:00'::timestamp + id * interval '1 hour')::timestamptz::text";
+    let day = "(lpad((id % 28 + 1)::text, 2, '0') || '/02/2020')::date";
+    let sql = format!(
+        "SELECT count(*) FILTER (WHERE {hour} LIKE '%+09'), \
+         count(*) FILTER (WHERE extract(month FROM {day}) = 2) FROM t"
+    );
+    let answer = same_as_serial(&mut session, &sql, true);
+    assert_eq!(answer, vec![vec![Value::BigInt(ROWS), Value::BigInt(ROWS)]]);
+}

@@ -255,6 +255,11 @@ pub fn use_date_order(order: DateOrder) {
     DATE_ORDER.with(|current| current.set(order));
 }
 
+/// The order this thread reads numeric dates in.
+pub fn date_order() -> DateOrder {
+    DATE_ORDER.with(std::cell::Cell::get)
+}
+
 /// A date/time text in a form other than ISO's, as PostgreSQL reads it: the date as three
 /// numbers separated by `/`, `-`, `.` or spaces in the DateStyle's order (a first number of three
 /// or more digits is the year: `1999/01/08`), as a month name with the day and the year in either

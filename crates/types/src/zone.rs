@@ -166,6 +166,34 @@ pub fn use_session_zone(name: &str) {
     }
 }
 
+/// What a session sets on the thread that runs its statement — its zone, DateStyle order and
+/// transaction start — taken from that thread to be set on a helper thread (a parallel scan's),
+/// so that expressions evaluated there read them as on the session's own.
+#[derive(Debug, Clone)]
+pub struct ThreadSettings {
+    zone: Zone,
+    date_order: crate::DateOrder,
+    transaction_time: Option<i64>,
+}
+
+impl ThreadSettings {
+    /// This thread's settings.
+    pub fn current() -> Self {
+        ThreadSettings {
+            zone: session_zone(),
+            date_order: crate::calendar::date_order(),
+            transaction_time: transaction_time(),
+        }
+    }
+
+    /// Makes them this thread's.
+    pub fn install(&self) {
+        set_session_zone(&self.zone);
+        crate::use_date_order(self.date_order);
+        TRANSACTION_TIME.with(|time| time.set(self.transaction_time));
+    }
+}
+
 /// This thread's session zone.
 pub fn session_zone() -> Zone {
     SESSION_ZONE.with(|current| current.borrow().clone())

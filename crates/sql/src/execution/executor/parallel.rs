@@ -113,6 +113,7 @@ fn run_parts(
     ctx: &mut ExecCtx,
 ) -> Vec<Result<Groups>> {
     let (params, info) = (ctx.params, ctx.info);
+    let settings = steady_types::zone::ThreadSettings::current();
     let part = move |scan: RowScan, ctx: &mut ExecCtx| {
         let source = ScanSource::new(ScanRows::Stream(Box::new(scan)), filter);
         let mut source: BoxedSource = Box::new(source.counted(table, access, ctx));
@@ -123,7 +124,11 @@ fn run_parts(
         let first = scans.next();
         let helpers: Vec<_> = scans
             .map(|scan| {
-                scope.spawn(move || part(scan, &mut ExecCtx::new(None, None, params, info)))
+                let settings = settings.clone();
+                scope.spawn(move || {
+                    settings.install();
+                    part(scan, &mut ExecCtx::new(None, None, params, info))
+                })
             })
             .collect();
         let mut results: Vec<Result<Groups>> = first.into_iter().map(|s| part(s, ctx)).collect();
