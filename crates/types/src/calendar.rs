@@ -38,7 +38,8 @@ pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (year_of_era + era * 400 + i64::from(month <= 2), month, day)
 }
 
-pub(crate) fn days_in_month(year: i64, month: i64) -> i64 {
+/// The days of `month` (1–12) in the proleptic Gregorian `year`.
+pub fn days_in_month(year: i64, month: i64) -> i64 {
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
     match month {
         2 if leap => 29,

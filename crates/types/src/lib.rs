@@ -89,7 +89,8 @@ mod value;
 pub mod zone;
 
 pub use calendar::{
-    civil_from_days, days_from_civil, use_date_order, DateOrder, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY,
+    civil_from_days, days_from_civil, days_in_month, use_date_order, DateOrder, PG_EPOCH_UNIX_DAYS,
+    USECS_PER_DAY,
 };
 pub use clock::add_interval_to_time;
 pub use interval::Interval;

@@ -4,7 +4,9 @@
 //! session's time zone where fields matter, as PostgreSQL does.
 
 use steady_types::zone::{session_zone, Zone};
-use steady_types::{civil_from_days, DataType, Interval, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
+use steady_types::{
+    civil_from_days, days_in_month, DataType, Interval, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY,
+};
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
@@ -64,16 +66,6 @@ fn local_micros(value: &Value) -> Result<i64> {
 
 fn is_finite(micros: i64) -> bool {
     micros != i64::MAX && micros != i64::MIN
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    match month {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
 }
 
 /// `age(a, b)`: `a - b` as years, months, days and time, each field's difference borrowed from
@@ -179,32 +171,40 @@ pub(crate) fn make_timestamptz(args: &[Value], _: &mut ExecCtx) -> Result<Value>
 }
 
 /// Local microseconds of the first six arguments of `make_timestamp`: a date as `make_date`
-/// takes it, a time of day up to 24:00:00 with seconds below 60.
+/// takes it, a time of day as `make_time` does.
 fn local_from_fields(args: &[Value]) -> Result<i64> {
-    let (year, month, day) = (as_i64(&args[0]), as_i64(&args[1]), as_i64(&args[2]));
-    let (hour, minute, second) = (as_i64(&args[3]), as_i64(&args[4]), as_f64(&args[5]));
-    let date_out_of_range = || {
-        SqlError::new(
-            "22008",
-            format!("date field value out of range: {year}-{month:02}-{day:02}"),
-        )
-    };
+    let date = date_from_fields(as_i64(&args[0]), as_i64(&args[1]), as_i64(&args[2]))?;
+    let time = time_from_fields(as_i64(&args[3]), as_i64(&args[4]), as_f64(&args[5]))?;
+    Ok(i64::from(date) * USECS_PER_DAY + time)
+}
+
+/// The date of `make_date(year, month, day)` (a negative year is BC; no year 0), 22008 for one
+/// that does not exist.
+pub(crate) fn date_from_fields(year: i64, month: i64, day: i64) -> Result<i32> {
     let era = if year < 0 { " BC" } else { "" };
     let text = format!("{:04}-{month:02}-{day:02}{era}", year.abs());
-    let date = match Value::parse(&DataType::Date, &text) {
-        Ok(Value::Date(date)) if year != 0 => date,
-        _ => return Err(date_out_of_range()),
-    };
-    let time_ok =
+    match Value::parse(&DataType::Date, &text) {
+        Ok(Value::Date(date)) if year != 0 => Ok(date),
+        _ => Err(SqlError::new(
+            "22008",
+            format!("date field value out of range: {year}-{month:02}-{day:02}"),
+        )),
+    }
+}
+
+/// The time of day of `make_time(hour, min, sec)` in microseconds: PostgreSQL's range, up to
+/// `24:00:00` with seconds below 60; 22008 beyond it.
+pub(crate) fn time_from_fields(hour: i64, minute: i64, second: f64) -> Result<i64> {
+    let in_range =
         (0..=24).contains(&hour) && (0..60).contains(&minute) && (0.0..60.0).contains(&second);
     let time = (hour * 60 + minute) * 60 * USECS_PER_SEC + (second * 1e6).round() as i64;
-    if !time_ok || time > USECS_PER_DAY {
+    if !in_range || time > USECS_PER_DAY {
         return Err(SqlError::new(
             "22008",
             format!("time field value out of range: {hour}:{minute:02}:{second:02}"),
         ));
     }
-    Ok(i64::from(date) * USECS_PER_DAY + time)
+    Ok(time)
 }
 
 const DAYS_PER_MONTH: i64 = 30;
@@ -226,19 +226,31 @@ fn interval_of(months: i64, days: i64, micros: i64) -> Result<Value> {
     }))
 }
 
+/// Moves the whole `size`s of `part` into `whole` (hours into days, days into months).
+fn carry(whole: &mut i64, part: &mut i64, size: i64) {
+    *whole += *part / size;
+    *part %= size;
+}
+
+/// Gives `part` the sign of `whole` by lending one `size` between them (PostgreSQL's justify
+/// steps).
+fn match_sign(whole: &mut i64, part: &mut i64, size: i64) {
+    if *whole > 0 && *part < 0 {
+        *part += size;
+        *whole -= 1;
+    } else if *whole < 0 && *part > 0 {
+        *part -= size;
+        *whole += 1;
+    }
+}
+
 /// `justify_hours(interval)`: whole 24-hour spans of the time become days, the time then taking
 /// the days' sign.
 pub(crate) fn justify_hours(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let span = interval_argument(&args[0])?;
-    let mut days = i64::from(span.days) + span.micros / USECS_PER_DAY;
-    let mut micros = span.micros % USECS_PER_DAY;
-    if days > 0 && micros < 0 {
-        micros += USECS_PER_DAY;
-        days -= 1;
-    } else if days < 0 && micros > 0 {
-        micros -= USECS_PER_DAY;
-        days += 1;
-    }
+    let (mut days, mut micros) = (i64::from(span.days), span.micros);
+    carry(&mut days, &mut micros, USECS_PER_DAY);
+    match_sign(&mut days, &mut micros, USECS_PER_DAY);
     interval_of(i64::from(span.months), days, micros)
 }
 
@@ -246,15 +258,9 @@ pub(crate) fn justify_hours(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 /// sign.
 pub(crate) fn justify_days(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let span = interval_argument(&args[0])?;
-    let mut months = i64::from(span.months) + i64::from(span.days) / DAYS_PER_MONTH;
-    let mut days = i64::from(span.days) % DAYS_PER_MONTH;
-    if months > 0 && days < 0 {
-        days += DAYS_PER_MONTH;
-        months -= 1;
-    } else if months < 0 && days > 0 {
-        days -= DAYS_PER_MONTH;
-        months += 1;
-    }
+    let (mut months, mut days) = (i64::from(span.months), i64::from(span.days));
+    carry(&mut months, &mut days, DAYS_PER_MONTH);
+    match_sign(&mut months, &mut days, DAYS_PER_MONTH);
     interval_of(months, days, span.micros)
 }
 
@@ -265,26 +271,19 @@ pub(crate) fn justify_interval(args: &[Value], _: &mut ExecCtx) -> Result<Value>
     let (mut months, mut days, mut micros) =
         (i64::from(span.months), i64::from(span.days), span.micros);
     if (days > 0 && micros > 0) || (days < 0 && micros < 0) {
-        months += days / DAYS_PER_MONTH;
-        days %= DAYS_PER_MONTH;
+        carry(&mut months, &mut days, DAYS_PER_MONTH);
     }
-    days += micros / USECS_PER_DAY;
-    micros %= USECS_PER_DAY;
-    months += days / DAYS_PER_MONTH;
-    days %= DAYS_PER_MONTH;
-    if months > 0 && (days < 0 || (days == 0 && micros < 0)) {
+    carry(&mut days, &mut micros, USECS_PER_DAY);
+    carry(&mut months, &mut days, DAYS_PER_MONTH);
+    // The days take the months' sign, a zero day count the sign of the time.
+    let days_sign = if days == 0 { micros.signum() } else { days };
+    if months > 0 && days_sign < 0 {
         days += DAYS_PER_MONTH;
         months -= 1;
-    } else if months < 0 && (days > 0 || (days == 0 && micros > 0)) {
+    } else if months < 0 && days_sign > 0 {
         days -= DAYS_PER_MONTH;
         months += 1;
     }
-    if days > 0 && micros < 0 {
-        micros += USECS_PER_DAY;
-        days -= 1;
-    } else if days < 0 && micros > 0 {
-        micros -= USECS_PER_DAY;
-        days += 1;
-    }
+    match_sign(&mut days, &mut micros, USECS_PER_DAY);
     interval_of(months, days, micros)
 }

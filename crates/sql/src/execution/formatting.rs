@@ -161,16 +161,8 @@ fn datetime_text(value: &Value, template: &str) -> Result<String> {
         micros / 60_000_000 % 60,
         micros / 1_000_000 % 60,
     );
-    let mut out = String::new();
-    for piece in parse_template(template)? {
-        let (name, fill) = match piece {
-            Piece::Text(t) => {
-                out.push_str(t);
-                continue;
-            }
-            Piece::Pattern { name, fill } => (name, fill),
-        };
-        let hour12 = (hour + 11) % 12 + 1;
+    let hour12 = (hour + 11) % 12 + 1;
+    render(template, |name, fill| {
         let word = |words: &[&str], at: usize, short: bool| {
             let w = if short { &words[at][..3] } else { words[at] };
             let w = cased(name, w);
@@ -180,7 +172,7 @@ fn datetime_text(value: &Value, template: &str) -> Result<String> {
                 w
             }
         };
-        out.push_str(&match name {
+        Ok(match name {
             "YYYY" => padded(year, 4, fill),
             "YYY" => padded(year % 1000, 3, fill),
             "YY" => padded(year % 100, 2, fill),
@@ -202,9 +194,8 @@ fn datetime_text(value: &Value, template: &str) -> Result<String> {
             "Mon" | "MON" | "mon" => word(&MONTHS, month as usize - 1, true),
             "Day" | "DAY" | "day" => word(&DAYS, weekday, false),
             _ => word(&DAYS, weekday, true),
-        });
-    }
-    Ok(out)
+        })
+    })
 }
 
 /// An interval by a template of its fields, as PostgreSQL writes them: years and the months
@@ -220,16 +211,8 @@ fn interval_text(span: &steady_types::Interval, template: &str) -> Result<String
     let (minute, second) = (micros / 60_000_000 % 60, micros / 1_000_000 % 60);
     // Two digits, or three with a minus sign (PostgreSQL's width for these interval fields).
     let signed = |value: i64, fill: bool| padded(value, if value < 0 { 3 } else { 2 }, fill);
-    let mut out = String::new();
-    for piece in parse_template(template)? {
-        let (name, fill) = match piece {
-            Piece::Text(t) => {
-                out.push_str(t);
-                continue;
-            }
-            Piece::Pattern { name, fill } => (name, fill),
-        };
-        out.push_str(&match name {
+    render(template, |name, fill| {
+        Ok(match name {
             "YYYY" => padded(year, 4, fill),
             "YYY" => padded(year % 1000, 3, fill),
             "YY" => padded(year % 100, 2, fill),
@@ -247,7 +230,22 @@ fn interval_text(span: &steady_types::Interval, template: &str) -> Result<String
                     "to_char of an interval with the pattern {other}"
                 )))
             }
-        });
+        })
+    })
+}
+
+/// `template` with each pattern replaced by what `field(name, fill)` writes for it (`fill`: no
+/// `FM` prefix) and its text copied.
+fn render(
+    template: &str,
+    mut field: impl FnMut(&'static str, bool) -> Result<String>,
+) -> Result<String> {
+    let mut out = String::new();
+    for piece in parse_template(template)? {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Pattern { name, fill } => out.push_str(&field(name, fill)?),
+        }
     }
     Ok(out)
 }

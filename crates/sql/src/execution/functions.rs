@@ -1364,37 +1364,13 @@ fn num_nonnulls(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 
 fn make_date(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let (year, month, day) = (as_i64(&args[0]), as_i64(&args[1]), as_i64(&args[2]));
-    let era = if year < 0 { " BC" } else { "" };
-    let text = format!("{:04}-{month:02}-{day:02}{era}", year.abs());
-    let out_of_range = || {
-        SqlError::new(
-            "22008",
-            format!("date field value out of range: {year}-{month:02}-{day:02}"),
-        )
-    };
-    if year == 0 {
-        return Err(out_of_range());
-    }
-    Value::parse(&DataType::Date, &text).map_err(|_| out_of_range())
+    datetime::date_from_fields(year, month, day).map(Value::Date)
 }
 
-/// `make_time(hour, min, sec)`: PostgreSQL's range (up to `24:00:00`, seconds below 60).
+/// `make_time(hour, min, sec)`.
 fn make_time(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let (hour, minute, second) = (as_i64(&args[0]), as_i64(&args[1]), as_f64(&args[2]));
-    let out_of_range = || {
-        SqlError::new(
-            "22008",
-            format!("time field value out of range: {hour}:{minute:02}:{second:02}"),
-        )
-    };
-    if !(0..=24).contains(&hour) || !(0..60).contains(&minute) || !(0.0..60.0).contains(&second) {
-        return Err(out_of_range());
-    }
-    let micros = (hour * 60 + minute) * 60_000_000 + (second * 1e6).round() as i64;
-    if micros > USECS_PER_DAY {
-        return Err(out_of_range());
-    }
-    Ok(Value::Time(micros))
+    datetime::time_from_fields(hour, minute, second).map(Value::Time)
 }
 
 fn gcd_of(a: i128, b: i128) -> i128 {
