@@ -341,6 +341,20 @@ fn decode_rows(table: &TableDef, rows: Vec<Option<Vec<u8>>>) -> Result<Vec<Optio
         .collect()
 }
 
+/// 40001 (`TableChanged`) unless `space`, where a read of `table`'s rows went, is the space
+/// `table` — the caller's definition, from its plan — puts them in. A rewrite (ALTER COLUMN
+/// TYPE, VACUUM FULL, TRUNCATE) moves a table to a fresh space and switches its trees before
+/// its commit: a plan made before that would decode the new rows by the old column types (an
+/// `integer` read where a `bigint` was written), and while the rewrite is uncommitted no plan has
+/// the new definition but its own.
+fn same_layout(table: &TableDef, space: steady_storage::SpaceId) -> Result<()> {
+    if space == table.space {
+        Ok(())
+    } else {
+        Err(EngineError::TableChanged(table.name.clone()))
+    }
+}
+
 pub(crate) fn corrupt_row(err: crate::codec::CodecError) -> EngineError {
     EngineError::Corrupt(format!("undecodable row: {err:?}"))
 }
@@ -412,19 +426,41 @@ impl Transaction {
         start: Bound<&[u8]>,
         end: Bound<&[u8]>,
     ) -> Result<RowScan> {
-        let inner = self.scan(table.id, start, end)?;
+        Ok(RowScan {
+            inner: self.scan_table(table, start, end)?,
+            decoder: table.decoder(None),
+        })
+    }
+
+    /// The stored rows of `table` (clustered key, row bytes) in the key range, as
+    /// [`Transaction::scan`] reads them, from the tree `table` describes (see [`same_layout`]).
+    pub fn scan_table(
+        &mut self,
+        table: &TableDef,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+    ) -> Result<crate::engine::Scan> {
+        let scan = self.scan(table.id, start, end)?;
+        same_layout(table, scan.space())?;
+        Ok(scan)
+    }
+
+    /// Every row of a table as it is now (see [`Transaction::scan_latest`]).
+    pub fn scan_latest_rows(&mut self, table: &TableDef) -> Result<RowScan> {
+        let inner = self.scan_latest(table.id)?;
+        same_layout(table, inner.space())?;
         Ok(RowScan {
             inner,
             decoder: table.decoder(None),
         })
     }
 
-    /// Every row of a table as it is now (see [`Transaction::scan_latest`]).
-    pub fn scan_latest_rows(&mut self, table: &TableDef) -> Result<RowScan> {
-        Ok(RowScan {
-            inner: self.scan_latest(table.id)?,
-            decoder: table.decoder(None),
-        })
+    /// Refuses (see [`same_layout`]) rows just read by `table`'s id unless its clustered tree is
+    /// still the one `table` describes. Called after the read and before the rows are decoded: a
+    /// tree switched before the read is seen here; one switched in between refuses rows that
+    /// were still readable, which only costs a retry.
+    fn check_layout(&self, table: &TableDef) -> Result<()> {
+        same_layout(table, self.engine.tree(table.id)?.space().id())
     }
 
     /// Clustered keys cutting the table's rows in `start..end` into at most `parts` parts of about
@@ -572,6 +608,7 @@ impl Transaction {
     /// The row under `pk`, as this transaction sees it.
     pub fn get_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<Option<Vec<Value>>> {
         let row = self.get(table.id, pk)?;
+        self.check_layout(table)?;
         row.map(|bytes| table.decode_row(&bytes, None).map_err(corrupt_row))
             .transpose()
     }
@@ -584,6 +621,7 @@ impl Transaction {
         pks: &[Vec<u8>],
     ) -> Result<Vec<Option<Vec<Value>>>> {
         let rows = self.get_many(table.id, pks)?;
+        self.check_layout(table)?;
         decode_rows(table, rows)
     }
 
@@ -597,6 +635,7 @@ impl Transaction {
     ) -> Result<Vec<Option<RowForChange>>> {
         let decoder = table.decoder(None);
         let rows = self.get_many_for_change(table.id, pks)?;
+        self.check_layout(table)?;
         rows.into_iter()
             .map(|seen| {
                 seen.map(|seen| {
@@ -671,6 +710,7 @@ impl Transaction {
         pks: &[Vec<u8>],
     ) -> Result<Vec<Option<Vec<Value>>>> {
         let rows = self.lock_rows(table.id, pks)?;
+        self.check_layout(table)?;
         decode_rows(table, rows)
     }
 
@@ -683,7 +723,9 @@ impl Transaction {
         mode: RowLockMode,
         wait: RowLockWait,
     ) -> Result<RowLocked<Vec<Value>>> {
-        Ok(match self.lock_row_for(table.id, pk, mode, wait)? {
+        let locked = self.lock_row_for(table.id, pk, mode, wait)?;
+        self.check_layout(table)?;
+        Ok(match locked {
             RowLocked::Row(row) => RowLocked::Row(
                 row.map(|bytes| table.decode_row(&bytes, None).map_err(corrupt_row))
                     .transpose()?,
@@ -696,6 +738,7 @@ impl Transaction {
     /// [`Transaction::lock_row`]).
     pub fn lock_table_row(&mut self, table: &TableDef, pk: &[u8]) -> Result<Option<Vec<Value>>> {
         let row = self.lock_row(table.id, pk)?;
+        self.check_layout(table)?;
         row.map(|bytes| table.decode_row(&bytes, None).map_err(corrupt_row))
             .transpose()
     }

@@ -27,6 +27,11 @@ pub(super) struct ScanLeaf {
 }
 
 impl Scan {
+    /// The space of the tree the scan reads.
+    pub(crate) fn space(&self) -> steady_storage::SpaceId {
+        self.tree.space().id()
+    }
+
     /// The next row as `(pk, row bytes)`, lent until the next call.
     ///
     /// Inlined where it is called: a scan calls it once per row, and returned through memory its

@@ -168,7 +168,7 @@ pub fn sample_table(txn: &mut Transaction, table: &TableDef) -> Result<(u64, Vec
     };
     let mut sample = Vec::new();
     let mut seen: u64 = 0;
-    for row in txn.scan(table.id, Bound::Unbounded, Bound::Unbounded)? {
+    for row in txn.scan_table(table, Bound::Unbounded, Bound::Unbounded)? {
         let (_, bytes) = row?;
         seen += 1;
         if sample.len() < SAMPLE_ROWS {
