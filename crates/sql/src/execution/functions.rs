@@ -236,6 +236,11 @@ static FUNCTIONS: &[Function] = &[
     strict("sqrt", (1, 1), numeric_only_for_numeric, sqrt),
     strict("exp", (1, 1), numeric_only_for_numeric, exp),
     strict("ln", (1, 1), numeric_only_for_numeric, ln),
+    strict("log", (1, 1), numeric_only_for_numeric, log10),
+    strict("log10", (1, 1), numeric_only_for_numeric, log10),
+    strict("div", (2, 2), numeric, div),
+    strict("bit_length", (1, 1), integer, bit_length),
+    strict("regexp_like", (2, 3), boolean, regexp_like),
     strict("lower", (1, 1), text, lower),
     strict("upper", (1, 1), text, upper),
     strict("initcap", (1, 1), text, initcap),
@@ -547,17 +552,62 @@ fn exp(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn ln(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let x = as_f64(&args[0]);
-    if x == 0.0 {
-        return Err(SqlError::new("2201E", "cannot take logarithm of zero"));
-    }
-    if x < 0.0 {
-        return Err(SqlError::new(
+    logarithm_argument(&args[0])?;
+    float_fn(args, f64::ln)
+}
+
+/// `log(x)` and `log10(x)`: the base-10 logarithm.
+fn log10(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    logarithm_argument(&args[0])?;
+    float_fn(args, f64::log10)
+}
+
+/// 2201E for the argument of a logarithm that is zero or negative, as PostgreSQL says it.
+fn logarithm_argument(x: &Value) -> Result<()> {
+    match as_f64(x) {
+        0.0 => Err(SqlError::new("2201E", "cannot take logarithm of zero")),
+        x if x < 0.0 => Err(SqlError::new(
             "2201E",
             "cannot take logarithm of a negative number",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `div(y, x)`: the integer quotient of `y / x`, truncated towards zero, as a numeric.
+fn div(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (y, x) = (as_decimal(&args[0])?, as_decimal(&args[1])?);
+    if x.is_zero() {
+        return Err(SqlError::new("22012", "division by zero"));
+    }
+    let quotient = y
+        .checked_div(x)
+        .ok_or_else(|| SqlError::new("22003", "value out of range for type numeric"))?;
+    Ok(Value::Numeric(quotient.trunc()))
+}
+
+/// `bit_length(s)`: the bits of the string's bytes (or of a bytea's).
+fn bit_length(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    match octet_length(args, ctx)? {
+        Value::Integer(bytes) => Ok(Value::Integer(bytes * 8)),
+        other => Ok(other),
+    }
+}
+
+/// `regexp_like(string, pattern [, flags])`: whether the pattern matches somewhere in the string
+/// (`i` ignores case; `g` is refused, as PostgreSQL does).
+fn regexp_like(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let (global, case_insensitive) = super::regex::regex_flags(args.get(2))?;
+    if global {
+        return Err(SqlError::new(
+            "22023",
+            "regexp_like() does not support the \"global\" option",
         ));
     }
-    float_fn(args, f64::ln)
+    let subject = string(&args[0]);
+    super::regex::with_regex(string(&args[1]), case_insensitive, |regex| {
+        Value::Boolean(regex.is_match(&subject))
+    })
 }
 
 fn string(value: &Value) -> String {

@@ -136,6 +136,7 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
     };
     let mut parser = Parser::new(dialect).with_tokens_with_locations(tokens);
     let mut statement = parser.parse_statement()?;
+    row_constructors_as_tuples(&mut statement);
     if let (true, ast::Statement::CreateRole(create)) = (create_user, &mut statement) {
         create.login.get_or_insert(true);
     }
@@ -154,6 +155,40 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
         }
         _ => Ok(Statement::Sql(Box::new(statement))),
     }
+}
+
+/// `ROW(a, b)` is the row constructor `(a, b)`: the parser reads it as a call of a function
+/// named row, rewritten here so that the binder meets one form of it.
+fn row_constructors_as_tuples(statement: &mut ast::Statement) {
+    let _ = ast::visit_expressions_mut(statement, |expr| {
+        if let Some(items) = row_constructor_items(expr) {
+            *expr = ast::Expr::Tuple(items);
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
+/// The items of `ROW(...)` given as a plain call (no FILTER, OVER or named arguments).
+fn row_constructor_items(expr: &ast::Expr) -> Option<Vec<ast::Expr>> {
+    let ast::Expr::Function(call) = expr else {
+        return None;
+    };
+    let plain = call.over.is_none() && call.filter.is_none() && call.within_group.is_empty();
+    let named_row =
+        matches!(call.name.0.as_slice(), [part] if part.to_string().eq_ignore_ascii_case("row"));
+    let ast::FunctionArguments::List(list) = &call.args else {
+        return None;
+    };
+    if !plain || !named_row || list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+        return None;
+    }
+    list.args
+        .iter()
+        .map(|arg| match arg {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// For an INSERT with `OVERRIDING SYSTEM VALUE` (true) or `OVERRIDING USER VALUE` (false),

@@ -147,6 +147,18 @@ pub fn array_cat(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(steady_types::array::array_text(&elements)))
 }
 
+/// `array_append(arr, x)`: `arr` with `x` after its elements (a NULL array counts as empty).
+pub fn array_append(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let element = Value::Text(steady_types::array::array_text(&args[1..2]));
+    array_cat(&[args[0].clone(), element], ctx)
+}
+
+/// `array_prepend(x, arr)`: `arr` with `x` before its elements (a NULL array counts as empty).
+pub fn array_prepend(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    let element = Value::Text(steady_types::array::array_text(&args[0..1]));
+    array_cat(&[element, args[1].clone()], ctx)
+}
+
 /// `ARRAY(subquery)` from its elements' texts joined by commas (NULL when there were none).
 pub fn array_from_elements(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(match &args[0] {

@@ -209,6 +209,24 @@ static FUNCTIONS: &[&Function] = &[
     &lenient(catalog("set_config", (3, 3), text, set_config)),
     &catalog("acldefault", (2, 2), text, acldefault),
     &lenient(pure(
+        "array_cat",
+        (2, 2),
+        first_argument_type,
+        arrays::array_cat,
+    )),
+    &lenient(pure(
+        "array_append",
+        (2, 2),
+        first_argument_type,
+        arrays::array_append,
+    )),
+    &lenient(pure(
+        "array_prepend",
+        (2, 2),
+        second_argument_type,
+        arrays::array_prepend,
+    )),
+    &lenient(pure(
         "array_remove",
         (2, 2),
         first_argument_type,
@@ -218,6 +236,10 @@ static FUNCTIONS: &[&Function] = &[
 
 fn first_argument_type(args: &[Option<DataType>]) -> Option<DataType> {
     args.first().copied().flatten()
+}
+
+fn second_argument_type(args: &[Option<DataType>]) -> Option<DataType> {
+    args.get(1).copied().flatten()
 }
 
 /// The catalog function `name` taking `args` arguments (the binder calls [`ANY_EQUAL`],
