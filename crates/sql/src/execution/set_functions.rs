@@ -31,6 +31,14 @@ pub enum SetFunction {
         text: bool,
     },
     JsonObjectKeys,
+    /// The keys (`value: false`) or the values of an object's members, as `json_each` /
+    /// `jsonb_each` and their `_text` forms give them in FROM: two calls on one document make
+    /// its two columns, row by row ([`json_each_columns`]).
+    JsonEach {
+        binary: bool,
+        text: bool,
+        value: bool,
+    },
     RegexpMatches,
     RegexpSplitToTable,
 }
@@ -88,11 +96,16 @@ impl SetFunction {
                 first => first,
             },
             SetFunction::JsonArrayElements { text: true, .. }
+            | SetFunction::JsonEach { value: false, .. }
+            | SetFunction::JsonEach { text: true, .. }
             | SetFunction::JsonObjectKeys
             | SetFunction::RegexpSplitToTable => Some(DataType::Text),
             SetFunction::RegexpMatches => Some(DataType::TextArray),
-            SetFunction::JsonArrayElements { binary: true, .. } => Some(DataType::Jsonb),
-            SetFunction::JsonArrayElements { .. } => Some(DataType::Json),
+            SetFunction::JsonArrayElements { binary: true, .. }
+            | SetFunction::JsonEach { binary: true, .. } => Some(DataType::Jsonb),
+            SetFunction::JsonArrayElements { .. } | SetFunction::JsonEach { .. } => {
+                Some(DataType::Json)
+            }
         }
     }
 
@@ -131,10 +144,32 @@ impl SetFunction {
                 };
                 Ok(items
                     .into_iter()
-                    .map(|item| match (text, binary) {
-                        (true, _) => item.to_unquoted().map_or(Value::Null, Value::Text),
-                        (false, true) => Value::Jsonb(item.into_jsonb().to_jsonb_text()),
-                        (false, false) => Value::Json(item.to_jsonb_text()),
+                    .map(|item| json_value(item, binary, text))
+                    .collect())
+            }
+            SetFunction::JsonEach {
+                binary,
+                text,
+                value,
+            } => {
+                let document = json::document(&args[0])?;
+                let document = if binary {
+                    document.into_jsonb()
+                } else {
+                    document
+                };
+                let Json::Object(members) = document else {
+                    let name = if binary { "jsonb_each" } else { "json_each" };
+                    return Err(SqlError::new(
+                        "22023",
+                        format!("cannot call {name} on a non-object"),
+                    ));
+                };
+                Ok(members
+                    .into_iter()
+                    .map(|(key, item)| match value {
+                        false => Value::Text(key),
+                        true => json_value(item, binary, text),
                     })
                     .collect())
             }
@@ -149,6 +184,33 @@ impl SetFunction {
             },
         }
     }
+}
+
+/// An element or member value as the json functions give it: its text (`_text` forms; NULL for
+/// a JSON null), or json / jsonb.
+fn json_value(item: Json, binary: bool, text: bool) -> Value {
+    match (text, binary) {
+        (true, _) => item.to_unquoted().map_or(Value::Null, Value::Text),
+        (false, true) => Value::Jsonb(item.into_jsonb().to_jsonb_text()),
+        (false, false) => Value::Json(item.to_jsonb_text()),
+    }
+}
+
+/// `json_each(doc)` and its kin in FROM: the two calls giving their `key` and `value` columns.
+pub fn json_each_columns(name: &str) -> Option<[(SetFunction, &'static str); 2]> {
+    let (binary, text) = match name {
+        "json_each" => (false, false),
+        "jsonb_each" => (true, false),
+        "json_each_text" => (false, true),
+        "jsonb_each_text" => (true, true),
+        _ => return None,
+    };
+    let part = |value| SetFunction::JsonEach {
+        binary,
+        text,
+        value,
+    };
+    Some([(part(false), "key"), (part(true), "value")])
 }
 
 /// The most rows one `generate_series` call in a select list may give.

@@ -461,7 +461,8 @@ fn bind_options_to_table(
 /// (0A000) for these.
 fn bind_set_function_source(
     binder: &mut Binder<'_>,
-    (function, name): (SetFunction, &str),
+    name: &str,
+    functions: &[(SetFunction, &str)],
     args: &[ast::FunctionArg],
     alias: Option<&ast::TableAlias>,
     with_ordinality: bool,
@@ -469,7 +470,7 @@ fn bind_set_function_source(
     if with_ordinality {
         return Err(SqlError::unsupported(format!("{name} WITH ORDINALITY")));
     }
-    let (min, max) = function.arguments();
+    let (min, max) = functions[0].0.arguments();
     if !(min..=max).contains(&args.len()) {
         return Err(SqlError::undefined_function(format!(
             "function {name} with {} arguments does not exist",
@@ -486,26 +487,34 @@ fn bind_set_function_source(
         bound.push(expr);
         types.push(ty);
     }
-    let ty = function.result_type(&types);
     let plan = Plan::ProjectSet {
         input: Box::new(Plan::Values {
             width: 0,
             rows: vec![Vec::new()],
         }),
-        calls: vec![SetCall {
-            function,
-            args: bound,
-        }],
+        calls: functions
+            .iter()
+            .map(|&(function, _)| SetCall {
+                function,
+                args: bound.clone(),
+            })
+            .collect(),
     };
     let alias_name = alias.map_or_else(|| name.to_owned(), |a| normalize_ident(&a.name));
-    let column_name = match alias {
-        Some(a) => a
-            .columns
-            .first()
-            .map_or_else(|| alias_name.clone(), |c| normalize_ident(&c.name)),
-        None => name.to_owned(),
-    };
-    let columns = vec![Column::new(&column_name, ty)];
+    let alias_columns = alias.map_or(&[][..], |a| &a.columns);
+    let columns: Vec<Column> = functions
+        .iter()
+        .enumerate()
+        .map(|(i, &(function, column))| {
+            let column_name = match (alias_columns.get(i), alias) {
+                (Some(c), _) => normalize_ident(&c.name),
+                // One column takes the alias's name, as PostgreSQL names a scalar function's.
+                (None, Some(_)) if functions.len() == 1 => alias_name.clone(),
+                _ => column.to_owned(),
+            };
+            Column::new(&column_name, function.result_type(&types))
+        })
+        .collect();
     Ok((plan, Scope::of_table(&alias_name, &columns)))
 }
 
@@ -519,10 +528,21 @@ pub fn bind_table_function(
     alias: Option<&ast::TableAlias>,
     with_ordinality: bool,
 ) -> Result<(Plan, Scope)> {
+    if let Some(columns) = crate::execution::set_functions::json_each_columns(name) {
+        return bind_set_function_source(binder, name, &columns, args, alias, with_ordinality);
+    }
     match SetFunction::by_name(name) {
         Some(SetFunction::Unnest) | None => {}
         Some(function) => {
-            return bind_set_function_source(binder, (function, name), args, alias, with_ordinality)
+            let functions = [(function, name)];
+            return bind_set_function_source(
+                binder,
+                name,
+                &functions,
+                args,
+                alias,
+                with_ordinality,
+            );
         }
     }
     let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = args else {
