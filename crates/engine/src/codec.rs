@@ -245,6 +245,7 @@ fn put_row_body(out: &mut Vec<u8>, value: &Value) {
         Value::Text(s) | Value::Json(s) | Value::Jsonb(s) => put_length_prefixed(out, s.as_bytes()),
         Value::Bytea(b) => put_length_prefixed(out, b),
         Value::Uuid(u) => out.extend_from_slice(u),
+        Value::Enum { position, .. } => out.extend(position.to_le_bytes()),
         Value::Interval(i) => {
             out.extend(i.months.to_le_bytes());
             out.extend(i.days.to_le_bytes());
@@ -275,6 +276,10 @@ fn read_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::Json => Value::Json(utf8(reader.length_prefixed()?.to_vec())?),
         DataType::Jsonb => Value::Jsonb(utf8(reader.length_prefixed()?.to_vec())?),
         DataType::Uuid => Value::Uuid(reader.array()?),
+        DataType::Enum(oid) => Value::Enum {
+            oid: *oid,
+            position: u32::from_le_bytes(reader.array()?),
+        },
         DataType::Interval => Value::Interval(Interval {
             months: i32::from_le_bytes(reader.array()?),
             days: i32::from_le_bytes(reader.array()?),
@@ -287,7 +292,7 @@ fn skip_row_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<(), CodecErro
     let fixed = match ty {
         DataType::Boolean => 1,
         DataType::SmallInt => 2,
-        DataType::Integer | DataType::Date | DataType::Real => 4,
+        DataType::Integer | DataType::Date | DataType::Real | DataType::Enum(_) => 4,
         DataType::BigInt
         | DataType::Timestamp
         | DataType::TimestampTz
@@ -416,6 +421,7 @@ fn put_key_body(out: &mut Vec<u8>, value: &Value) {
         Value::Text(s) | Value::Json(s) | Value::Jsonb(s) => put_key_bytes(out, s.as_bytes()),
         Value::Bytea(b) => put_key_bytes(out, b),
         Value::Uuid(u) => out.extend_from_slice(u),
+        Value::Enum { position, .. } => out.extend(position.to_be_bytes()),
         Value::Interval(i) => out.extend((i.span() as u128 ^ (1 << 127)).to_be_bytes()),
     }
 }
@@ -444,6 +450,10 @@ fn read_key_body(reader: &mut Reader<'_>, ty: &DataType) -> Result<Value, CodecE
         DataType::Json => Value::Json(utf8(read_key_bytes(reader)?)?),
         DataType::Jsonb => Value::Jsonb(utf8(read_key_bytes(reader)?)?),
         DataType::Uuid => Value::Uuid(reader.array()?),
+        DataType::Enum(oid) => Value::Enum {
+            oid: *oid,
+            position: u32::from_be_bytes(reader.array()?),
+        },
         DataType::Interval => {
             let span = (u128::from_be_bytes(reader.array()?) ^ (1 << 127)) as i128;
             let day = i128::from(steady_types::USECS_PER_DAY);
@@ -699,6 +709,7 @@ mod tests {
             Just(DataType::Time),
             Just(DataType::Uuid),
             Just(DataType::Interval),
+            Just(DataType::Enum(1 << 30)),
         ]
     }
 
@@ -785,6 +796,9 @@ mod tests {
             .boxed(),
             DataType::Json => any::<String>().prop_map(Value::Json).boxed(),
             DataType::Jsonb => any::<String>().prop_map(Value::Jsonb).boxed(),
+            DataType::Enum(oid) => prop_oneof![any::<u32>(), 0u32..3]
+                .prop_map(move |position| Value::Enum { oid, position })
+                .boxed(),
             DataType::Interval => (-99_999i32..99_999, any::<i32>(), any::<i64>())
                 .prop_map(|(months, days, micros)| {
                     Value::Interval(Interval {

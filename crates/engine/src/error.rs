@@ -49,6 +49,18 @@ pub enum EngineError {
     Corrupt(String),
     #[error("nextval: reached maximum value of sequence \"{name}\" ({max})")]
     SequenceExhausted { name: String, max: i64 },
+    #[error("type \"{0}\" already exists")]
+    DuplicateType(String),
+    #[error("type \"{0}\" does not exist")]
+    NoSuchType(String),
+    #[error("cannot drop type {name} because other objects depend on it (column {column} of table {table})")]
+    TypeInUse {
+        name: String,
+        table: String,
+        column: String,
+    },
+    #[error("enum label \"{0}\" already exists")]
+    DuplicateLabel(String),
     /// A stored value that does not convert to a column's new type (ALTER COLUMN ... TYPE).
     #[error(transparent)]
     Conversion(#[from] steady_types::TypeError),
@@ -82,6 +94,9 @@ impl EngineError {
             EngineError::StatementTimeout => "57014",
             EngineError::UnsupportedKeyType { .. } => "0A000",
             EngineError::Conversion(err) => err.sqlstate(),
+            EngineError::DuplicateType(_) | EngineError::DuplicateLabel(_) => "42710",
+            EngineError::NoSuchType(_) => "42704",
+            EngineError::TypeInUse { .. } => "2BP01",
         }
     }
 }

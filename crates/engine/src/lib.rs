@@ -15,6 +15,7 @@ pub mod engine;
 pub mod error;
 mod index_build;
 pub use index_build::BuildProgress;
+pub mod enum_type;
 pub mod index_check;
 pub mod io;
 pub mod lock;

@@ -73,6 +73,7 @@ fn encode_same(value: &Value, ty: &DataType, out: &mut BytesMut) -> bool {
             out.put_slice(text.as_bytes())
         }
         (DataType::Uuid, Value::Uuid(u)) => out.put_slice(u),
+        (DataType::Enum(_), Value::Enum { .. }) => out.put_slice(value.to_string().as_bytes()),
         (DataType::Interval, Value::Interval(i)) => {
             out.put_i64(i.micros);
             out.put_i32(i.days);
@@ -209,9 +210,11 @@ pub fn decode(bytes: &[u8], ty: Option<&DataType>) -> Result<Value, SqlError> {
         DataType::Numeric { .. } => {
             return Value::parse(ty, &decode_numeric(bytes, ty)?).map_err(Into::into)
         }
-        DataType::Char(_) | DataType::Varchar(_) | DataType::Text | DataType::Json => {
-            return Value::parse(ty, utf8(bytes)?).map_err(Into::into)
-        }
+        DataType::Char(_)
+        | DataType::Varchar(_)
+        | DataType::Text
+        | DataType::Json
+        | DataType::Enum(_) => return Value::parse(ty, utf8(bytes)?).map_err(Into::into),
         DataType::TextArray | DataType::Array(_) => return decode_array(bytes, ty),
         DataType::Jsonb => match bytes.split_first() {
             Some((&JSONB_VERSION, text)) => {

@@ -26,8 +26,27 @@ const TEXT_OID: u32 = 25;
 
 /// The wire type of a column or parameter type.
 pub fn wire_type(ty: Option<&DataType>) -> Type {
+    if let Some(DataType::Enum(oid)) = ty {
+        return enum_wire_type(*oid);
+    }
     let oid = ty.map_or(TEXT_OID, type_oid);
     Type::from_oid(oid).unwrap_or(Type::TEXT)
+}
+
+/// An enum type as the wire names it: its own oid (a client that does not know it reads the
+/// label as text).
+fn enum_wire_type(oid: u32) -> Type {
+    let enum_type = steady_sql::values::enums::enum_type(oid);
+    let (name, labels) = enum_type.map_or_else(
+        || (format!("enum {oid}"), Vec::new()),
+        |t| (t.name.clone(), t.labels.clone()),
+    );
+    Type::new(
+        name,
+        oid,
+        postgres_types::Kind::Enum(labels),
+        "public".to_owned(),
+    )
 }
 
 /// The engine type a Parse message declared for a parameter (`None`: unknown or not a type the

@@ -25,6 +25,7 @@ impl Value {
             (_, DataType::Numeric { precision, scale }) => {
                 apply_numeric_typmod(self.to_numeric(ty)?, *precision, *scale).map(Value::Numeric)
             }
+            (Value::Enum { oid, .. }, DataType::Enum(to)) if oid == to => Ok(self.clone()),
             (Value::Bytea(_), DataType::Bytea)
             | (Value::Uuid(_), DataType::Uuid)
             | (Value::Interval(_), DataType::Interval)
@@ -44,7 +45,8 @@ impl Value {
                 | DataType::Uuid
                 | DataType::Interval
                 | DataType::Json
-                | DataType::Jsonb,
+                | DataType::Jsonb
+                | DataType::Enum(_),
             ) => Err(self.cannot_cast(ty)),
         }
     }

@@ -78,6 +78,7 @@ mod calendar;
 mod cast;
 mod clock;
 mod compare;
+pub mod enums;
 mod input;
 pub mod interval;
 pub mod json;

@@ -26,6 +26,7 @@ impl fmt::Display for Value {
             Value::Time(t) => write_clock(f, *t),
             Value::Interval(i) => crate::interval::write_interval(f, i),
             Value::Json(text) | Value::Jsonb(text) => f.write_str(text),
+            Value::Enum { oid, position } => f.write_str(&crate::enums::label(*oid, *position)),
         }
     }
 }

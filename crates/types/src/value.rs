@@ -40,6 +40,8 @@ pub enum DataType {
     /// An array of numbers or booleans (`integer[]`, ...), one dimension, held as its canonical
     /// text form (`{1,2,NULL}`, each element as its type writes it) in a `Value::Text`.
     Array(ArrayElement),
+    /// A type made by `CREATE TYPE ... AS ENUM`, by its oid (see [`crate::enums`]).
+    Enum(u32),
 }
 
 /// The element types of [`DataType::Array`].
@@ -137,6 +139,7 @@ impl fmt::Display for DataType {
             DataType::TextArray => f.write_str("text[]"),
             DataType::Array(element) => write!(f, "{}[]", element.data_type()),
             DataType::Interval => f.write_str("interval"),
+            DataType::Enum(oid) => f.write_str(&crate::enums::type_name(*oid)),
         }
     }
 }
@@ -240,6 +243,11 @@ pub enum Value {
     Json(String),
     /// Canonical jsonb text (see [`crate::json`]).
     Jsonb(String),
+    /// A value of enum type `oid`: the position of its label (see [`crate::enums`]).
+    Enum {
+        oid: u32,
+        position: u32,
+    },
 }
 
 impl PartialEq for Value {
@@ -264,6 +272,13 @@ impl PartialEq for Value {
                 a == b
             }
             (Value::Interval(a), Value::Interval(b)) => a == b,
+            (
+                Value::Enum { oid, position },
+                Value::Enum {
+                    oid: o,
+                    position: p,
+                },
+            ) => (oid, position) == (o, p),
             _ => false,
         }
     }
@@ -301,6 +316,7 @@ impl Value {
             Value::Interval(_) => DataType::Interval,
             Value::Json(_) => DataType::Json,
             Value::Jsonb(_) => DataType::Jsonb,
+            Value::Enum { oid, .. } => DataType::Enum(*oid),
         })
     }
 
@@ -336,6 +352,10 @@ impl Value {
             DataType::Interval => crate::interval::parse_interval(text).map(Value::Interval),
             DataType::Json => crate::json::json_text(text).map(Value::Json),
             DataType::Jsonb => crate::json::jsonb_text(text).map(Value::Jsonb),
+            DataType::Enum(oid) => crate::enums::parse(*oid, text).map(|position| Value::Enum {
+                oid: *oid,
+                position,
+            }),
         }
     }
 
@@ -380,6 +400,13 @@ impl Value {
             (Value::Time(a), Value::Time(b)) => Some(a.cmp(b)),
             (Value::Interval(a), Value::Interval(b)) => Some(a.compare(b)),
             (Value::Jsonb(a), Value::Jsonb(b)) => Some(crate::json::compare_jsonb(a, b)),
+            (
+                Value::Enum { oid, position },
+                Value::Enum {
+                    oid: o,
+                    position: p,
+                },
+            ) if oid == o => Some(position.cmp(p)),
             _ => compare_numbers(self, other).or_else(|| compare_datetimes(self, other)),
         }
     }

@@ -86,6 +86,7 @@ impl Engine {
             id_allocation: Mutex::new(()),
             row_ids: Mutex::new((0, 0)),
         });
+        engine.register_enum_types()?;
         engine.requeue(leftover)?;
         if config.background_purge {
             engine.start_purge()?;

@@ -1120,7 +1120,7 @@ impl Session {
         }
         let declared = data_types
             .iter()
-            .map(|t| crate::types::convert_type(t).map(Some))
+            .map(|t| crate::types::convert_type_in(t, self.db.engine()).map(Some))
             .collect::<Result<Vec<_>>>()?;
         let text = statement.to_string();
         let statement = Statement::Sql(Box::new(statement.clone()));

@@ -13,7 +13,7 @@ use super::arrays::{self, int_arg};
 use super::model::{self, Relation};
 use super::pg_type::{format_type, type_by_name};
 use super::relations::{column_list, constraint_definition, index_definition};
-use super::{oids, pg_type, sizes};
+use super::{oids, sizes};
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
 use crate::execution::functions::Function;
@@ -603,9 +603,9 @@ fn regtype_in(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 fn regtype_out(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let oid = oid_arg(&args[0]);
     Ok(Value::Text(
-        match u32::try_from(oid).ok().and_then(pg_type::lookup) {
-            Some(_) => format_type(oid as u32, None),
-            None => oid.to_string(),
+        match u32::try_from(oid).ok().map(|o| format_type(o, None)) {
+            Some(name) if name != "???" => name,
+            _ => oid.to_string(),
         },
     ))
 }

@@ -8,7 +8,7 @@
 
 use steady_types::{DataType, Value};
 
-use super::pg_type::{pg_type_rows, PG_TYPE_COLUMNS};
+use super::pg_type::{enum_type_row, pg_type_rows, PG_TYPE_COLUMNS};
 use super::rows::{flag, name, oid, Rows};
 use super::{oids, SystemTable};
 use crate::error::Result;
@@ -283,15 +283,17 @@ pub const VIEWS: &[SystemTable] = &[
             ("partexprs", Text),
         ],
     ),
-    empty(
-        "pg_enum",
-        &[
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_enum",
+        columns: &[
             ("oid", BigInt),
             ("enumtypid", BigInt),
             ("enumsortorder", Double),
             ("enumlabel", Text),
         ],
-    ),
+        rows: pg_enum,
+    },
     empty(
         "pg_extension",
         &[
@@ -706,8 +708,30 @@ fn pg_namespace(_: &mut ExecCtx) -> Result<Rows> {
         .collect())
 }
 
-fn pg_type(_: &mut ExecCtx) -> Result<Rows> {
-    Ok(pg_type_rows())
+/// Every base type and its array type, then the enum types.
+fn pg_type(ctx: &mut ExecCtx) -> Result<Rows> {
+    let mut rows = pg_type_rows();
+    for enum_type in ctx.engine()?.enum_types()? {
+        rows.push(enum_type_row(&enum_type));
+    }
+    Ok(rows)
+}
+
+/// One row per label of each enum type, its position (from 1) the sort order. A label's oid is
+/// made from its type's and its position (no other catalog names labels).
+fn pg_enum(ctx: &mut ExecCtx) -> Result<Rows> {
+    let mut rows = Vec::new();
+    for enum_type in ctx.engine()?.enum_types()? {
+        for (position, label) in enum_type.labels.iter().enumerate() {
+            rows.push(vec![
+                Value::BigInt((i64::from(enum_type.oid) << 16) + position as i64),
+                oid(enum_type.oid),
+                Value::Double(position as f64 + 1.0),
+                Value::Text(label.clone()),
+            ]);
+        }
+    }
+    Ok(rows)
 }
 
 fn pg_am(_: &mut ExecCtx) -> Result<Rows> {

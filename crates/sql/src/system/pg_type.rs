@@ -140,6 +140,7 @@ pub fn type_oid(ty: &DataType) -> u32 {
         DataType::Json => JSON,
         DataType::Jsonb => JSONB,
         DataType::TextArray => TEXT_ARRAY,
+        DataType::Enum(oid) => *oid,
         DataType::Array(element) => {
             let element = type_oid(&element.data_type());
             lookup(element).map_or(0, |(info, _)| info.array)
@@ -171,7 +172,10 @@ pub fn lookup(oid: u32) -> Option<(&'static TypeInfo, bool)> {
 /// PostgreSQL's `format_type(oid, typmod)`: `None` is a NULL modifier (the bare type name).
 pub fn format_type(type_oid: u32, typmod: Option<i32>) -> String {
     let Some((info, array)) = lookup(type_oid) else {
-        return "???".to_owned();
+        return match steady_types::enums::enum_type(type_oid) {
+            Some(enum_type) => enum_type.name.clone(),
+            None => "???".to_owned(),
+        };
     };
     let modifier = typmod.filter(|m| *m >= 0);
     let base = match (info.oid, modifier) {
@@ -226,6 +230,24 @@ pub fn pg_type_rows() -> Rows {
         }
     }
     rows
+}
+
+/// The `pg_type` row of enum type `t` (typtype `e`, category `E`, four bytes by value).
+pub fn enum_type_row(t: &steady_types::enums::EnumType) -> Vec<Value> {
+    let info = TypeInfo {
+        oid: t.oid,
+        name: "",
+        sql_name: "",
+        len: 4,
+        by_value: true,
+        category: "E",
+        array: 0,
+        collation: 0,
+    };
+    let mut row = type_row(t.oid, t.name.clone(), &info, false);
+    row[2] = oid(super::oids::PUBLIC);
+    row[6] = name("e");
+    row
 }
 
 /// The `pg_type` row of `t`, or of its array type when `array_of`.

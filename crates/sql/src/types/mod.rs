@@ -115,6 +115,36 @@ fn microsecond_precision(type_name: &str, precision: Option<u64>) -> Result<()> 
     }
 }
 
+/// The engine type of a SQL type name, the enum types of `engine` included (a built-in name
+/// wins, as `pg_catalog` comes first on PostgreSQL's search path).
+pub fn convert_type_in(
+    data_type: &ast::DataType,
+    engine: &steady_engine::engine::Engine,
+) -> Result<DataType> {
+    if let ast::DataType::Custom(name, modifiers) = data_type {
+        let name = object_name(name).1;
+        if modifiers.is_empty() && builtin_type(&name).is_none() {
+            if let Some(enum_type) = engine.enum_type(&name)? {
+                return Ok(DataType::Enum(enum_type.oid));
+            }
+        }
+    }
+    convert_type(data_type)
+}
+
+/// The built-in type a name (without modifiers) spells, if any.
+pub fn builtin_type(name: &str) -> Option<DataType> {
+    let named = ast::DataType::Custom(ast::ObjectName::from(vec![ast::Ident::new(name)]), vec![]);
+    convert_type(&named).ok().or_else(|| {
+        let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+            .try_with_sql(name)
+            .ok()?
+            .parse_data_type()
+            .ok()?;
+        convert_type(&parsed).ok()
+    })
+}
+
 /// The engine type of a SQL type name.
 pub fn convert_type(data_type: &ast::DataType) -> Result<DataType> {
     use ast::DataType as T;
@@ -256,6 +286,7 @@ fn internal_name(ty: &DataType) -> String {
         DataType::Json => "json".into(),
         DataType::Jsonb => "jsonb".into(),
         DataType::TextArray => "text".into(),
+        DataType::Enum(oid) => steady_types::enums::type_name(*oid),
     }
 }
 

@@ -105,6 +105,8 @@ pub enum Category {
     Uuid,
     Interval,
     Json,
+    /// An enum type's values, by its oid: comparable only among themselves.
+    Enum(u32),
 }
 
 pub fn category(ty: &DataType) -> Category {
@@ -127,6 +129,7 @@ pub fn category(ty: &DataType) -> Category {
         DataType::Uuid => Category::Uuid,
         DataType::Interval => Category::Interval,
         DataType::Json | DataType::Jsonb => Category::Json,
+        DataType::Enum(oid) => Category::Enum(*oid),
     }
 }
 

@@ -28,6 +28,8 @@ enum Canonical<'v> {
     Uuid(&'v [u8; 16]),
     /// An interval's span: equal intervals (`'1 mon'`, `'30 days'`) hash alike.
     Span(i128),
+    /// An enum value: its type and label position.
+    Enum(u32, u32),
 }
 
 fn canonical(value: &Value) -> Canonical<'_> {
@@ -47,6 +49,7 @@ fn canonical(value: &Value) -> Canonical<'_> {
         Value::Bytea(b) => Canonical::Bytes(b),
         Value::Uuid(u) => Canonical::Uuid(u),
         Value::Interval(i) => Canonical::Span(i.span()),
+        Value::Enum { oid, position } => Canonical::Enum(*oid, *position),
         Value::Time(t) => Canonical::Instant(i128::from(*t)),
         Value::Date(_) | Value::Timestamp(_) | Value::TimestampTz(_) => match value.instant() {
             Some(instant) => Canonical::Instant(instant),

@@ -17,7 +17,7 @@ use crate::execution::plan::{Plan, SortKey};
 use crate::execution::set_functions::{SetCall, SetFunction};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
 use crate::types::ops::{self, ArithOp, Category, CmpOp};
-use crate::types::{convert_type, normalize_ident, object_name, parse_number};
+use crate::types::{convert_type_in, normalize_ident, object_name, parse_number};
 
 impl Binder<'_> {
     /// Binds an expression and coerces it to `ty` (for LIMIT, assignments and the like).
@@ -45,7 +45,7 @@ impl Binder<'_> {
             }
             AstExpr::Value(v) => self.bind_literal(&v.value),
             AstExpr::TypedString(t) => {
-                let ty = convert_type(&t.data_type)?;
+                let ty = convert_type_in(&t.data_type, self.engine)?;
                 let text = literal_text(&t.value.value)?;
                 Ok((Expr::Literal(Value::parse(&ty, &text)?), Some(ty)))
             }
@@ -862,7 +862,7 @@ impl Binder<'_> {
         {
             return Ok(result);
         }
-        let ty = convert_type(data_type)?;
+        let ty = convert_type_in(data_type, self.engine)?;
         if let (DataType::Real | DataType::Double, Some(number)) = (ty, number_literal(e)) {
             // The literal read as the float it is cast to: the same value as through numeric,
             // whose 28 digits would refuse `1.5e-300`.

@@ -101,7 +101,7 @@ impl Ddl<'_> {
                 using: None,
                 ..
             } => {
-                let new = crate::types::convert_type(data_type)?;
+                let new = crate::types::convert_type_in(data_type, self.engine())?;
                 if !self.generated_reading(table, position)?.is_empty() {
                     return Err(SqlError::unsupported(
                         "altering the type of a column used by a generated column",

@@ -24,6 +24,7 @@ mod alter;
 mod alter_column;
 mod check;
 pub(crate) mod create_as;
+mod enum_type;
 pub(crate) mod identity;
 mod rename;
 pub(crate) mod sequence;
@@ -47,7 +48,7 @@ use crate::parser::parse_expr;
 use crate::planner::bind::{Binder, Scope};
 use crate::session::{Database, QueryResult, Session};
 use crate::system::public_object_name;
-use crate::types::{convert_type, missing_schema, normalize_ident, object_name, serial_type};
+use crate::types::{convert_type_in, missing_schema, normalize_ident, object_name, serial_type};
 
 /// Whether a statement is DDL (runs outside the session's transaction).
 pub fn is_ddl(statement: &ast::Statement) -> bool {
@@ -61,6 +62,8 @@ pub fn is_ddl(statement: &ast::Statement) -> bool {
             | ast::Statement::AlterTable(_)
             | ast::Statement::Truncate(_)
             | ast::Statement::CreateSchema { .. }
+            | ast::Statement::CreateType { .. }
+            | ast::Statement::AlterType(_)
     )
 }
 
@@ -102,6 +105,7 @@ pub fn execute(
             ast::ObjectType::Index => ddl.drop_indexes(names, *if_exists),
             ast::ObjectType::View => ddl.drop_views(names, *if_exists, *cascade),
             ast::ObjectType::Sequence => ddl.drop_sequences(names, *if_exists),
+            ast::ObjectType::Type => ddl.drop_types(names, *if_exists, *cascade),
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
         },
         ast::Statement::AlterTable(alter) => ddl.alter_table(alter),
@@ -111,6 +115,11 @@ pub fn execute(
             ..
         } => create_schema(&object_name(name).1, *if_not_exists),
         ast::Statement::Truncate(truncate) => ddl.truncate(truncate),
+        ast::Statement::CreateType {
+            name,
+            representation,
+        } => ddl.create_type(name, representation.as_ref()),
+        ast::Statement::AlterType(alter) => ddl.alter_type(alter),
         other => Err(SqlError::unsupported(format!("{other}"))),
     }
 }
@@ -427,7 +436,7 @@ impl Ddl<'_> {
             ));
         }
         let index = spec.columns.len();
-        let mut def = column_def(table, &name, &column.data_type)?;
+        let mut def = column_def(table, &name, &column.data_type, self.engine())?;
         if let Some(ty) = serial_type(&column.data_type) {
             let width = sequence::width_of(&ty)?;
             spec.sequences.push((sequence_name(table, &name), 1, width));
@@ -937,7 +946,12 @@ fn set_primary_key(spec: &mut TableSpec, table: &str, columns: Vec<usize>) -> Re
     Ok(())
 }
 
-fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<ColumnDef> {
+fn column_def(
+    table: &str,
+    name: &str,
+    data_type: &ast::DataType,
+    engine: &Engine,
+) -> Result<ColumnDef> {
     if let Some(ty) = serial_type(data_type) {
         return Ok(ColumnDef {
             nullable: false,
@@ -945,7 +959,7 @@ fn column_def(table: &str, name: &str, data_type: &ast::DataType) -> Result<Colu
             ..ColumnDef::plain(name, ty)
         });
     }
-    Ok(ColumnDef::plain(name, convert_type(data_type)?))
+    Ok(ColumnDef::plain(name, convert_type_in(data_type, engine)?))
 }
 
 pub use crate::execution::sequences::owned_sequence as sequence_name;
