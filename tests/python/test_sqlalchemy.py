@@ -1,16 +1,19 @@
 """SQLAlchemy 2 (psycopg 3 driver) against a real `steady serve`: declarative models with a
 relationship, a uuid key, a jsonb column and a timestamptz column; create_all and reflection;
-lazy and eager loads; a CTE; a window function; a bulk insert; an upsert; drop_all.
+lazy and eager loads; a CTE; a window function; a bulk insert; an upsert; drop_all; an enum
+column, whose type create_all creates (CREATE TYPE ... AS ENUM) and drop_all drops.
 
 The reflected columns, keys, unique constraints, foreign keys and indexes are what PostgreSQL 15
 reflects for the same models (checked against it when this module was written).
 """
 
+import enum
 import uuid
 from datetime import datetime, timezone
 
 import pytest
 from sqlalchemy import (
+    Enum as SqlEnum,
     ForeignKey,
     Index,
     String,
@@ -176,3 +179,42 @@ def test_orm_loads_queries_and_writes(engine):
         assert session.scalar(select(func.count()).select_from(Book)) == 53
         assert session.scalar(select(Book.title).where(Book.id == 1)) == "notes, 2nd"
         assert session.scalar(select(func.sum(Book.pages)).where(Book.title.like("bulk%"))) == 1225
+
+
+class Level(enum.Enum):
+    low = "low"
+    medium = "medium"
+    high = "high"
+
+
+class EnumBase(DeclarativeBase):
+    pass
+
+
+class Ticket(EnumBase):
+    __tablename__ = "ticket"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    level: Mapped[Level] = mapped_column(SqlEnum(Level, name="ticket_level"))
+
+
+def test_enum_columns_create_their_type_and_order_by_declaration(engine):
+    EnumBase.metadata.create_all(engine)
+    try:
+        (level,) = [c for c in inspect(engine).get_columns("ticket") if c["name"] == "level"]
+        assert level["type"].name == "ticket_level"
+        assert list(level["type"].enums) == ["low", "medium", "high"]
+        with Session(engine) as session:
+            session.add_all(
+                [Ticket(id=i, level=lv) for i, lv in enumerate([Level.high, Level.low, Level.medium])]
+            )
+            session.commit()
+            ordered = session.scalars(select(Ticket.level).order_by(Ticket.level)).all()
+            assert ordered == [Level.low, Level.medium, Level.high]
+            above = session.scalars(select(Ticket.id).where(Ticket.level > Level.low).order_by(Ticket.id))
+            assert above.all() == [0, 2]
+    finally:
+        EnumBase.metadata.drop_all(engine)
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql(
+            "SELECT count(*) FROM pg_type WHERE typname = 'ticket_level'"
+        ).scalar() == 0
