@@ -5,7 +5,7 @@
 //! transactions), [`version`] (the formats of row versions, history and
 //! undo entries), [`engine`] (the database: writes, reads at each isolation level, commit, rollback,
 //! recovery, purge), [`catalog`] and [`table`] (typed rows, secondary indexes, DDL), `index_build` (online CREATE INDEX), [`index_check`] (indexes verified against their tables), [`rebuild`]
-//! (ADD PRIMARY KEY and VACUUM FULL by bulk build), [`view`] (views as stored queries), [`role`] (roles and the privileges granted on relations), [`codec`] (the
+//! (ADD PRIMARY KEY and VACUUM FULL by bulk build), [`view`] (views as stored queries), [`enum_type`] (enum types), [`role`] (roles and the privileges granted on relations), [`codec`] (the
 //! encodings of `steady-types` values), [`io`] (page-I/O counters) and [`error`].
 
 pub mod catalog;
