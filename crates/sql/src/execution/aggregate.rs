@@ -44,6 +44,9 @@ pub enum AggFunc {
     StddevSamp,
     StddevPop,
     JsonAgg,
+    /// `json_agg(t)` of whole rows (bound from it, no name of its own): rows after the first
+    /// on lines of their own, as PostgreSQL writes an aggregate of composite values.
+    JsonAggRows,
     JsonbAgg,
     JsonObjectAgg,
     JsonbObjectAgg,
@@ -108,7 +111,7 @@ impl AggFunc {
             AggFunc::VarPop => "var_pop",
             AggFunc::StddevSamp => "stddev_samp",
             AggFunc::StddevPop => "stddev_pop",
-            AggFunc::JsonAgg => "json_agg",
+            AggFunc::JsonAgg | AggFunc::JsonAggRows => "json_agg",
             AggFunc::JsonbAgg => "jsonb_agg",
             AggFunc::JsonObjectAgg => "json_object_agg",
             AggFunc::JsonbObjectAgg => "jsonb_object_agg",
@@ -142,6 +145,7 @@ impl AggFunc {
         matches!(
             self,
             AggFunc::JsonAgg
+                | AggFunc::JsonAggRows
                 | AggFunc::JsonbAgg
                 | AggFunc::JsonObjectAgg
                 | AggFunc::JsonbObjectAgg
@@ -179,7 +183,7 @@ impl AggFunc {
             }
             (AggFunc::Min | AggFunc::Max, other) => Some(other.unwrap_or(Text)),
             (AggFunc::StringAgg, _) => Some(Text),
-            (AggFunc::JsonAgg | AggFunc::JsonObjectAgg, _) => Some(Json),
+            (AggFunc::JsonAgg | AggFunc::JsonAggRows | AggFunc::JsonObjectAgg, _) => Some(Json),
             (AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg, _) => Some(Jsonb),
             (AggFunc::ArrayAgg, Some(Char(_) | Varchar(_) | Text | TextArray)) => Some(TextArray),
             (AggFunc::ArrayAgg, Some(Numeric { .. })) => Some(Array(ArrayElement::Numeric)),
@@ -350,11 +354,13 @@ impl Accumulator {
                     .collect::<Result<_>>()?;
                 json::object_aggregate(members, self.func == AggFunc::JsonbObjectAgg)
             }
+            AggFunc::JsonAgg => json::json_agg_text(values.map(|(_, v)| v), ", ")?,
+            AggFunc::JsonAggRows => json::json_agg_text(values.map(|(_, v)| v), ", \n ")?,
             _ => {
                 let items = values
                     .map(|(_, v)| json::to_document(&v))
                     .collect::<Result<_>>()?;
-                json::aggregate(items, self.func == AggFunc::JsonbAgg)
+                json::jsonb_aggregate(items)
             }
         })
     }

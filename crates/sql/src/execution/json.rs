@@ -427,6 +427,49 @@ pub static EXISTS_ALL: Function = strict("jsonb_exists_all", (2, 2), boolean, ex
 pub static CONCAT: Function = strict("jsonb_concat", (2, 2), jsonb, concat);
 pub static DELETE: Function = strict("jsonb_delete", (2, 2), jsonb, delete);
 
+/// `row_to_json` of a whole row, its columns' names and values given alternately (bound by the
+/// binder from `row_to_json(t)`; not callable by name).
+pub static ROW_TO_JSON: Function = lenient("row_to_json", (0, 2000), json, row_to_json);
+
+/// A row as json, as PostgreSQL writes one: `{"a":1,"b":"x"}`, a json or jsonb value as its
+/// own text.
+fn row_to_json(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let mut out = String::from("{");
+    for (i, pair) in args.chunks(2).enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        steady_types::json::write_string(&mut out, &text_of(&pair[0]));
+        out.push(':');
+        out.push_str(&json_text(&pair[1])?);
+    }
+    out.push('}');
+    Ok(Value::Json(out))
+}
+
+/// A value's json text inside a row or a `json_agg`: a json or jsonb value as its own text,
+/// any other as `to_json` writes it.
+fn json_text(value: &Value) -> Result<String> {
+    Ok(match value {
+        Value::Json(text) | Value::Jsonb(text) => text.clone(),
+        other => to_document(other)?.to_jsonb_text(),
+    })
+}
+
+/// `json_agg`'s document: `[a, b]`, the items apart by `separator`, each item's json text as
+/// [`json_text`] writes it (a row from `row_to_json` kept as written), NULL as null.
+pub fn json_agg_text(values: impl Iterator<Item = Value>, separator: &str) -> Result<Value> {
+    let mut out = String::from("[");
+    for (i, value) in values.enumerate() {
+        if i > 0 {
+            out.push_str(separator);
+        }
+        out.push_str(&json_text(&value)?);
+    }
+    out.push(']');
+    Ok(Value::Json(out))
+}
+
 /// The json functions users call by name.
 pub static FUNCTIONS: &[Function] = &[
     lenient("json_build_object", (0, 100), json, build_object::<false>),
@@ -455,14 +498,10 @@ pub static FUNCTIONS: &[Function] = &[
     strict("jsonb_exists", (2, 2), boolean, exists),
 ];
 
-/// The document an aggregate over `values` gives: `json_agg` (each value, NULL as null) or
-/// `json_object_agg` (pairs of key and value).
-pub fn aggregate(items: Vec<Json>, binary: bool) -> Value {
-    if binary {
-        output::<true>(Json::Array(items))
-    } else {
-        Value::Json(Json::Array(items).to_jsonb_text())
-    }
+/// `jsonb_agg`'s document: the array of its items (NULL as null); `json_agg`'s is
+/// [`json_agg_text`].
+pub fn jsonb_aggregate(items: Vec<Json>) -> Value {
+    output::<true>(Json::Array(items))
 }
 
 /// `json_object_agg`'s document (json's is written `{ "a" : 1, "b" : 2 }`, as PostgreSQL

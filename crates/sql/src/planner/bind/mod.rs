@@ -92,6 +92,21 @@ impl Scope {
         Ok(found)
     }
 
+    /// The columns of FROM item `table` in order, when `table` names one and no column: a
+    /// whole-row reference (`row_to_json(t)`); its hidden and system columns left out.
+    pub(crate) fn whole_row(&self, table: &str) -> Option<Vec<usize>> {
+        if self.columns.iter().any(|c| !c.hidden && c.name == table) {
+            return None;
+        }
+        let columns: Vec<usize> = (0..self.columns.len())
+            .filter(|&i| {
+                let c = &self.columns[i];
+                c.table.as_deref() == Some(table) && !c.hidden && !c.system
+            })
+            .collect();
+        (!columns.is_empty()).then_some(columns)
+    }
+
     fn has_table(&self, table: &str) -> bool {
         self.columns
             .iter()

@@ -24,6 +24,9 @@ impl Binder<'_> {
         if function.over.is_some() {
             return self.bind_window(&name, function, list, scope);
         }
+        if let Some(bound) = self.bind_whole_row_json(&name, function, list, scope)? {
+            return Ok(bound);
+        }
         if let Some(set_function) = SetFunction::by_name(&name) {
             if self.set_calls.is_none() {
                 return Err(SqlError::unsupported(
@@ -54,6 +57,76 @@ impl Binder<'_> {
             "nextval" | "currval" | "setval" => self.bind_call(&name, &args, scope),
             _ => self.bind_call(&name, &args, scope),
         }
+    }
+
+    /// `row_to_json(t)`, `to_json(t)`, `to_jsonb(t)`, `json_agg(t)` and `jsonb_agg(t)` of a whole
+    /// row (`t` names a FROM item, not a column): an object of the item's columns by name, json
+    /// written as PostgreSQL writes a row (`{"a":1,"b":"x"}`), jsonb as `jsonb_build_object`.
+    /// A whole row is read nowhere else (there is no record type). None: not such a call.
+    fn bind_whole_row_json(
+        &mut self,
+        name: &str,
+        function: &ast::Function,
+        list: Option<&ast::FunctionArgumentList>,
+        scope: &Scope,
+    ) -> Result<Option<Typed>> {
+        let row = match list.map(|l| l.args.as_slice()) {
+            Some(
+                [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(AstExpr::Identifier(table)))],
+            ) => normalize_ident(table),
+            _ => return Ok(None),
+        };
+        let Some(columns) = scope.whole_row(&row) else {
+            return Ok(None);
+        };
+        let (builder, ty) = match name {
+            "row_to_json" | "to_json" => ("row_to_json", DataType::Json),
+            "to_jsonb" => ("jsonb_build_object", DataType::Jsonb),
+            "json_agg" | "jsonb_agg" => {
+                let per_row = if name == "json_agg" {
+                    "row_to_json"
+                } else {
+                    "to_jsonb"
+                };
+                let arg = AstExpr::Function(ast::Function {
+                    name: ast::ObjectName::from(vec![ast::Ident::new(per_row)]),
+                    uses_odbc_syntax: false,
+                    parameters: ast::FunctionArguments::None,
+                    args: function.args.clone(),
+                    filter: None,
+                    null_treatment: None,
+                    over: None,
+                    within_group: Vec::new(),
+                });
+                let mut per_row_list = list.cloned().unwrap_or_else(|| ast::FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: Vec::new(),
+                    clauses: Vec::new(),
+                });
+                per_row_list.args =
+                    vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))];
+                let mut call = function.clone();
+                call.args = ast::FunctionArguments::List(per_row_list.clone());
+                let func = match name {
+                    "json_agg" => AggFunc::JsonAggRows,
+                    _ => AggFunc::JsonbAgg,
+                };
+                return self
+                    .bind_aggregate(func, &call, Some(&per_row_list), scope)
+                    .map(Some);
+            }
+            _ => return Ok(None),
+        };
+        let mut args = Vec::with_capacity(2 * columns.len());
+        for i in columns {
+            args.push(Expr::Literal(Value::Text(scope.columns[i].name.clone())));
+            args.push(Expr::Column(i));
+        }
+        let function = match builder {
+            "row_to_json" => &crate::execution::json::ROW_TO_JSON,
+            _ => functions::lookup(builder, args.len())?,
+        };
+        Ok(Some((Expr::Call(function, args), Some(ty))))
     }
 
     /// A set-returning call in a select list: its column after the input's (see
