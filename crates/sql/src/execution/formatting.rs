@@ -1,5 +1,6 @@
-//! Formatting functions: `to_char` of dates, timestamps, intervals and numbers, `to_date` and
-//! `to_timestamp` reading text by a template, `to_timestamp(epoch)`, and `format`.
+//! Formatting functions: `to_char` of dates, timestamps, intervals and numbers, `to_date`,
+//! `to_timestamp` and `to_number` reading text by a template, `to_timestamp(epoch)`, and
+//! `format`.
 //!
 //! Template patterns (PostgreSQL's names): `YYYY YYY YY Y`, `MM`, `Mon MON mon`, `Month MONTH
 //! month`, `DD`, `DDD`, `D`, `Dy DY dy`, `Day DAY day`, `HH HH12 HH24`, `MI`, `SS`, `MS`, `US`,
@@ -13,8 +14,8 @@ use steady_types::{days_from_civil, Value, PG_EPOCH_UNIX_DAYS, USECS_PER_DAY};
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
-use crate::execution::functions::{date, fields, strict, text, timestamptz, Function};
-use crate::types::ops::as_decimal;
+use crate::execution::functions::{date, fields, numeric, strict, text, timestamptz, Function};
+use crate::types::ops::{as_decimal, text_of};
 
 const MONTHS: [&str; 12] = [
     "January",
@@ -44,8 +45,87 @@ pub static FUNCTIONS: &[Function] = &[
     strict("to_char", (2, 2), text, to_char),
     strict("to_date", (2, 2), date, to_date),
     strict("to_timestamp", (1, 2), timestamptz, to_timestamp),
+    strict("to_number", (2, 2), numeric, to_number),
     crate::execution::functions::lenient("format", (1, 100), text, format),
 ];
+
+/// `to_number(text, template)`, as PostgreSQL reads the usual templates: leading text before the
+/// number (a currency sign, spaces) is passed over, a `-` before it or after it or `<...>`
+/// makes it negative, group separators (`,` or a space) between its digits are passed over, and
+/// it takes at most as many integer and fraction digits as the template has `9` / `0` before and
+/// after its decimal point (`.` or `D`); the scale is that of the digits read.
+fn to_number(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let template = text_of(&args[1]);
+    let (int_digits, frac_digits) = number_template_digits(&template)?;
+    let input: Vec<char> = text_of(&args[0]).chars().collect();
+    let mut at = 0;
+    let mut negative = false;
+    while at < input.len() && !input[at].is_ascii_digit() && input[at] != '.' {
+        negative |= matches!(input[at], '-' | '<');
+        at += 1;
+    }
+    let mut int = String::new();
+    while let Some(&c) = input.get(at).filter(|_| int.len() < int_digits) {
+        match c {
+            '0'..='9' => int.push(c),
+            ',' | ' ' if !int.is_empty() => {}
+            _ => break,
+        }
+        at += 1;
+    }
+    let mut frac = String::new();
+    if frac_digits.is_some() && input.get(at) == Some(&'.') {
+        at += 1;
+        while let Some(&c) = input.get(at).filter(|c| c.is_ascii_digit()) {
+            if frac.len() < frac_digits.unwrap_or(0) {
+                frac.push(c);
+            }
+            at += 1;
+        }
+    }
+    while input.get(at).is_some_and(char::is_ascii_digit) {
+        at += 1;
+    }
+    let rest: String = input[at..].iter().collect();
+    negative |= matches!(rest.trim_start().chars().next(), Some('-' | '>'));
+    if int.is_empty() && frac.is_empty() {
+        return Err(SqlError::new(
+            "22P02",
+            "invalid input syntax for type numeric: \" \"",
+        ));
+    }
+    let sign = if negative { "-" } else { "" };
+    let int = if int.is_empty() { "0" } else { int.as_str() };
+    let text = match frac.is_empty() {
+        true => format!("{sign}{int}"),
+        false => format!("{sign}{int}.{frac}"),
+    };
+    Ok(Value::parse(&NUMERIC_TYPE, &text)?)
+}
+
+const NUMERIC_TYPE: steady_types::DataType = steady_types::DataType::Numeric {
+    precision: None,
+    scale: None,
+};
+
+/// The digit positions of a number template before its decimal point, and after it (None when
+/// it has none); 42601 for two decimal points, 0A000 for `EEEE`, which PostgreSQL cannot read.
+fn number_template_digits(template: &str) -> Result<(usize, Option<usize>)> {
+    if template.to_uppercase().contains("EEEE") {
+        return Err(SqlError::new("0A000", "\"EEEE\" not supported for input"));
+    }
+    let (mut int_digits, mut frac_digits) = (0, None);
+    for c in template.chars() {
+        match (c, &mut frac_digits) {
+            ('9' | '0', None) => int_digits += 1,
+            ('9' | '0', Some(after)) => *after += 1,
+            ('.' | 'D', None) => frac_digits = Some(0),
+            ('.' | 'D', Some(_)) => return Err(SqlError::new("42601", "multiple decimal points")),
+            _ => {}
+        }
+    }
+    Ok((int_digits, frac_digits))
+}
 
 fn bad_format(what: impl std::fmt::Display) -> SqlError {
     SqlError::new("22007", format!("invalid format: {what}"))

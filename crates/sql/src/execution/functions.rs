@@ -144,7 +144,7 @@ pub(crate) fn double(_: &[Option<DataType>]) -> Option<DataType> {
 pub(crate) fn boolean(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Boolean)
 }
-fn numeric(_: &[Option<DataType>]) -> Option<DataType> {
+pub(crate) fn numeric(_: &[Option<DataType>]) -> Option<DataType> {
     Some(NUMERIC)
 }
 fn bytea(_: &[Option<DataType>]) -> Option<DataType> {
