@@ -20,7 +20,7 @@ use crate::execution::set_functions::{SetCall, SetFunction};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
 use crate::system::functions::{
     ANY_EQUAL, ARRAY_CAT, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, ARRAY_OF, REGCLASS_IN,
-    REGCLASS_OUT, REGNAMESPACE_IN, REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SUBSCRIPT,
+    REGCLASS_OUT, REGNAMESPACE_IN, REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SLICE, SUBSCRIPT,
 };
 use crate::system::pg_type::{format_type, type_oid};
 use crate::types::ops::{as_i64, category, Category};
@@ -195,16 +195,45 @@ pub fn bind_subscript(
     access: &[ast::AccessExpr],
     scope: &Scope,
 ) -> Result<Typed> {
-    let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] = access else {
-        return Err(SqlError::unsupported(format!(
+    let unsupported = || {
+        SqlError::unsupported(format!(
             "expression {root}{}",
             access.iter().map(|a| a.to_string()).collect::<String>()
-        )));
+        ))
+    };
+    let index = match access {
+        [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] => index,
+        [ast::AccessExpr::Subscript(ast::Subscript::Slice {
+            lower_bound,
+            upper_bound,
+            stride: None,
+        })] => return bind_slice(binder, root, [lower_bound, upper_bound], scope),
+        _ => return Err(unsupported()),
     };
     let (array, ty) = binder.bind_expr(root, scope)?;
     let (index, _) = binder.bind_expr_as(index, scope, DataType::Integer)?;
     let element = Expr::Call(&SUBSCRIPT, vec![array, index]);
     Ok(typed_element(element, ty))
+}
+
+/// `arr[lower:upper]` (either bound may be left out: the array's own): the elements between,
+/// an array of the same type.
+fn bind_slice(
+    binder: &mut Binder<'_>,
+    root: &AstExpr,
+    bounds: [&Option<AstExpr>; 2],
+    scope: &Scope,
+) -> Result<Typed> {
+    let (array, ty) = binder.bind_expr(root, scope)?;
+    let mut args = vec![array];
+    // A bound left out is the array's own: the farthest one, which the slice clamps to it.
+    for (bound, farthest) in bounds.into_iter().zip([i64::MIN, i64::MAX]) {
+        args.push(match bound {
+            Some(bound) => binder.bind_expr_as(bound, scope, DataType::BigInt)?.0,
+            None => Expr::Literal(Value::BigInt(farthest)),
+        });
+    }
+    Ok((Expr::Call(&SLICE, args), ty))
 }
 
 /// `a || b` where one side is an array: the arrays joined, an element operand appended or

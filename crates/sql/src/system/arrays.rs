@@ -123,6 +123,33 @@ pub fn subscript(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     })
 }
 
+/// `arr[lower:upper]`: the elements with subscripts in `lower..=upper` (clamped to the array's),
+/// as a new array (subscripts from 1); `{}` when none.
+pub fn slice(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let array = array_arg(&args[0])?;
+    let (Some(lower), Some(upper)) = (int_arg(&args[1]), int_arg(&args[2])) else {
+        return Ok(Value::Null);
+    };
+    let first = lower.max(array.lower) - array.lower;
+    let end = upper.saturating_sub(array.lower).saturating_add(1);
+    let end = end.min(array.elements.len() as i64);
+    let kept: Vec<Value> = (first..end)
+        .map(|i| array.elements[i as usize].clone())
+        .map(|e| e.map_or(Value::Null, Value::Text))
+        .collect();
+    Ok(Value::Text(steady_types::array::array_text(&kept)))
+}
+
+/// `array_dims(arr)`: its bounds as `[1:3]`; NULL for an empty array.
+pub fn array_dims(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let array = array_arg(&args[0])?;
+    if array.elements.is_empty() {
+        return Ok(Value::Null);
+    }
+    let upper = array.lower + array.elements.len() as i64 - 1;
+    Ok(Value::Text(format!("[{}:{upper}]", array.lower)))
+}
+
 /// One element of `ARRAY(subquery)`, quoted for the array's text (NULL is `NULL`).
 pub fn array_element_text(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(quote_element(&args[0])))

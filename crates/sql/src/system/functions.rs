@@ -55,6 +55,7 @@ pub static REGNAMESPACE_IN: Function = pure("regnamespacein", (1, 1), oid_type, 
 pub static REGNAMESPACE_OUT: Function = pure("regnamespaceout", (1, 1), text, regnamespace_out);
 pub static ANY_EQUAL: Function = lenient(pure("array_any_eq", (2, 2), boolean, arrays::any_equal));
 pub static SUBSCRIPT: Function = pure("array_subscript", (2, 2), unknown, arrays::subscript);
+pub static SLICE: Function = pure("array_slice", (3, 3), first_argument_type, arrays::slice);
 pub static ARRAY_ELEMENT_TEXT: Function = lenient(pure(
     "array_element_text",
     (1, 1),
@@ -170,6 +171,7 @@ static FUNCTIONS: &[&Function] = &[
     &pure("array_lower", (2, 2), integer, arrays::array_lower),
     &pure("array_length", (2, 2), integer, arrays::array_length),
     &pure("cardinality", (1, 1), integer, arrays::cardinality),
+    &pure("array_dims", (1, 1), text, arrays::array_dims),
     &lenient(pure(
         "array_position",
         (2, 2),
