@@ -21,6 +21,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::expr::Expr;
 use crate::execution::json;
 use crate::execution::plan::SortKey;
+use crate::execution::regression::{Regression, RegressionSums};
 use crate::types::ops::{self, ArithOp};
 use steady_types::array::array_text;
 
@@ -43,6 +44,9 @@ pub enum AggFunc {
     VarPop,
     StddevSamp,
     StddevPop,
+    /// `corr(y, x)`, `covar_pop`, `covar_samp` and the `regr_*` aggregates (see
+    /// [`crate::execution::regression`]).
+    Regression(Regression),
     JsonAgg,
     /// `json_agg(t)` of whole rows (bound from it, no name of its own): rows after the first
     /// on lines of their own, as PostgreSQL writes an aggregate of composite values.
@@ -90,7 +94,7 @@ impl AggFunc {
             "percentile_cont" => AggFunc::PercentileCont,
             "percentile_disc" => AggFunc::PercentileDisc,
             "mode" => AggFunc::Mode,
-            _ => return None,
+            _ => return Regression::by_name(name).map(AggFunc::Regression),
         })
     }
 
@@ -112,6 +116,7 @@ impl AggFunc {
             AggFunc::StddevSamp => "stddev_samp",
             AggFunc::StddevPop => "stddev_pop",
             AggFunc::JsonAgg | AggFunc::JsonAggRows => "json_agg",
+            AggFunc::Regression(which) => which.name(),
             AggFunc::JsonbAgg => "jsonb_agg",
             AggFunc::JsonObjectAgg => "json_object_agg",
             AggFunc::JsonbObjectAgg => "jsonb_object_agg",
@@ -134,7 +139,10 @@ impl AggFunc {
     /// How many arguments the aggregate takes.
     pub fn arity(self) -> usize {
         match self {
-            AggFunc::StringAgg | AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg => 2,
+            AggFunc::StringAgg
+            | AggFunc::JsonObjectAgg
+            | AggFunc::JsonbObjectAgg
+            | AggFunc::Regression(_) => 2,
             _ => 1,
         }
     }
@@ -195,6 +203,11 @@ impl AggFunc {
                 Some(SmallInt | Integer | BigInt),
             ) => arg,
             (AggFunc::Grouping, _) => Some(Integer),
+            (AggFunc::Regression(Regression::Count), _) => Some(BigInt),
+            (
+                AggFunc::Regression(_),
+                None | Some(SmallInt | Integer | BigInt | Numeric { .. } | Real | Double),
+            ) => Some(Double),
             (AggFunc::PercentileCont, Some(SmallInt | Integer | BigInt | Numeric { .. })) => {
                 Some(Double)
             }
@@ -243,6 +256,8 @@ pub struct Accumulator {
     /// The collecting aggregates' inputs so far: (key, value), the key only for the json object
     /// aggregates.
     collected: Vec<(Value, Value)>,
+    /// The two-variable aggregates' running sums.
+    regression: RegressionSums,
 }
 
 /// The running sums of the variance family: Youngs-Cramer's (n, Σx, Sxx) over floats, or the
@@ -264,6 +279,7 @@ impl Accumulator {
             integer_sum: 0,
             spread: Spread::default(),
             collected: Vec::new(),
+            regression: RegressionSums::default(),
         }
     }
 
@@ -290,6 +306,14 @@ impl Accumulator {
         }
         if self.func.collects() {
             return self.collect(args);
+        }
+        if let AggFunc::Regression(_) = self.func {
+            if !args.iter().any(Value::is_null) {
+                self.count += 1;
+                self.regression
+                    .add(ops::as_f64(&args[0]), ops::as_f64(&args[1]));
+            }
+            return Ok(());
         }
         let input = &args[0];
         if input.is_null() {
@@ -374,6 +398,7 @@ impl Accumulator {
             && call.func != AggFunc::StringAgg
             && !call.func.is_spread()
             && !call.func.collects()
+            && !matches!(call.func, AggFunc::Regression(_))
     }
 
     /// Folds in the state of the same aggregate over another part of the input (a call that is
@@ -429,6 +454,7 @@ impl Accumulator {
             AggFunc::Avg if self.count == 0 => Value::Null,
             AggFunc::Avg => avg_result(self.value, self.count)?,
             f if f.is_spread() => self.spread.result(f, self.count)?,
+            AggFunc::Regression(which) => self.regression.result(which),
             _ if self.count == 0 && self.func.collects() => Value::Null,
             f if f.collects() => self.collected_value()?,
             _ => self.value,

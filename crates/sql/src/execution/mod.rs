@@ -19,6 +19,7 @@ pub mod json;
 pub mod plan;
 pub mod privileges;
 pub mod regex;
+pub mod regression;
 pub mod sequences;
 pub mod set_functions;
 pub mod settings;

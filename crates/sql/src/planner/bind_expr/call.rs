@@ -59,6 +59,28 @@ impl Binder<'_> {
         }
     }
 
+    /// An argument of `corr` and its kin: a number, as a double (an untyped literal read as
+    /// one); 42883 for any other type, as PostgreSQL has these for float8 only.
+    fn bind_regression_argument(
+        &mut self,
+        func: AggFunc,
+        e: &AstExpr,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let (expr, ty) = self.bind_expr(e, scope)?;
+        if ty.is_some_and(|t| ops::category(&t) != Category::Numeric) {
+            return Err(SqlError::undefined_function(format!(
+                "function {}({}) does not exist",
+                func.name(),
+                crate::types::type_name(ty)
+            )));
+        }
+        Ok((
+            coerce_to(expr, ty, DataType::Double)?,
+            Some(DataType::Double),
+        ))
+    }
+
     /// `row_to_json(t)`, `to_json(t)`, `to_jsonb(t)`, `json_agg(t)` and `jsonb_agg(t)` of a whole
     /// row (`t` names a FROM item, not a column): an object of the item's columns by name, json
     /// written as PostgreSQL writes a row (`{"a":1,"b":"x"}`), jsonb as `jsonb_build_object`.
@@ -301,10 +323,10 @@ impl Binder<'_> {
         let mut arg_type = None;
         for (i, arg) in raw_args.iter().enumerate() {
             let e = plain_arg(arg)?;
-            let (expr, ty) = if func == AggFunc::StringAgg {
-                self.bind_expr_as(e, scope, DataType::Text)?
-            } else {
-                self.bind_expr(e, scope)?
+            let (expr, ty) = match func {
+                AggFunc::StringAgg => self.bind_expr_as(e, scope, DataType::Text)?,
+                AggFunc::Regression(_) => self.bind_regression_argument(func, e, scope)?,
+                _ => self.bind_expr(e, scope)?,
             };
             if i == 0 {
                 arg_type = ty;
