@@ -36,6 +36,12 @@ pub enum Statement {
         sequence: String,
         owner: Option<(String, String)>,
     },
+    /// `ALTER TYPE name OWNER TO role` (sqlparser reads no OWNER TO for types; pg_dump writes
+    /// it after each type).
+    AlterTypeOwner {
+        name: String,
+        owner: String,
+    },
     /// `INSERT ... OVERRIDING { SYSTEM | USER } VALUE ...` (sqlparser reads no OVERRIDING): the
     /// INSERT without it, and whether it was SYSTEM.
     InsertOverriding {
@@ -101,6 +107,13 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
                 && words.get(1).and_then(|t| word(t)).as_deref() == Some("sequence") =>
         {
             return parse_alter_sequence(&words[2..]);
+        }
+        Some(Token::Word(w))
+            if w.keyword == Keyword::ALTER
+                && words.get(1).and_then(|t| word(t)).as_deref() == Some("type")
+                && words.iter().any(|t| unquoted_keyword(t) == Keyword::OWNER) =>
+        {
+            return parse_alter_type_owner(&words[2..]);
         }
         Some(Token::Word(w)) if w.keyword == Keyword::ANALYZE => {
             return Ok(Statement::Analyze {
@@ -526,6 +539,23 @@ fn word(token: &Token) -> Option<String> {
 
 /// `[IF EXISTS] name OWNED BY table.column | NONE` after `ALTER SEQUENCE`; other forms are
 /// refused (0A000).
+/// `name OWNER TO role`, after `ALTER TYPE`.
+fn parse_alter_type_owner(rest: &[&Token]) -> Result<Statement> {
+    let (name, rest) = qualified_name(rest)?;
+    let words: Vec<Option<String>> = rest.iter().map(|t| word(t)).collect();
+    match words.as_slice() {
+        [Some(owner_kw), Some(to), Some(owner)] if owner_kw == "owner" && to == "to" => {
+            Ok(Statement::AlterTypeOwner {
+                name,
+                owner: owner.clone(),
+            })
+        }
+        _ => Err(SqlError::syntax(
+            "ALTER TYPE ... OWNER TO needs one role name",
+        )),
+    }
+}
+
 fn parse_alter_sequence(rest: &[&Token]) -> Result<Statement> {
     let words: Vec<Option<String>> = rest.iter().map(|t| word(t)).collect();
     let if_exists =

@@ -755,6 +755,17 @@ impl Session {
                 let owner = owner.as_ref().map(|(t, c)| (t.as_str(), c.as_str()));
                 return ddl::sequence::owned_by(self.db.engine(), *if_exists, sequence, owner);
             }
+            Statement::AlterTypeOwner { name, owner } => {
+                self.require_superuser(&format!("must be owner of type {name}"))?;
+                if self.db.engine().enum_type(name)?.is_none() {
+                    return Err(SqlError::new(
+                        "42704",
+                        format!("type \"{name}\" does not exist"),
+                    ));
+                }
+                ddl::check_new_owner(self, self.db.engine(), owner)?;
+                return Ok(QueryResult::command("ALTER TYPE"));
+            }
             Statement::InsertOverriding { insert, system } => {
                 return self.in_transaction(|session, txn| {
                     session.execute_dml(insert, txn, params, types, Some(*system))

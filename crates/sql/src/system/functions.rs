@@ -663,14 +663,26 @@ fn table_is_visible(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 /// `format_type(type_oid, typmod)`; a NULL modifier gives the bare name.
-fn format_type_fn(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+/// An enum type (in schema `public`) is qualified when `public` is not on the search path, as
+/// PostgreSQL qualifies a type that is not visible (pg_dump clears the path, so its dump names
+/// `public.mood`).
+fn format_type_fn(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     let Some(oid) = int_arg(&args[0]) else {
         return Ok(Value::Null);
     };
     let typmod = int_arg(&args[1]).map(|m| m as i32);
-    Ok(Value::Text(match u32::try_from(oid) {
-        Ok(oid) => format_type(oid, typmod),
-        Err(_) => "???".to_owned(),
+    let Ok(oid) = u32::try_from(oid) else {
+        return Ok(Value::Text("???".to_owned()));
+    };
+    let name = format_type(oid, typmod);
+    let is_enum = steady_types::enums::enum_type(oid).is_some();
+    let public_visible = ctx
+        .setting("search_path")?
+        .split(',')
+        .any(|schema| schema.trim().trim_matches('"') == "public");
+    Ok(Value::Text(match is_enum && !public_visible {
+        true => format!("public.{name}"),
+        false => name,
     }))
 }
 

@@ -124,10 +124,17 @@ fn columns(ctx: &mut ExecCtx) -> Result<Rows> {
                     .filter(|_| !attribute.generated)
                     .map_or(Value::Null, Value::Text),
                 yes_no(!attribute.not_null),
-                name(&format_type(type_oid(&ty), None)),
+                name(&match ty {
+                    DataType::Enum(_) => "USER-DEFINED".to_owned(),
+                    _ => format_type(type_oid(&ty), None),
+                }),
             ];
             row.extend(sizes(&ty));
-            let udt = lookup(type_oid(&ty)).map_or("", |(t, _)| t.name);
+            let udt = match ty {
+                DataType::Enum(oid) => steady_types::enums::type_name(oid),
+                _ => lookup(type_oid(&ty)).map_or("", |(t, _)| t.name).to_owned(),
+            };
+            let udt = udt.as_str();
             let identity = yes_no(attribute.identity.is_some());
             let (generated, expression) = match attribute.default {
                 Some(expression) if attribute.generated => ("ALWAYS", Value::Text(expression)),

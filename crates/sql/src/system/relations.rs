@@ -402,8 +402,9 @@ fn attribute_row(relid: i64, position: usize, attribute: &model::Attribute) -> V
         }
         None => (0, -1, 0),
     };
-    let (len, by_value) = match super::pg_type::lookup(type_id) {
-        Some((t, false)) => (t.len, t.by_value),
+    let (len, by_value) = match (super::pg_type::lookup(type_id), &attribute.ty) {
+        (Some((t, false)), _) => (t.len, t.by_value),
+        (_, Some(DataType::Enum(_))) => (4, true),
         _ => (-1, false),
     };
     vec![

@@ -46,11 +46,7 @@ impl Ddl<'_> {
         Ok(QueryResult::command("ALTER TABLE"))
     }
 
-    /// `ALTER TABLE name OWNER TO role` of a table, view or sequence: every relation belongs to
-    /// the bootstrap superuser (`execution::privileges`), so giving it to that superuser — the
-    /// session's user, when it logged in as it — changes nothing and is accepted (pg_dump writes
-    /// it after each relation); a role of the catalog cannot own one (0A000: restore with
-    /// `--no-owner`), and another name is no role (42704).
+    /// `ALTER TABLE name OWNER TO role` of a table, view or sequence ([`check_new_owner`]).
     fn keep_owner(&self, operations: &[AlterTableOperation]) -> Result<QueryResult> {
         for operation in operations {
             let AlterTableOperation::OwnerTo { new_owner } = operation else {
@@ -60,19 +56,7 @@ impl Ddl<'_> {
                 continue;
             };
             let role = crate::types::normalize_ident(role);
-            if self.session.is_bootstrap_name(&role) {
-                continue;
-            }
-            if self.engine().role(&role)?.is_some() {
-                return Err(SqlError::unsupported(format!(
-                    "ownership by role \"{role}\": every object belongs to the bootstrap \
-                     superuser (restore a dump with --no-owner)"
-                )));
-            }
-            return Err(SqlError::new(
-                "42704",
-                format!("role \"{role}\" does not exist"),
-            ));
+            check_new_owner(self.session, self.engine(), &role)?;
         }
         Ok(QueryResult::command("ALTER TABLE"))
     }
@@ -482,4 +466,25 @@ fn dropped_column(position: usize, data_type: DataType) -> ColumnDef {
         format!("{DROPPED_PREFIX}{}........", position + 1),
         data_type,
     )
+}
+
+/// `OWNER TO role` of a relation or a type: every object belongs to the bootstrap superuser
+/// (`execution::privileges`), so giving it to that superuser — the session's user, when it
+/// logged in as it — changes nothing and is accepted (pg_dump writes it after each object); a
+/// role of the catalog cannot own one (0A000: restore with `--no-owner`), and another name is no
+/// role (42704).
+pub(crate) fn check_new_owner(session: &Session, engine: &Engine, role: &str) -> Result<()> {
+    if session.is_bootstrap_name(role) {
+        return Ok(());
+    }
+    if engine.role(role)?.is_some() {
+        return Err(SqlError::unsupported(format!(
+            "ownership by role \"{role}\": every object belongs to the bootstrap superuser \
+             (restore a dump with --no-owner)"
+        )));
+    }
+    Err(SqlError::new(
+        "42704",
+        format!("role \"{role}\" does not exist"),
+    ))
 }

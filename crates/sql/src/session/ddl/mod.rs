@@ -21,6 +21,7 @@
 //! `column = x`, which the index serves.
 
 mod alter;
+pub(crate) use alter::check_new_owner;
 mod alter_column;
 mod check;
 pub(crate) mod create_as;
