@@ -460,7 +460,7 @@ impl Transaction {
     /// tree switched before the read is seen here; one switched in between refuses rows that
     /// were still readable, which only costs a retry.
     fn check_layout(&self, table: &TableDef) -> Result<()> {
-        same_layout(table, self.engine.tree(table.id)?.space().id())
+        same_layout(table, self.engine.tree_space(table.id)?)
     }
 
     /// Clustered keys cutting the table's rows in `start..end` into at most `parts` parts of about

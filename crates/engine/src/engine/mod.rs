@@ -438,6 +438,15 @@ impl Engine {
         self.indexes.read().get(&index).map(|tree| tree.io())
     }
 
+    /// The space the tree of `index` is in now (without taking a reference to the tree).
+    pub(crate) fn tree_space(&self, index: IndexId) -> Result<steady_storage::SpaceId> {
+        self.indexes
+            .read()
+            .get(&index)
+            .map(|tree| tree.space().id())
+            .ok_or(EngineError::NoSuchIndex(index))
+    }
+
     pub(crate) fn tree(&self, index: IndexId) -> Result<Arc<BTree>> {
         self.indexes
             .read()
