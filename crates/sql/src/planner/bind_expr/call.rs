@@ -101,9 +101,12 @@ impl Binder<'_> {
         let Some(columns) = scope.whole_row(&row) else {
             return Ok(None);
         };
-        let (builder, ty) = match name {
-            "row_to_json" | "to_json" => ("row_to_json", DataType::Json),
-            "to_jsonb" => ("jsonb_build_object", DataType::Jsonb),
+        let (function, ty) = match name {
+            "row_to_json" | "to_json" => (&crate::execution::json::ROW_TO_JSON, DataType::Json),
+            "to_jsonb" => (
+                functions::lookup("jsonb_build_object", 2 * columns.len())?,
+                DataType::Jsonb,
+            ),
             "json_agg" | "jsonb_agg" => {
                 let per_row = if name == "json_agg" {
                     "row_to_json"
@@ -144,10 +147,6 @@ impl Binder<'_> {
             args.push(Expr::Literal(Value::Text(scope.columns[i].name.clone())));
             args.push(Expr::Column(i));
         }
-        let function = match builder {
-            "row_to_json" => &crate::execution::json::ROW_TO_JSON,
-            _ => functions::lookup(builder, args.len())?,
-        };
         Ok(Some((Expr::Call(function, args), Some(ty))))
     }
 
