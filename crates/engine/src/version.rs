@@ -168,6 +168,13 @@ impl OldVersion {
         out
     }
 
+    /// Whether the encoded history entry `bytes` names `txn` as the writer that replaced it.
+    pub fn superseded_by_is(bytes: &[u8], txn: TxnId) -> bool {
+        bytes
+            .get(HEADER..HEADER + 8)
+            .is_some_and(|id| id == txn.to_le_bytes())
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<OldVersion> {
         if bytes.len() < HEADER + 8 {
             return Err(EngineError::Corrupt(format!(

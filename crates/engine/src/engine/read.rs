@@ -181,15 +181,13 @@ impl Engine {
         key: &[u8],
         txn: TxnId,
     ) -> Result<Option<OldVersion>> {
-        let Some(bytes) = self.history.get(key)? else {
+        let removed = self
+            .history
+            .delete_if(key, |bytes| OldVersion::superseded_by_is(bytes, txn))?;
+        let Some(bytes) = removed else {
             return Ok(None);
         };
-        let old = OldVersion::decode(&bytes)?;
-        if old.superseded_by != txn {
-            return Ok(None);
-        }
-        self.history.delete(key)?;
         self.history_length.fetch_sub(1, Ordering::Relaxed);
-        Ok(Some(old))
+        Ok(Some(OldVersion::decode(&bytes)?))
     }
 }

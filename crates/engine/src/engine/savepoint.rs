@@ -180,8 +180,8 @@ pub(super) fn undo_write(
     let Some(key) = undo_in_place(history, trees, txn, entry)? else {
         return Ok(false);
     };
-    history.delete(&key)?;
-    Ok(true)
+    let removed = history.delete_if(&key, |bytes| OldVersion::superseded_by_is(bytes, txn))?;
+    Ok(removed.is_some())
 }
 
 /// Rolls back one write of transaction `txn` in its index only, as `undo_write` does: removes the

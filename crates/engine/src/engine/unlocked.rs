@@ -9,7 +9,10 @@
 //! the check and the write; the redo order per row is still undo, history, in place. The new
 //! version names this transaction as its writer, and that is its lock: whoever wants the row
 //! afterwards finds a running writer in place and waits for this transaction's own lock
-//! (`Transaction::lock_current`), as for rows inserted without a row lock.
+//! (`Transaction::lock_current`), as for rows inserted without a row lock. A rollback puts the
+//! row back without a row lock too, so a reader that found the version in place and then finds
+//! its writer aborted reads the row again (undo comes before the abort): a version by a writer
+//! that did not commit is never written over.
 //!
 //! **Deletes in one visit.** [`Transaction::delete_many_unlocked_where`] does the read and the
 //! write in one visit of each leaf (`BTree::rewrite_run`): with the leaf latched it checks each

@@ -440,10 +440,7 @@ impl Transaction {
         let engine = Arc::clone(&self.engine);
         let currents = engine.current_versions(tree, index, &keys)?;
         for (&at, current) in unread.iter().zip(currents) {
-            let running = current.as_ref().is_some_and(|v| {
-                v.writer != self.id && engine.txns.status(v.writer) == TxnStatus::Active
-            });
-            versions[at] = if running {
+            versions[at] = if current.as_ref().is_some_and(|v| self.uncommitted_other(v)) {
                 self.lock_current(index, &pks[at])?.1
             } else {
                 current
@@ -645,15 +642,25 @@ impl Transaction {
         loop {
             let current = self.engine.current_version(&tree, index, pk)?;
             match &current {
-                Some(version)
-                    if version.writer != self.id
-                        && self.engine.txns.status(version.writer) == TxnStatus::Active =>
-                {
+                Some(version) if self.uncommitted_other(version) => {
                     self.wait_for(version.writer, timeout)?
                 }
                 _ => return Ok((tree, current)),
             }
         }
+    }
+
+    /// Whether `version` was written by another transaction that has not committed: one still
+    /// running, which holds the row implicitly (wait for it, then read the row again), or one
+    /// that rolled back after the version was read — its undo has put the row's previous version
+    /// back since (undo comes before the abort), so the version read is stale and the row must
+    /// be read again.
+    fn uncommitted_other(&self, version: &Version) -> bool {
+        version.writer != self.id
+            && !matches!(
+                self.engine.txns.status(version.writer),
+                TxnStatus::Committed(_)
+            )
     }
 
     /// Waits until transaction `writer` has ended (at most `timeout`).
@@ -834,9 +841,9 @@ impl Transaction {
         };
         let previous_start = match self.engine.txns.status(version.writer) {
             TxnStatus::Committed(csn) => csn,
-            TxnStatus::Active | TxnStatus::Aborted => {
+            status @ (TxnStatus::Active | TxnStatus::Aborted) => {
                 return Err(EngineError::Corrupt(format!(
-                    "row locked by transaction {} still names active writer {}",
+                    "row locked by transaction {} names writer {}, which is {status:?}",
                     self.id, version.writer
                 )))
             }

@@ -10,6 +10,7 @@ impl BTree {
         &self,
         key: &[u8],
         threshold: usize,
+        accept: &dyn Fn(&[u8]) -> bool,
     ) -> Result<Option<Vec<u8>>> {
         let mut mtr = Mtr::new(&self.pool)?;
         let max_record = Page::record_footprint(self.limits.max_record);
@@ -22,6 +23,9 @@ impl BTree {
             return Ok(None);
         };
         let (value, chain) = self.load_value_and_chain(page.record(slot))?;
+        if !accept(&value) {
+            return Ok(None);
+        }
         mtr.edit(leaf).remove(slot);
         let mut freed = self.rebalance(&mut mtr, &path, threshold)?;
         freed.extend(chain);

@@ -228,7 +228,14 @@ impl BTree {
     /// Removes `key`, returning the value it had. A page left under a quarter full merges with a
     /// sibling if both fit in one ([`Limits::merge_threshold`]).
     pub fn delete(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.delete_merging_below(key, self.limits.merge_threshold)
+        self.delete_merging_below(key, self.limits.merge_threshold, &|_| true)
+    }
+
+    /// Removes `key` as [`BTree::delete`] does, but only if `accept` takes its present value,
+    /// asked with the leaf latched: no one changes the entry between the look and the removal.
+    /// Returns the value removed (None when the key is absent or `accept` refused it).
+    pub fn delete_if(&self, key: &[u8], accept: impl Fn(&[u8]) -> bool) -> Result<Option<Vec<u8>>> {
+        self.delete_merging_below(key, self.limits.merge_threshold, &accept)
     }
 
     /// Removes `key` as [`BTree::delete`] does, but a page left under half full already merges
@@ -239,17 +246,22 @@ impl BTree {
     /// foreground delete keeps the quarter, so few of its deletes take the path that latches
     /// more than the leaf.
     pub fn delete_compacting(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.delete_merging_below(key, self.limits.usable / 2)
+        self.delete_merging_below(key, self.limits.usable / 2, &|_| true)
     }
 
-    fn delete_merging_below(&self, key: &[u8], threshold: usize) -> Result<Option<Vec<u8>>> {
+    fn delete_merging_below(
+        &self,
+        key: &[u8],
+        threshold: usize,
+        accept: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
         if key.len() > self.limits.max_key {
             return Ok(None);
         }
-        if let Some(removed) = self.delete_in_leaf(key, threshold)? {
+        if let Some(removed) = self.delete_in_leaf(key, threshold, accept)? {
             return Ok(removed);
         }
-        self.delete_with_merges(key, threshold)
+        self.delete_with_merges(key, threshold, accept)
     }
 
     /// Removes the records at `slots` (ascending) of the leaf that ends `path`, frees their
@@ -744,7 +756,12 @@ impl BTree {
 
     /// The common delete: only the leaf changes. `None` if the leaf would be left with fewer than
     /// `threshold` bytes (nothing done).
-    fn delete_in_leaf(&self, key: &[u8], threshold: usize) -> Result<Option<Option<Vec<u8>>>> {
+    fn delete_in_leaf(
+        &self,
+        key: &[u8],
+        threshold: usize,
+        accept: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<Option<Option<Vec<u8>>>> {
         let mut mtr = Mtr::new(&self.pool)?;
         let leaf = self.latch_leaf(&mut mtr, key)?;
         let page = Page::new(mtr.page(leaf));
@@ -758,6 +775,9 @@ impl BTree {
             return Ok(None);
         }
         let old = self.load_value_and_chain(record)?;
+        if !accept(&old.0) {
+            return Ok(Some(None));
+        }
         mtr.edit(leaf).remove(slot);
         self.finish_replace(mtr, Some(old)).map(Some)
     }
