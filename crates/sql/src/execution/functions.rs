@@ -12,6 +12,7 @@ use steady_types::{civil_from_days, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_P
 use crate::error::{Result, SqlError};
 use crate::execution::datetime_functions as datetime;
 use crate::execution::executor::ExecCtx;
+use crate::execution::numeric_math;
 use crate::execution::sequences;
 use crate::types::ops::{as_decimal, as_f64, as_i64, text_of};
 
@@ -236,8 +237,8 @@ static FUNCTIONS: &[Function] = &[
     strict("sqrt", (1, 1), numeric_only_for_numeric, sqrt),
     strict("exp", (1, 1), numeric_only_for_numeric, exp),
     strict("ln", (1, 1), numeric_only_for_numeric, ln),
-    strict("log", (1, 1), numeric_only_for_numeric, log10),
-    strict("log10", (1, 1), numeric_only_for_numeric, log10),
+    strict("log", (1, 2), log_type, log),
+    strict("log10", (1, 1), numeric_only_for_numeric, log),
     strict("div", (2, 2), numeric, div),
     strict("bit_length", (1, 1), integer, bit_length),
     strict("regexp_like", (2, 3), boolean, regexp_like),
@@ -480,21 +481,9 @@ fn float_result(x: f64) -> Result<f64> {
     Ok(x)
 }
 
-/// Evaluates a float function: a double, or for a numeric argument a numeric with at least 16
-/// significant digits (and no fewer decimals than the argument), as PostgreSQL's numeric versions.
+/// Evaluates a float function of a double (numeric arguments take `numeric_math`).
 fn float_fn(args: &[Value], f: impl Fn(f64) -> f64) -> Result<Value> {
-    let result = float_result(f(as_f64(&args[0])))?;
-    let Value::Numeric(arg) = &args[0] else {
-        return Ok(Value::Double(result));
-    };
-    let d = Decimal::try_from(result)
-        .map_err(|_| SqlError::new("22003", "value out of range for type numeric"))?;
-    let int_digits = d.abs().trunc().to_string().trim_start_matches('0').len() as u32;
-    let scale = 16u32.saturating_sub(int_digits.max(1)).max(arg.scale());
-    Ok(Value::Numeric(crate::types::ops::with_scale(
-        d.round_dp(scale),
-        scale,
-    )))
+    Ok(Value::Double(float_result(f(as_f64(&args[0])))?))
 }
 
 fn power(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
@@ -538,6 +527,9 @@ fn power(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn sqrt(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if let Value::Numeric(x) = &args[0] {
+        return numeric_math::sqrt(*x).map(Value::Numeric);
+    }
     if as_f64(&args[0]) < 0.0 {
         return Err(SqlError::new(
             "2201F",
@@ -548,18 +540,40 @@ fn sqrt(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn exp(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if let Value::Numeric(x) = &args[0] {
+        return numeric_math::exp(*x).map(Value::Numeric);
+    }
     float_fn(args, f64::exp)
 }
 
 fn ln(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if let Value::Numeric(x) = &args[0] {
+        return numeric_math::ln(*x).map(Value::Numeric);
+    }
     logarithm_argument(&args[0])?;
     float_fn(args, f64::ln)
 }
 
-/// `log(x)` and `log10(x)`: the base-10 logarithm.
-fn log10(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    logarithm_argument(&args[0])?;
-    float_fn(args, f64::log10)
+/// `log(x)` and `log10(x)`: the base-10 logarithm; `log(b, x)`: the base-`b` one, a numeric
+/// (PostgreSQL has it for numerics only).
+fn log(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    match args {
+        [Value::Numeric(x)] => numeric_math::log(Decimal::TEN, *x).map(Value::Numeric),
+        [x] => {
+            logarithm_argument(x)?;
+            float_fn(args, f64::log10)
+        }
+        [base, x] => numeric_math::log(as_decimal(base)?, as_decimal(x)?).map(Value::Numeric),
+        _ => unreachable!("log takes one or two arguments"),
+    }
+}
+
+/// `log(x)`'s type: numeric for a numeric argument, double otherwise; `log(b, x)`: numeric.
+fn log_type(args: &[Option<DataType>]) -> Option<DataType> {
+    match args.len() {
+        2 => Some(NUMERIC),
+        _ => numeric_only_for_numeric(args),
+    }
 }
 
 /// 2201E for the argument of a logarithm that is zero or negative, as PostgreSQL says it.

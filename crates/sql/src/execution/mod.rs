@@ -16,6 +16,7 @@ pub mod expr;
 pub mod formatting;
 pub mod functions;
 pub mod json;
+pub mod numeric_math;
 pub mod plan;
 pub mod privileges;
 pub mod regex;
