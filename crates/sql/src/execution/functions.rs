@@ -336,6 +336,7 @@ static FUNCTIONS: &[Function] = &[
     volatile("localtime", time, local_time),
     strict("make_time", (3, 3), time, make_time),
     volatile("random", double, random),
+    contextual("setseed", (1, 1), text, setseed),
     volatile("gen_random_uuid", uuid, gen_random_uuid),
     contextual("version", (0, 0), text, version),
     contextual("current_database", (0, 0), text, current_database),
@@ -1152,8 +1153,14 @@ fn current_date(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Date(local.div_euclid(USECS_PER_DAY) as i32))
 }
 
-fn random(_: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    Ok(Value::Double(crate::execution::executor::random_unit()))
+fn random(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Double(ctx.random().lock().next_unit()))
+}
+
+/// `setseed(x)`: seeds the session's `random()` (void: NULL here).
+fn setseed(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
+    ctx.random().lock().set_seed(as_f64(&args[0]))?;
+    Ok(Value::Null)
 }
 
 /// A version 4 uuid from the thread's random generator (PostgreSQL's uses its strong one too).

@@ -19,6 +19,7 @@ pub mod json;
 pub mod numeric_math;
 pub mod plan;
 pub mod privileges;
+pub mod random;
 pub mod regex;
 pub mod regression;
 pub mod sequences;

@@ -170,6 +170,7 @@ impl Database {
                 cancel,
                 activities: Some(Arc::clone(&self.activities)),
                 sequences: Arc::default(),
+                random: Arc::default(),
                 table_activity: Some(Arc::clone(&self.table_activity)),
                 statement_stats: Some(Arc::clone(&self.statement_stats)),
                 pending_counts: Arc::default(),

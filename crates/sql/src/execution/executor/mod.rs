@@ -61,6 +61,8 @@ pub struct SessionInfo {
     pub activities: Option<Arc<crate::execution::activity::Activities>>,
     /// The values `nextval` gave this session (`currval`, `lastval`).
     pub sequences: Arc<parking_lot::Mutex<crate::execution::sequences::SessionSequences>>,
+    /// The session's `random()` generator (`setseed`).
+    pub random: Arc<parking_lot::Mutex<crate::execution::random::SessionRandom>>,
     /// Every table's activity counters (`pg_stat_user_tables`); `None` outside a database.
     pub table_activity: Option<Arc<TableActivity>>,
     /// Every statement's counters (`pg_stat_statements`); `None` outside a database.
@@ -314,6 +316,11 @@ impl<'a> ExecCtx<'a> {
         &self.info.sequences
     }
 
+    /// The session's `random()` generator.
+    pub fn random(&self) -> &parking_lot::Mutex<crate::execution::random::SessionRandom> {
+        &self.info.random
+    }
+
     /// Looks at the cancel flag and the statement deadline now (see `check_interrupt`).
     pub fn check_cancel(&self) -> Result<()> {
         self.info.cancel.check()
@@ -382,11 +389,6 @@ pub(crate) fn now_micros() -> i64 {
     unix - PG_EPOCH_UNIX_DAYS * USECS_PER_DAY
 }
 
-/// A uniformly random number in [0, 1).
-pub fn random_unit() -> f64 {
-    rand::random::<f64>()
-}
-
 /// Evaluates an expression that reads no row, parameter or table.
 pub fn eval_constant(expr: &Expr) -> Result<Value> {
     let info = SessionInfo {
@@ -399,6 +401,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         cancel: crate::execution::cancel::CancelHandle::default(),
         activities: None,
         sequences: Arc::default(),
+        random: Arc::default(),
         table_activity: None,
         statement_stats: None,
         pending_counts: Arc::default(),
