@@ -639,11 +639,19 @@ impl Transaction {
         }
         self.snapshot_of(index)?;
         self.lock_key(index, pk, mode, timeout)?;
+        let mut waited_for = None;
         loop {
             let current = self.engine.current_version(&tree, index, pk)?;
             match &current {
                 Some(version) if self.uncommitted_other(version) => {
-                    self.wait_for(version.writer, timeout)?
+                    if waited_for == Some(version.writer) && self.rolled_back(version.writer) {
+                        return Err(EngineError::Corrupt(format!(
+                            "row version of rolled-back transaction {} left in place",
+                            version.writer
+                        )));
+                    }
+                    self.wait_for(version.writer, timeout)?;
+                    waited_for = Some(version.writer);
                 }
                 _ => return Ok((tree, current)),
             }
@@ -654,13 +662,18 @@ impl Transaction {
     /// running, which holds the row implicitly (wait for it, then read the row again), or one
     /// that rolled back after the version was read — its undo has put the row's previous version
     /// back since (undo comes before the abort), so the version read is stale and the row must
-    /// be read again.
+    /// be read again. (Read again after that writer ended, its version still in place would be
+    /// a rollback that was not done: an error, not a wait.)
     fn uncommitted_other(&self, version: &Version) -> bool {
         version.writer != self.id
             && !matches!(
                 self.engine.txns.status(version.writer),
                 TxnStatus::Committed(_)
             )
+    }
+
+    fn rolled_back(&self, writer: TxnId) -> bool {
+        self.engine.txns.status(writer) == TxnStatus::Aborted
     }
 
     /// Waits until transaction `writer` has ended (at most `timeout`).
