@@ -1157,6 +1157,38 @@ fn random(_: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Double(ctx.random().lock().next_unit()))
 }
 
+/// `enum_first(x)` of an enum type, called with the type's oid (the binder takes it from the
+/// argument's type, whose value is not read): the type's first label as it is now.
+pub static ENUM_FIRST: Function = strict("enum_first", (1, 1), same_as_first, |args, _| {
+    enum_end(args, false)
+});
+
+/// `enum_last(x)`: as [`ENUM_FIRST`], the last label.
+pub static ENUM_LAST: Function = strict("enum_last", (1, 1), same_as_first, |args, _| {
+    enum_end(args, true)
+});
+
+/// The first or last value of the enum type whose oid is `args[0]`; 55000 for a type without
+/// labels, as PostgreSQL says it.
+fn enum_end(args: &[Value], last: bool) -> Result<Value> {
+    let oid = as_i64(&args[0]) as u32;
+    let labels = steady_types::enums::enum_type(oid).map_or(0, |t| t.labels.len());
+    if labels == 0 {
+        return Err(SqlError::new(
+            "55000",
+            format!(
+                "enum {} contains no values",
+                steady_types::enums::type_name(oid)
+            ),
+        ));
+    }
+    let position = if last { labels - 1 } else { 0 };
+    Ok(Value::Enum {
+        oid,
+        position: position as u32,
+    })
+}
+
 /// `setseed(x)`: seeds the session's `random()` (void: NULL here).
 fn setseed(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     ctx.random().lock().set_seed(as_f64(&args[0]))?;

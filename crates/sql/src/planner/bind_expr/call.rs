@@ -54,9 +54,39 @@ impl Binder<'_> {
         match name.as_str() {
             "coalesce" => self.bind_coalesce(&args, scope),
             "pg_typeof" => crate::planner::binding::bind_pg_typeof(self, &args, scope),
+            "enum_first" | "enum_last" => self.bind_enum_end(&name, &args, scope),
+            "enum_range" => Err(SqlError::unsupported(
+                "enum_range (there are no arrays of enum types)",
+            )),
             "nextval" | "currval" | "setval" => self.bind_call(&name, &args, scope),
             _ => self.bind_call(&name, &args, scope),
         }
+    }
+
+    /// `enum_first(x)` and `enum_last(x)`: the first or last value of `x`'s enum type (the
+    /// value of `x` is not read, so `NULL::mood` serves); 42883 for an argument of another type.
+    fn bind_enum_end(&mut self, name: &str, args: &[&AstExpr], scope: &Scope) -> Result<Typed> {
+        let types = args
+            .iter()
+            .map(|arg| Ok(self.bind_expr(arg, scope)?.1))
+            .collect::<Result<Vec<_>>>()?;
+        let [Some(DataType::Enum(oid))] = types.as_slice() else {
+            let names: Vec<String> = types.iter().map(|t| crate::types::type_name(*t)).collect();
+            return Err(SqlError::undefined_function(format!(
+                "function {name}({}) does not exist",
+                names.join(", ")
+            )));
+        };
+        let function = match name {
+            "enum_first" => &functions::ENUM_FIRST,
+            _ => &functions::ENUM_LAST,
+        };
+        let oid = *oid;
+        let oid_arg = Expr::Literal(Value::BigInt(i64::from(oid)));
+        Ok((
+            Expr::Call(function, vec![oid_arg]),
+            Some(DataType::Enum(oid)),
+        ))
     }
 
     /// An argument of `corr` and its kin: a number, as a double (an untyped literal read as
