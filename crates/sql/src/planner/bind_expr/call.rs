@@ -55,6 +55,9 @@ impl Binder<'_> {
             "coalesce" => self.bind_coalesce(&args, scope),
             "pg_typeof" => crate::planner::binding::bind_pg_typeof(self, &args, scope),
             "enum_first" | "enum_last" => self.bind_enum_end(&name, &args, scope),
+            "current_time" => Err(SqlError::unsupported(
+                "current_time (time with time zone; localtime is the time of day without one)",
+            )),
             "enum_range" => Err(SqlError::unsupported(
                 "enum_range (there are no arrays of enum types)",
             )),
