@@ -328,6 +328,39 @@ fn tagged_leaves_are_passed_over_only_when_every_entry_may_be() {
     assert!(verified.problems.is_empty(), "{:?}", verified.problems);
 }
 
+/// `delete_if` removes a key only when its present value is accepted, on the leaf-only path
+/// and on the path that merges pages alike, and for values in overflow chains: against a model,
+/// values tagged by their first byte, every odd tag refused. The tree verifies afterwards.
+#[test]
+fn delete_if_removes_only_the_values_it_accepts() {
+    let store = store(4096, 256);
+    let tree = BTree::create(store.pool().clone(), store.create_space().unwrap(), 1).unwrap();
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut model = BTreeMap::new();
+    for key in 0u32..6_000 {
+        let len = if key % 97 == 0 { 9_000 } else { 20 };
+        let value = vec![rng.gen_range(0u8..4); len];
+        tree.insert(&key.to_be_bytes(), &value).unwrap();
+        model.insert(key.to_be_bytes().to_vec(), value);
+    }
+    let even = |value: &[u8]| value[0].is_multiple_of(2);
+    for key in 0u32..6_000 {
+        let key = key.to_be_bytes().to_vec();
+        let accepted = even(&model[&key]);
+        let removed = tree.delete_if(&key, even).unwrap();
+        if accepted {
+            assert_eq!(removed, model.remove(&key));
+        } else {
+            assert_eq!(removed, None);
+        }
+    }
+    assert_eq!(tree.delete_if(&[0xff; 4], |_| true).unwrap(), None);
+    assert!(model.values().all(|value| !even(value)));
+    assert_eq!(content(&tree), model.into_iter().collect::<Vec<_>>());
+    let verified = tree.verify().unwrap();
+    assert!(verified.problems.is_empty(), "{:?}", verified.problems);
+}
+
 /// Purge's deletes (`delete_compacting`) merge leaves left under half full; ordinary deletes
 /// only those under a quarter. Leaves split by inserts in random order, then 60% of their
 /// entries removed the same way from two trees: both hold what the model holds and verify, and
