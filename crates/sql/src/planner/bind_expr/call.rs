@@ -74,11 +74,7 @@ impl Binder<'_> {
             .map(|arg| Ok(self.bind_expr(arg, scope)?.1))
             .collect::<Result<Vec<_>>>()?;
         let [Some(DataType::Enum(oid))] = types.as_slice() else {
-            let names: Vec<String> = types.iter().map(|t| crate::types::type_name(*t)).collect();
-            return Err(SqlError::undefined_function(format!(
-                "function {name}({}) does not exist",
-                names.join(", ")
-            )));
+            return Err(no_such_function(name, &types));
         };
         let function = match name {
             "enum_first" => &functions::ENUM_FIRST,
@@ -102,11 +98,7 @@ impl Binder<'_> {
     ) -> Result<Typed> {
         let (expr, ty) = self.bind_expr(e, scope)?;
         if ty.is_some_and(|t| ops::category(&t) != Category::Numeric) {
-            return Err(SqlError::undefined_function(format!(
-                "function {}({}) does not exist",
-                func.name(),
-                crate::types::type_name(ty)
-            )));
+            return Err(no_such_function(func.name(), &[ty]));
         }
         Ok((
             coerce_to(expr, ty, DataType::Double)?,
@@ -535,12 +527,18 @@ fn check_bytea_argument(name: &str, types: &[Option<DataType>]) -> Result<()> {
     if !BYTEA_FIRST_ARGUMENT.contains(&name) || !typed_otherwise {
         return Ok(());
     }
+    Err(no_such_function(name, types))
+}
+
+/// 42883 for a call of `name` with arguments of `types`, worded as PostgreSQL words it
+/// (`function enum_first(integer) does not exist`).
+fn no_such_function(name: &str, types: &[Option<DataType>]) -> SqlError {
     let names: Vec<String> = types
         .iter()
         .map(|&ty| crate::types::type_name(ty))
         .collect();
-    Err(SqlError::undefined_function(format!(
+    SqlError::undefined_function(format!(
         "function {name}({}) does not exist",
         names.join(", ")
-    )))
+    ))
 }
