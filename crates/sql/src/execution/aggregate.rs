@@ -189,6 +189,14 @@ impl AggFunc {
                     crate::types::type_name(other)
                 )))
             }
+            (AggFunc::Min | AggFunc::Max, Some(TextArray | Array(_))) => {
+                // Its accumulator compares values, and an array value is its text, which does
+                // not order as the array does (see `system::arrays::ARRAY_ORDER_KEY`).
+                return Err(SqlError::unsupported(format!(
+                    "{}() of an array",
+                    self.name()
+                )));
+            }
             (AggFunc::Min | AggFunc::Max, other) => Some(other.unwrap_or(Text)),
             (AggFunc::StringAgg, _) => Some(Text),
             (AggFunc::JsonAgg | AggFunc::JsonAggRows | AggFunc::JsonObjectAgg, _) => Some(Json),

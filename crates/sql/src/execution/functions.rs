@@ -133,6 +133,13 @@ fn first_known(args: &[Option<DataType>]) -> Option<DataType> {
 pub(crate) fn text(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Text)
 }
+/// `bytea` for a function of a `bytea` (substring of bytes), else `text`.
+fn text_or_bytea(args: &[Option<DataType>]) -> Option<DataType> {
+    match args.first() {
+        Some(Some(DataType::Bytea)) => Some(DataType::Bytea),
+        _ => Some(DataType::Text),
+    }
+}
 pub(crate) fn integer(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Integer)
 }
@@ -249,8 +256,8 @@ static FUNCTIONS: &[Function] = &[
     strict("char_length", (1, 1), integer, char_length),
     strict("character_length", (1, 1), integer, char_length),
     strict("octet_length", (1, 1), integer, octet_length),
-    strict("substr", (2, 3), text, substr),
-    strict("substring", (2, 3), text, substr),
+    strict("substr", (2, 3), text_or_bytea, substr),
+    strict("substring", (2, 3), text_or_bytea, substr),
     strict("btrim", (1, 2), text, btrim),
     strict("ltrim", (1, 2), text, ltrim),
     strict("rtrim", (1, 2), text, rtrim),
@@ -678,7 +685,6 @@ fn octet_length(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 
 /// `substr(s, from [, count])` with 1-based `from` that may lie before the string.
 fn substr(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let chars: Vec<char> = string(&args[0]).chars().collect();
     let start = as_i64(&args[1]);
     let end = match args.get(2) {
         Some(count) => {
@@ -693,14 +699,19 @@ fn substr(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         }
         None => i64::MAX,
     };
-    let from = (start.max(1) - 1) as usize;
-    let to = (end.max(1) - 1).min(chars.len() as i64) as usize;
-    let picked: String = if from < to {
-        chars[from..to].iter().collect()
-    } else {
-        String::new()
+    // The 1-based positions [start, end) as a range of `len` items.
+    let picked = |len: usize| {
+        let from = (start.max(1) - 1) as usize;
+        let to = (end.max(1) - 1).min(len as i64) as usize;
+        from.min(to)..to
     };
-    Ok(Value::Text(picked))
+    Ok(match &args[0] {
+        Value::Bytea(bytes) => Value::Bytea(bytes[picked(bytes.len())].to_vec()),
+        text => {
+            let chars: Vec<char> = string(text).chars().collect();
+            Value::Text(chars[picked(chars.len())].iter().collect())
+        }
+    })
 }
 
 fn trim_set(args: &[Value]) -> Vec<char> {

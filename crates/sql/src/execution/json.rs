@@ -13,6 +13,7 @@ use steady_types::{DataType, Value};
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
+use crate::execution::expr::Expr;
 use crate::execution::functions::{boolean, integer, lenient, strict, text, Function};
 use crate::types::ops::text_of;
 use steady_types::array::TextArray;
@@ -252,7 +253,7 @@ fn delete(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(output::<true>(result))
 }
 
-/// `jsonb_build_object(k1, v1, ...)` (keys as text, not NULL).
+/// `json_build_object(k1, v1, ...)` and `jsonb_build_object` (keys as text, not NULL).
 fn build_object<const B: bool>(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     if !args.len().is_multiple_of(2) {
         return Err(
@@ -261,25 +262,48 @@ fn build_object<const B: bool>(args: &[Value], _: &mut ExecCtx) -> Result<Value>
             ),
         );
     }
+    if let Some(i) = args.chunks(2).position(|pair| pair[0].is_null()) {
+        return Err(SqlError::new(
+            "22023",
+            format!("argument {}: key must not be null", 2 * i + 1),
+        ));
+    }
+    if !B {
+        let members = args.chunks(2).map(|pair| {
+            let mut key = String::new();
+            steady_types::json::write_string(&mut key, &text_of(&pair[0]));
+            Ok(format!("{key} : {}", json_text(&pair[1])?))
+        });
+        return Ok(Value::Json(format!("{{{}}}", joined(members)?)));
+    }
     let mut members = Vec::with_capacity(args.len() / 2);
-    for (i, pair) in args.chunks(2).enumerate() {
-        if pair[0].is_null() {
-            return Err(SqlError::new(
-                "22023",
-                format!("argument {}: key must not be null", 2 * i + 1),
-            ));
-        }
+    for pair in args.chunks(2) {
         members.push((text_of(&pair[0]), to_document(&pair[1])?));
     }
     Ok(built::<B>(Json::Object(members)))
 }
 
+/// `json_build_array(...)` and `jsonb_build_array`.
 fn build_array<const B: bool>(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if !B {
+        let items = args.iter().map(json_text);
+        return Ok(Value::Json(format!("[{}]", joined(items)?)));
+    }
     let items = args.iter().map(to_document).collect::<Result<_>>()?;
     Ok(built::<B>(Json::Array(items)))
 }
 
+/// Json texts apart by `, `, as PostgreSQL's json builders write them.
+fn joined(texts: impl Iterator<Item = Result<String>>) -> Result<String> {
+    Ok(texts.collect::<Result<Vec<String>>>()?.join(", "))
+}
+
+/// `to_json(x)`: json keeps a json or jsonb argument's text as it is (PostgreSQL's json
+/// builders never rewrite a json value); `to_jsonb` normalises.
 fn to_json<const B: bool>(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if !B {
+        return Ok(Value::Json(json_text(&args[0])?));
+    }
     Ok(built::<B>(to_document(&args[0])?))
 }
 
@@ -468,6 +492,42 @@ pub fn json_agg_text(values: impl Iterator<Item = Value>, separator: &str) -> Re
     }
     out.push(']');
     Ok(Value::Json(out))
+}
+
+/// An array as json (`[1,2]`, `["a",null]`): the binder wraps an array given to a json builder
+/// (`to_json`, `json_build_object`, a whole row ...) in this call, whose second argument names
+/// the element type, since an array value is its text (see [`array_as_json`]).
+pub static ARRAY_TO_JSON: Function = strict("array_to_json", (2, 2), json, array_to_json);
+
+/// The call of [`ARRAY_TO_JSON`] for an array-typed `expr` of type `ty`; any other expression as
+/// it is.
+pub fn array_as_json(expr: Expr, ty: Option<DataType>) -> Expr {
+    crate::system::arrays::call_on_array(&ARRAY_TO_JSON, expr, ty)
+}
+
+fn array_to_json(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let element = match text_of(&args[1]).as_str() {
+        "boolean" => DataType::Boolean,
+        "smallint" | "integer" | "bigint" | "real" | "double precision" | "numeric" => {
+            DataType::Double
+        }
+        _ => DataType::Text,
+    };
+    let items = TextArray::parse(&text_of(&args[0]))?
+        .elements
+        .into_iter()
+        .map(|item| match (item, element) {
+            (None, _) => Ok(Json::Null),
+            (Some(text), DataType::Text) => Ok(Json::String(text)),
+            (Some(text), DataType::Double) if text.parse::<f64>().is_ok_and(f64::is_finite) => {
+                Ok(Json::Number(steady_types::json::canonical_number(&text)))
+            }
+            (Some(text), DataType::Double) => Ok(Json::String(text)),
+            (Some(text), _) => to_document(&Value::parse(&element, &text)?),
+        })
+        .collect::<Result<Vec<Json>>>()?;
+    let texts: Vec<String> = items.iter().map(Json::to_jsonb_text).collect();
+    Ok(Value::Json(format!("[{}]", texts.join(","))))
 }
 
 /// The json functions users call by name.

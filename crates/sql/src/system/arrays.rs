@@ -3,10 +3,12 @@
 //! written by `steady_types::array`). This module implements the array functions and operators client catalog
 //! queries use on it: `array_to_string`, `array_upper`, `x = ANY(arr)`, `arr[i]`, `ARRAY(...)`.
 
-use steady_types::Value;
+use steady_types::{DataType, Value};
 
 use crate::error::Result;
 use crate::execution::executor::ExecCtx;
+use crate::execution::expr::Expr;
+use crate::execution::functions::Function;
 use crate::types::ops::text_of;
 use steady_types::array::{quote_element, TextArray};
 
@@ -221,6 +223,53 @@ pub fn array_remove(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         .map(|e| e.map_or(Value::Null, Value::Text))
         .collect();
     Ok(Value::Text(steady_types::array::array_text(&kept)))
+}
+
+/// Arrays compare element by element, by the elements' type (`{9} < {10}` for integers), a
+/// shorter array before a longer one it begins, NULL elements after the others — as PostgreSQL
+/// compares them. An array value is its text, so the binder has comparisons and ORDER BY of
+/// arrays compare [`ARRAY_ORDER_KEY`]s instead: the elements' index key encoding (whose byte
+/// order is the elements' SQL order), ended by a byte below any element's first.
+pub static ARRAY_ORDER_KEY: Function =
+    crate::execution::functions::strict("array_order_key", (2, 2), bytea, array_order_key);
+
+fn bytea(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Bytea)
+}
+
+/// `expr` as what comparisons and sorts of its type must compare: the [`ARRAY_ORDER_KEY`] of an
+/// array, any other expression as it is.
+pub fn ordered_array(expr: Expr, ty: Option<DataType>) -> Expr {
+    call_on_array(&ARRAY_ORDER_KEY, expr, ty)
+}
+
+/// `function(expr, element type name)` for an array-typed `expr` of type `ty` (an array value is
+/// its text, so a function that reads its elements is told their type); any other expression as
+/// it is.
+pub fn call_on_array(function: &'static Function, expr: Expr, ty: Option<DataType>) -> Expr {
+    match ty.as_ref().and_then(DataType::element_type) {
+        Some(element) => Expr::Call(
+            function,
+            vec![expr, Expr::Literal(Value::Text(element.to_string()))],
+        ),
+        None => expr,
+    }
+}
+
+fn array_order_key(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let name = text_of(&args[1]);
+    let element = match name.as_str() {
+        "double precision" => DataType::Double,
+        "numeric" => DataType::Numeric {
+            precision: None,
+            scale: None,
+        },
+        other => crate::types::builtin_type(other).unwrap_or(DataType::Text),
+    };
+    let elements = steady_types::array::array_values(&text_of(&args[0]), &element)?;
+    let mut key = steady_engine::codec::encode_key(&elements);
+    key.push(0);
+    Ok(Value::Bytea(key))
 }
 
 #[cfg(test)]

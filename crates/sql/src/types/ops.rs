@@ -374,8 +374,17 @@ fn concat(left: &Value, right: &Value) -> Result<Value> {
     Ok(match (left, right) {
         (Value::Null, _) | (_, Value::Null) => Value::Null,
         (Value::Bytea(a), Value::Bytea(b)) => Value::Bytea([a.as_slice(), b].concat()),
-        _ => Value::Text(format!("{}{}", text_of(left), text_of(right))),
+        _ => Value::Text(format!("{}{}", concat_text(left), concat_text(right))),
     })
+}
+
+/// An operand of `||` as text: PostgreSQL's `anytextcat` casts it to text, so a boolean is
+/// `true`/`false` there (not its output form `t`/`f`, which `concat()` uses).
+fn concat_text(value: &Value) -> String {
+    match value {
+        Value::Boolean(b) => b.to_string(),
+        other => text_of(other),
+    }
 }
 
 /// The text form of a value as concatenation and string functions see it (`char(n)` padding is

@@ -343,12 +343,8 @@ impl Binder<'_> {
                 "function generate_series with these arguments does not exist",
             ));
         }
-        let ty = series_type(&bound);
-        let mut exprs = bound
-            .into_iter()
-            .map(|(e, t)| coerce_to(e, t, ty))
-            .collect::<Result<Vec<Expr>>>()?
-            .into_iter();
+        let (exprs, ty) = series_args(bound)?;
+        let mut exprs = exprs.into_iter();
         let null = || Expr::Literal(Value::Null);
         let plan = Plan::Series {
             start: exprs.next().unwrap_or_else(null),
@@ -554,9 +550,44 @@ pub(super) fn system_columns(table: &SystemTable) -> Vec<Column> {
         .collect()
 }
 
-pub(super) fn series_type(args: &[Typed]) -> DataType {
+/// `generate_series`'s arguments coerced to the series' type, and that type: a timestamp series
+/// when an argument is a date, a timestamp or an interval (`timestamp` when one is a timestamp
+/// without time zone, else `timestamptz`, as PostgreSQL resolves `'2024-01-01', ..., interval`),
+/// its step an interval; else the widest of integer, bigint and numeric.
+pub(crate) fn series_args(args: Vec<Typed>) -> Result<(Vec<Expr>, DataType)> {
+    let types: Vec<Option<DataType>> = args.iter().map(|(_, t)| *t).collect();
+    let ty = series_type(&types);
+    let datetime = matches!(ty, DataType::Timestamp | DataType::TimestampTz);
+    let exprs = args
+        .into_iter()
+        .enumerate()
+        .map(|(i, (e, t))| {
+            let target = if i == 2 && datetime {
+                DataType::Interval
+            } else {
+                ty
+            };
+            match t {
+                // A date or timestamp where the series is of another timestamp type.
+                Some(from) if datetime && from != target => Ok(Expr::Cast(Box::new(e), target)),
+                _ => coerce_to(e, t, target),
+            }
+        })
+        .collect::<Result<Vec<Expr>>>()?;
+    Ok((exprs, ty))
+}
+
+fn series_type(types: &[Option<DataType>]) -> DataType {
+    use DataType::{Date, Interval, Timestamp, TimestampTz};
+    if types
+        .iter()
+        .any(|t| matches!(t, Some(Date | Timestamp | TimestampTz | Interval)))
+    {
+        let plain = types.contains(&Some(Timestamp)) && !types.contains(&Some(TimestampTz));
+        return if plain { Timestamp } else { TimestampTz };
+    }
     let mut ty = DataType::Integer;
-    for (_, t) in args {
+    for t in types {
         match t {
             Some(DataType::BigInt) if ty == DataType::Integer => ty = DataType::BigInt,
             Some(DataType::Numeric { .. }) => {

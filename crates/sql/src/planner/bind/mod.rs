@@ -6,7 +6,7 @@
 //! that do not exist for their operand types (42883) before anything runs. Access paths are chosen
 //! by [`crate::planner::access`].
 
-mod from;
+pub(crate) mod from;
 mod grouping;
 mod row_lock;
 mod view;
@@ -28,6 +28,7 @@ use crate::execution::privileges::{Privilege, RelationKind, Required};
 use crate::execution::set_functions::SetCall;
 use crate::execution::window::{Frame, WindowCall, WindowFunc};
 use crate::planner::stats::Statistics;
+use crate::system::arrays::ordered_array;
 use crate::system::{self, SystemTable};
 use crate::types::ops::{self, Category, CmpOp};
 use crate::types::{normalize_ident, object_name};
@@ -827,11 +828,11 @@ impl Binder<'_> {
         let mut keys = Vec::new();
         let mut hidden = Vec::new();
         for item in items {
-            let expr = self.bind_output_item(&item.expr, scope, projection, "ORDER BY")?;
+            let (expr, ty) = self.bind_output_item(&item.expr, scope, projection, "ORDER BY")?;
             if !projection.exprs.contains(&expr) && !hidden.contains(&expr) {
                 hidden.push(expr.clone());
             }
-            keys.push(sort_key(expr, &item.options));
+            keys.push(sort_key(ordered_array(expr, ty), &item.options));
         }
         Ok((keys, hidden.len()))
     }
@@ -844,7 +845,8 @@ impl Binder<'_> {
         scope: &Scope,
         projection: &Projection,
         clause: &str,
-    ) -> Result<Expr> {
+    ) -> Result<Typed> {
+        let output = |i: usize| (projection.exprs[i].clone(), projection.columns[i].ty);
         if let Some(p) = position_literal(item) {
             if !(1..=projection.columns.len()).contains(&p) {
                 return Err(SqlError::new(
@@ -852,12 +854,12 @@ impl Binder<'_> {
                     format!("{clause} position {p} is not in select list"),
                 ));
             }
-            return Ok(projection.exprs[p - 1].clone());
+            return Ok(output(p - 1));
         }
         if let Some(i) = self.output_alias(item, scope, projection) {
-            return Ok(projection.exprs[i].clone());
+            return Ok(output(i));
         }
-        Ok(self.bind_expr(item, scope)?.0)
+        self.bind_expr(item, scope)
     }
 
     /// DISTINCT ON's expressions (none without it), checked against the ORDER BY as PostgreSQL
@@ -875,7 +877,11 @@ impl Binder<'_> {
         };
         let exprs = items
             .iter()
-            .map(|item| self.bind_output_item(item, scope, projection, "SELECT DISTINCT ON"))
+            .map(|item| {
+                let (expr, ty) =
+                    self.bind_output_item(item, scope, projection, "SELECT DISTINCT ON")?;
+                Ok(ordered_array(expr, ty))
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut covered = vec![false; exprs.len()];
         let mut skipped = false;

@@ -3,6 +3,7 @@
 //! collects for the aggregate node, and window calls (`OVER`, bound in `bind::window`).
 
 use super::*;
+use crate::execution::json::array_as_json;
 
 impl Binder<'_> {
     pub(super) fn bind_function(
@@ -169,8 +170,9 @@ impl Binder<'_> {
         };
         let mut args = Vec::with_capacity(2 * columns.len());
         for i in columns {
-            args.push(Expr::Literal(Value::Text(scope.columns[i].name.clone())));
-            args.push(Expr::Column(i));
+            let column = &scope.columns[i];
+            args.push(Expr::Literal(Value::Text(column.name.clone())));
+            args.push(array_as_json(Expr::Column(i), column.ty));
         }
         Ok(Some((Expr::Call(function, args), Some(ty))))
     }
@@ -194,8 +196,17 @@ impl Binder<'_> {
         let level = self.set_calls.take();
         let bound: Result<Vec<Typed>> = args.iter().map(|a| self.bind_expr(a, scope)).collect();
         self.set_calls = level;
-        let (exprs, types): (Vec<Expr>, Vec<Option<DataType>>) = bound?.into_iter().unzip();
-        let ty = function.result_type(&types);
+        let (exprs, types, ty) = match function {
+            SetFunction::GenerateSeries => {
+                let (exprs, ty) = crate::planner::bind::from::series_args(bound?)?;
+                (exprs, Vec::new(), Some(ty))
+            }
+            _ => {
+                let (exprs, types): (Vec<Expr>, Vec<Option<DataType>>) = bound?.into_iter().unzip();
+                let ty = function.result_type(&types);
+                (exprs, types, ty)
+            }
+        };
         let (base, calls) = self.set_calls.as_mut().expect("a select list's set calls");
         let column = *base + calls.len();
         calls.push(SetCall {
@@ -227,6 +238,8 @@ impl Binder<'_> {
             let (expr, ty) = self.bind_expr(arg, scope)?;
             let expr = if name == "octet_length" {
                 expr
+            } else if JSON_BUILDERS.contains(&name) {
+                array_as_json(expr, ty)
             } else {
                 char_as_text(expr, ty)
             };
@@ -350,6 +363,10 @@ impl Binder<'_> {
             let (expr, ty) = match func {
                 AggFunc::StringAgg => self.bind_expr_as(e, scope, DataType::Text)?,
                 AggFunc::Regression(_) => self.bind_regression_argument(func, e, scope)?,
+                AggFunc::JsonAgg | AggFunc::JsonbAgg => {
+                    let (expr, ty) = self.bind_expr(e, scope)?;
+                    (array_as_json(expr, ty), ty)
+                }
                 _ => self.bind_expr(e, scope)?,
             };
             if i == 0 {
@@ -514,6 +531,17 @@ pub(crate) fn plain_arg(arg: &ast::FunctionArg) -> Result<&AstExpr> {
 
 /// The functions whose first argument is a binary string: bytea, or an untyped literal (read as a
 /// bytea literal when the call runs); PostgreSQL has no form of them for text or other types.
+/// The functions that make json of their arguments: an array argument becomes a json array
+/// ([`array_as_json`]), not the string of its text.
+const JSON_BUILDERS: [&str; 6] = [
+    "to_json",
+    "to_jsonb",
+    "json_build_object",
+    "jsonb_build_object",
+    "json_build_array",
+    "jsonb_build_array",
+];
+
 const BYTEA_FIRST_ARGUMENT: [&str; 2] = ["encode", "convert_from"];
 
 /// 42883, as PostgreSQL, for a call of a [`BYTEA_FIRST_ARGUMENT`] function whose first argument

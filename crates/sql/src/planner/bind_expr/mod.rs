@@ -16,6 +16,7 @@ use crate::execution::functions;
 use crate::execution::plan::{Plan, SortKey};
 use crate::execution::set_functions::{SetCall, SetFunction};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
+use crate::system::arrays::ordered_array;
 use crate::types::ops::{self, ArithOp, Category, CmpOp};
 use crate::types::{convert_type_in, normalize_ident, object_name, parse_number};
 
@@ -180,9 +181,16 @@ impl Binder<'_> {
                 substring_for,
                 ..
             } => {
-                let mut args = vec![self.bind_expr_as(expr, scope, DataType::Text)?.0];
+                let (string, string_type) = self.bind_expr(expr, scope)?;
+                let bytes = string_type == Some(DataType::Bytea);
+                let result_type = if bytes {
+                    DataType::Bytea
+                } else {
+                    DataType::Text
+                };
+                let mut args = vec![coerce_to(string, string_type, result_type)?];
                 let from = substring_from.as_deref();
-                if let (Some(pattern), None) = (from, substring_for) {
+                if let (Some(pattern), None, false) = (from, substring_for, bytes) {
                     let (pattern, ty) = self.bind_expr(pattern, scope)?;
                     let text_like = |t: DataType| ops::category(&t) == Category::String;
                     if ty.is_none_or(text_like) {
@@ -200,7 +208,7 @@ impl Binder<'_> {
                     args.push(self.bind_expr_as(count, scope, DataType::Integer)?.0);
                 }
                 let f = functions::lookup("substr", args.len())?;
-                Ok((Expr::Call(f, args), Some(DataType::Text)))
+                Ok((Expr::Call(f, args), Some(result_type)))
             }
             AstExpr::Overlay {
                 expr,
@@ -595,7 +603,10 @@ impl Binder<'_> {
             if let (AstExpr::Tuple(lefts), AstExpr::Tuple(rights)) = (left, right) {
                 return self.bind_row_comparison(cmp, lefts, rights, scope);
             }
-            let (a, b) = self.bind_comparable(left, right, scope, cmp.symbol())?;
+            let (a, at) = self.bind_expr(left, scope)?;
+            let (b, bt) = self.bind_expr(right, scope)?;
+            let (a, b, ty) = self.unify(a, at, b, bt, cmp.symbol())?;
+            let (a, b) = (ordered_array(a, ty), ordered_array(b, ty));
             return Ok((
                 Expr::Compare(cmp, Box::new(a), Box::new(b)),
                 Some(DataType::Boolean),
