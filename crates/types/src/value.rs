@@ -345,7 +345,9 @@ impl Value {
             }
             DataType::Bytea => parse_bytea(text).map(Value::Bytea),
             DataType::Date => parse_date(text).map(Value::Date),
-            DataType::Timestamp => parse_timestamp(text).map(Value::Timestamp),
+            DataType::Timestamp => {
+                crate::zone::parse_timestamp_ignoring_zone(text).map(Value::Timestamp)
+            }
             DataType::Uuid => crate::uuid::parse_uuid(text).map(Value::Uuid),
             DataType::TimestampTz => crate::zone::parse_timestamptz(text).map(Value::TimestampTz),
             DataType::Time => parse_time(text).map(Value::Time),

@@ -218,6 +218,15 @@ pub(crate) fn parse_timestamptz(text: &str) -> Result<i64, TypeError> {
     })
 }
 
+/// `timestamp without time zone` input: a zone written after the time is read and ignored, as
+/// PostgreSQL does (`2024-01-01T10:00:00Z` is 2024-01-01 10:00:00).
+pub(crate) fn parse_timestamp_ignoring_zone(text: &str) -> Result<i64, TypeError> {
+    parse_timestamp(text).or_else(|err| match split_zone(text.trim()) {
+        Ok((local, GivenZone::Offset(_) | GivenZone::Named(_))) => parse_timestamp(local),
+        _ => Err(err),
+    })
+}
+
 enum GivenZone {
     /// Microseconds east of UTC.
     Offset(i64),

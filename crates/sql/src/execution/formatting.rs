@@ -410,8 +410,22 @@ fn number_text(value: Decimal, template: &str) -> Result<String> {
     };
     if !fill {
         out = out.trim().to_owned();
-        if out.contains('.') {
-            out = out.trim_end_matches('0').to_owned();
+        // FM drops the fraction's trailing zeros written by `9`s; a `0` keeps its digit and
+        // those before it (`FM0.90` writes 0.50).
+        let kept = frac_template
+            .chars()
+            .filter(|c| matches!(c, '9' | '0'))
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|&c| c == '0')
+            .map_or(0, |at| at + 1);
+        if let Some(point) = out.find('.') {
+            let fraction = &out[point + 1..];
+            let digits = fraction
+                .trim_end_matches('0')
+                .len()
+                .max(kept.min(fraction.len()));
+            out.truncate(point + 1 + digits);
         }
     }
     Ok(out)
@@ -628,6 +642,9 @@ mod tests {
         assert_eq!(n("12.5", "FM999.99"), "12.5");
         assert_eq!(n("1000", "99"), " ##");
         assert_eq!(n("7", "FM00"), "07");
+        assert_eq!(n("0.5", "FM0.00"), "0.50");
+        assert_eq!(n("0.5", "FM0.09"), "0.5");
+        assert_eq!(n("3", "FM9.99"), "3.");
         assert!(number_text(Decimal::ONE, "99X").is_err());
         assert_eq!(n("0.5", "0.99"), " 0.50");
         assert_eq!(n("0.5", "9.99"), "  .50");

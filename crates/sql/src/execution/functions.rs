@@ -12,6 +12,7 @@ use steady_types::{civil_from_days, DataType, Value, PG_EPOCH_UNIX_DAYS, USECS_P
 use crate::error::{Result, SqlError};
 use crate::execution::datetime_functions as datetime;
 use crate::execution::executor::ExecCtx;
+use crate::execution::expr::Expr;
 use crate::execution::numeric_math;
 use crate::execution::sequences;
 use crate::types::ops::{as_decimal, as_f64, as_i64, text_of};
@@ -1646,4 +1647,17 @@ fn overlay(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     out.push_str(&replacement);
     out.extend(&chars[after..]);
     Ok(Value::Text(out))
+}
+
+/// `function(expr, element type name)` for an array-typed `expr` of type `ty` (an array value is
+/// its text, so a function that reads its elements is told their type); any other expression as
+/// it is.
+pub fn call_on_array(function: &'static Function, expr: Expr, ty: Option<DataType>) -> Expr {
+    match ty.as_ref().and_then(DataType::element_type) {
+        Some(element) => Expr::Call(
+            function,
+            vec![expr, Expr::Literal(Value::Text(element.to_string()))],
+        ),
+        None => expr,
+    }
 }

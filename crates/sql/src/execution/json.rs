@@ -502,7 +502,7 @@ pub static ARRAY_TO_JSON: Function = strict("array_to_json", (2, 2), json, array
 /// The call of [`ARRAY_TO_JSON`] for an array-typed `expr` of type `ty`; any other expression as
 /// it is.
 pub fn array_as_json(expr: Expr, ty: Option<DataType>) -> Expr {
-    crate::system::arrays::call_on_array(&ARRAY_TO_JSON, expr, ty)
+    crate::execution::functions::call_on_array(&ARRAY_TO_JSON, expr, ty)
 }
 
 fn array_to_json(args: &[Value], _: &mut ExecCtx) -> Result<Value> {

@@ -240,20 +240,7 @@ fn bytea(_: &[Option<DataType>]) -> Option<DataType> {
 /// `expr` as what comparisons and sorts of its type must compare: the [`ARRAY_ORDER_KEY`] of an
 /// array, any other expression as it is.
 pub fn ordered_array(expr: Expr, ty: Option<DataType>) -> Expr {
-    call_on_array(&ARRAY_ORDER_KEY, expr, ty)
-}
-
-/// `function(expr, element type name)` for an array-typed `expr` of type `ty` (an array value is
-/// its text, so a function that reads its elements is told their type); any other expression as
-/// it is.
-pub fn call_on_array(function: &'static Function, expr: Expr, ty: Option<DataType>) -> Expr {
-    match ty.as_ref().and_then(DataType::element_type) {
-        Some(element) => Expr::Call(
-            function,
-            vec![expr, Expr::Literal(Value::Text(element.to_string()))],
-        ),
-        None => expr,
-    }
+    crate::execution::functions::call_on_array(&ARRAY_ORDER_KEY, expr, ty)
 }
 
 fn array_order_key(args: &[Value], _: &mut ExecCtx) -> Result<Value> {

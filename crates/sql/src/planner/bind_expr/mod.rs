@@ -822,6 +822,20 @@ impl Binder<'_> {
                 Ok((Expr::Not(Box::new(expr)), Some(DataType::Boolean)))
             }
             UnaryOperator::Minus => {
+                // PostgreSQL's unary minus binds tighter than `^` (`-2 ^ 2` is 4), the parser's
+                // looser: the minus goes back onto the power's base.
+                if let AstExpr::BinaryOp {
+                    left,
+                    op: op @ BinaryOperator::PGExp,
+                    right,
+                } = e
+                {
+                    let base = AstExpr::UnaryOp {
+                        op: UnaryOperator::Minus,
+                        expr: left.clone(),
+                    };
+                    return self.bind_binary(&base, op, right, scope);
+                }
                 if let AstExpr::Value(v) = e {
                     if let ast::Value::Number(n, _) = &v.value {
                         let value = parse_number(&format!("-{n}"))?;
