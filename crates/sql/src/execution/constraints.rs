@@ -1,5 +1,6 @@
-//! Constraints the SQL layer enforces on top of the engine: NOT NULL, CHECK, foreign keys (NO
-//! ACTION on both sides), and the names and messages of unique violations.
+//! Constraints the SQL layer enforces on top of the engine: NOT NULL, CHECK, foreign keys (ON
+//! DELETE NO ACTION / RESTRICT / CASCADE / SET NULL, ON UPDATE NO ACTION / RESTRICT), and the
+//! names and messages of unique violations.
 //!
 //! CHECK constraints and foreign keys are stored in [`TableDef::constraints`] as JSON; a CHECK
 //! keeps its expression as SQL text, bound with each INSERT or UPDATE plan ([`CheckExpr`]) and
@@ -7,7 +8,11 @@
 //! PostgreSQL. A child row's parent is looked up
 //! and locked (so it cannot be deleted before the child's transaction ends); deleting or changing
 //! a referenced key looks for child rows through an index on the child's key columns when one
-//! exists, else by a scan of the child table.
+//! exists, else by a scan of the child table. ON DELETE CASCADE and SET NULL lock each child
+//! row, delete it or set its key columns to NULL in the same transaction, and go on to the rows
+//! that reference *it* — from a work list, not by recursion, so a deep chain (a tree of rows
+//! referencing rows of their own table) cannot overflow the stack; a row is deleted before its
+//! own children are looked at, so a row that references itself ends the walk.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -15,6 +20,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use steady_engine::catalog::TableDef;
 use steady_engine::codec::encode_key;
+use steady_engine::engine::Engine;
 use steady_engine::error::EngineError;
 use steady_engine::table::index_key;
 use steady_types::Value;
@@ -150,13 +156,51 @@ fn row_text(table: &TableDef, values: &[Value]) -> String {
     shown.join(", ")
 }
 
-/// `FOREIGN KEY (columns) REFERENCES table (ref_columns)`.
+/// `FOREIGN KEY (columns) REFERENCES table (ref_columns) [ON DELETE action]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ForeignKey {
     pub name: String,
     pub columns: Vec<usize>,
     pub table: String,
     pub ref_columns: Vec<usize>,
+    /// Absent from keys stored before ON DELETE actions existed: NO ACTION.
+    #[serde(default)]
+    pub on_delete: OnDelete,
+}
+
+/// What deleting a referenced row does to the rows that reference it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OnDelete {
+    /// The delete fails while a row references the key (checked at once, as RESTRICT).
+    #[default]
+    NoAction,
+    Restrict,
+    /// The referencing rows are deleted too.
+    Cascade,
+    /// The referencing rows' key columns become NULL.
+    SetNull,
+}
+
+impl OnDelete {
+    /// `pg_constraint.confdeltype`.
+    pub fn code(self) -> &'static str {
+        match self {
+            OnDelete::NoAction => "a",
+            OnDelete::Restrict => "r",
+            OnDelete::Cascade => "c",
+            OnDelete::SetNull => "n",
+        }
+    }
+
+    /// The clause `pg_get_constraintdef` ends a foreign key with (none for NO ACTION).
+    pub fn clause(self) -> &'static str {
+        match self {
+            OnDelete::NoAction => "",
+            OnDelete::Restrict => " ON DELETE RESTRICT",
+            OnDelete::Cascade => " ON DELETE CASCADE",
+            OnDelete::SetNull => " ON DELETE SET NULL",
+        }
+    }
 }
 
 pub fn encode(constraint: &Constraint) -> String {
@@ -338,7 +382,10 @@ fn parent_exists(
     Ok(!rows.is_empty())
 }
 
-/// No child row references the key a parent row `values` is losing (deleted or changed).
+/// The rows referencing the key a parent row `old` is losing: a change of the key (`new`) fails
+/// while one exists; a delete fails, or deletes them (CASCADE), or sets their keys to NULL (SET
+/// NULL), by each foreign key's ON DELETE — and so on for the rows those changes remove keys
+/// from (see the module documentation).
 pub fn check_no_children(
     ctx: &mut ExecCtx,
     table: &TableDef,
@@ -346,7 +393,108 @@ pub fn check_no_children(
     new: Option<&[Value]>,
 ) -> Result<()> {
     let engine = ctx.engine()?.clone();
-    for (child, fk) in referencing(&engine, &table.name) {
+    if new.is_some() {
+        return restrict_key_change(ctx, &engine, table, old, new);
+    }
+    let mut deleted: Vec<(Arc<TableDef>, Vec<Value>)> = Vec::new();
+    delete_children(ctx, &engine, table, old, &mut deleted)?;
+    while let Some((table, row)) = deleted.pop() {
+        delete_children(ctx, &engine, &table, &row, &mut deleted)?;
+    }
+    Ok(())
+}
+
+/// Applies each ON DELETE of the keys `table`'s row `old` had; the child rows deleted by a
+/// CASCADE go onto `deleted`.
+fn delete_children(
+    ctx: &mut ExecCtx,
+    engine: &Engine,
+    table: &TableDef,
+    old: &[Value],
+    deleted: &mut Vec<(Arc<TableDef>, Vec<Value>)>,
+) -> Result<()> {
+    for (child, fk) in referencing(engine, &table.name) {
+        let key: Vec<Value> = fk.ref_columns.iter().map(|&r| old[r].clone()).collect();
+        if key.iter().any(Value::is_null) {
+            continue;
+        }
+        match fk.on_delete {
+            OnDelete::NoAction | OnDelete::Restrict => {
+                if !child_rows(ctx, &child, &fk.columns, &key, true)?.is_empty() {
+                    return Err(still_referenced(table, &fk, &child, old));
+                }
+            }
+            OnDelete::Cascade => {
+                for (pk, row) in locked_children(ctx, &child, &fk, &key)? {
+                    ctx.txn()?.delete_row(&child, &pk)?;
+                    deleted.push((child.clone(), row));
+                }
+            }
+            OnDelete::SetNull => {
+                for (pk, row) in locked_children(ctx, &child, &fk, &key)? {
+                    let mut nulled = row.clone();
+                    for &c in &fk.columns {
+                        nulled[c] = Value::Null;
+                    }
+                    set_null_allowed(&child)?;
+                    check_not_null(&child, &nulled)?;
+                    restrict_key_change(ctx, engine, &child, &row, Some(&nulled))?;
+                    ctx.txn()?.update_row(&child, &pk, &nulled)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// ON DELETE SET NULL writes a child row without the checks an UPDATE plan binds: refused where
+/// the child has CHECK constraints or generated columns, which it would skip.
+fn set_null_allowed(child: &TableDef) -> Result<()> {
+    let checked = decoded(child).any(|c| matches!(c, Constraint::Check(_)));
+    if checked || child.columns.iter().any(|c| c.generated.is_some()) {
+        return Err(SqlError::unsupported(format!(
+            "ON DELETE SET NULL into table \"{}\", which has CHECK constraints or generated columns",
+            child.name
+        )));
+    }
+    Ok(())
+}
+
+/// The child rows referencing `key` through `fk`, each locked and read again: a row whose key
+/// changed meanwhile is left out.
+fn locked_children(
+    ctx: &mut ExecCtx,
+    child: &TableDef,
+    fk: &ForeignKey,
+    key: &[Value],
+) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
+    let mut locked = Vec::new();
+    for (pk, _) in child_rows(ctx, child, &fk.columns, key, false)? {
+        let Some(row) = ctx.txn()?.lock_table_row(child, &pk)? else {
+            continue;
+        };
+        let references = fk
+            .columns
+            .iter()
+            .zip(key)
+            .all(|(&c, k)| row[c].compare(k).is_some_and(|o| o.is_eq()));
+        if references {
+            locked.push((pk, row));
+        }
+    }
+    Ok(locked)
+}
+
+/// A change of a referenced key (UPDATE of the parent, or SET NULL of a child that is itself a
+/// parent) fails while a row references the old key: ON UPDATE is NO ACTION or RESTRICT.
+fn restrict_key_change(
+    ctx: &mut ExecCtx,
+    engine: &Engine,
+    table: &TableDef,
+    old: &[Value],
+    new: Option<&[Value]>,
+) -> Result<()> {
+    for (child, fk) in referencing(engine, &table.name) {
         let key: Vec<Value> = fk.ref_columns.iter().map(|&r| old[r].clone()).collect();
         if key.iter().any(Value::is_null) {
             continue;
@@ -360,30 +508,42 @@ pub fn check_no_children(
                 continue;
             }
         }
-        if child_exists(ctx, &child, &fk.columns, &key)? {
-            return Err(SqlError::new(
-                "23503",
-                format!(
-                    "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
-                    table.name, fk.name, child.name
-                ),
-            )
-            .with_detail(format!(
-                "Key {} is still referenced from table \"{}\".",
-                key_text(table, &fk.ref_columns, old),
-                child.name
-            )));
+        if !child_rows(ctx, &child, &fk.columns, &key, true)?.is_empty() {
+            return Err(still_referenced(table, &fk, &child, old));
         }
     }
     Ok(())
 }
 
-fn child_exists(
+fn still_referenced(
+    table: &TableDef,
+    fk: &ForeignKey,
+    child: &TableDef,
+    old: &[Value],
+) -> SqlError {
+    SqlError::new(
+        "23503",
+        format!(
+            "update or delete on table \"{}\" violates foreign key constraint \"{}\" on table \"{}\"",
+            table.name, fk.name, child.name
+        ),
+    )
+    .with_detail(format!(
+        "Key {} is still referenced from table \"{}\".",
+        key_text(table, &fk.ref_columns, old),
+        child.name
+    ))
+}
+
+/// The rows of `child` whose `columns` hold `key` (primary key and values), through an index on
+/// those columns when one exists, else by a scan; only the first when `first_only`.
+fn child_rows(
     ctx: &mut ExecCtx,
     child: &TableDef,
     columns: &[usize],
     key: &[Value],
-) -> Result<bool> {
+    first_only: bool,
+) -> Result<Vec<(Vec<u8>, Vec<Value>)>> {
     let key: Vec<Value> = columns
         .iter()
         .zip(key)
@@ -391,6 +551,7 @@ fn child_exists(
         .collect::<std::result::Result<_, _>>()?;
     let encoded = encode_key(&key);
     let matches = |values: &[Value]| index_key(values, columns) == encoded;
+    let mut found = Vec::new();
     if let Some(index) = child
         .indexes
         .iter()
@@ -402,7 +563,9 @@ fn child_exists(
             Bound::Included(&encoded),
             Bound::Included(&encoded),
         )?;
-        return Ok(rows.iter().any(|(_, v)| matches(v)));
+        found.extend(rows.into_iter().filter(|(_, v)| matches(v)));
+        found.truncate(if first_only { 1 } else { found.len() });
+        return Ok(found);
     }
     let range = if child.primary_key.starts_with(columns) {
         (
@@ -419,9 +582,13 @@ fn child_exists(
         crate::execution::executor::as_ref(&range.1),
     )?;
     for row in scan {
-        if matches(&row?.1) {
-            return Ok(true);
+        let row = row?;
+        if matches(&row.1) {
+            found.push(row);
+            if first_only {
+                break;
+            }
         }
     }
-    Ok(false)
+    Ok(found)
 }

@@ -547,7 +547,10 @@ fn constraint_row(constraint: &ConstraintInfo) -> Vec<Value> {
         Some((table, columns)) => (oids::relation(table.id), attnum_array(columns)),
         None => (0, Value::Null),
     };
-    let action = if foreign { "a" } else { " " };
+    let (update_action, delete_action) = match foreign {
+        true => ("a", constraint.on_delete.code()),
+        false => (" ", " "),
+    };
     vec![
         oid(constraint.oid),
         name(&constraint.name),
@@ -561,8 +564,8 @@ fn constraint_row(constraint: &ConstraintInfo) -> Vec<Value> {
         oid(constraint.index),
         oid(0),
         oid(parent),
-        name(action),
-        name(action),
+        name(update_action),
+        name(delete_action),
         name(if foreign { "s" } else { " " }),
         flag(true),
         Value::Integer(0),
@@ -691,9 +694,10 @@ pub fn constraint_definition(constraint: &ConstraintInfo) -> String {
     let columns = column_list(&constraint.table, &constraint.columns);
     match (&constraint.parent, constraint.kind) {
         (Some((parent, parent_columns)), _) => format!(
-            "FOREIGN KEY ({columns}) REFERENCES {}({})",
+            "FOREIGN KEY ({columns}) REFERENCES {}({}){}",
             model::quote_ident(&parent.name),
-            column_list(parent, parent_columns)
+            column_list(parent, parent_columns),
+            constraint.on_delete.clause()
         ),
         (None, "p") => format!("PRIMARY KEY ({columns})"),
         (None, _) => format!("UNIQUE ({columns})"),

@@ -382,6 +382,7 @@ impl Ddl<'_> {
                     columns,
                     &fk.foreign_table,
                     &refs,
+                    super::delete_action(fk)?,
                 )
             }
             TableConstraint::Check(c) => {

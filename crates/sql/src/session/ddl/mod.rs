@@ -42,7 +42,7 @@ use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::constraints::{
-    self, foreign_keys, is_hidden, referencing, Constraint, ForeignKey, DROPPED_PREFIX,
+    self, foreign_keys, is_hidden, referencing, Constraint, ForeignKey, OnDelete, DROPPED_PREFIX,
 };
 use crate::execution::executor::ExecCtx;
 use crate::parser::parse_expr;
@@ -138,6 +138,33 @@ struct PendingForeignKey {
     columns: Vec<usize>,
     parent: ast::ObjectName,
     ref_columns: Vec<String>,
+    on_delete: OnDelete,
+}
+
+/// A foreign key's ON DELETE; the forms SteadyDB does not carry out are refused (0A000), never
+/// ignored: ON UPDATE other than NO ACTION / RESTRICT, ON DELETE SET DEFAULT, MATCH FULL and
+/// MATCH PARTIAL.
+pub(super) fn delete_action(fk: &ast::ForeignKeyConstraint) -> Result<OnDelete> {
+    use ast::ReferentialAction as Action;
+    if let Some(action @ (Action::Cascade | Action::SetNull | Action::SetDefault)) = fk.on_update {
+        return Err(SqlError::unsupported(format!("ON UPDATE {action}")));
+    }
+    if let Some(
+        kind @ (ast::ConstraintReferenceMatchKind::Full
+        | ast::ConstraintReferenceMatchKind::Partial),
+    ) = fk.match_kind
+    {
+        return Err(SqlError::unsupported(format!("{kind} in a foreign key")));
+    }
+    Ok(match fk.on_delete {
+        None | Some(Action::NoAction) => OnDelete::NoAction,
+        Some(Action::Restrict) => OnDelete::Restrict,
+        Some(Action::Cascade) => OnDelete::Cascade,
+        Some(Action::SetNull) => OnDelete::SetNull,
+        Some(action @ Action::SetDefault) => {
+            return Err(SqlError::unsupported(format!("ON DELETE {action}")))
+        }
+    })
 }
 
 /// A column's constraints gathered from its definition.
@@ -308,6 +335,7 @@ impl Ddl<'_> {
                 fk.columns.clone(),
                 &fk.parent,
                 &fk.ref_columns,
+                fk.on_delete,
             )?;
         }
         let current = self
@@ -490,6 +518,7 @@ impl Ddl<'_> {
                     columns: vec![index],
                     parent: fk.foreign_table.clone(),
                     ref_columns: fk.referred_columns.iter().map(normalize_ident).collect(),
+                    on_delete: delete_action(fk)?,
                 }),
                 ColumnOption::Check(c) => spec.checks.push(check::written(
                     option.name.as_ref().or(c.name.as_ref()),
@@ -553,6 +582,7 @@ impl Ddl<'_> {
                     columns,
                     parent: fk.foreign_table.clone(),
                     ref_columns: fk.referred_columns.iter().map(normalize_ident).collect(),
+                    on_delete: delete_action(fk)?,
                 });
                 Ok(())
             }
@@ -576,6 +606,7 @@ impl Ddl<'_> {
         columns: Vec<usize>,
         parent: &ast::ObjectName,
         ref_names: &[String],
+        on_delete: OnDelete,
     ) -> Result<()> {
         let parent_name = public_object_name(parent)?;
         let parent = if parent_name == table.name {
@@ -647,6 +678,7 @@ impl Ddl<'_> {
             columns,
             table: parent.name.clone(),
             ref_columns,
+            on_delete,
         };
         let mut altered = table.clone();
         altered
