@@ -817,31 +817,74 @@ impl Ddl<'_> {
         Ok(result)
     }
 
+    /// TRUNCATE of tables; with CASCADE also of every table that references one of them (and so
+    /// on); RESTART IDENTITY resets the sequences of their serial and identity columns — refused
+    /// in a transaction block, since SteadyDB's sequence changes are not undone by a rollback
+    /// (PostgreSQL's reset here is).
     fn truncate(&self, truncate: &ast::Truncate) -> Result<QueryResult> {
-        let names: Vec<String> = truncate
+        let mut names: Vec<String> = truncate
             .table_names
             .iter()
             .map(|t| public_object_name(&t.name))
             .collect::<Result<_>>()?;
+        let restart = matches!(
+            truncate.identity,
+            Some(ast::TruncateIdentityOption::Restart)
+        );
+        if restart && self.session.block.is_some() {
+            return Err(SqlError::unsupported(
+                "TRUNCATE ... RESTART IDENTITY inside a transaction block",
+            ));
+        }
+        let mut result = QueryResult::command("TRUNCATE TABLE");
+        if matches!(truncate.cascade, Some(ast::CascadeOption::Cascade)) {
+            let mut at = 0;
+            while let Some(name) = names.get(at).cloned() {
+                for (child, _) in referencing(self.engine(), &name) {
+                    if !names.contains(&child.name) {
+                        let message = format!("truncate cascades to table \"{}\"", child.name);
+                        result = result.with_notice("NOTICE", "00000", message);
+                        names.push(child.name.clone());
+                    }
+                }
+                at += 1;
+            }
+        }
         for name in &names {
             self.engine()
                 .table(name)
                 .ok_or_else(|| SqlError::undefined_table(name))?;
             let blocking = referencing(self.engine(), name)
                 .into_iter()
-                .any(|(child, _)| !names.contains(&child.name));
-            if blocking {
+                .find(|(child, _)| !names.contains(&child.name));
+            if let Some((child, _)) = blocking {
                 return Err(SqlError::new(
                     "0A000",
                     "cannot truncate a table referenced in a foreign key constraint",
                 )
-                .with_detail(format!("Table \"{name}\" is referenced by another table.")));
+                .with_detail(format!("Table \"{}\" references \"{name}\".", child.name))
+                .with_hint(format!(
+                    "Truncate table \"{}\" at the same time, or use TRUNCATE ... CASCADE.",
+                    child.name
+                )));
             }
         }
         for name in &names {
             self.txn().truncate_table(name)?;
         }
-        Ok(QueryResult::command("TRUNCATE TABLE"))
+        if restart {
+            for name in &names {
+                let table = self
+                    .engine()
+                    .table(name)
+                    .ok_or_else(|| SqlError::undefined_table(name))?;
+                for sequence in owned_sequences(&table) {
+                    let start = self.engine().sequence_start(&sequence)?;
+                    self.txn().set_sequence_value(&sequence, start - 1)?;
+                }
+            }
+        }
+        Ok(result)
     }
 
     // -----------------------------------------------------------------------------------------
