@@ -685,7 +685,7 @@ fn bind_key_order(
 ) -> Result<bool> {
     for (position, item) in order_by.iter().enumerate() {
         let (expr, _) = binder.bind_expr(&item.expr, scope)?;
-        let descending = !matches!(item.options.sort, None | Some(ast::OrderBySort::Asc));
+        let descending = crate::planner::bind::sort_descending(&item.options)?;
         let key_column =
             matches!(expr, Expr::Column(c) if table.primary_key.get(position) == Some(&c));
         if descending || !key_column || item.with_fill.is_some() {

@@ -450,7 +450,7 @@ impl<'a> Binder<'a> {
                         .0
                 }
             };
-            keys.push(sort_key(expr, &item.options));
+            keys.push(sort_key(expr, &item.options)?);
         }
         Ok(BoundQuery {
             plan: Plan::Sort {
@@ -557,12 +557,26 @@ fn order_position_error(p: usize) -> SqlError {
     )
 }
 
-fn sort_key(expr: Expr, options: &ast::OrderByOptions) -> SortKey {
-    let descending = matches!(options.sort, Some(ast::OrderBySort::Desc));
-    SortKey {
+fn sort_key(expr: Expr, options: &ast::OrderByOptions) -> Result<SortKey> {
+    let descending = sort_descending(options)?;
+    Ok(SortKey {
         expr,
         descending,
         nulls_first: options.nulls_first.unwrap_or(descending),
+    })
+}
+
+/// Whether an ORDER BY item sorts descending: DESC, or `USING >` (`USING <` is ascending); USING
+/// another operator is refused (0A000), never taken as ascending.
+pub(crate) fn sort_descending(options: &ast::OrderByOptions) -> Result<bool> {
+    match &options.sort {
+        None | Some(ast::OrderBySort::Asc) => Ok(false),
+        Some(ast::OrderBySort::Desc) => Ok(true),
+        Some(ast::OrderBySort::Using(operator)) => match operator.to_string().as_str() {
+            "<" => Ok(false),
+            ">" => Ok(true),
+            other => Err(SqlError::unsupported(format!("ORDER BY ... USING {other}"))),
+        },
     }
 }
 
@@ -832,7 +846,7 @@ impl Binder<'_> {
             if !projection.exprs.contains(&expr) && !hidden.contains(&expr) {
                 hidden.push(expr.clone());
             }
-            keys.push(sort_key(ordered_array(expr, ty), &item.options));
+            keys.push(sort_key(ordered_array(expr, ty), &item.options)?);
         }
         Ok((keys, hidden.len()))
     }

@@ -69,12 +69,7 @@ impl Binder<'_> {
         let order = spec
             .order_by
             .iter()
-            .map(|item| {
-                Ok(sort_key(
-                    self.bind_expr(&item.expr, scope)?.0,
-                    &item.options,
-                ))
-            })
+            .map(|item| sort_key(self.bind_expr(&item.expr, scope)?.0, &item.options))
             .collect::<Result<Vec<_>>>()?;
         let frame = match &spec.window_frame {
             None => Frame::default(),

@@ -392,7 +392,7 @@ impl Binder<'_> {
             if let ast::FunctionArgumentClause::OrderBy(items) = clause {
                 for item in items {
                     let (expr, _) = self.bind_expr(&item.expr, scope)?;
-                    let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+                    let descending = crate::planner::bind::sort_descending(&item.options)?;
                     order_by.push(SortKey {
                         expr,
                         descending,
@@ -478,7 +478,7 @@ impl Binder<'_> {
             args.push(fraction);
         }
         let filter = self.bind_filter(function, scope)?;
-        let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+        let descending = crate::planner::bind::sort_descending(&item.options)?;
         let order_by = vec![SortKey {
             expr: args[0].clone(),
             descending,

@@ -141,6 +141,26 @@ struct PendingForeignKey {
     on_delete: OnDelete,
 }
 
+/// Partitioned and inheriting tables are refused (0A000): a table created without its
+/// PARTITION BY or INHERITS would take rows PostgreSQL routes elsewhere or refuses.
+fn refuse_table_kinds(create: &ast::CreateTable) -> Result<()> {
+    let refused = [
+        (
+            create.partition_by.is_some(),
+            "CREATE TABLE ... PARTITION BY",
+        ),
+        (
+            create.partition_of.is_some(),
+            "CREATE TABLE ... PARTITION OF",
+        ),
+        (create.inherits.is_some(), "CREATE TABLE ... INHERITS"),
+    ];
+    match refused.iter().find(|(refused, _)| *refused) {
+        Some((_, what)) => Err(SqlError::unsupported(*what)),
+        None => Ok(()),
+    }
+}
+
 /// A foreign key's ON DELETE; the forms SteadyDB does not carry out are refused (0A000), never
 /// ignored: ON UPDATE other than NO ACTION / RESTRICT, ON DELETE SET DEFAULT, MATCH FULL and
 /// MATCH PARTIAL.
@@ -301,6 +321,7 @@ impl Ddl<'_> {
     fn create_table(&self, create: &ast::CreateTable) -> Result<QueryResult> {
         let name = public_object_name(&create.name)?;
         create_as::refuse_temporary(create.temporary)?;
+        refuse_table_kinds(create)?;
         if let Some(skipped) =
             self.existing_relation(&name, create.if_not_exists, "CREATE TABLE")?
         {
