@@ -368,6 +368,12 @@ impl Ddl<'_> {
 
     fn table_spec(&self, table: &str, create: &ast::CreateTable) -> Result<TableSpec> {
         let mut spec = TableSpec::default();
+        if let Some(
+            ast::CreateTableLikeKind::Parenthesized(like) | ast::CreateTableLikeKind::Plain(like),
+        ) = &create.like
+        {
+            spec.columns = self.like_columns(like)?;
+        }
         for column in &create.columns {
             self.add_column_spec(table, column, &mut spec)?;
         }
@@ -390,6 +396,26 @@ impl Ddl<'_> {
             }
         }
         Ok(spec)
+    }
+
+    /// `LIKE source`'s columns: each visible column's name, type and NOT NULL, its default with
+    /// INCLUDING DEFAULTS — no identity, generation expression or constraint, as PostgreSQL's
+    /// LIKE without further INCLUDING options.
+    fn like_columns(&self, like: &ast::CreateTableLike) -> Result<Vec<ColumnDef>> {
+        let source = self.table(&like.name)?;
+        let defaults = matches!(like.defaults, Some(ast::CreateTableLikeDefaults::Including));
+        Ok(source
+            .columns
+            .iter()
+            .filter(|c| !is_hidden(&c.name))
+            .map(|c| ColumnDef {
+                default: c.default.clone().filter(|_| defaults),
+                missing: None,
+                identity: None,
+                generated: None,
+                ..c.clone()
+            })
+            .collect())
     }
 
     /// The generated columns of `table`, other than `position` itself, whose expressions read
