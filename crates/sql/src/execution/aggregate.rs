@@ -182,6 +182,7 @@ impl AggFunc {
             (AggFunc::Avg, Some(SmallInt | Integer)) => Some(numeric),
             (AggFunc::Sum, Some(Real)) => Some(Real),
             (AggFunc::Sum | AggFunc::Avg, Some(Real | Double)) => Some(Double),
+            (AggFunc::Sum | AggFunc::Avg, Some(Interval)) => Some(Interval),
             (AggFunc::Sum | AggFunc::Avg, other) => {
                 return Err(SqlError::undefined_function(format!(
                     "function {}({}) does not exist",
@@ -587,6 +588,9 @@ fn avg_result(sum: Value, count: i64) -> Result<Value> {
     Ok(match sum {
         Value::Double(x) => Value::Double(x / count as f64),
         Value::Numeric(d) => Value::Numeric(ops::numeric_div(d, Decimal::from(count))?),
+        interval @ Value::Interval(_) => {
+            ops::arith(ArithOp::Div, &interval, &Value::BigInt(count))?
+        }
         other => other,
     })
 }

@@ -44,6 +44,7 @@ pub fn lookup(name: &str, args: usize) -> Result<&'static Function> {
         .iter()
         .chain(crate::execution::json::FUNCTIONS)
         .chain(crate::execution::formatting::FUNCTIONS)
+        .chain(crate::execution::float_math::FUNCTIONS)
         .filter(|f| f.name == name)
         .collect();
     if candidates.is_empty() {
@@ -181,10 +182,13 @@ fn time(_: &[Option<DataType>]) -> Option<DataType> {
     Some(DataType::Time)
 }
 /// `timestamptz` for a `timestamptz` second argument (date_trunc), else `timestamp`.
+/// `date_trunc`'s type: an interval's, a timestamp's, else (a timestamptz, or a date, which
+/// PostgreSQL casts to one) `timestamptz`.
 fn timestamp_like_second(args: &[Option<DataType>]) -> Option<DataType> {
     match args.get(1) {
-        Some(Some(DataType::TimestampTz)) => Some(DataType::TimestampTz),
-        _ => Some(DataType::Timestamp),
+        Some(Some(DataType::Interval)) => Some(DataType::Interval),
+        Some(Some(DataType::Timestamp)) => Some(DataType::Timestamp),
+        _ => Some(DataType::TimestampTz),
     }
 }
 /// `timezone(zone, value)`'s type: a `timestamptz` gives a `timestamp` and the other way round.
@@ -331,6 +335,10 @@ static FUNCTIONS: &[Function] = &[
     lenient("least", (1, 100), first_known, least),
     lenient("nullif", (2, 2), same_as_first, nullif),
     strict("date_part", (2, 2), double, date_part),
+    // `date(x)`, the function form of `x::date`.
+    strict("date", (1, 1), date, |args, _| {
+        Ok(args[0].cast_to(&DataType::Date)?)
+    }),
     strict("extract", (2, 2), numeric, extract),
     strict("date_trunc", (2, 2), timestamp_like_second, date_trunc),
     strict("timezone", (2, 2), timezone_shifted, timezone),
@@ -1007,7 +1015,16 @@ fn field_value(field: &str, value: &Value) -> Result<Decimal> {
     let (year, month, day, micros) = fields(value)?;
     let time_field = matches!(
         field,
-        "hour" | "hours" | "minute" | "minutes" | "second" | "seconds"
+        "hour"
+            | "hours"
+            | "minute"
+            | "minutes"
+            | "second"
+            | "seconds"
+            | "millisecond"
+            | "milliseconds"
+            | "microsecond"
+            | "microseconds"
     );
     if time_field && matches!(value, Value::Date(_)) {
         return Err(SqlError::new(
@@ -1047,6 +1064,33 @@ fn field_value(field: &str, value: &Value) -> Result<Decimal> {
         "quarter" => Decimal::from((month - 1) / 3 + 1),
         "decade" => Decimal::from(year.div_euclid(10)),
         "century" => Decimal::from((year + 99).div_euclid(100)),
+        "millennium" => Decimal::from((year + 999).div_euclid(1000)),
+        "isoyear" => {
+            let thursday = days - (days + 5).rem_euclid(7) + 3;
+            Decimal::from(civil_from_days(thursday + PG_EPOCH_UNIX_DAYS).0)
+        }
+        "millisecond" | "milliseconds" => Decimal::new(micros % 60_000_000, 3),
+        "microsecond" | "microseconds" => Decimal::from(micros % 60_000_000),
+        // The Julian day: days since 4714-11-24 BC, 2000-01-01 being day 2451545; a timestamp's
+        // time of day as the fraction.
+        "julian" if matches!(value, Value::Date(_)) => Decimal::from(days + 2_451_545),
+        "julian" => {
+            let fraction = Decimal::from(micros) / Decimal::from(USECS_PER_DAY);
+            crate::types::ops::with_scale(Decimal::from(days + 2_451_545) + fraction, 20)
+        }
+        "timezone" | "timezone_hour" | "timezone_minute"
+            if matches!(value, Value::TimestampTz(_)) =>
+        {
+            let Value::TimestampTz(t) = value else {
+                unreachable!("matched a timestamptz")
+            };
+            let offset = (steady_types::zone::session_zone().to_local(*t) - t) / 1_000_000;
+            Decimal::from(match field.to_ascii_lowercase().as_str() {
+                "timezone" => offset,
+                "timezone_hour" => offset / 3600,
+                _ => offset / 60 % 60,
+            })
+        }
         "epoch" if matches!(value, Value::Date(_)) => {
             Decimal::from(days + PG_EPOCH_UNIX_DAYS) * Decimal::from(86_400)
         }
@@ -1105,18 +1149,38 @@ fn timezone(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 fn date_trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let (year, month, day, micros) = fields(&args[1])?;
+    let unit = string(&args[0]).to_ascii_lowercase();
+    let value = match &args[1] {
+        Value::Interval(interval) => return truncate_interval(&unit, interval),
+        // A date is truncated as the timestamptz it casts to: its midnight in the session zone.
+        Value::Date(d) => Value::TimestampTz(
+            steady_types::zone::session_zone().to_utc(i64::from(*d) * USECS_PER_DAY),
+        ),
+        other => other.clone(),
+    };
+    let (year, month, day, micros) = fields(&value)?;
     let day_start = |y: i64, m: i64, d: i64| {
         (steady_types::days_from_civil(y, m, d) - PG_EPOCH_UNIX_DAYS) * USECS_PER_DAY
     };
-    let truncated = match string(&args[0]).to_ascii_lowercase().as_str() {
+    let within_day = |unit: i64| day_start(year, month, day) + micros / unit * unit;
+    let truncated = match unit.as_str() {
+        "millennium" => day_start((year - 1).div_euclid(1000) * 1000 + 1, 1, 1),
+        "century" => day_start((year - 1).div_euclid(100) * 100 + 1, 1, 1),
+        "decade" => day_start(year.div_euclid(10) * 10, 1, 1),
         "year" => day_start(year, 1, 1),
         "quarter" => day_start(year, (month - 1) / 3 * 3 + 1, 1),
         "month" => day_start(year, month, 1),
+        "week" => {
+            let days = steady_types::days_from_civil(year, month, day) - PG_EPOCH_UNIX_DAYS;
+            // 2000-01-01 was a Saturday: Monday is 2 days later.
+            (days - (days - 2).rem_euclid(7)) * USECS_PER_DAY
+        }
         "day" => day_start(year, month, day),
-        "hour" => day_start(year, month, day) + micros / 3_600_000_000 * 3_600_000_000,
-        "minute" => day_start(year, month, day) + micros / 60_000_000 * 60_000_000,
-        "second" => day_start(year, month, day) + micros / 1_000_000 * 1_000_000,
+        "hour" => within_day(3_600_000_000),
+        "minute" => within_day(60_000_000),
+        "second" => within_day(1_000_000),
+        "milliseconds" => within_day(1_000),
+        "microseconds" => within_day(1),
         other => {
             return Err(SqlError::new(
                 "22023",
@@ -1124,12 +1188,53 @@ fn date_trunc(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
             ))
         }
     };
-    Ok(match &args[1] {
+    Ok(match &value {
         Value::TimestampTz(_) => {
             Value::TimestampTz(steady_types::zone::session_zone().to_utc(truncated))
         }
         _ => Value::Timestamp(truncated),
     })
+}
+
+/// `date_trunc` of an interval: the fields below `unit` zeroed, as PostgreSQL's
+/// `interval_trunc` (a year keeps whole years of the months, a day the months and days...).
+fn truncate_interval(unit: &str, interval: &steady_types::Interval) -> Result<Value> {
+    let steady_types::Interval {
+        months,
+        days,
+        micros,
+    } = *interval;
+    let of_months = |size: i32| (months / size * size, 0, 0);
+    let of_time = |size: i64| (months, days, micros / size * size);
+    let (months, days, micros) = match unit {
+        "millennium" => of_months(12_000),
+        "century" => of_months(1_200),
+        "decade" => of_months(120),
+        "year" => of_months(12),
+        "quarter" => of_months(3),
+        "month" => of_months(1),
+        "day" => (months, days, 0),
+        "hour" => of_time(3_600_000_000),
+        "minute" => of_time(60_000_000),
+        "second" => of_time(1_000_000),
+        "milliseconds" => of_time(1_000),
+        "microseconds" => of_time(1),
+        other => {
+            let error = SqlError::new(
+                "0A000",
+                format!("unit \"{other}\" not supported for type interval"),
+            );
+            return Err(match other {
+                "week" => error.with_detail("Months usually have fractional weeks."),
+                _ => error,
+            });
+        }
+    };
+    Ok(Value::Interval(steady_types::Interval {
+        months,
+        days,
+        micros,
+    }))
 }
 
 /// `now()`, `current_timestamp`, `transaction_timestamp()`: when the transaction began.

@@ -13,6 +13,7 @@ pub mod constraints;
 pub mod datetime_functions;
 pub mod executor;
 pub mod expr;
+pub mod float_math;
 pub mod formatting;
 pub mod functions;
 pub mod json;
