@@ -19,8 +19,8 @@ use crate::execution::plan::{Column, Plan};
 use crate::execution::set_functions::{SetCall, SetFunction};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
 use crate::system::functions::{
-    ANY_EQUAL, ARRAY_CAT, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, ARRAY_OF, REGCLASS_IN,
-    REGCLASS_OUT, REGNAMESPACE_IN, REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SLICE, SUBSCRIPT,
+    ARRAY_CAT, ARRAY_ELEMENT_TEXT, ARRAY_FROM_ELEMENTS, ARRAY_OF, REGCLASS_IN, REGCLASS_OUT,
+    REGNAMESPACE_IN, REGNAMESPACE_OUT, REGTYPE_IN, REGTYPE_OUT, SLICE, SUBSCRIPT,
 };
 use crate::system::pg_type::{format_type, type_oid};
 use crate::types::ops::{as_i64, category, Category};
@@ -137,15 +137,34 @@ pub fn bind_any_array(
     left: &AstExpr,
     op: &BinaryOperator,
     right: &AstExpr,
+    all: bool,
     scope: &Scope,
 ) -> Result<Typed> {
-    if *op != BinaryOperator::Eq {
-        return Err(SqlError::unsupported(format!("{op} ANY over an array")));
-    }
-    let (needle, _) = binder.bind_expr(left, scope)?;
-    let (array, _) = binder.bind_expr(right, scope)?;
+    let quantifier = if all { "ALL" } else { "ANY" };
+    let cmp = crate::planner::bind_expr::comparison(op)
+        .ok_or_else(|| SqlError::unsupported(format!("{op} {quantifier} over an array")))?;
+    let (needle, needle_type) = binder.bind_expr(left, scope)?;
+    let (array, array_type) = binder.bind_expr(right, scope)?;
+    let element = array_type
+        .as_ref()
+        .and_then(DataType::element_type)
+        .or(needle_type)
+        .unwrap_or(DataType::Text);
+    let array = match (array_type, element.array_type()) {
+        (None, Some(typed)) => coerce_to(array, None, typed)?,
+        _ => array,
+    };
+    let null = Expr::Literal(Value::Null);
+    let (needle, _, _) = binder.unify(needle, needle_type, null, Some(element), cmp.symbol())?;
+    let args = vec![
+        needle,
+        array,
+        Expr::Literal(Value::Text(cmp.symbol().to_owned())),
+        Expr::Literal(Value::Boolean(all)),
+        Expr::Literal(Value::Text(element.to_string())),
+    ];
     Ok((
-        Expr::Call(&ANY_EQUAL, vec![needle, array]),
+        Expr::Call(&crate::system::arrays::ARRAY_QUANTIFIED, args),
         Some(DataType::Boolean),
     ))
 }

@@ -92,24 +92,6 @@ pub fn array_position(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         }))
 }
 
-/// `x = ANY(arr)`, comparing as text: true on a match, else NULL if `x` or an element is NULL.
-pub fn any_equal(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    if args[0].is_null() || args[1].is_null() {
-        return Ok(Value::Null);
-    }
-    let wanted = text_of(&args[0]);
-    let array = array_arg(&args[1])?;
-    if array.elements.iter().flatten().any(|e| *e == wanted) {
-        return Ok(Value::Boolean(true));
-    }
-    let has_null = array.elements.iter().any(Option::is_none);
-    Ok(if has_null {
-        Value::Null
-    } else {
-        Value::Boolean(false)
-    })
-}
-
 /// `arr[i]`: the element (an integer when it reads as one), NULL outside the array.
 pub fn subscript(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let array = array_arg(&args[0])?;
@@ -244,19 +226,78 @@ pub fn ordered_array(expr: Expr, ty: Option<DataType>) -> Expr {
 }
 
 fn array_order_key(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let name = text_of(&args[1]);
-    let element = match name.as_str() {
+    let element = element_type_named(&text_of(&args[1]));
+    let elements = steady_types::array::array_values(&text_of(&args[0]), &element)?;
+    let mut key = steady_engine::codec::encode_key(&elements);
+    key.push(0);
+    Ok(Value::Bytea(key))
+}
+
+/// `x op ANY (arr)` / `x op ALL (arr)`, bound by the binder as this call with arguments
+/// `[x, arr, op, all, element type]`: each element read as the element type (the array's, or
+/// `x`'s for an array of unknown type such as a catalog vector), compared with `x` by `op`, and
+/// the answers combined by SQL's three-valued logic — ANY is true if one comparison is, NULL if
+/// none is but one is NULL, else false; ALL the other way round; over no element ANY is false
+/// and ALL true.
+pub static ARRAY_QUANTIFIED: Function = crate::execution::functions::lenient(
+    "array_quantified",
+    (5, 5),
+    crate::execution::functions::boolean,
+    array_quantified,
+);
+
+fn array_quantified(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args[1].is_null() {
+        return Ok(Value::Null);
+    }
+    let op = comparison_named(&text_of(&args[2]));
+    let all = args[3] == Value::Boolean(true);
+    let element = element_type_named(&text_of(&args[4]));
+    let mut unknown = false;
+    for item in array_arg(&args[1])?.elements {
+        let element = match item {
+            Some(text) => Value::parse(&element, &text)?,
+            None => Value::Null,
+        };
+        match crate::types::ops::compare(op, &args[0], &element) {
+            Value::Boolean(holds) if holds != all => return Ok(Value::Boolean(holds)),
+            Value::Boolean(_) => {}
+            _ => unknown = true,
+        }
+    }
+    Ok(if unknown {
+        Value::Null
+    } else {
+        Value::Boolean(all)
+    })
+}
+
+fn comparison_named(symbol: &str) -> crate::types::ops::CmpOp {
+    use crate::types::ops::CmpOp;
+    [
+        CmpOp::Eq,
+        CmpOp::NotEq,
+        CmpOp::Lt,
+        CmpOp::LtEq,
+        CmpOp::Gt,
+        CmpOp::GtEq,
+    ]
+    .into_iter()
+    .find(|op| op.symbol() == symbol)
+    .unwrap_or(CmpOp::Eq)
+}
+
+/// The element type an array call was told by name (see
+/// [`crate::execution::functions::call_on_array`]); text when the name is not a type's.
+fn element_type_named(name: &str) -> DataType {
+    match name {
         "double precision" => DataType::Double,
         "numeric" => DataType::Numeric {
             precision: None,
             scale: None,
         },
         other => crate::types::builtin_type(other).unwrap_or(DataType::Text),
-    };
-    let elements = steady_types::array::array_values(&text_of(&args[0]), &element)?;
-    let mut key = steady_engine::codec::encode_key(&elements);
-    key.push(0);
-    Ok(Value::Bytea(key))
+    }
 }
 
 #[cfg(test)]

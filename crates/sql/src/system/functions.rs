@@ -53,7 +53,6 @@ pub static REGTYPE_IN: Function = pure("regtypein", (1, 1), oid_type, regtype_in
 pub static REGTYPE_OUT: Function = pure("regtypeout", (1, 1), text, regtype_out);
 pub static REGNAMESPACE_IN: Function = pure("regnamespacein", (1, 1), oid_type, regnamespace_in);
 pub static REGNAMESPACE_OUT: Function = pure("regnamespaceout", (1, 1), text, regnamespace_out);
-pub static ANY_EQUAL: Function = lenient(pure("array_any_eq", (2, 2), boolean, arrays::any_equal));
 pub static SUBSCRIPT: Function = pure("array_subscript", (2, 2), unknown, arrays::subscript);
 pub static SLICE: Function = pure("array_slice", (3, 3), first_argument_type, arrays::slice);
 pub static ARRAY_ELEMENT_TEXT: Function = lenient(pure(
@@ -244,7 +243,7 @@ fn second_argument_type(args: &[Option<DataType>]) -> Option<DataType> {
     args.get(1).copied().flatten()
 }
 
-/// The catalog function `name` taking `args` arguments (the binder calls [`ANY_EQUAL`],
+/// The catalog function `name` taking `args` arguments (the binder calls [`arrays::ARRAY_QUANTIFIED`],
 /// [`SUBSCRIPT`] and the array builders itself; they have no SQL name).
 pub fn lookup(name: &str, args: usize) -> Option<&'static Function> {
     FUNCTIONS

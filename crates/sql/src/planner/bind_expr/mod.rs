@@ -16,6 +16,7 @@ use crate::execution::functions;
 use crate::execution::plan::{Plan, SortKey};
 use crate::execution::set_functions::{SetCall, SetFunction};
 use crate::planner::bind::{coerce_to, Binder, Scope, Typed};
+use crate::planner::binding;
 use crate::system::arrays::ordered_array;
 use crate::types::ops::{self, ArithOp, Category, CmpOp};
 use crate::types::{convert_type_in, normalize_ident, object_name, parse_number};
@@ -265,13 +266,16 @@ impl Binder<'_> {
                 ..
             } => match right.as_ref() {
                 AstExpr::Subquery(_) => self.bind_quantified(left, compare_op, right, false, scope),
-                _ => crate::planner::binding::bind_any_array(self, left, compare_op, right, scope),
+                _ => binding::bind_any_array(self, left, compare_op, right, false, scope),
             },
             AstExpr::AllOp {
                 left,
                 compare_op,
                 right,
-            } => self.bind_quantified(left, compare_op, right, true, scope),
+            } => match right.as_ref() {
+                AstExpr::Subquery(_) => self.bind_quantified(left, compare_op, right, true, scope),
+                _ => binding::bind_any_array(self, left, compare_op, right, true, scope),
+            },
             AstExpr::Array(array) => {
                 crate::planner::binding::bind_array_constructor(self, array, scope)
             }
@@ -379,7 +383,7 @@ impl Binder<'_> {
     }
 
     /// Brings two operands to comparable types: returns them and the common type.
-    fn unify(
+    pub(crate) fn unify(
         &mut self,
         a: Expr,
         at: Option<DataType>,
@@ -998,7 +1002,7 @@ fn char_as_text(expr: Expr, ty: Option<DataType>) -> Expr {
     }
 }
 
-fn comparison(op: &BinaryOperator) -> Option<CmpOp> {
+pub(crate) fn comparison(op: &BinaryOperator) -> Option<CmpOp> {
     Some(match op {
         BinaryOperator::Eq => CmpOp::Eq,
         BinaryOperator::NotEq => CmpOp::NotEq,
