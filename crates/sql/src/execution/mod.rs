@@ -8,6 +8,7 @@
 
 pub mod activity;
 pub mod aggregate;
+pub mod bitwise;
 pub mod cancel;
 pub mod constraints;
 pub mod datetime_functions;

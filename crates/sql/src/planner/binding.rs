@@ -169,6 +169,37 @@ pub fn bind_any_array(
     ))
 }
 
+/// `a @> b` (contains), `a <@ b` (is contained by) and `a && b` (overlaps) of two arrays: an
+/// untyped side takes the other's type; the elements are compared by their type.
+pub fn bind_array_set_operator(
+    binder: &mut Binder<'_>,
+    symbol: &str,
+    (a, at): Typed,
+    (b, bt): Typed,
+) -> Result<Typed> {
+    let Some(ty) = at.or(bt).filter(|t| t.element_type().is_some()) else {
+        let unknown = DataType::Text;
+        return Err(SqlError::no_operator(
+            &at.unwrap_or(unknown),
+            &symbol,
+            &bt.unwrap_or(unknown),
+        ));
+    };
+    let a = binder.settle(a, at, ty)?;
+    let b = binder.settle(b, bt, ty)?;
+    let element = ty.element_type().unwrap_or(DataType::Text);
+    let args = vec![
+        a,
+        b,
+        Expr::Literal(Value::Text(symbol.to_owned())),
+        Expr::Literal(Value::Text(element.to_string())),
+    ];
+    Ok((
+        Expr::Call(&crate::system::arrays::ARRAY_SET_OPERATOR, args),
+        Some(DataType::Boolean),
+    ))
+}
+
 /// `ARRAY[a, b, ...]`, one dimension: the array's text form (`{a,b}`), as arrays are here.
 pub fn bind_array_constructor(
     binder: &mut Binder<'_>,

@@ -50,6 +50,11 @@ pub fn bind_json_operator(
     use BinaryOperator::*;
     let (a, at) = binder.bind_expr(left, scope)?;
     let (b, bt) = binder.bind_expr(right, scope)?;
+    let array = |t: Option<DataType>| t.as_ref().and_then(DataType::element_type).is_some();
+    if matches!(op, AtArrow | ArrowAt) && (array(at) || array(bt)) {
+        let symbol = if *op == AtArrow { "@>" } else { "<@" };
+        return crate::planner::binding::bind_array_set_operator(binder, symbol, (a, at), (b, bt));
+    }
     if matches!(op, AtArrow | ArrowAt) {
         let jsonb = |t: Option<DataType>| matches!(t, None | Some(DataType::Jsonb));
         if !(jsonb(at) && jsonb(bt) && (at.is_some() || bt.is_some())) {

@@ -272,6 +272,34 @@ fn array_quantified(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     })
 }
 
+/// `a @> b`, `a <@ b` and `a && b` of arrays, called as `[a, b, operator, element type]`: an
+/// element matches an element of the other array equal to it by its type; a NULL element
+/// matches none, as in PostgreSQL (so `{1,NULL} @> {NULL}` is false).
+pub static ARRAY_SET_OPERATOR: Function = crate::execution::functions::strict(
+    "array_set_operator",
+    (4, 4),
+    crate::execution::functions::boolean,
+    array_set_operator,
+);
+
+fn array_set_operator(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let element = element_type_named(&text_of(&args[3]));
+    let elements = |value: &Value| -> Result<Vec<Value>> {
+        let items = steady_types::array::array_values(&text_of(value), &element)?;
+        Ok(items)
+    };
+    let (a, b) = (elements(&args[0])?, elements(&args[1])?);
+    let within = |item: &Value, of: &[Value]| {
+        of.iter()
+            .any(|other| item.compare(other).is_some_and(|o| o.is_eq()))
+    };
+    Ok(Value::Boolean(match text_of(&args[2]).as_str() {
+        "@>" => b.iter().all(|item| within(item, &a)),
+        "<@" => a.iter().all(|item| within(item, &b)),
+        _ => a.iter().any(|item| within(item, &b)),
+    }))
+}
+
 fn comparison_named(symbol: &str) -> crate::types::ops::CmpOp {
     use crate::types::ops::CmpOp;
     [

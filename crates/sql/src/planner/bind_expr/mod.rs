@@ -649,6 +649,14 @@ impl Binder<'_> {
                 return self.bind_like(left, right, None, negated, case_insensitive, scope);
             }
             BinaryOperator::PGExp => return self.bind_call("power", &[left, right], scope),
+            other if crate::execution::bitwise::operator(other).is_some() => {
+                return self.bind_bitwise(left, other, right, scope)
+            }
+            BinaryOperator::PGOverlap => {
+                let left = self.bind_expr(left, scope)?;
+                let right = self.bind_expr(right, scope)?;
+                return binding::bind_array_set_operator(self, "&&", left, right);
+            }
             other if crate::planner::json::is_json_operator(other) => {
                 return crate::planner::json::bind_json_operator(self, left, other, right, scope)
             }
@@ -665,6 +673,38 @@ impl Binder<'_> {
             return crate::planner::json::bind_jsonb_arith(self, arith, (a, at), (b, bt));
         }
         self.bind_arith(arith, a, at, b, bt)
+    }
+
+    /// `&`, `|`, `#`, `<<` and `>>` of integers ([`crate::execution::bitwise`]); an untyped
+    /// operand takes the other's type.
+    fn bind_bitwise(
+        &mut self,
+        left: &AstExpr,
+        op: &BinaryOperator,
+        right: &AstExpr,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let (function, shift) =
+            crate::execution::bitwise::operator(op).expect("a bitwise operator");
+        let (a, at) = self.bind_expr(left, scope)?;
+        let (b, bt) = self.bind_expr(right, scope)?;
+        let (at, bt) = match (at, bt) {
+            (Some(t), None) => (t, if shift { DataType::Integer } else { t }),
+            (None, Some(t)) => (if shift { DataType::Integer } else { t }, t),
+            (None, None) => (DataType::Integer, DataType::Integer),
+            (Some(a), Some(b)) => (a, b),
+        };
+        let integer = crate::execution::bitwise::is_integer;
+        if !integer(at) || !integer(bt) {
+            return Err(SqlError::no_operator(&at, &op.to_string(), &bt));
+        }
+        let (a, b) = (coerce_to(a, None, at)?, coerce_to(b, None, bt)?);
+        let ty = if shift {
+            at
+        } else {
+            crate::execution::bitwise::wider_of(at, bt)
+        };
+        Ok((Expr::Call(function, vec![a, b]), Some(ty)))
     }
 
     /// Operators beyond arithmetic and comparison (regular expressions), from the system module.
@@ -867,6 +907,18 @@ impl Binder<'_> {
             }
             UnaryOperator::Plus => self.bind_expr(e, scope),
             UnaryOperator::PGAbs => self.bind_call("abs", &[e], scope),
+            UnaryOperator::BitwiseNot => {
+                let (expr, ty) = self.bind_expr(e, scope)?;
+                let ty = ty.unwrap_or(DataType::Integer);
+                if !crate::execution::bitwise::is_integer(ty) {
+                    return Err(SqlError::undefined_function(format!(
+                        "operator does not exist: ~ {ty}"
+                    )));
+                }
+                let expr = coerce_to(expr, None, ty)?;
+                let not = &crate::execution::bitwise::NOT;
+                Ok((Expr::Call(not, vec![expr]), Some(ty)))
+            }
             UnaryOperator::PGSquareRoot | UnaryOperator::PGCubeRoot => {
                 // PostgreSQL has these for double precision only.
                 let (operand, _) = self.bind_expr_as(e, scope, DataType::Double)?;
