@@ -254,6 +254,13 @@ static FUNCTIONS: &[Function] = &[
     strict("div", (2, 2), numeric, div),
     strict("bit_length", (1, 1), integer, bit_length),
     strict("regexp_like", (2, 3), boolean, regexp_like),
+    strict("regexp_count", (2, 4), integer, super::regex::regexp_count),
+    strict(
+        "similar_to_escape",
+        (1, 2),
+        text,
+        super::regex::similar_to_escape,
+    ),
     strict("lower", (1, 1), text, lower),
     strict("upper", (1, 1), text, upper),
     strict("initcap", (1, 1), text, initcap),

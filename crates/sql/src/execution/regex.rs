@@ -9,6 +9,7 @@ use regex::{Regex, RegexBuilder};
 use steady_types::Value;
 
 use crate::error::{Result, SqlError};
+use crate::execution::executor::ExecCtx;
 use crate::types::ops::text_of;
 
 thread_local! {
@@ -115,5 +116,90 @@ pub(crate) fn regexp_split(args: &[Value]) -> Result<Vec<String>> {
         }
         parts.push(text[start..].to_owned());
         parts
+    })
+}
+
+/// `similar_to_escape(pattern [, escape])`: a SQL `SIMILAR TO` pattern as the POSIX regular
+/// expression PostgreSQL's `similar_escape` makes of it — anchored at both ends, `%` any string,
+/// `_` any character, `(` a non-capturing group, `.`, `^` and `$` literal, the escape character
+/// (`\` unless given; none when given empty) making the next character literal, a bracket
+/// expression copied as it is. `SIMILAR TO` is `~` with it.
+pub fn similar_to_escape(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let escape = match args.get(1) {
+        None => Some('\\'),
+        Some(value) => {
+            let text = text_of(value);
+            let mut chars = text.chars();
+            match (chars.next(), chars.next()) {
+                (None, _) => None,
+                (Some(c), None) => Some(c),
+                _ => {
+                    return Err(SqlError::new("22025", "invalid escape string")
+                        .with_hint("Escape string must be empty or one character."))
+                }
+            }
+        }
+    };
+    Ok(Value::Text(similar_regex(&text_of(&args[0]), escape)))
+}
+
+fn similar_regex(pattern: &str, escape: Option<char>) -> String {
+    let mut out = String::from("^(?:");
+    let (mut after_escape, mut in_brackets) = (false, false);
+    for c in pattern.chars() {
+        if after_escape {
+            out.push_str(&regex::escape(&c.to_string()));
+            after_escape = false;
+        } else if Some(c) == escape {
+            after_escape = true;
+        } else if in_brackets {
+            if c == ']' {
+                in_brackets = false;
+            }
+            out.push(c);
+        } else {
+            match c {
+                '[' => {
+                    in_brackets = true;
+                    out.push(c);
+                }
+                '%' => out.push_str(".*"),
+                '_' => out.push('.'),
+                '(' => out.push_str("(?:"),
+                '.' | '^' | '$' | '\\' => {
+                    out.push('\\');
+                    out.push(c);
+                }
+                c => out.push(c),
+            }
+        }
+    }
+    out.push_str(")$");
+    out
+}
+
+/// `regexp_count(string, pattern [, start [, flags]])`: how many times the pattern matches, the
+/// matches not overlapping, from character `start` (1-based) on.
+pub fn regexp_count(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let start = match args.get(2) {
+        Some(value) => crate::types::ops::as_i64(value),
+        None => 1,
+    };
+    if start < 1 {
+        return Err(SqlError::new(
+            "22023",
+            format!("invalid value for parameter \"start\": {start}"),
+        ));
+    }
+    let (global, case_insensitive) = regex_flags(args.get(3))?;
+    if global {
+        return Err(SqlError::new(
+            "22023",
+            "regexp_count() does not support the \"global\" option",
+        ));
+    }
+    let subject: String = text_of(&args[0]).chars().skip(start as usize - 1).collect();
+    with_regex(text_of(&args[1]), case_insensitive, |regex| {
+        Value::Integer(regex.find_iter(&subject).count() as i32)
     })
 }

@@ -207,6 +207,38 @@ pub fn array_remove(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Text(steady_types::array::array_text(&kept)))
 }
 
+/// `array_replace(arr, from, to)`: `arr` with each element equal to `from` (compared as text,
+/// as [`array_remove`]; NULL replaces NULLs) replaced by `to`.
+pub fn array_replace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    if args[0].is_null() {
+        return Ok(Value::Null);
+    }
+    let from = (!args[1].is_null()).then(|| text_of(&args[1]));
+    let to = match &args[2] {
+        Value::Null => "NULL".to_owned(),
+        other => quote_element(other),
+    };
+    let elements: Vec<String> = array_arg(&args[0])?
+        .elements
+        .into_iter()
+        .map(|e| match e {
+            e if e == from => to.clone(),
+            Some(text) => quote_element(&Value::Text(text)),
+            None => "NULL".to_owned(),
+        })
+        .collect();
+    Ok(Value::Text(format!("{{{}}}", elements.join(","))))
+}
+
+/// `array_ndims(arr)`: 1, or NULL for an empty array (SteadyDB's arrays have one dimension).
+pub fn array_ndims(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let array = array_arg(&args[0])?;
+    Ok(match array.elements.is_empty() {
+        true => Value::Null,
+        false => Value::Integer(1),
+    })
+}
+
 /// Arrays compare element by element, by the elements' type (`{9} < {10}` for integers), a
 /// shorter array before a longer one it begins, NULL elements after the others — as PostgreSQL
 /// compares them. An array value is its text, so the binder has comparisons and ORDER BY of

@@ -233,6 +233,13 @@ static FUNCTIONS: &[&Function] = &[
         first_argument_type,
         arrays::array_remove,
     )),
+    &lenient(pure(
+        "array_replace",
+        (3, 3),
+        first_argument_type,
+        arrays::array_replace,
+    )),
+    &pure("array_ndims", (1, 1), integer, arrays::array_ndims),
 ];
 
 fn first_argument_type(args: &[Option<DataType>]) -> Option<DataType> {

@@ -112,6 +112,12 @@ impl Binder<'_> {
                 Ok((negate_if(between, *negated), Some(DataType::Boolean)))
             }
             AstExpr::BinaryOp { left, op, right } => self.bind_binary(left, op, right, scope),
+            AstExpr::SimilarTo {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+            } => self.bind_similar_to(expr, pattern, escape_char.as_deref(), *negated, scope),
             AstExpr::Like {
                 negated,
                 expr,
@@ -673,6 +679,34 @@ impl Binder<'_> {
             return crate::planner::json::bind_jsonb_arith(self, arith, (a, at), (b, bt));
         }
         self.bind_arith(arith, a, at, b, bt)
+    }
+
+    /// `s [NOT] SIMILAR TO pattern [ESCAPE e]`: `s ~ similar_to_escape(pattern, e)`, as
+    /// PostgreSQL rewrites it.
+    fn bind_similar_to(
+        &mut self,
+        expr: &AstExpr,
+        pattern: &AstExpr,
+        escape: Option<&AstExpr>,
+        negated: bool,
+        scope: &Scope,
+    ) -> Result<Typed> {
+        let (subject, _) = self.bind_expr_as(expr, scope, DataType::Text)?;
+        let mut escape_args = vec![self.bind_expr_as(pattern, scope, DataType::Text)?.0];
+        if let Some(escape) = escape {
+            escape_args.push(self.bind_expr_as(escape, scope, DataType::Text)?.0);
+        }
+        let regex = Expr::Call(
+            functions::lookup("similar_to_escape", escape_args.len())?,
+            escape_args,
+        );
+        let matched = Expr::Call(&crate::system::functions::REGEX_MATCH, vec![subject, regex]);
+        let expr = if negated {
+            Expr::Not(Box::new(matched))
+        } else {
+            matched
+        };
+        Ok((fold(expr)?, Some(DataType::Boolean)))
     }
 
     /// `&`, `|`, `#`, `<<` and `>>` of integers ([`crate::execution::bitwise`]); an untyped
