@@ -156,6 +156,9 @@ pub enum Plan {
         input: Box<Plan>,
         limit: Option<Expr>,
         offset: Option<Expr>,
+        /// `FETCH FIRST n ROWS WITH TIES`: the sort keys (over the input, a Sort) by which the
+        /// rows after the n-th that equal it come too; empty for a plain limit.
+        ties: Vec<SortKey>,
     },
     /// `SELECT ... FOR UPDATE / FOR SHARE` over one table (see
     /// [`crate::execution::executor::lock_rows`]): each row of the input (the table's columns)

@@ -631,10 +631,11 @@ fn open_node<'p>(
             input,
             limit,
             offset,
+            ties,
         } => Box::new(LimitSource::new(
             open(input, ctx, numbering)?,
-            limit.as_ref(),
-            offset.as_ref(),
+            (limit.as_ref(), offset.as_ref()),
+            ties,
             ctx,
         )?),
         Plan::LockRows {
@@ -1098,13 +1099,16 @@ struct LimitSource<'p> {
     input: BoxedSource<'p>,
     remaining: Option<u64>,
     skip: u64,
+    /// WITH TIES: the sort keys, and the sort-key values of the last row the limit let through.
+    ties: &'p [SortKey],
+    last_keys: Option<Vec<Value>>,
 }
 
 impl<'p> LimitSource<'p> {
     fn new(
         input: BoxedSource<'p>,
-        limit: Option<&Expr>,
-        offset: Option<&Expr>,
+        (limit, offset): (Option<&Expr>, Option<&Expr>),
+        ties: &'p [SortKey],
         ctx: &mut ExecCtx,
     ) -> Result<Self> {
         let count = |e: Option<&Expr>, ctx: &mut ExecCtx, what: &str| -> Result<Option<u64>> {
@@ -1124,6 +1128,8 @@ impl<'p> LimitSource<'p> {
             input,
             remaining: count(limit, ctx, "LIMIT")?,
             skip: count(offset, ctx, "OFFSET")?.unwrap_or(0),
+            ties,
+            last_keys: None,
         })
     }
 }
@@ -1131,7 +1137,7 @@ impl<'p> LimitSource<'p> {
 impl Source for LimitSource<'_> {
     fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
         if self.remaining == Some(0) {
-            return Ok(None);
+            return self.next_tie(ctx);
         }
         while self.skip > 0 {
             self.skip -= 1;
@@ -1142,8 +1148,31 @@ impl Source for LimitSource<'_> {
         let row = self.input.next(ctx)?;
         if let Some(n) = self.remaining.as_mut() {
             *n = n.saturating_sub(1);
+            if *n == 0 && !self.ties.is_empty() {
+                if let Some(row) = &row {
+                    self.last_keys = Some(eval_each(self.ties.iter().map(|k| &k.expr), row, ctx)?);
+                }
+            }
         }
         Ok(row)
+    }
+}
+
+impl LimitSource<'_> {
+    /// After the limit: the next row if it ties with the last one let through (WITH TIES).
+    fn next_tie(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        let Some(last) = &self.last_keys else {
+            return Ok(None);
+        };
+        let Some(row) = self.input.next(ctx)? else {
+            return Ok(None);
+        };
+        let keys = eval_each(self.ties.iter().map(|k| &k.expr), &row, ctx)?;
+        if compare_by_keys(&keys, last, self.ties) == Ordering::Equal {
+            return Ok(Some(row));
+        }
+        self.last_keys = None;
+        Ok(None)
     }
 }
 

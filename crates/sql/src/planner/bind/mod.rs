@@ -262,6 +262,12 @@ impl<'a> Binder<'a> {
             None => &[],
         };
         let (limit, offset) = self.bind_limit(query)?;
+        let with_ties = query.fetch.as_ref().is_some_and(|f| f.with_ties);
+        if with_ties && order_by.is_empty() {
+            return Err(SqlError::syntax(
+                "WITH TIES cannot be specified without ORDER BY clause",
+            ));
+        }
         let lock = row_lock::RowLockClause::of_query(&query.locks);
         let mut bound = match query.body.as_ref() {
             SetExpr::Select(select) => self.bind_select(select, order_by, lock)?,
@@ -280,11 +286,14 @@ impl<'a> Binder<'a> {
                 self.order_outputs(bound, order_by)?
             }
         };
-        if limit.is_some() || offset.is_some() {
+        if with_ties {
+            bound.plan = limit_with_ties(bound.plan, limit, offset)?;
+        } else if limit.is_some() || offset.is_some() {
             bound.plan = Plan::Limit {
                 input: Box::new(bound.plan),
                 limit,
                 offset,
+                ties: Vec::new(),
             };
         }
         crate::execution::plan::prune_scan_columns(&mut bound.plan, None);
@@ -320,8 +329,8 @@ impl<'a> Binder<'a> {
         fetch: &ast::Fetch,
         clause: Option<&ast::LimitClause>,
     ) -> Result<(Option<Expr>, Option<Expr>)> {
-        if fetch.with_ties || fetch.percent {
-            return Err(SqlError::unsupported("FETCH ... WITH TIES / PERCENT"));
+        if fetch.percent {
+            return Err(SqlError::unsupported("FETCH ... PERCENT"));
         }
         let empty = Scope::default();
         let count = match &fetch.quantity {
@@ -547,6 +556,29 @@ fn position_literal(expr: &AstExpr) -> Option<usize> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// `FETCH FIRST n ROWS WITH TIES`: the limit goes right above the query's sort (below the
+/// projection that drops hidden sort columns, if any), so it can compare rows by the sort keys.
+fn limit_with_ties(plan: Plan, limit: Option<Expr>, offset: Option<Expr>) -> Result<Plan> {
+    let limited = |sorted: Plan| match sorted {
+        Plan::Sort { input, keys } => Ok(Plan::Limit {
+            ties: keys.clone(),
+            input: Box::new(Plan::Sort { input, keys }),
+            limit: limit.clone(),
+            offset: offset.clone(),
+        }),
+        _ => Err(SqlError::unsupported("FETCH ... WITH TIES here")),
+    };
+    match plan {
+        Plan::Project { input, exprs } if matches!(*input, Plan::Sort { .. }) => {
+            Ok(Plan::Project {
+                input: Box::new(limited(*input)?),
+                exprs,
+            })
+        }
+        other => limited(other),
     }
 }
 
