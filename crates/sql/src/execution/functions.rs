@@ -1773,3 +1773,16 @@ pub fn call_on_array(function: &'static Function, expr: Expr, ty: Option<DataTyp
         None => expr,
     }
 }
+
+/// The element type an array call was told by name by [`call_on_array`]; text when the name is
+/// not a type's.
+pub fn array_element_type(name: &str) -> DataType {
+    match name {
+        "double precision" => DataType::Double,
+        "numeric" => DataType::Numeric {
+            precision: None,
+            scale: None,
+        },
+        other => crate::types::builtin_type(other).unwrap_or(DataType::Text),
+    }
+}

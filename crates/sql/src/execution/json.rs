@@ -506,27 +506,15 @@ pub fn array_as_json(expr: Expr, ty: Option<DataType>) -> Expr {
 }
 
 fn array_to_json(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let element = match text_of(&args[1]).as_str() {
-        "boolean" => DataType::Boolean,
-        "smallint" | "integer" | "bigint" | "real" | "double precision" | "numeric" => {
-            DataType::Double
-        }
-        _ => DataType::Text,
-    };
-    let items = TextArray::parse(&text_of(&args[0]))?
+    let element = crate::execution::functions::array_element_type(&text_of(&args[1]));
+    let texts = TextArray::parse(&text_of(&args[0]))?
         .elements
         .into_iter()
-        .map(|item| match (item, element) {
-            (None, _) => Ok(Json::Null),
-            (Some(text), DataType::Text) => Ok(Json::String(text)),
-            (Some(text), DataType::Double) if text.parse::<f64>().is_ok_and(f64::is_finite) => {
-                Ok(Json::Number(steady_types::json::canonical_number(&text)))
-            }
-            (Some(text), DataType::Double) => Ok(Json::String(text)),
-            (Some(text), _) => to_document(&Value::parse(&element, &text)?),
+        .map(|item| {
+            let value = item.map_or(Ok(Value::Null), |text| Value::parse(&element, &text))?;
+            Ok(to_document(&value)?.to_jsonb_text())
         })
-        .collect::<Result<Vec<Json>>>()?;
-    let texts: Vec<String> = items.iter().map(Json::to_jsonb_text).collect();
+        .collect::<Result<Vec<String>>>()?;
     Ok(Value::Json(format!("[{}]", texts.join(","))))
 }
 

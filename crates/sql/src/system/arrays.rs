@@ -214,20 +214,15 @@ pub fn array_replace(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         return Ok(Value::Null);
     }
     let from = (!args[1].is_null()).then(|| text_of(&args[1]));
-    let to = match &args[2] {
-        Value::Null => "NULL".to_owned(),
-        other => quote_element(other),
-    };
-    let elements: Vec<String> = array_arg(&args[0])?
+    let replaced: Vec<Value> = array_arg(&args[0])?
         .elements
         .into_iter()
         .map(|e| match e {
-            e if e == from => to.clone(),
-            Some(text) => quote_element(&Value::Text(text)),
-            None => "NULL".to_owned(),
+            e if e == from => args[2].clone(),
+            e => e.map_or(Value::Null, Value::Text),
         })
         .collect();
-    Ok(Value::Text(format!("{{{}}}", elements.join(","))))
+    Ok(Value::Text(steady_types::array::array_text(&replaced)))
 }
 
 /// `array_ndims(arr)`: 1, or NULL for an empty array (SteadyDB's arrays have one dimension).
@@ -258,7 +253,7 @@ pub fn ordered_array(expr: Expr, ty: Option<DataType>) -> Expr {
 }
 
 fn array_order_key(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let element = element_type_named(&text_of(&args[1]));
+    let element = crate::execution::functions::array_element_type(&text_of(&args[1]));
     let elements = steady_types::array::array_values(&text_of(&args[0]), &element)?;
     let mut key = steady_engine::codec::encode_key(&elements);
     key.push(0);
@@ -284,7 +279,7 @@ fn array_quantified(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     }
     let op = comparison_named(&text_of(&args[2]));
     let all = args[3] == Value::Boolean(true);
-    let element = element_type_named(&text_of(&args[4]));
+    let element = crate::execution::functions::array_element_type(&text_of(&args[4]));
     let mut unknown = false;
     for item in array_arg(&args[1])?.elements {
         let element = match item {
@@ -315,11 +310,8 @@ pub static ARRAY_SET_OPERATOR: Function = crate::execution::functions::strict(
 );
 
 fn array_set_operator(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    let element = element_type_named(&text_of(&args[3]));
-    let elements = |value: &Value| -> Result<Vec<Value>> {
-        let items = steady_types::array::array_values(&text_of(value), &element)?;
-        Ok(items)
-    };
+    let element = crate::execution::functions::array_element_type(&text_of(&args[3]));
+    let elements = |value: &Value| steady_types::array::array_values(&text_of(value), &element);
     let (a, b) = (elements(&args[0])?, elements(&args[1])?);
     let within = |item: &Value, of: &[Value]| {
         of.iter()
@@ -345,19 +337,6 @@ fn comparison_named(symbol: &str) -> crate::types::ops::CmpOp {
     .into_iter()
     .find(|op| op.symbol() == symbol)
     .unwrap_or(CmpOp::Eq)
-}
-
-/// The element type an array call was told by name (see
-/// [`crate::execution::functions::call_on_array`]); text when the name is not a type's.
-fn element_type_named(name: &str) -> DataType {
-    match name {
-        "double precision" => DataType::Double,
-        "numeric" => DataType::Numeric {
-            precision: None,
-            scale: None,
-        },
-        other => crate::types::builtin_type(other).unwrap_or(DataType::Text),
-    }
 }
 
 #[cfg(test)]
