@@ -39,6 +39,26 @@ fn statement_timeout_stops_a_long_query_and_the_session_goes_on() {
     assert_eq!(cell(&mut session, "SELECT 1 + 1"), "2");
 }
 
+#[test]
+fn statement_timeout_stops_a_long_on_delete_cascade_and_undoes_it() {
+    let (_dir, db) = open();
+    let mut session = db.session("s");
+    ok(
+        &mut session,
+        "CREATE TABLE chain (id int PRIMARY KEY, parent int REFERENCES chain ON DELETE CASCADE)",
+    );
+    ok(&mut session, "CREATE INDEX chain_parent ON chain (parent)");
+    ok(
+        &mut session,
+        "INSERT INTO chain SELECT g, nullif(g - 1, 0) FROM generate_series(1, 200000) g",
+    );
+    ok(&mut session, "SET statement_timeout = 50");
+    let err = run(&mut session, "DELETE FROM chain WHERE id = 1").unwrap_err();
+    assert_eq!(err.code, "57014", "{err}");
+    ok(&mut session, "RESET statement_timeout");
+    assert_eq!(cell(&mut session, "SELECT count(*) FROM chain"), "200000");
+}
+
 /// Waits (bounded) until the lock manager has queued one more wait than `before`; a cancel or a
 /// commit from then on finds the waiter.
 fn wait_for_lock_wait(db: &Database, before: u64) {

@@ -399,6 +399,8 @@ pub fn check_no_children(
     let mut deleted: Vec<(Arc<TableDef>, Vec<Value>)> = Vec::new();
     delete_children(ctx, &engine, table, old, &mut deleted)?;
     while let Some((table, row)) = deleted.pop() {
+        // A cascade down a long chain is long work: cancel and statement_timeout end it.
+        ctx.check_interrupt()?;
         delete_children(ctx, &engine, &table, &row, &mut deleted)?;
     }
     Ok(())
