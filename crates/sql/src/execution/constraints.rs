@@ -27,6 +27,7 @@ use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::executor::ExecCtx;
+use crate::execution::fk_checks::PendingCheck;
 
 /// Column names the SQL layer gives dropped columns (kept in rows, hidden from SQL).
 pub const DROPPED_PREFIX: &str = "........pg.dropped.";
@@ -163,9 +164,69 @@ pub struct ForeignKey {
     pub columns: Vec<usize>,
     pub table: String,
     pub ref_columns: Vec<usize>,
-    /// Absent from keys stored before ON DELETE actions existed: NO ACTION.
+    #[serde(flatten)]
+    pub actions: Actions,
+}
+
+/// What a foreign key does besides requiring its parent: its ON DELETE, ON UPDATE and when it
+/// is checked. Each is absent from keys stored before it existed, and reads as the default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actions {
     #[serde(default)]
     pub on_delete: OnDelete,
+    /// `ON UPDATE RESTRICT` (else NO ACTION, the only other ON UPDATE SteadyDB takes).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub update_restrict: bool,
+    #[serde(default)]
+    pub deferral: Deferral,
+}
+
+impl Actions {
+    /// The clauses `pg_get_constraintdef` ends a foreign key with.
+    pub fn clauses(&self) -> String {
+        let update = if self.update_restrict {
+            " ON UPDATE RESTRICT"
+        } else {
+            ""
+        };
+        format!(
+            "{update}{}{}",
+            self.on_delete.clause(),
+            self.deferral.clause()
+        )
+    }
+}
+
+/// When a foreign key is checked (PostgreSQL's `DEFERRABLE` and `INITIALLY ...`): at the end
+/// of each statement, or — deferred — at the commit ([`crate::execution::fk_checks`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Deferral {
+    #[default]
+    NotDeferrable,
+    /// `DEFERRABLE INITIALLY IMMEDIATE`: checked per statement until SET CONSTRAINTS defers it.
+    Immediate,
+    /// `DEFERRABLE INITIALLY DEFERRED`: checked at the commit unless SET CONSTRAINTS says
+    /// IMMEDIATE.
+    Deferred,
+}
+
+impl Deferral {
+    pub fn deferrable(self) -> bool {
+        self != Deferral::NotDeferrable
+    }
+
+    pub fn initially_deferred(self) -> bool {
+        self == Deferral::Deferred
+    }
+
+    /// The words `pg_get_constraintdef` ends a foreign key with.
+    pub fn clause(self) -> &'static str {
+        match self {
+            Deferral::NotDeferrable => "",
+            Deferral::Immediate => " DEFERRABLE",
+            Deferral::Deferred => " DEFERRABLE INITIALLY DEFERRED",
+        }
+    }
 }
 
 /// What deleting a referenced row does to the rows that reference it.
@@ -314,42 +375,78 @@ fn index_of(table: &TableDef, name: &str) -> usize {
     table.column(name).unwrap_or(usize::MAX)
 }
 
-/// Every foreign key of `table` finds its parent row for the row `values` (NULL keys pass).
+/// Every foreign key of `table` finds its parent row for the row `values` (NULL keys pass). A key
+/// that finds none is checked again when the statement ends, or at the commit when the foreign
+/// key is deferred ([`crate::execution::fk_checks`]): a later row of the statement, or of the transaction, may
+/// bring the parent.
 pub fn check_parents(ctx: &mut ExecCtx, table: &TableDef, values: &[Value]) -> Result<()> {
     for fk in foreign_keys(table) {
-        if fk.columns.iter().any(|&c| values[c].is_null()) {
-            continue;
-        }
-        let engine = ctx.engine()?.clone();
-        let parent = engine
-            .table(&fk.table)
-            .ok_or_else(|| SqlError::undefined_table(&fk.table))?;
-        let key: Vec<Value> = fk
-            .columns
-            .iter()
-            .zip(&fk.ref_columns)
-            .map(|(&c, &r)| values[c].cast_to(&parent.columns[r].data_type))
-            .collect::<std::result::Result<_, _>>()?;
-        if !parent_exists(ctx, &parent, &fk.ref_columns, &key)? {
-            return Err(SqlError::new(
-                "23503",
-                format!(
-                    "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
-                    table.name, fk.name
-                ),
-            )
-            .with_detail(format!(
-                "Key {} is not present in table \"{}\".",
-                key_text(table, &fk.columns, values),
-                fk.table
-            )));
+        if let Some((key, error)) = missing_parent(ctx, table, &fk, values)? {
+            let check = PendingCheck {
+                child: table.name.clone(),
+                constraint: fk.name.clone(),
+                key,
+                restrict: false,
+                error,
+            };
+            ctx.foreign_key_checks().queue(&fk, check);
         }
     }
     Ok(())
 }
 
+/// Fails unless every foreign key of `table` finds its parent row for the row `values` now
+/// (ADD FOREIGN KEY's check of the rows a table holds, which is never deferred).
+pub fn require_parents(ctx: &mut ExecCtx, table: &TableDef, values: &[Value]) -> Result<()> {
+    for fk in foreign_keys(table) {
+        if let Some((_, error)) = missing_parent(ctx, table, &fk, values)? {
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// The parent key (as the parent's types) that the row `values` of `table` does not find
+/// through `fk`, with the error that says so; None when the key is NULL or found.
+fn missing_parent(
+    ctx: &mut ExecCtx,
+    table: &TableDef,
+    fk: &ForeignKey,
+    values: &[Value],
+) -> Result<Option<(Vec<Value>, SqlError)>> {
+    if fk.columns.iter().any(|&c| values[c].is_null()) {
+        return Ok(None);
+    }
+    let engine = ctx.engine()?.clone();
+    let parent = engine
+        .table(&fk.table)
+        .ok_or_else(|| SqlError::undefined_table(&fk.table))?;
+    let key: Vec<Value> = fk
+        .columns
+        .iter()
+        .zip(&fk.ref_columns)
+        .map(|(&c, &r)| values[c].cast_to(&parent.columns[r].data_type))
+        .collect::<std::result::Result<_, _>>()?;
+    if parent_exists(ctx, &parent, &fk.ref_columns, &key)? {
+        return Ok(None);
+    }
+    let error = SqlError::new(
+        "23503",
+        format!(
+            "insert or update on table \"{}\" violates foreign key constraint \"{}\"",
+            table.name, fk.name
+        ),
+    )
+    .with_detail(format!(
+        "Key {} is not present in table \"{}\".",
+        key_text(table, &fk.columns, values),
+        fk.table
+    ));
+    Ok(Some((key, error)))
+}
+
 /// Whether `parent` has a row with `key` in `columns`; a primary-key match is locked.
-fn parent_exists(
+pub(crate) fn parent_exists(
     ctx: &mut ExecCtx,
     parent: &TableDef,
     columns: &[usize],
@@ -420,11 +517,10 @@ fn delete_children(
         if key.iter().any(Value::is_null) {
             continue;
         }
-        match fk.on_delete {
+        match fk.actions.on_delete {
             OnDelete::NoAction | OnDelete::Restrict => {
-                if !child_rows(ctx, &child, &fk.columns, &key, true)?.is_empty() {
-                    return Err(still_referenced(table, &fk, &child, old));
-                }
+                let restrict = fk.actions.on_delete == OnDelete::Restrict;
+                queue_if_referenced(ctx, table, (&child, &fk), old, key, restrict)?;
             }
             OnDelete::Cascade => {
                 for (pk, row) in locked_children(ctx, &child, &fk, &key)? {
@@ -510,11 +606,52 @@ fn restrict_key_change(
                 continue;
             }
         }
-        if !child_rows(ctx, &child, &fk.columns, &key, true)?.is_empty() {
-            return Err(still_referenced(table, &fk, &child, old));
-        }
+        queue_if_referenced(
+            ctx,
+            table,
+            (&child, &fk),
+            old,
+            key,
+            fk.actions.update_restrict,
+        )?;
     }
     Ok(())
+}
+
+/// A row of `table` lost the key `old` held in `fk`'s referenced columns (`key`): while rows of
+/// `child` reference it, the check is made again when the statement ends — under RESTRICT
+/// without letting a row that holds the key again count — or, under NO ACTION with `fk`
+/// deferred, at the commit ([`crate::execution::fk_checks`]).
+fn queue_if_referenced(
+    ctx: &mut ExecCtx,
+    table: &TableDef,
+    (child, fk): (&TableDef, &ForeignKey),
+    old: &[Value],
+    key: Vec<Value>,
+    restrict: bool,
+) -> Result<()> {
+    if !references(ctx, child, fk, &key)? {
+        return Ok(());
+    }
+    let check = PendingCheck {
+        child: child.name.clone(),
+        constraint: fk.name.clone(),
+        key,
+        restrict,
+        error: still_referenced(table, fk, child, old),
+    };
+    ctx.foreign_key_checks().queue(fk, check);
+    Ok(())
+}
+
+/// Whether a row of `child` references the parent key `key` through `fk`.
+pub(crate) fn references(
+    ctx: &mut ExecCtx,
+    child: &TableDef,
+    fk: &ForeignKey,
+    key: &[Value],
+) -> Result<bool> {
+    Ok(!child_rows(ctx, child, &fk.columns, key, true)?.is_empty())
 }
 
 fn still_referenced(

@@ -14,6 +14,7 @@ pub mod constraints;
 pub mod datetime_functions;
 pub mod executor;
 pub mod expr;
+pub mod fk_checks;
 pub mod float_math;
 pub mod formatting;
 pub mod functions;

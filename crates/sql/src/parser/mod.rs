@@ -48,6 +48,12 @@ pub enum Statement {
         insert: Box<ast::Statement>,
         system: bool,
     },
+    /// `SET CONSTRAINTS {ALL | name, ...} {DEFERRED | IMMEDIATE}` (sqlparser reads no SET
+    /// CONSTRAINTS): the names (None: ALL) and whether DEFERRED.
+    SetConstraints {
+        names: Option<Vec<String>>,
+        deferred: bool,
+    },
     /// Nothing but whitespace and comments (a prepared empty query).
     Empty,
 }
@@ -114,6 +120,12 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
                 && words.iter().any(|t| unquoted_keyword(t) == Keyword::OWNER) =>
         {
             return parse_alter_type_owner(&words[2..]);
+        }
+        Some(Token::Word(w))
+            if w.keyword == Keyword::SET
+                && words.get(1).and_then(|t| word(t)).as_deref() == Some("constraints") =>
+        {
+            return parse_set_constraints(&words[2..]);
         }
         Some(Token::Word(w)) if w.keyword == Keyword::ANALYZE => {
             return Ok(Statement::Analyze {
@@ -554,6 +566,32 @@ fn parse_alter_type_owner(rest: &[&Token]) -> Result<Statement> {
             "ALTER TYPE ... OWNER TO needs one role name",
         )),
     }
+}
+
+/// `{ALL | name, ...} {DEFERRED | IMMEDIATE}`, after `SET CONSTRAINTS`.
+fn parse_set_constraints(rest: &[&Token]) -> Result<Statement> {
+    let Some((mode, names)) = rest.split_last() else {
+        return Err(SqlError::syntax("syntax error at end of input"));
+    };
+    let deferred = match unquoted_keyword(mode) {
+        Keyword::DEFERRED => true,
+        Keyword::IMMEDIATE => false,
+        _ => {
+            return Err(SqlError::syntax(format!(
+                "syntax error at or near \"{mode}\""
+            )))
+        }
+    };
+    let names = match names {
+        [all] if unquoted_keyword(all) == Keyword::ALL => None,
+        [] => {
+            return Err(SqlError::syntax(format!(
+                "syntax error at or near \"{mode}\""
+            )))
+        }
+        names => Some(table_list(names, &[])?),
+    };
+    Ok(Statement::SetConstraints { names, deferred })
 }
 
 fn parse_alter_sequence(rest: &[&Token]) -> Result<Statement> {

@@ -20,6 +20,7 @@ impl Session {
             savepoints: Vec::new(),
         };
         apply_modes(&mut block, modes);
+        self.info.foreign_key_checks.lock().clear();
         self.block = Some(block);
         Ok(QueryResult::command("BEGIN"))
     }
@@ -34,12 +35,20 @@ impl Session {
         };
         self.end_block_cursors(!block.failed);
         if block.failed {
+            self.info.foreign_key_checks.lock().clear();
             if let Some(txn) = block.txn {
                 txn.rollback()?;
             }
             return Ok(QueryResult::command("ROLLBACK"));
         }
-        if let Some(txn) = block.txn {
+        if let Some(mut txn) = block.txn {
+            let engine = Arc::clone(self.db.engine());
+            let checked = self.run_deferred_checks(&engine, &mut txn);
+            self.info.foreign_key_checks.lock().clear();
+            if let Err(err) = checked {
+                txn.rollback()?;
+                return Err(err);
+            }
             txn.commit()?;
         }
         Ok(QueryResult::command("COMMIT"))
@@ -54,6 +63,7 @@ impl Session {
             ));
         };
         self.end_block_cursors(false);
+        self.info.foreign_key_checks.lock().clear();
         if let Some(txn) = block.txn {
             txn.rollback()?;
         }
@@ -67,9 +77,10 @@ impl Session {
         };
         let txn = self.take_block_txn(&engine)?;
         let savepoint = txn.savepoint();
+        let mark = self.info.foreign_key_checks.lock().mark();
         let block = self.block.as_mut().expect("inside a block");
         block.txn = Some(txn);
-        block.savepoints.push((name.to_owned(), savepoint));
+        block.savepoints.push((name.to_owned(), savepoint, mark));
         Ok(QueryResult::command("SAVEPOINT"))
     }
 
@@ -81,7 +92,7 @@ impl Session {
         block
             .savepoints
             .iter()
-            .rposition(|(n, _)| n == name)
+            .rposition(|(n, _, _)| n == name)
             .ok_or_else(|| SqlError::new("3B001", format!("savepoint \"{name}\" does not exist")))
     }
 
@@ -89,10 +100,11 @@ impl Session {
         let position = self.find_savepoint(name)?;
         let block = self.block.as_mut().expect("inside a block");
         block.savepoints.truncate(position + 1);
-        let savepoint = block.savepoints[position].1.clone();
+        let (_, savepoint, mark) = block.savepoints[position].clone();
         if let Some(txn) = block.txn.as_mut() {
             txn.rollback_to(&savepoint)?;
         }
+        self.info.foreign_key_checks.lock().rollback_to(mark);
         block.failed = false;
         Ok(QueryResult::command("ROLLBACK"))
     }
@@ -105,6 +117,42 @@ impl Session {
         let block = self.block.as_mut().expect("inside a block");
         block.savepoints.truncate(position);
         Ok(QueryResult::command("RELEASE"))
+    }
+}
+
+impl Session {
+    /// SET CONSTRAINTS: when the named (or all) deferrable foreign keys are checked for the rest
+    /// of the transaction; deferred checks of the keys it makes IMMEDIATE are made now. Outside a
+    /// block it has no effect beyond a WARNING (25P01), as in PostgreSQL.
+    pub(super) fn set_constraints(
+        &mut self,
+        names: Option<&[String]>,
+        deferred: bool,
+    ) -> Result<QueryResult> {
+        let engine = Arc::clone(self.db.engine());
+        for name in names.into_iter().flatten() {
+            crate::execution::fk_checks::check_named(&engine, name)?;
+        }
+        let done = QueryResult::command("SET CONSTRAINTS");
+        if self.block.is_none() {
+            return Ok(done.with_notice(
+                "WARNING",
+                "25P01",
+                "SET CONSTRAINTS can only be used in transaction blocks",
+            ));
+        }
+        let named: Vec<Option<String>> = match names {
+            None => vec![None],
+            Some(names) => names.iter().cloned().map(Some).collect(),
+        };
+        let now: Vec<_> = named
+            .into_iter()
+            .flat_map(|name| self.info.foreign_key_checks.lock().set_mode(name, deferred))
+            .collect();
+        self.in_transaction(|session, txn| {
+            session.run_checks(&engine, txn, now)?;
+            Ok(done)
+        })
     }
 }
 

@@ -175,6 +175,7 @@ impl Database {
                 statement_stats: Some(Arc::clone(&self.statement_stats)),
                 pending_counts: Arc::default(),
                 set_config_changes: Arc::default(),
+                foreign_key_checks: Arc::default(),
             },
             block: None,
             prepared: HashMap::new(),
@@ -332,7 +333,8 @@ struct Block {
     isolation: Isolation,
     read_only: bool,
     failed: bool,
-    savepoints: Vec<(String, Savepoint)>,
+    /// Each savepoint, with how far the deferred foreign-key checks had grown at it.
+    savepoints: Vec<(String, Savepoint, crate::execution::fk_checks::Mark)>,
 }
 
 /// One client's session.
@@ -747,6 +749,9 @@ impl Session {
                 self.require_superuser("must be superuser to do CHECKPOINT")?;
                 return self.checkpoint();
             }
+            Statement::SetConstraints { names, deferred } => {
+                return self.set_constraints(names.as_deref(), *deferred);
+            }
             Statement::AlterSequenceOwnedBy {
                 if_exists,
                 sequence,
@@ -892,7 +897,12 @@ impl Session {
         let engine = Arc::clone(self.db.engine());
         if self.block.is_none() {
             let mut txn = engine.begin(self.info.settings.default_isolation())?;
-            let result = self.run_statement(&engine, &mut txn, f);
+            self.info.foreign_key_checks.lock().clear();
+            let result = self.run_statement(&engine, &mut txn, f).and_then(|result| {
+                self.run_deferred_checks(&engine, &mut txn)?;
+                Ok(result)
+            });
+            self.info.foreign_key_checks.lock().clear();
             return match result {
                 Ok(result) => {
                     txn.commit()?;
@@ -925,9 +935,37 @@ impl Session {
         let timeout = self.info.settings.timeout("statement_timeout");
         txn.set_statement_deadline(timeout.map(|t| std::time::Instant::now() + t));
         self.info.cancel.start(engine, txn.id(), timeout);
-        let result = f(self, txn).map_err(|err| self.info.cancel.explain(err));
+        let result = f(self, txn).and_then(|result| {
+            let checks = self.info.foreign_key_checks.lock().take_statement();
+            self.run_checks(engine, txn, checks)?;
+            Ok(result)
+        });
+        if result.is_err() {
+            self.info.foreign_key_checks.lock().clear_statement();
+        }
+        let result = result.map_err(|err| self.info.cancel.explain(err));
         self.info.cancel.finish();
         result
+    }
+
+    /// Makes the foreign-key checks left for later again (`execution::fk_checks`).
+    fn run_checks(
+        &self,
+        engine: &Arc<Engine>,
+        txn: &mut Transaction,
+        checks: Vec<crate::execution::fk_checks::PendingCheck>,
+    ) -> Result<()> {
+        if checks.is_empty() {
+            return Ok(());
+        }
+        let mut ctx = ExecCtx::new(Some(Arc::clone(engine)), Some(txn), &[], &self.info);
+        crate::execution::fk_checks::run_checks(&mut ctx, checks)
+    }
+
+    /// The transaction's deferred foreign-key checks, made as it commits.
+    fn run_deferred_checks(&self, engine: &Arc<Engine>, txn: &mut Transaction) -> Result<()> {
+        let checks = self.info.foreign_key_checks.lock().take_deferred();
+        self.run_checks(engine, txn, checks)
     }
 
     /// The session's record in `pg_stat_activity` (its pid, and whether it was terminated).

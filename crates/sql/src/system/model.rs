@@ -16,7 +16,7 @@ use steady_types::DataType;
 
 use super::{oids, SystemTable};
 use crate::error::Result;
-use crate::execution::constraints::{checks, foreign_keys, is_hidden, OnDelete};
+use crate::execution::constraints::{checks, foreign_keys, is_hidden, Actions};
 
 /// An index as `pg_index` shows it.
 pub struct IndexInfo {
@@ -75,8 +75,8 @@ pub struct ConstraintInfo {
     pub parent: Option<(Arc<TableDef>, Vec<usize>)>,
     /// A CHECK constraint's expression.
     pub check: Option<String>,
-    /// A foreign key's ON DELETE (NO ACTION for the other kinds).
-    pub on_delete: OnDelete,
+    /// A foreign key's actions and deferral (the defaults for the other kinds).
+    pub actions: Actions,
 }
 
 /// Where CHECK constraints' numbers start in a table's constraint oids (after its foreign keys').
@@ -97,7 +97,7 @@ pub fn constraints(engine: &Engine, table: &Arc<TableDef>) -> Vec<ConstraintInfo
             index: i.oid,
             parent: None,
             check: None,
-            on_delete: OnDelete::NoAction,
+            actions: Actions::default(),
         });
     let foreign = foreign_keys(table).into_iter().enumerate().map(|(n, fk)| {
         let parent = engine.table(&fk.table);
@@ -116,7 +116,7 @@ pub fn constraints(engine: &Engine, table: &Arc<TableDef>) -> Vec<ConstraintInfo
             index,
             parent: parent.map(|p| (p, fk.ref_columns)),
             check: None,
-            on_delete: fk.on_delete,
+            actions: fk.actions,
         }
     });
     let checked = checks(table)
@@ -131,7 +131,7 @@ pub fn constraints(engine: &Engine, table: &Arc<TableDef>) -> Vec<ConstraintInfo
             index: 0,
             parent: None,
             check: Some(check.expression),
-            on_delete: OnDelete::NoAction,
+            actions: Actions::default(),
         });
     keys.chain(foreign).chain(checked).collect()
 }

@@ -548,7 +548,14 @@ fn constraint_row(constraint: &ConstraintInfo) -> Vec<Value> {
         None => (0, Value::Null),
     };
     let (update_action, delete_action) = match foreign {
-        true => ("a", constraint.on_delete.code()),
+        true => (
+            if constraint.actions.update_restrict {
+                "r"
+            } else {
+                "a"
+            },
+            constraint.actions.on_delete.code(),
+        ),
         false => (" ", " "),
     };
     vec![
@@ -556,8 +563,8 @@ fn constraint_row(constraint: &ConstraintInfo) -> Vec<Value> {
         name(&constraint.name),
         oid(oids::PUBLIC),
         name(constraint.kind),
-        flag(false),
-        flag(false),
+        flag(constraint.actions.deferral.deferrable()),
+        flag(constraint.actions.deferral.initially_deferred()),
         flag(true),
         oid(oids::relation(constraint.table.id)),
         oid(0),
@@ -697,7 +704,7 @@ pub fn constraint_definition(constraint: &ConstraintInfo) -> String {
             "FOREIGN KEY ({columns}) REFERENCES {}({}){}",
             model::quote_ident(&parent.name),
             column_list(parent, parent_columns),
-            constraint.on_delete.clause()
+            constraint.actions.clauses()
         ),
         (None, "p") => format!("PRIMARY KEY ({columns})"),
         (None, _) => format!("UNIQUE ({columns})"),

@@ -72,6 +72,8 @@ pub struct SessionInfo {
     /// Settings `set_config` changed during the statement, validated, in order: the session
     /// applies them when the statement ends (a statement reads its settings unchanged).
     pub set_config_changes: Arc<parking_lot::Mutex<Vec<(String, String)>>>,
+    /// The transaction's foreign-key checks left for later and its SET CONSTRAINTS modes.
+    pub foreign_key_checks: Arc<parking_lot::Mutex<crate::execution::fk_checks::ForeignKeyChecks>>,
 }
 
 /// Per plan node figures for EXPLAIN ANALYZE.
@@ -344,6 +346,13 @@ impl<'a> ExecCtx<'a> {
         settings.show(name)
     }
 
+    /// The transaction's foreign-key checks left for later ([`crate::execution::fk_checks`]).
+    pub fn foreign_key_checks(
+        &self,
+    ) -> parking_lot::MutexGuard<'_, crate::execution::fk_checks::ForeignKeyChecks> {
+        self.info.foreign_key_checks.lock()
+    }
+
     pub fn session_id(&self) -> u32 {
         self.info.id
     }
@@ -406,6 +415,7 @@ pub fn eval_constant(expr: &Expr) -> Result<Value> {
         statement_stats: None,
         pending_counts: Arc::default(),
         set_config_changes: Arc::default(),
+        foreign_key_checks: Arc::default(),
     };
     let mut ctx = ExecCtx::new(None, None, &[], &info);
     expr.eval(&[], &mut ctx)

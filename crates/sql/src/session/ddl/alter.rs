@@ -336,6 +336,7 @@ impl Ddl<'_> {
         };
         match constraint {
             TableConstraint::PrimaryKey(pk) => {
+                super::refuse_deferrable(pk.characteristics.as_ref(), "primary key")?;
                 if !table.primary_key.is_empty() {
                     return Err(SqlError::new(
                         "42P16",
@@ -349,6 +350,7 @@ impl Ddl<'_> {
                 self.add_primary_key(table, columns)
             }
             TableConstraint::Unique(unique) => {
+                super::refuse_deferrable(unique.characteristics.as_ref(), "unique")?;
                 let columns = positions(&index_column_names(&unique.columns)?)?;
                 let name = unique
                     .name
@@ -382,7 +384,7 @@ impl Ddl<'_> {
                     columns,
                     &fk.foreign_table,
                     &refs,
-                    super::delete_action(fk)?,
+                    super::fk_actions(fk)?,
                 )
             }
             TableConstraint::Check(c) => {

@@ -42,7 +42,8 @@ use steady_types::Value;
 
 use crate::error::{Result, SqlError};
 use crate::execution::constraints::{
-    self, foreign_keys, is_hidden, referencing, Constraint, ForeignKey, OnDelete, DROPPED_PREFIX,
+    self, foreign_keys, is_hidden, referencing, Actions, Constraint, Deferral, ForeignKey,
+    OnDelete, DROPPED_PREFIX,
 };
 use crate::execution::executor::ExecCtx;
 use crate::parser::parse_expr;
@@ -138,7 +139,7 @@ struct PendingForeignKey {
     columns: Vec<usize>,
     parent: ast::ObjectName,
     ref_columns: Vec<String>,
-    on_delete: OnDelete,
+    actions: Actions,
 }
 
 /// Partitioned and inheriting tables are refused (0A000): a table created without its
@@ -161,10 +162,10 @@ fn refuse_table_kinds(create: &ast::CreateTable) -> Result<()> {
     }
 }
 
-/// A foreign key's ON DELETE; the forms SteadyDB does not carry out are refused (0A000), never
-/// ignored: ON UPDATE other than NO ACTION / RESTRICT, ON DELETE SET DEFAULT, MATCH FULL and
-/// MATCH PARTIAL.
-pub(super) fn delete_action(fk: &ast::ForeignKeyConstraint) -> Result<OnDelete> {
+/// A foreign key's actions and deferral; the forms SteadyDB does not carry out are refused
+/// (0A000), never ignored: ON UPDATE other than NO ACTION / RESTRICT, ON DELETE SET DEFAULT,
+/// MATCH FULL and MATCH PARTIAL, NOT ENFORCED.
+pub(super) fn fk_actions(fk: &ast::ForeignKeyConstraint) -> Result<Actions> {
     use ast::ReferentialAction as Action;
     if let Some(action @ (Action::Cascade | Action::SetNull | Action::SetDefault)) = fk.on_update {
         return Err(SqlError::unsupported(format!("ON UPDATE {action}")));
@@ -176,7 +177,7 @@ pub(super) fn delete_action(fk: &ast::ForeignKeyConstraint) -> Result<OnDelete> 
     {
         return Err(SqlError::unsupported(format!("{kind} in a foreign key")));
     }
-    Ok(match fk.on_delete {
+    let on_delete = match fk.on_delete {
         None | Some(Action::NoAction) => OnDelete::NoAction,
         Some(Action::Restrict) => OnDelete::Restrict,
         Some(Action::Cascade) => OnDelete::Cascade,
@@ -184,7 +185,49 @@ pub(super) fn delete_action(fk: &ast::ForeignKeyConstraint) -> Result<OnDelete> 
         Some(action @ Action::SetDefault) => {
             return Err(SqlError::unsupported(format!("ON DELETE {action}")))
         }
+    };
+    Ok(Actions {
+        on_delete,
+        update_restrict: fk.on_update == Some(Action::Restrict),
+        deferral: deferral(fk.characteristics.as_ref())?,
     })
+}
+
+/// `[NOT] DEFERRABLE [INITIALLY {DEFERRED | IMMEDIATE}]` of a foreign key, as PostgreSQL reads
+/// it: INITIALLY DEFERRED alone means DEFERRABLE; NOT DEFERRABLE INITIALLY DEFERRED is an
+/// error (42601).
+fn deferral(characteristics: Option<&ast::ConstraintCharacteristics>) -> Result<Deferral> {
+    let Some(c) = characteristics else {
+        return Ok(Deferral::NotDeferrable);
+    };
+    if c.enforced == Some(false) {
+        return Err(SqlError::unsupported("NOT ENFORCED constraints"));
+    }
+    let initially_deferred = c.initially == Some(ast::DeferrableInitial::Deferred);
+    match (c.deferrable, initially_deferred) {
+        (Some(false), true) => Err(SqlError::new(
+            "42601",
+            "constraint declared INITIALLY DEFERRED must be DEFERRABLE",
+        )),
+        (_, true) => Ok(Deferral::Deferred),
+        (Some(true), false) => Ok(Deferral::Immediate),
+        (_, false) => Ok(Deferral::NotDeferrable),
+    }
+}
+
+/// A unique or primary key declared DEFERRABLE is refused (0A000): SteadyDB checks them as each
+/// row is written, and a deferred check would let a transaction do what PostgreSQL allows and
+/// SteadyDB would refuse midway.
+pub(super) fn refuse_deferrable(
+    characteristics: Option<&ast::ConstraintCharacteristics>,
+    what: &str,
+) -> Result<()> {
+    match deferral(characteristics)? {
+        Deferral::NotDeferrable => Ok(()),
+        _ => Err(SqlError::unsupported(format!(
+            "DEFERRABLE {what} constraints"
+        ))),
+    }
 }
 
 /// A column's constraints gathered from its definition.
@@ -356,7 +399,7 @@ impl Ddl<'_> {
                 fk.columns.clone(),
                 &fk.parent,
                 &fk.ref_columns,
-                fk.on_delete,
+                fk.actions,
             )?;
         }
         let current = self
@@ -552,10 +595,15 @@ impl Ddl<'_> {
                 ColumnOption::Null => def.nullable = true,
                 ColumnOption::NotNull => def.nullable = false,
                 ColumnOption::Default(expr) => def.default = Some(stored_default(expr)),
-                ColumnOption::PrimaryKey(_) => set_primary_key(spec, table, vec![index])?,
-                ColumnOption::Unique(_) => spec
-                    .unique
-                    .push((option.name.as_ref().map(normalize_ident), vec![index])),
+                ColumnOption::PrimaryKey(pk) => {
+                    refuse_deferrable(pk.characteristics.as_ref(), "primary key")?;
+                    set_primary_key(spec, table, vec![index])?
+                }
+                ColumnOption::Unique(unique) => {
+                    refuse_deferrable(unique.characteristics.as_ref(), "unique")?;
+                    spec.unique
+                        .push((option.name.as_ref().map(normalize_ident), vec![index]))
+                }
                 ColumnOption::ForeignKey(fk) => spec.foreign_keys.push(PendingForeignKey {
                     name: option
                         .name
@@ -565,7 +613,7 @@ impl Ddl<'_> {
                     columns: vec![index],
                     parent: fk.foreign_table.clone(),
                     ref_columns: fk.referred_columns.iter().map(normalize_ident).collect(),
-                    on_delete: delete_action(fk)?,
+                    actions: fk_actions(fk)?,
                 }),
                 ColumnOption::Check(c) => spec.checks.push(check::written(
                     option.name.as_ref().or(c.name.as_ref()),
@@ -612,10 +660,12 @@ impl Ddl<'_> {
         };
         match constraint {
             TableConstraint::PrimaryKey(pk) => {
+                refuse_deferrable(pk.characteristics.as_ref(), "primary key")?;
                 let columns = positions(&index_column_names(&pk.columns)?)?;
                 set_primary_key(spec, "", columns)
             }
             TableConstraint::Unique(unique) => {
+                refuse_deferrable(unique.characteristics.as_ref(), "unique")?;
                 let columns = positions(&index_column_names(&unique.columns)?)?;
                 spec.unique
                     .push((unique.name.as_ref().map(normalize_ident), columns));
@@ -629,7 +679,7 @@ impl Ddl<'_> {
                     columns,
                     parent: fk.foreign_table.clone(),
                     ref_columns: fk.referred_columns.iter().map(normalize_ident).collect(),
-                    on_delete: delete_action(fk)?,
+                    actions: fk_actions(fk)?,
                 });
                 Ok(())
             }
@@ -653,7 +703,7 @@ impl Ddl<'_> {
         columns: Vec<usize>,
         parent: &ast::ObjectName,
         ref_names: &[String],
-        on_delete: OnDelete,
+        actions: Actions,
     ) -> Result<()> {
         let parent_name = public_object_name(parent)?;
         let parent = if parent_name == table.name {
@@ -725,7 +775,7 @@ impl Ddl<'_> {
             columns,
             table: parent.name.clone(),
             ref_columns,
-            on_delete,
+            actions,
         };
         let mut altered = table.clone();
         altered
@@ -753,7 +803,7 @@ impl Ddl<'_> {
         let info = self.session.info().clone();
         let mut ctx = ExecCtx::new(Some(engine), Some(&mut *txn), &[], &info);
         for values in &rows {
-            constraints::check_parents(&mut ctx, table, values)?;
+            constraints::require_parents(&mut ctx, table, values)?;
         }
         Ok(())
     }
