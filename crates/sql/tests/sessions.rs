@@ -1295,3 +1295,48 @@ fn pg_stat_activity_hides_other_roles_statements_from_ordinary_roles() {
     assert!(shown(&mut alice, "alice").starts_with("SELECT query"));
     assert!(shown(&mut admin, "alice").starts_with("SELECT query"));
 }
+
+fn deferred_tables(session: &mut Session) {
+    ok(session, "CREATE TABLE p (id integer PRIMARY KEY)");
+    ok(
+        session,
+        "CREATE TABLE c (id integer PRIMARY KEY, p integer REFERENCES p DEFERRABLE INITIALLY DEFERRED)",
+    );
+}
+
+#[test]
+fn a_deferred_foreign_key_finds_a_parent_another_session_commits_before_the_commit() {
+    let (_dir, db) = open();
+    let mut a = db.session("a");
+    let mut b = db.session("b");
+    deferred_tables(&mut a);
+    ok(&mut a, "BEGIN");
+    ok(&mut a, "INSERT INTO c VALUES (1, 10)");
+    ok(&mut b, "INSERT INTO p VALUES (10)");
+    ok(&mut a, "COMMIT");
+    assert_eq!(cell(&mut b, "SELECT count(*) FROM c WHERE p = 10"), "1");
+}
+
+#[test]
+fn a_parent_delete_deferred_to_the_commit_keeps_the_parent_locked_until_its_check_fails() {
+    let (_dir, db) = open();
+    let mut a = db.session("a");
+    let mut b = db.session("b");
+    deferred_tables(&mut a);
+    ok(&mut a, "INSERT INTO p VALUES (10)");
+    ok(&mut a, "INSERT INTO c VALUES (1, 10)");
+    ok(&mut a, "BEGIN");
+    ok(&mut a, "DELETE FROM p WHERE id = 10");
+    let waits_before = db.engine().locks().stats().lock_waits;
+    let inserter = thread::spawn(move || {
+        let result = run(&mut b, "INSERT INTO c VALUES (2, 10)");
+        (b, result)
+    });
+    wait_for_lock_wait(&db, waits_before);
+    let err = run(&mut a, "COMMIT").unwrap_err();
+    assert_eq!(err.code, "23503", "{err}");
+    let (mut b, inserted) = inserter.join().unwrap();
+    inserted.expect("the child finds its parent once the delete is rolled back");
+    assert_eq!(cell(&mut b, "SELECT count(*) FROM p"), "1");
+    assert_eq!(cell(&mut b, "SELECT count(*) FROM c WHERE p = 10"), "2");
+}

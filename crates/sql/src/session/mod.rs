@@ -962,9 +962,14 @@ impl Session {
         crate::execution::fk_checks::run_checks(&mut ctx, checks)
     }
 
-    /// The transaction's deferred foreign-key checks, made as it commits.
+    /// The transaction's deferred foreign-key checks, made as it commits — under READ
+    /// COMMITTED with a new snapshot, as a statement of their own would see the rows (a parent
+    /// another session committed since counts).
     fn run_deferred_checks(&self, engine: &Arc<Engine>, txn: &mut Transaction) -> Result<()> {
         let checks = self.info.foreign_key_checks.lock().take_deferred();
+        if !checks.is_empty() {
+            txn.begin_statement();
+        }
         self.run_checks(engine, txn, checks)
     }
 
