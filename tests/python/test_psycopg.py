@@ -7,6 +7,7 @@ the `server` fixture (conftest.py) starts one server for the module, with TLS on
 import threading
 import time
 from datetime import date, datetime, timedelta, timezone
+from datetime import time as time_of_day
 from decimal import Decimal
 from uuid import UUID
 
@@ -109,7 +110,7 @@ def test_text_arrays(server):
         ).fetchone()
         assert names == ["a", "b"]
         with pytest.raises(errors.FeatureNotSupported):
-            conn.execute("CREATE TABLE bad (x date[])")
+            conn.execute("CREATE TABLE bad (x varchar(5)[])")
 
 
 def test_number_and_boolean_arrays(server):
@@ -138,6 +139,33 @@ def test_number_and_boolean_arrays(server):
         assert first == 2
         with pytest.raises(errors.InvalidTextRepresentation):
             conn.execute("INSERT INTO nums (id, xs) VALUES (9, '{1,x}')")
+
+
+def test_date_time_and_uuid_arrays(server):
+    """Lists of dates, datetimes, times, timedeltas and UUIDs go in and come back as lists of
+    those types, in text and in binary; array_agg of such a column is an array of its type."""
+    with connect(server, autocommit=True) as conn:
+        conn.execute("SET TimeZone = 'UTC'")
+        conn.execute("DROP TABLE IF EXISTS dated")
+        conn.execute(
+            "CREATE TABLE dated (id integer PRIMARY KEY, ds date[], ts timestamp[],"
+            " tzs timestamptz[], ti time[], iv interval[], us uuid[])"
+        )
+        row = (
+            [date(2024, 1, 1), None],
+            [datetime(2024, 1, 1, 10, 30, 0, 500)],
+            [datetime(2024, 1, 1, 8, 0, tzinfo=timezone.utc)],
+            [time_of_day(11, 30, 1)],
+            [timedelta(days=1, hours=2)],
+            [UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")],
+        )
+        for binary in (False, True):
+            with conn.cursor(binary=binary) as cur:
+                cur.execute("INSERT INTO dated VALUES (%s, %s, %s, %s, %s, %s, %s)", (int(binary), *row))
+                cur.execute("SELECT ds, ts, tzs, ti, iv, us FROM dated WHERE id = %s", (int(binary),))
+                assert cur.fetchone() == row
+        (days,) = conn.execute("SELECT array_agg(ds[1] ORDER BY id) FROM dated").fetchone()
+        assert days == [date(2024, 1, 1)] * 2
 
 
 def test_parameters_and_prepared_statements(server):

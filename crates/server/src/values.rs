@@ -83,6 +83,12 @@ pub fn declared_type(ty: Option<&Type>) -> Option<DataType> {
         Type::FLOAT4_ARRAY => DataType::Array(ArrayElement::Real),
         Type::FLOAT8_ARRAY => DataType::Array(ArrayElement::Double),
         Type::NUMERIC_ARRAY => DataType::Array(ArrayElement::Numeric),
+        Type::DATE_ARRAY => DataType::Array(ArrayElement::Date),
+        Type::TIMESTAMP_ARRAY => DataType::Array(ArrayElement::Timestamp),
+        Type::TIMESTAMPTZ_ARRAY => DataType::Array(ArrayElement::TimestampTz),
+        Type::TIME_ARRAY => DataType::Array(ArrayElement::Time),
+        Type::UUID_ARRAY => DataType::Array(ArrayElement::Uuid),
+        Type::INTERVAL_ARRAY => DataType::Array(ArrayElement::Interval),
         _ => return None,
     })
 }

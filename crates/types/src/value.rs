@@ -37,8 +37,9 @@ pub enum DataType {
     Jsonb,
     /// `text[]`, one dimension, held as its text form (`{a,"b c",NULL}`) in a `Value::Text`.
     TextArray,
-    /// An array of numbers or booleans (`integer[]`, ...), one dimension, held as its canonical
-    /// text form (`{1,2,NULL}`, each element as its type writes it) in a `Value::Text`.
+    /// An array of numbers, booleans, dates and times or uuids (`integer[]`, `date[]`, ...), one
+    /// dimension, held as its canonical text form (`{1,2,NULL}`, each element as its type writes
+    /// it) in a `Value::Text`.
     Array(ArrayElement),
     /// A type made by `CREATE TYPE ... AS ENUM`, by its oid (see [`crate::enums`]).
     Enum(u32),
@@ -54,6 +55,14 @@ pub enum ArrayElement {
     Real,
     Double,
     Numeric,
+    Date,
+    Timestamp,
+    /// Elements are written with the offset of the session's TimeZone when the array was made
+    /// (the text is the value): the instants are exact, the offsets those of the writer.
+    TimestampTz,
+    Time,
+    Uuid,
+    Interval,
 }
 
 impl ArrayElement {
@@ -70,6 +79,12 @@ impl ArrayElement {
             DataType::Numeric {
                 precision: None, ..
             } => ArrayElement::Numeric,
+            DataType::Date => ArrayElement::Date,
+            DataType::Timestamp => ArrayElement::Timestamp,
+            DataType::TimestampTz => ArrayElement::TimestampTz,
+            DataType::Time => ArrayElement::Time,
+            DataType::Uuid => ArrayElement::Uuid,
+            DataType::Interval => ArrayElement::Interval,
             _ => return None,
         })
     }
@@ -86,6 +101,12 @@ impl ArrayElement {
                 precision: None,
                 scale: None,
             },
+            ArrayElement::Date => DataType::Date,
+            ArrayElement::Timestamp => DataType::Timestamp,
+            ArrayElement::TimestampTz => DataType::TimestampTz,
+            ArrayElement::Time => DataType::Time,
+            ArrayElement::Uuid => DataType::Uuid,
+            ArrayElement::Interval => DataType::Interval,
         }
     }
 }

@@ -369,18 +369,17 @@ impl<'a> Binder<'a> {
                     ast::SetOperator::Intersect => SetOpKind::Intersect,
                     ast::SetOperator::Except | ast::SetOperator::Minus => SetOpKind::Except,
                 };
-                let columns = left
+                let types: Vec<DataType> = left
                     .columns
                     .iter()
                     .zip(&right.columns)
                     .map(|(l, r)| {
-                        let ty = crate::planner::bind_expr::common_type(
-                            [l.ty, r.ty].into_iter(),
-                            "UNION",
-                        )?;
-                        Ok(Column::new(l.name.clone(), Some(ty)))
+                        crate::planner::bind_expr::common_type([l.ty, r.ty].into_iter(), "UNION")
                     })
                     .collect::<Result<_>>()?;
+                let left = self.coerce_outputs(left, &types)?;
+                let right = self.coerce_outputs(right, &types)?;
+                let columns = left.columns.clone();
                 Ok(BoundQuery {
                     plan: Plan::SetOp {
                         left: Box::new(left.plan),
@@ -397,20 +396,64 @@ impl<'a> Binder<'a> {
     }
 
     /// `VALUES (...), (...)`: columns `column1`, `column2`... typed by their first typed row.
+    /// One side of a set operation with each output column brought to the operation's column
+    /// type (`types`) — an untyped literal of one side too — so that the rows of both sides
+    /// compare, sort and deduplicate as one type.
+    fn coerce_outputs(&mut self, side: BoundQuery, types: &[DataType]) -> Result<BoundQuery> {
+        let same = |(c, t): (&Column, &DataType)| c.ty.as_ref() == Some(t);
+        if side.columns.iter().zip(types).all(same) {
+            return Ok(side);
+        }
+        let mut exprs = Vec::with_capacity(types.len());
+        let mut columns = Vec::with_capacity(types.len());
+        for (i, (column, ty)) in side.columns.iter().zip(types).enumerate() {
+            exprs.push(self.coerce_branch(Expr::Column(i), column.ty, *ty)?);
+            columns.push(Column::new(column.name.clone(), Some(*ty)));
+        }
+        Ok(BoundQuery {
+            plan: Plan::Project {
+                input: Box::new(side.plan),
+                exprs,
+            },
+            columns,
+            required: side.required,
+        })
+    }
+
     pub fn bind_values(&mut self, values: &ast::Values) -> Result<BoundQuery> {
         let width = values.rows.first().map_or(0, |r| r.len());
         let empty = Scope::default();
-        let mut rows = Vec::with_capacity(values.rows.len());
-        let mut types: Vec<Option<DataType>> = vec![None; width];
+        let mut typed_rows = Vec::with_capacity(values.rows.len());
         for row in &values.rows {
             if row.len() != width {
                 return Err(SqlError::syntax("VALUES lists must all be the same length"));
             }
+            let bound: Vec<(Expr, Option<DataType>)> = row
+                .iter()
+                .map(|e| self.bind_expr(e, &empty))
+                .collect::<Result<_>>()?;
+            typed_rows.push(bound);
+        }
+        // Each column takes the common type of its values (PostgreSQL's UNION/VALUES rule), and
+        // every value is brought to it — an untyped literal in a later row too — so that rows
+        // compare and sort as one type; a column of nothing but untyped literals stays so.
+        let mut types: Vec<Option<DataType>> = vec![None; width];
+        for (i, ty) in types.iter_mut().enumerate() {
+            if typed_rows.iter().any(|row| row[i].1.is_some()) {
+                *ty = Some(crate::planner::bind_expr::common_type(
+                    typed_rows.iter().map(|row| row[i].1),
+                    "VALUES",
+                )?);
+            }
+        }
+        let mut rows = Vec::with_capacity(typed_rows.len());
+        for row in typed_rows {
             let mut bound = Vec::with_capacity(width);
-            for (i, e) in row.iter().enumerate() {
-                let (expr, ty) = self.bind_expr(e, &empty)?;
-                types[i] = types[i].or(ty);
-                bound.push(expr);
+            for ((expr, from), to) in row.into_iter().zip(&types) {
+                bound.push(match to {
+                    Some(to) => self.coerce_branch(expr, from, *to)?,
+                    None => expr,
+                });
             }
             rows.push(bound);
         }

@@ -1043,7 +1043,12 @@ impl Binder<'_> {
     }
 
     /// A CASE branch (or COALESCE argument) brought to the expression's type.
-    fn coerce_branch(&mut self, expr: Expr, from: Option<DataType>, to: DataType) -> Result<Expr> {
+    pub(crate) fn coerce_branch(
+        &mut self,
+        expr: Expr,
+        from: Option<DataType>,
+        to: DataType,
+    ) -> Result<Expr> {
         match from {
             Some(f) if ops::category(&f) != ops::category(&to) => Err(SqlError::datatype_mismatch(
                 format!("CASE types {to} and {f} cannot be matched"),
