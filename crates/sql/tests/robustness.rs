@@ -205,6 +205,18 @@ const TOKENS: &[&str] = &[
     "convert_to(b, 'UTF8')",
     "CREATE TABLE other.t (a int)",
     "DROP TABLE IF EXISTS other.t",
+    "sum(a) OVER (ORDER BY a RANGE BETWEEN 1 PRECEDING AND 2 FOLLOWING)",
+    "count(*) OVER (ORDER BY now() RANGE INTERVAL '1 day' PRECEDING)",
+    "OVER (ORDER BY a GROUPS BETWEEN",
+    "RANGE BETWEEN -1 PRECEDING AND",
+    "CREATE TABLE c (x int REFERENCES t (a) DEFERRABLE INITIALLY DEFERRED)",
+    "SET CONSTRAINTS ALL DEFERRED",
+    "SET CONSTRAINTS",
+    "IMMEDIATE",
+    "'{2024-01-01,NULL}'::date[]",
+    "ARRAY[now(), NULL]",
+    "'{}'::uuid[]",
+    "VALUES (1), ('2'), (NULL)",
 ];
 
 /// FROM items of generated queries: tables, WITH queries, a subquery, a table function.

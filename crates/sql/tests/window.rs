@@ -1,6 +1,7 @@
 //! Window functions against a model: for random tables (small value domains, so partitions and
-//! peers form, with NULLs), ranking functions, running and sliding sums over ROWS frames, and
-//! lag/lead equal what a direct computation over the rows gives.
+//! peers form, with NULLs), ranking functions, running and sliding sums over ROWS frames, sums
+//! over RANGE frames with offsets and over GROUPS frames, and lag/lead equal what a direct
+//! computation over the rows gives.
 
 mod common;
 
@@ -74,6 +75,35 @@ fn sliding_sum(table: &[Row], row: &Row, before: usize, after: usize) -> Option<
     frame.iter().filter_map(|r| r.2).reduce(|a, b| a + b)
 }
 
+/// The sum of id over RANGE BETWEEN `before` PRECEDING AND `after` FOLLOWING ordered by v: the
+/// rows of the partition whose v lies within those distances of the row's (a NULL row: the
+/// partition's NULL rows).
+fn range_sum(table: &[Row], row: &Row, before: i64, after: i64) -> Option<i64> {
+    let within = |v: Option<i64>| match (row.2, v) {
+        (None, None) => true,
+        (Some(x), Some(v)) => x - before <= v && v <= x + after,
+        _ => false,
+    };
+    let part = table.iter().filter(|r| r.1 == row.1 && within(r.2));
+    part.map(|r| r.0).reduce(|a, b| a + b)
+}
+
+/// The sum of id over GROUPS BETWEEN `before` PRECEDING AND `after` FOLLOWING ordered by v: the
+/// rows of the peer groups (distinct v, NULLs last) within those counts of the row's group.
+fn groups_sum(table: &[Row], row: &Row, before: usize, after: usize) -> Option<i64> {
+    let mut groups: Vec<Option<i64>> = partition_by_value(table, row.1)
+        .iter()
+        .map(|r| r.2)
+        .collect();
+    groups.dedup();
+    let at = groups.iter().position(|v| *v == row.2).unwrap();
+    let reached = &groups[at.saturating_sub(before)..(at + after + 1).min(groups.len())];
+    let part = table
+        .iter()
+        .filter(|r| r.1 == row.1 && reached.contains(&r.2));
+    part.map(|r| r.0).reduce(|a, b| a + b)
+}
+
 /// v of the row `offset` places after `row` (before, if negative) in id order, else `default`.
 fn shifted(table: &[Row], row: &Row, offset: isize, default: Option<i64>) -> Option<i64> {
     let at = table.iter().position(|r| r.0 == row.0).unwrap() as isize + offset;
@@ -111,7 +141,9 @@ proptest! {
                rank() OVER (PARTITION BY p ORDER BY v), \
                dense_rank() OVER (PARTITION BY p ORDER BY v), \
                sum(v) OVER (PARTITION BY p ORDER BY id ROWS BETWEEN {before} PRECEDING AND {after} FOLLOWING), \
-               lead(v, {offset}, -1) OVER (ORDER BY id) \
+               lead(v, {offset}, -1) OVER (ORDER BY id), \
+               sum(id) OVER (PARTITION BY p ORDER BY v RANGE BETWEEN {before} PRECEDING AND {after} FOLLOWING), \
+               sum(id) OVER (PARTITION BY p ORDER BY v GROUPS BETWEEN {before} PRECEDING AND {after} FOLLOWING) \
              FROM w ORDER BY id"
         ));
         prop_assert_eq!(got.len(), table.len());
@@ -122,6 +154,9 @@ proptest! {
             prop_assert_eq!(int(&values[3]), Some(dense), "dense_rank of {:?}", row);
             prop_assert_eq!(int(&values[4]), sliding_sum(&table, row, before, after), "sum of {:?}", row);
             prop_assert_eq!(int(&values[5]), shifted(&table, row, offset, Some(-1)), "lead of {:?}", row);
+            let range = range_sum(&table, row, before as i64, after as i64);
+            prop_assert_eq!(int(&values[6]), range, "RANGE sum of {:?}", row);
+            prop_assert_eq!(int(&values[7]), groups_sum(&table, row, before, after), "GROUPS sum of {:?}", row);
         }
     }
 }

@@ -9,8 +9,14 @@
 //! an offset; `first_value`, `last_value`, `nth_value` and aggregates read the row's *frame*:
 //!
 //! - `ROWS` counts rows: `n PRECEDING` is n rows before the current one.
-//! - `RANGE` (the default, `RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW`) counts peers:
-//!   `CURRENT ROW` is the current row's first or last peer. `RANGE` with an offset is refused.
+//! - `GROUPS` counts peer groups: `n PRECEDING` starts at the first row of the group n groups
+//!   before the current row's.
+//! - `RANGE` (the default, `RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW`) reads the ORDER
+//!   BY value: `CURRENT ROW` is the current row's first or last peer, and `x PRECEDING` /
+//!   `x FOLLOWING` (one ORDER BY key, of a number type with a number offset or a date/time type
+//!   with an interval) reach the rows whose value lies within x of the current row's, found by
+//!   binary search in the sorted partition. A row whose value is NULL has its peers (the other
+//!   NULLs) as such a frame's edge, and no NULL row lies within x of a value.
 //!
 //! An aggregate whose frame starts at the partition's start is folded incrementally (each row's
 //! frame end only moves forward); any other frame is folded afresh per row.
@@ -21,6 +27,7 @@ use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{compare_by_keys, compare_rows, AggCall};
 use crate::execution::expr::Expr;
 use crate::execution::plan::SortKey;
+use crate::types::ops::{self, ArithOp};
 
 /// What a window call computes.
 #[derive(Debug, Clone)]
@@ -95,10 +102,18 @@ pub enum FrameBound {
     UnboundedFollowing,
 }
 
-/// A window frame: `ROWS` or `RANGE` (peers) between two bounds.
+/// What a frame's offsets count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameUnits {
+    Rows,
+    Range,
+    Groups,
+}
+
+/// A window frame: `ROWS`, `RANGE` or `GROUPS` between two bounds.
 #[derive(Debug, Clone)]
 pub struct Frame {
-    pub rows: bool,
+    pub units: FrameUnits,
     pub start: FrameBound,
     pub end: FrameBound,
 }
@@ -107,7 +122,7 @@ impl Default for Frame {
     /// `RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW`.
     fn default() -> Self {
         Frame {
-            rows: false,
+            units: FrameUnits::Range,
             start: FrameBound::UnboundedPreceding,
             end: FrameBound::CurrentRow,
         }
@@ -172,49 +187,244 @@ fn runs(len: usize, same: impl Fn(usize, usize) -> bool) -> Vec<std::ops::Range<
     found
 }
 
-/// A frame's offsets, evaluated once per call.
-#[derive(Debug, Clone, Copy, Default)]
+/// A frame's offsets, evaluated once per call (None for a bound without one).
+#[derive(Debug, Clone, Default)]
 pub struct Offsets {
-    pub start: usize,
-    pub end: usize,
+    pub start: Option<Value>,
+    pub end: Option<Value>,
 }
 
-/// The positions (inclusive, possibly empty when start > end) of position `at`'s frame in a
-/// partition of `len` rows with the given peers.
-pub fn frame_of(
+impl Offsets {
+    /// The offsets of `frame` as its units take them: non-negative integers for ROWS and
+    /// GROUPS, any non-negative value of the offset's type for RANGE.
+    pub fn check(frame: &Frame, start: Option<Value>, end: Option<Value>) -> Result<Offsets> {
+        for (offset, which) in [(&start, "starting"), (&end, "ending")] {
+            match (offset, frame.units) {
+                (None, _) => {}
+                (Some(Value::Null), _) => drop(frame_offset(&Value::Null, which)?),
+                (Some(value), FrameUnits::Range) => range_offset(value)?,
+                (Some(value), _) => drop(frame_offset(value, which)?),
+            }
+        }
+        Ok(Offsets { start, end })
+    }
+
+    fn count(offset: &Option<Value>) -> usize {
+        offset
+            .as_ref()
+            .and_then(|v| frame_offset(v, "").ok())
+            .unwrap_or(0)
+    }
+}
+
+/// A RANGE offset: not negative (22013, PostgreSQL's words).
+fn range_offset(value: &Value) -> Result<()> {
+    let negative = match value {
+        Value::Interval(i) => i.months < 0 || i.days < 0 || i.micros < 0,
+        other => other
+            .compare(&Value::Integer(0))
+            .is_some_and(std::cmp::Ordering::is_lt),
+    };
+    if negative {
+        return Err(SqlError::new(
+            "22013",
+            "invalid preceding or following size in window function",
+        ));
+    }
+    Ok(())
+}
+
+/// One partition (sorted) as a frame reads it: its rows' peers, peer groups and ORDER BY.
+pub struct FrameSource<'p> {
+    pub partition: &'p [Placed],
+    pub order: &'p [SortKey],
+    pub peers: &'p [(usize, usize)],
+}
+
+/// The frame of every position of a partition: positions, inclusive, empty when start > end.
+pub fn frames(
     frame: &Frame,
-    offsets: Offsets,
+    offsets: &Offsets,
+    source: &FrameSource,
+) -> Result<Vec<(isize, isize)>> {
+    let len = source.partition.len() as isize;
+    let groups = peer_groups(source.peers);
+    (0..source.partition.len())
+        .map(|at| {
+            let start = edge(
+                frame,
+                &frame.start,
+                &offsets.start,
+                at,
+                true,
+                source,
+                &groups,
+            )?;
+            let end = edge(frame, &frame.end, &offsets.end, at, false, source, &groups)?;
+            Ok((start.max(0), end.min(len - 1)))
+        })
+        .collect()
+}
+
+/// The peer groups of a partition as (first, last) positions, and each position's group.
+fn peer_groups(peers: &[(usize, usize)]) -> (Vec<(usize, usize)>, Vec<usize>) {
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    let mut group_of = Vec::with_capacity(peers.len());
+    for (at, &peer) in peers.iter().enumerate() {
+        if at == peer.0 {
+            groups.push(peer);
+        }
+        group_of.push(groups.len() - 1);
+    }
+    (groups, group_of)
+}
+
+/// One edge of position `at`'s frame.
+fn edge(
+    frame: &Frame,
+    bound: &FrameBound,
+    offset: &Option<Value>,
     at: usize,
-    peers: &[(usize, usize)],
-) -> (isize, isize) {
-    let len = peers.len() as isize;
+    is_start: bool,
+    source: &FrameSource,
+    (groups, group_of): &(Vec<(usize, usize)>, Vec<usize>),
+) -> Result<isize> {
+    let len = source.partition.len() as isize;
     let at_signed = at as isize;
-    let edge = |bound: &FrameBound, offset: usize, is_start: bool| -> isize {
-        match bound {
-            FrameBound::UnboundedPreceding => {
-                if is_start {
-                    0
-                } else {
-                    -1
+    let peer = source.peers[at];
+    let count = Offsets::count(offset) as isize;
+    Ok(match (bound, frame.units) {
+        (FrameBound::UnboundedPreceding, _) => {
+            if is_start {
+                0
+            } else {
+                -1
+            }
+        }
+        (FrameBound::UnboundedFollowing, _) => {
+            if is_start {
+                len
+            } else {
+                len - 1
+            }
+        }
+        (FrameBound::CurrentRow, FrameUnits::Rows) => at_signed,
+        (FrameBound::CurrentRow, _) if is_start => peer.0 as isize,
+        (FrameBound::CurrentRow, _) => peer.1 as isize,
+        (FrameBound::Preceding(_), FrameUnits::Rows) => at_signed - count,
+        (FrameBound::Following(_), FrameUnits::Rows) => at_signed.saturating_add(count),
+        (FrameBound::Preceding(_) | FrameBound::Following(_), FrameUnits::Groups) => {
+            let step = if matches!(bound, FrameBound::Preceding(_)) {
+                -count
+            } else {
+                count
+            };
+            let group = group_of[at] as isize + step;
+            match groups.get(usize::try_from(group).unwrap_or(usize::MAX)) {
+                Some(&(first, last)) => (if is_start { first } else { last }) as isize,
+                None if group < 0 => {
+                    if is_start {
+                        0
+                    } else {
+                        -1
+                    }
+                }
+                None => {
+                    if is_start {
+                        len
+                    } else {
+                        len - 1
+                    }
                 }
             }
-            FrameBound::Preceding(_) => at_signed - offset as isize,
-            FrameBound::CurrentRow if frame.rows => at_signed,
-            FrameBound::CurrentRow if is_start => peers[at].0 as isize,
-            FrameBound::CurrentRow => peers[at].1 as isize,
-            FrameBound::Following(_) => at_signed.saturating_add(offset as isize),
-            FrameBound::UnboundedFollowing => {
-                if is_start {
-                    len
+        }
+        (FrameBound::Preceding(_) | FrameBound::Following(_), FrameUnits::Range) => {
+            let preceding = matches!(bound, FrameBound::Preceding(_));
+            let offset = offset.as_ref().unwrap_or(&Value::Null);
+            range_edge(source, at, offset, preceding, is_start)?
+        }
+    })
+}
+
+/// The edge of a RANGE frame with an offset: the first (start) or last (end) position whose
+/// ORDER BY value lies on the frame's side of the current value moved by `offset`.
+fn range_edge(
+    source: &FrameSource,
+    at: usize,
+    offset: &Value,
+    preceding: bool,
+    is_start: bool,
+) -> Result<isize> {
+    let key = &source.order[0];
+    let value_at = |p: usize| &source.partition[p].order[0];
+    let current = value_at(at);
+    if current.is_null() {
+        let peer = source.peers[at];
+        return Ok((if is_start { peer.0 } else { peer.1 }) as isize);
+    }
+    // The rows with a value: one run, before or after the NULLs.
+    let len = source.partition.len();
+    let nulls = (0..len).filter(|&p| value_at(p).is_null()).count();
+    let (first, last) = if key.nulls_first {
+        (nulls, len)
+    } else {
+        (0, len - nulls)
+    };
+    // Moving back in the sort order subtracts on an ascending key and adds on a descending one.
+    let subtract = preceding != key.descending;
+    let op = if subtract { ArithOp::Sub } else { ArithOp::Add };
+    let target = match ops::arith(op, current, offset) {
+        Ok(target) => Some(target),
+        Err(err) if err.code == "22008" || err.code == "22003" => None,
+        Err(err) => return Err(err),
+    };
+    // Before the target in the sort order: smaller on an ascending key, larger on a descending.
+    let before = |p: usize| -> bool {
+        match &target {
+            None => !subtract,
+            Some(target) => {
+                let ordering = compare_across(value_at(p), target);
+                if key.descending {
+                    ordering.is_gt()
                 } else {
-                    len - 1
+                    ordering.is_lt()
                 }
             }
         }
     };
-    let start = edge(&frame.start, offsets.start, true).max(0);
-    let end = edge(&frame.end, offsets.end, false).min(len - 1);
-    (start, end)
+    let not_after = |p: usize| -> bool {
+        match &target {
+            None => !subtract,
+            Some(target) => {
+                let ordering = compare_across(value_at(p), target);
+                if key.descending {
+                    ordering.is_ge()
+                } else {
+                    ordering.is_le()
+                }
+            }
+        }
+    };
+    let run: Vec<usize> = (first..last).collect();
+    Ok(if is_start {
+        (first + run.partition_point(|&p| before(p))) as isize
+    } else {
+        (first + run.partition_point(|&p| not_after(p))) as isize - 1
+    })
+}
+
+/// Compares an ORDER BY value with a RANGE target of a wider type (a date with the timestamp
+/// `date - interval` gives).
+fn compare_across(value: &Value, target: &Value) -> std::cmp::Ordering {
+    let widened = match (value.data_type(), target.data_type()) {
+        (Some(from), Some(to)) if from != to => value.cast_to(&to).ok(),
+        _ => None,
+    };
+    widened
+        .as_ref()
+        .unwrap_or(value)
+        .compare(target)
+        .unwrap_or(std::cmp::Ordering::Equal)
 }
 
 /// A frame offset's value: a non-negative integer.
@@ -269,25 +479,93 @@ mod tests {
         assert_eq!(more_buckets_than_rows, vec![1, 2]);
     }
 
+    fn placed(values: &[Option<i32>]) -> Vec<Placed> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(row, v)| Placed {
+                partition: Vec::new(),
+                order: vec![v.map_or(Value::Null, Value::Integer)],
+                row,
+            })
+            .collect()
+    }
+
+    fn frames_over(frame: &Frame, offsets: Offsets, values: &[Option<i32>]) -> Vec<(isize, isize)> {
+        let partition = placed(values);
+        let order = vec![SortKey {
+            expr: Expr::Column(0),
+            descending: false,
+            nulls_first: false,
+        }];
+        let peers = peers(&partition, &order);
+        let source = FrameSource {
+            partition: &partition,
+            order: &order,
+            peers: &peers,
+        };
+        super::frames(frame, &offsets, &source).unwrap()
+    }
+
+    fn between(units: FrameUnits, start: FrameBound, end: FrameBound) -> Frame {
+        Frame { units, start, end }
+    }
+
+    fn one() -> Expr {
+        Expr::Literal(Value::Integer(1))
+    }
+
     #[test]
-    fn frames_clamp_to_the_partition_and_follow_peers() {
-        let peers = vec![(0, 1), (0, 1), (2, 2), (3, 3)];
-        let range = Frame::default();
-        assert_eq!(frame_of(&range, Offsets::default(), 0, &peers), (0, 1));
-        let rows = Frame {
-            rows: true,
-            start: FrameBound::Preceding(Expr::Literal(Value::Integer(1))),
-            end: FrameBound::Following(Expr::Literal(Value::Integer(5))),
+    fn rows_frames_clamp_to_the_partition_and_range_frames_follow_peers() {
+        let values = [Some(1), Some(1), Some(2), Some(3)];
+        assert_eq!(
+            frames_over(&Frame::default(), Offsets::default(), &values)[0],
+            (0, 1)
+        );
+        let rows = between(
+            FrameUnits::Rows,
+            FrameBound::Preceding(one()),
+            FrameBound::Following(Expr::Literal(Value::Integer(5))),
+        );
+        let offsets = Offsets {
+            start: Some(Value::Integer(1)),
+            end: Some(Value::Integer(5)),
         };
-        let offsets = Offsets { start: 1, end: 5 };
-        assert_eq!(frame_of(&rows, offsets, 0, &peers), (0, 3));
-        assert_eq!(frame_of(&rows, offsets, 3, &peers), (2, 3));
-        let empty = Frame {
-            rows: true,
-            start: FrameBound::Following(Expr::Literal(Value::Integer(1))),
-            end: FrameBound::Following(Expr::Literal(Value::Integer(1))),
+        let found = frames_over(&rows, offsets, &values);
+        assert_eq!((found[0], found[3]), ((0, 3), (2, 3)));
+        let empty = between(
+            FrameUnits::Rows,
+            FrameBound::Following(one()),
+            FrameBound::Following(one()),
+        );
+        let offsets = Offsets {
+            start: Some(Value::Integer(1)),
+            end: Some(Value::Integer(1)),
         };
-        let (start, end) = frame_of(&empty, Offsets { start: 1, end: 1 }, 3, &peers);
+        let (start, end) = frames_over(&empty, offsets, &values)[3];
         assert!(start > end, "past the partition's end the frame is empty");
+    }
+
+    #[test]
+    fn range_offsets_reach_values_within_the_offset_and_groups_count_peer_groups() {
+        let values = [Some(1), Some(2), Some(2), Some(4), Some(7), None];
+        let offsets = Offsets {
+            start: Some(Value::Integer(1)),
+            end: Some(Value::Integer(1)),
+        };
+        let range = between(
+            FrameUnits::Range,
+            FrameBound::Preceding(one()),
+            FrameBound::Following(one()),
+        );
+        let found = frames_over(&range, offsets.clone(), &values);
+        assert_eq!(found, vec![(0, 2), (0, 2), (0, 2), (3, 3), (4, 4), (5, 5)]);
+        let groups = between(
+            FrameUnits::Groups,
+            FrameBound::Preceding(one()),
+            FrameBound::Following(one()),
+        );
+        let found = frames_over(&groups, offsets, &values);
+        assert_eq!(found, vec![(0, 2), (0, 3), (0, 3), (1, 4), (3, 5), (4, 5)]);
     }
 }

@@ -8,8 +8,8 @@ use super::{accumulate, eval_each, BoxedSource, ExecCtx, Row};
 use crate::error::{Result, SqlError};
 use crate::execution::aggregate::{Accumulator, AggCall};
 use crate::execution::window::{
-    frame_of, frame_offset, ntile_bucket, partitions, peers, sort_placed, FrameBound, Offsets,
-    Placed, WindowCall, WindowFunc,
+    frames, ntile_bucket, partitions, peers, sort_placed, FrameBound, FrameSource, Offsets, Placed,
+    WindowCall, WindowFunc,
 };
 
 /// Reads `input` and computes `calls` over it.
@@ -38,7 +38,7 @@ pub(super) fn window(
         let offsets = frame_offsets(call, ctx)?;
         for range in partitions(&placed) {
             let partition = &placed[range];
-            let computed = compute(call, offsets, partition, &rows, ctx)?;
+            let computed = compute(call, &offsets, partition, &rows, ctx)?;
             for (place, value) in partition.iter().zip(computed) {
                 values[place.row].push(value);
             }
@@ -57,22 +57,19 @@ pub(super) fn window(
 }
 
 fn frame_offsets(call: &WindowCall, ctx: &mut ExecCtx) -> Result<Offsets> {
-    let offset = |bound: &FrameBound, which: &str, ctx: &mut ExecCtx| match bound {
-        FrameBound::Preceding(e) | FrameBound::Following(e) => {
-            frame_offset(&e.eval(&[], ctx)?, which)
-        }
-        _ => Ok(0),
+    let offset = |bound: &FrameBound, ctx: &mut ExecCtx| match bound {
+        FrameBound::Preceding(e) | FrameBound::Following(e) => e.eval(&[], ctx).map(Some),
+        _ => Ok(None),
     };
-    Ok(Offsets {
-        start: offset(&call.frame.start, "starting", ctx)?,
-        end: offset(&call.frame.end, "ending", ctx)?,
-    })
+    let start = offset(&call.frame.start, ctx)?;
+    let end = offset(&call.frame.end, ctx)?;
+    Offsets::check(&call.frame, start, end)
 }
 
 /// The call's value for each row of one partition (sorted).
 fn compute(
     call: &WindowCall,
-    offsets: Offsets,
+    offsets: &Offsets,
     partition: &[Placed],
     rows: &[Row],
     ctx: &mut ExecCtx,
@@ -143,8 +140,13 @@ fn compute(
             }
         }
         WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::NthValue => {
-            for at in 0..len {
-                let (start, end) = frame_of(&call.frame, offsets, at, &peers);
+            let source = FrameSource {
+                partition,
+                order: &call.order,
+                peers: &peers,
+            };
+            let frames = frames(&call.frame, offsets, &source)?;
+            for (at, &(start, end)) in frames.iter().enumerate() {
                 let target = match call.func {
                     WindowFunc::FirstValue => Some(start),
                     WindowFunc::LastValue => Some(end),
@@ -168,7 +170,7 @@ fn compute(
 fn aggregate_over_frames(
     call: &WindowCall,
     aggregate: &AggCall,
-    offsets: Offsets,
+    offsets: &Offsets,
     partition: &[Placed],
     rows: &[Row],
     peers: &[(usize, usize)],
@@ -179,8 +181,12 @@ fn aggregate_over_frames(
     let mut state = Accumulator::new(aggregate);
     let mut folded = 0;
     let mut values = Vec::with_capacity(partition.len());
-    for at in 0..partition.len() {
-        let (start, end) = frame_of(&call.frame, offsets, at, peers);
+    let source = FrameSource {
+        partition,
+        order: &call.order,
+        peers,
+    };
+    for (start, end) in frames(&call.frame, offsets, &source)? {
         if !running {
             state = Accumulator::new(aggregate);
             folded = start.max(0) as usize;

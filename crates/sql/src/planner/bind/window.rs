@@ -5,12 +5,14 @@
 //! node adds. Aggregates are allowed inside a window call's arguments, PARTITION BY and ORDER BY
 //! (they are the grouped query's aggregates); window calls cannot nest.
 //!
-//! Refused with 0A000: DISTINCT or ORDER BY inside a window aggregate, GROUPS frames, RANGE frames
-//! with an offset, EXCLUDE (which the parser does not take).
+//! Frames: ROWS, GROUPS and RANGE, a RANGE offset in the ORDER BY key's type (numbers) or as an
+//! interval (dates and times). Refused with 0A000: DISTINCT or ORDER BY inside a window
+//! aggregate, a RANGE offset over a key of another type, EXCLUDE (which the parser does not
+//! take).
 
 use super::*;
 use crate::execution::aggregate::AggFunc;
-use crate::execution::window::{Frame, FrameBound, WindowCall, WindowFunc};
+use crate::execution::window::{Frame, FrameBound, FrameUnits, WindowCall, WindowFunc};
 
 impl Binder<'_> {
     /// Binds `name(args) OVER ...` into a window reference.
@@ -66,14 +68,16 @@ impl Binder<'_> {
             .iter()
             .map(|e| self.bind_expr(e, scope).map(|(e, _)| e))
             .collect::<Result<Vec<_>>>()?;
-        let order = spec
-            .order_by
-            .iter()
-            .map(|item| sort_key(self.bind_expr(&item.expr, scope)?.0, &item.options))
-            .collect::<Result<Vec<_>>>()?;
+        let mut order = Vec::with_capacity(spec.order_by.len());
+        let mut order_types = Vec::with_capacity(spec.order_by.len());
+        for item in &spec.order_by {
+            let (expr, ty) = self.bind_expr(&item.expr, scope)?;
+            order.push(sort_key(ordered_array(expr, ty), &item.options)?);
+            order_types.push(ty);
+        }
         let frame = match &spec.window_frame {
             None => Frame::default(),
-            Some(frame) => self.bind_frame(frame, scope)?,
+            Some(frame) => self.bind_frame(frame, &order_types, scope)?,
         };
         let call = WindowCall {
             func,
@@ -218,38 +222,72 @@ impl Binder<'_> {
         Ok((func, args, ty))
     }
 
-    fn bind_frame(&mut self, frame: &ast::WindowFrame, scope: &Scope) -> Result<Frame> {
-        let rows = match frame.units {
-            ast::WindowFrameUnits::Rows => true,
-            ast::WindowFrameUnits::Range => false,
-            ast::WindowFrameUnits::Groups => return Err(SqlError::unsupported("GROUPS frames")),
+    /// A frame clause; `order_types` are the types of the window's ORDER BY keys, which a RANGE
+    /// offset is measured in.
+    fn bind_frame(
+        &mut self,
+        frame: &ast::WindowFrame,
+        order_types: &[Option<DataType>],
+        scope: &Scope,
+    ) -> Result<Frame> {
+        let units = match frame.units {
+            ast::WindowFrameUnits::Rows => FrameUnits::Rows,
+            ast::WindowFrameUnits::Range => FrameUnits::Range,
+            ast::WindowFrameUnits::Groups => FrameUnits::Groups,
         };
-        let start = self.bind_frame_bound(&frame.start_bound, rows, scope)?;
+        let bounds = [Some(&frame.start_bound), frame.end_bound.as_ref()];
+        let has_offset = bounds.iter().flatten().any(|b| {
+            matches!(
+                b,
+                ast::WindowFrameBound::Preceding(Some(_))
+                    | ast::WindowFrameBound::Following(Some(_))
+            )
+        });
+        let offset_type = match units {
+            FrameUnits::Range if has_offset => Some(range_offset_type(order_types)?),
+            FrameUnits::Groups if order_types.is_empty() => {
+                return Err(SqlError::new(
+                    "42P20",
+                    "GROUPS mode requires an ORDER BY clause",
+                ))
+            }
+            _ => None,
+        };
+        let start = self.bind_frame_bound(&frame.start_bound, units, offset_type, scope)?;
         let end = match &frame.end_bound {
-            Some(bound) => self.bind_frame_bound(bound, rows, scope)?,
+            Some(bound) => self.bind_frame_bound(bound, units, offset_type, scope)?,
             None => FrameBound::CurrentRow,
         };
         check_frame(&start, &end)?;
-        Ok(Frame { rows, start, end })
+        Ok(Frame { units, start, end })
     }
 
+    /// A frame bound; an offset is a constant of `offset_type` for RANGE, an integer otherwise.
     fn bind_frame_bound(
         &mut self,
         bound: &ast::WindowFrameBound,
-        rows: bool,
+        units: FrameUnits,
+        offset_type: Option<(DataType, DataType)>,
         scope: &Scope,
     ) -> Result<FrameBound> {
         let offset = |binder: &mut Self, e: &AstExpr| -> Result<Expr> {
-            if !rows {
-                return Err(SqlError::unsupported(
-                    "RANGE with offset PRECEDING/FOLLOWING",
-                ));
-            }
-            let (offset, _) = binder.bind_expr_as(e, scope, DataType::BigInt)?;
+            let (offset, _) = match offset_type {
+                Some((column, ty)) => {
+                    let (offset, given) = binder.bind_expr(e, scope)?;
+                    range_offset_fits(column, ty, given)?;
+                    (coerce_to(offset, given, ty)?, Some(ty))
+                }
+                None => binder.bind_expr_as(e, scope, DataType::BigInt)?,
+            };
             if offset.uses_columns() {
+                let mode = match units {
+                    FrameUnits::Rows => "ROWS",
+                    FrameUnits::Range => "RANGE",
+                    FrameUnits::Groups => "GROUPS",
+                };
                 return Err(SqlError::new(
                     "42P10",
-                    "argument of ROWS must not contain variables",
+                    format!("argument of {mode} must not contain variables"),
                 ));
             }
             Ok(offset)
@@ -283,6 +321,67 @@ impl Binder<'_> {
             input: Box::new(plan),
             calls,
         })
+    }
+}
+
+/// A RANGE offset of type `given` over an ORDER BY key of type `column`, measured in `ty`: a
+/// number for a number key, an interval for a date or time (an untyped literal becomes one);
+/// another type is refused (0A000), as PostgreSQL does.
+fn range_offset_fits(column: DataType, ty: DataType, given: Option<DataType>) -> Result<()> {
+    let integer =
+        |t: &DataType| matches!(t, DataType::SmallInt | DataType::Integer | DataType::BigInt);
+    // An integer key takes an integer offset only (a fraction would be cut off).
+    let fits = match given {
+        None => true,
+        Some(given) if integer(&ty) => integer(&given),
+        Some(given) => ops::category(&given) == ops::category(&ty),
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(SqlError::new(
+        "0A000",
+        format!(
+            "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {column} and offset type {}",
+            crate::types::type_name(given)
+        ),
+    )
+    .with_hint("Cast the offset value to an appropriate type."))
+}
+
+/// The ORDER BY key's type and the type a RANGE frame's offset is given in: the key's own for
+/// numbers, interval for dates and times. PostgreSQL's rules: exactly one ORDER BY key (42P20),
+/// of a type with such arithmetic (0A000 otherwise).
+fn range_offset_type(order_types: &[Option<DataType>]) -> Result<(DataType, DataType)> {
+    let [ty] = order_types else {
+        return Err(SqlError::new(
+            "42P20",
+            "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column",
+        ));
+    };
+    match ty {
+        Some(
+            ty @ (DataType::SmallInt
+            | DataType::Integer
+            | DataType::BigInt
+            | DataType::Real
+            | DataType::Double
+            | DataType::Numeric { .. }),
+        ) => Ok((*ty, *ty)),
+        Some(
+            ty @ (DataType::Date
+            | DataType::Timestamp
+            | DataType::TimestampTz
+            | DataType::Time
+            | DataType::Interval),
+        ) => Ok((*ty, DataType::Interval)),
+        other => Err(SqlError::new(
+            "0A000",
+            format!(
+                "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {}",
+                crate::types::type_name(*other)
+            ),
+        )),
     }
 }
 
