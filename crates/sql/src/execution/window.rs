@@ -234,11 +234,33 @@ fn range_offset(value: &Value) -> Result<()> {
     Ok(())
 }
 
-/// One partition (sorted) as a frame reads it: its rows' peers, peer groups and ORDER BY.
+/// One partition (sorted) as a frame reads it: its rows' peers and ORDER BY, and where the rows
+/// whose first ORDER BY value is not NULL lie (one run, before or after the NULLs).
 pub struct FrameSource<'p> {
-    pub partition: &'p [Placed],
-    pub order: &'p [SortKey],
-    pub peers: &'p [(usize, usize)],
+    partition: &'p [Placed],
+    order: &'p [SortKey],
+    peers: &'p [(usize, usize)],
+    with_values: std::ops::Range<usize>,
+}
+
+impl<'p> FrameSource<'p> {
+    pub fn new(partition: &'p [Placed], order: &'p [SortKey], peers: &'p [(usize, usize)]) -> Self {
+        let len = partition.len();
+        let nulls = match order.first() {
+            Some(_) => partition.iter().filter(|p| p.order[0].is_null()).count(),
+            None => 0,
+        };
+        let with_values = match order.first() {
+            Some(key) if key.nulls_first => nulls..len,
+            _ => 0..len - nulls,
+        };
+        FrameSource {
+            partition,
+            order,
+            peers,
+            with_values,
+        }
+    }
 }
 
 /// The frame of every position of a partition: positions, inclusive, empty when start > end.
@@ -362,14 +384,7 @@ fn range_edge(
         let peer = source.peers[at];
         return Ok((if is_start { peer.0 } else { peer.1 }) as isize);
     }
-    // The rows with a value: one run, before or after the NULLs.
-    let len = source.partition.len();
-    let nulls = (0..len).filter(|&p| value_at(p).is_null()).count();
-    let (first, last) = if key.nulls_first {
-        (nulls, len)
-    } else {
-        (0, len - nulls)
-    };
+    let run = source.with_values.clone();
     // Moving back in the sort order subtracts on an ascending key and adds on a descending one.
     let subtract = preceding != key.descending;
     let op = if subtract { ArithOp::Sub } else { ArithOp::Add };
@@ -405,12 +420,25 @@ fn range_edge(
             }
         }
     };
-    let run: Vec<usize> = (first..last).collect();
     Ok(if is_start {
-        (first + run.partition_point(|&p| before(p))) as isize
+        partition_point(run, before) as isize
     } else {
-        (first + run.partition_point(|&p| not_after(p))) as isize - 1
+        partition_point(run, not_after) as isize - 1
     })
+}
+
+/// The first position of `run` where `holds` stops holding (it holds on a prefix of `run`).
+fn partition_point(run: std::ops::Range<usize>, holds: impl Fn(usize) -> bool) -> usize {
+    let (mut low, mut high) = (run.start, run.end);
+    while low < high {
+        let middle = low + (high - low) / 2;
+        if holds(middle) {
+            low = middle + 1;
+        } else {
+            high = middle;
+        }
+    }
+    low
 }
 
 /// Compares an ORDER BY value with a RANGE target of a wider type (a date with the timestamp
@@ -499,11 +527,7 @@ mod tests {
             nulls_first: false,
         }];
         let peers = peers(&partition, &order);
-        let source = FrameSource {
-            partition: &partition,
-            order: &order,
-            peers: &peers,
-        };
+        let source = FrameSource::new(&partition, &order, &peers);
         super::frames(frame, &offsets, &source).unwrap()
     }
 

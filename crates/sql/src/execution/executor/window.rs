@@ -140,11 +140,7 @@ fn compute(
             }
         }
         WindowFunc::FirstValue | WindowFunc::LastValue | WindowFunc::NthValue => {
-            let source = FrameSource {
-                partition,
-                order: &call.order,
-                peers: &peers,
-            };
+            let source = FrameSource::new(partition, &call.order, &peers);
             let frames = frames(&call.frame, offsets, &source)?;
             for (at, &(start, end)) in frames.iter().enumerate() {
                 let target = match call.func {
@@ -181,11 +177,7 @@ fn aggregate_over_frames(
     let mut state = Accumulator::new(aggregate);
     let mut folded = 0;
     let mut values = Vec::with_capacity(partition.len());
-    let source = FrameSource {
-        partition,
-        order: &call.order,
-        peers,
-    };
+    let source = FrameSource::new(partition, &call.order, peers);
     for (start, end) in frames(&call.frame, offsets, &source)? {
         if !running {
             state = Accumulator::new(aggregate);
