@@ -123,6 +123,22 @@ pub struct TableDef {
     pub indexes: Vec<IndexDef>,
     /// Free-form constraints the SQL layer enforces (foreign keys, checks), as it serialises them.
     pub constraints: Vec<String>,
+    /// Set when the table is a materialized view: its rows are a query's, which the SQL layer
+    /// keeps here and runs again on REFRESH.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub materialized: Option<Materialized>,
+}
+
+/// What makes a table a materialized view.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Materialized {
+    /// The defining query, as SQL text.
+    pub query: String,
+    /// Whether it holds the query's rows (false after `WITH NO DATA`: reading it is an error).
+    pub populated: bool,
+    /// The tables and views its query reads (kept from being dropped from under it).
+    #[serde(default)]
+    pub depends_on: Vec<String>,
 }
 
 impl TableDef {

@@ -55,6 +55,7 @@ impl Transaction {
             primary_key,
             indexes: Vec::new(),
             constraints: Vec::new(),
+            materialized: None,
         })
     }
 

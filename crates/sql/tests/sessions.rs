@@ -1340,3 +1340,23 @@ fn a_parent_delete_deferred_to_the_commit_keeps_the_parent_locked_until_its_chec
     assert_eq!(cell(&mut b, "SELECT count(*) FROM p"), "1");
     assert_eq!(cell(&mut b, "SELECT count(*) FROM c WHERE p = 10"), "2");
 }
+
+#[test]
+fn a_refresh_in_progress_leaves_other_sessions_the_rows_of_the_last_one() {
+    let (_dir, db) = open();
+    let mut a = db.session("a");
+    let mut b = db.session("b");
+    ok(&mut a, "CREATE TABLE src (id integer PRIMARY KEY)");
+    ok(&mut a, "INSERT INTO src SELECT generate_series(1, 10)");
+    ok(
+        &mut a,
+        "CREATE MATERIALIZED VIEW counted AS SELECT count(*) AS n FROM src",
+    );
+    ok(&mut a, "INSERT INTO src SELECT generate_series(11, 15)");
+    ok(&mut a, "BEGIN");
+    ok(&mut a, "REFRESH MATERIALIZED VIEW counted");
+    assert_eq!(cell(&mut a, "SELECT n FROM counted"), "15");
+    assert_eq!(cell(&mut b, "SELECT n FROM counted"), "10");
+    ok(&mut a, "COMMIT");
+    assert_eq!(cell(&mut b, "SELECT n FROM counted"), "15");
+}

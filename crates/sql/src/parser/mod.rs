@@ -54,6 +54,19 @@ pub enum Statement {
         names: Option<Vec<String>>,
         deferred: bool,
     },
+    /// `CREATE MATERIALIZED VIEW ... AS query [WITH [NO] DATA]` (sqlparser reads no WITH DATA
+    /// there): the CREATE VIEW statement, and whether WITH DATA (the default).
+    CreateMaterializedView {
+        create: Box<ast::Statement>,
+        with_data: bool,
+    },
+    /// `REFRESH MATERIALIZED VIEW [CONCURRENTLY] name [WITH [NO] DATA]` (sqlparser has no
+    /// REFRESH).
+    RefreshMaterializedView {
+        name: String,
+        concurrently: bool,
+        with_data: bool,
+    },
     /// Nothing but whitespace and comments (a prepared empty query).
     Empty,
 }
@@ -127,6 +140,23 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
         {
             return parse_set_constraints(&words[2..]);
         }
+        Some(token) if word(token).as_deref() == Some("refresh") => {
+            return parse_refresh(&words[1..]);
+        }
+        Some(Token::Word(w))
+            if w.keyword == Keyword::CREATE
+                && words.get(1).map(|t| unquoted_keyword(t)) == Some(Keyword::MATERIALIZED) =>
+        {
+            let (tokens, with_data) = without_with_data(tokens);
+            let create = parse_general(dialect, tokens)?;
+            let Statement::Sql(create) = create else {
+                return Err(SqlError::syntax("CREATE MATERIALIZED VIEW ... AS query"));
+            };
+            return Ok(Statement::CreateMaterializedView {
+                create,
+                with_data: with_data.unwrap_or(true),
+            });
+        }
         Some(Token::Word(w)) if w.keyword == Keyword::ANALYZE => {
             return Ok(Statement::Analyze {
                 tables: table_list(&words[1..], &["verbose"])?,
@@ -134,6 +164,16 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
         }
         _ => {}
     }
+    parse_general(dialect, tokens)
+}
+
+/// A statement sqlparser reads, once the forms it does not read are rewritten.
+fn parse_general(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<Statement> {
+    let words: Vec<&Token> = tokens
+        .iter()
+        .map(|t| &t.token)
+        .filter(|t| !is_blank(t))
+        .collect();
     let create_user = is_create_user(&words);
     let create_sequence = is_create_sequence(&words);
     let overriding = overriding_clause(&words);
@@ -565,6 +605,64 @@ fn parse_alter_type_owner(rest: &[&Token]) -> Result<Statement> {
         _ => Err(SqlError::syntax(
             "ALTER TYPE ... OWNER TO needs one role name",
         )),
+    }
+}
+
+/// The tokens without a trailing `WITH [NO] DATA`, and whether it was WITH DATA (None: absent).
+fn without_with_data(mut tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Option<bool>) {
+    let words: Vec<(usize, Option<String>)> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !is_blank(&t.token))
+        .map(|(at, t)| (at, word(&t.token)))
+        .collect();
+    let tail: Vec<Option<&str>> = words
+        .iter()
+        .rev()
+        .take(3)
+        .map(|(_, w)| w.as_deref())
+        .collect();
+    let (cut, with_data) = match tail.as_slice() {
+        [Some("data"), Some("no"), Some("with"), ..] => (3, false),
+        [Some("data"), Some("with"), ..] => (2, true),
+        _ => return (tokens, None),
+    };
+    tokens.truncate(words[words.len() - cut].0);
+    (tokens, Some(with_data))
+}
+
+/// `[CONCURRENTLY] name [WITH [NO] DATA]`, after `REFRESH`'s `MATERIALIZED VIEW`.
+fn parse_refresh(rest: &[&Token]) -> Result<Statement> {
+    let syntax =
+        || SqlError::syntax("REFRESH MATERIALIZED VIEW [CONCURRENTLY] name [WITH [NO] DATA]");
+    let words: Vec<Option<String>> = rest.iter().map(|t| word(t)).collect();
+    if words.len() < 3
+        || words[0].as_deref() != Some("materialized")
+        || words[1].as_deref() != Some("view")
+    {
+        return Err(syntax());
+    }
+    let rest = &rest[2..];
+    let concurrently = word(rest[0]).as_deref() == Some("concurrently");
+    let rest = &rest[usize::from(concurrently)..];
+    let tail: Vec<Option<String>> = rest.iter().map(|t| word(t)).collect();
+    let (name_tokens, with_data) = match tail
+        .iter()
+        .map(Option::as_deref)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [.., Some("with"), Some("no"), Some("data")] => (&rest[..rest.len() - 3], false),
+        [.., Some("with"), Some("data")] => (&rest[..rest.len() - 2], true),
+        _ => (rest, true),
+    };
+    match table_list(name_tokens, &[])?.as_slice() {
+        [name] => Ok(Statement::RefreshMaterializedView {
+            name: name.clone(),
+            concurrently,
+            with_data,
+        }),
+        _ => Err(syntax()),
     }
 }
 

@@ -749,6 +749,21 @@ impl Session {
                 self.require_superuser("must be superuser to do CHECKPOINT")?;
                 return self.checkpoint();
             }
+            Statement::CreateMaterializedView { create, with_data } => {
+                let ast::Statement::CreateView(create) = create.as_ref() else {
+                    return Err(SqlError::syntax("CREATE MATERIALIZED VIEW ... AS query"));
+                };
+                self.check_ddl_writable()?;
+                return self.create_materialized_view(create, *with_data);
+            }
+            Statement::RefreshMaterializedView {
+                name,
+                concurrently,
+                with_data,
+            } => {
+                self.check_ddl_writable()?;
+                return self.refresh_materialized_view(name, *concurrently, *with_data);
+            }
             Statement::SetConstraints { names, deferred } => {
                 return self.set_constraints(names.as_deref(), *deferred);
             }

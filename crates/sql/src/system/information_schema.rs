@@ -75,7 +75,8 @@ fn listed(ctx: &mut ExecCtx) -> Result<Vec<(Relation, &'static str)>> {
     let engine = ctx.engine()?.clone();
     Ok(model::relations(&engine)?
         .into_iter()
-        .filter(|r| r.kind() != "i")
+        // PostgreSQL lists tables and views here, not indexes, sequences or materialized views.
+        .filter(|r| matches!(r.kind(), "r" | "v"))
         .map(|r| {
             let schema = oids::namespace_name(r.namespace()).unwrap_or("public");
             (r, schema)

@@ -201,6 +201,7 @@ impl Relation {
     /// `relkind`.
     pub fn kind(&self) -> &'static str {
         match self {
+            Relation::Table(t) if t.materialized.is_some() => "m",
             Relation::Table(_) => "r",
             Relation::Index(..) => "i",
             Relation::View(..) | Relation::UserView(_) => "v",

@@ -301,7 +301,10 @@ fn class_row(relation: &Relation, triggers: &HashSet<String>, pages: u32) -> Vec
         flag(false),
         flag(false),
         flag(false),
-        flag(true),
+        flag(match relation {
+            Relation::Table(t) => t.materialized.as_ref().is_none_or(|m| m.populated),
+            _ => true,
+        }),
         name(replident),
         flag(false),
         oid(0),
@@ -590,6 +593,7 @@ fn pg_tables(ctx: &mut ExecCtx) -> Result<Rows> {
         .engine()?
         .tables()
         .iter()
+        .filter(|t| t.materialized.is_none())
         .map(|t| {
             vec![
                 name("public"),

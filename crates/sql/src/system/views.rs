@@ -1,6 +1,7 @@
-//! The catalog of the database's views: `pg_views`, `information_schema.views` and
-//! `pg_get_viewdef` (what `\d+ view` shows). Views also appear in `pg_class` (relkind `v`),
-//! `pg_attribute` and `information_schema.tables`/`columns` through [`super::model::Relation`].
+//! The catalog of the database's views: `pg_views`, `information_schema.views`, `pg_matviews`
+//! and `pg_get_viewdef` (what `\d+ view` shows). Views also appear in `pg_class` (relkind `v`,
+//! `m` for a materialized view), `pg_attribute` and `information_schema.tables`/`columns`
+//! (views only) through [`super::model::Relation`].
 //!
 //! A view's definition is its stored query text (sqlparser's rendering of what was written), not
 //! PostgreSQL's deparsed form.
@@ -14,7 +15,7 @@ use super::SystemTable;
 use crate::error::Result;
 use crate::execution::executor::ExecCtx;
 
-use DataType::Text;
+use DataType::{Boolean, Text};
 
 pub const VIEWS: &[SystemTable] = &[
     SystemTable {
@@ -45,7 +46,42 @@ pub const VIEWS: &[SystemTable] = &[
         ],
         rows: information_schema_views,
     },
+    SystemTable {
+        schema: "pg_catalog",
+        name: "pg_matviews",
+        columns: &[
+            ("schemaname", Text),
+            ("matviewname", Text),
+            ("matviewowner", Text),
+            ("tablespace", Text),
+            ("hasindexes", Boolean),
+            ("ispopulated", Boolean),
+            ("definition", Text),
+        ],
+        rows: pg_matviews,
+    },
 ];
+
+fn pg_matviews(ctx: &mut ExecCtx) -> Result<Rows> {
+    let owner = ctx.bootstrap_name();
+    Ok(ctx
+        .engine()?
+        .tables()
+        .iter()
+        .filter_map(|t| {
+            let materialized = t.materialized.as_ref()?;
+            Some(vec![
+                name("public"),
+                name(&t.name),
+                name(&owner),
+                Value::Null,
+                Value::Boolean(!t.indexes.is_empty()),
+                Value::Boolean(materialized.populated),
+                Value::Text(definition(&materialized.query)),
+            ])
+        })
+        .collect())
+}
 
 fn pg_views(ctx: &mut ExecCtx) -> Result<Rows> {
     let owner = ctx.bootstrap_name();
@@ -88,6 +124,10 @@ fn information_schema_views(ctx: &mut ExecCtx) -> Result<Rows> {
 pub fn get_viewdef(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
     Ok(match model::relation(ctx.engine()?, oid_arg(&args[0]))? {
         Some(Relation::UserView(view)) => Value::Text(definition(&view.query)),
+        Some(Relation::Table(table)) => table
+            .materialized
+            .as_ref()
+            .map_or(Value::Null, |m| Value::Text(definition(&m.query))),
         _ => Value::Null,
     })
 }

@@ -283,6 +283,7 @@ impl Binder<'_> {
         name: &str,
     ) -> Result<(Plan, Vec<Column>)> {
         if let Some(table) = self.user_table(schema, name)? {
+            super::view::refuse_unpopulated(&table)?;
             self.relations_read.push(table.name.clone());
             self.require(
                 table.id,

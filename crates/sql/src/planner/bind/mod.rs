@@ -9,7 +9,7 @@
 pub(crate) mod from;
 mod grouping;
 mod row_lock;
-mod view;
+pub(crate) mod view;
 mod window;
 mod with;
 

@@ -6,6 +6,10 @@
 //!
 //! The view's query is bound in isolation: it sees no enclosing query's columns and no WITH query
 //! of the statement naming it, only tables and views. Views nest at most [`MAX_VIEW_DEPTH`] deep.
+//!
+//! A materialized view is a table to the binder; here are the two rules its reads and writes
+//! keep (see `session::ddl::materialized`): no write but its REFRESH, no read before it is
+//! populated.
 
 use super::from::apply_column_aliases;
 use super::*;
@@ -100,5 +104,31 @@ pub(crate) fn view_query(text: &str) -> Result<ast::Query> {
             "XX000",
             "a view's definition is not one query",
         )),
+    }
+}
+
+/// 42809 for a write into a materialized view other than its REFRESH.
+pub(crate) fn refuse_write(table: &TableDef) -> Result<()> {
+    if table.materialized.is_some() {
+        return Err(SqlError::new(
+            "42809",
+            format!("cannot change materialized view \"{}\"", table.name),
+        ));
+    }
+    Ok(())
+}
+
+/// 55000: reading a materialized view created or refreshed WITH NO DATA.
+pub(crate) fn refuse_unpopulated(table: &TableDef) -> Result<()> {
+    match &table.materialized {
+        Some(materialized) if !materialized.populated => Err(SqlError::new(
+            "55000",
+            format!(
+                "materialized view \"{}\" has not been populated",
+                table.name
+            ),
+        )
+        .with_hint("Use the REFRESH MATERIALIZED VIEW command.")),
+        _ => Ok(()),
     }
 }

@@ -30,11 +30,12 @@ impl Ddl<'_> {
         if owner_only && (self.relation_exists(&name)? || self.engine().view(&name)?.is_some()) {
             return self.keep_owner(&alter.operations);
         }
-        if self.engine().table(&name).is_none() {
-            if alter.if_exists {
-                return Ok(skipped());
+        match self.engine().table(&name) {
+            Some(table) => {
+                super::materialized::refuse_as_table(&table, Some(super::materialized::ALTER_HINT))?
             }
-            return Err(SqlError::undefined_table(&name));
+            None if alter.if_exists => return Ok(skipped()),
+            None => return Err(SqlError::undefined_table(&name)),
         }
         for operation in &alter.operations {
             let table = self

@@ -4,6 +4,10 @@
 //! PostgreSQL's), then the query's rows are inserted, in the same transaction as the creation. The
 //! command tag is `SELECT n`.
 //!
+//! `CREATE MATERIALIZED VIEW` is made the same way, the table then marked as one
+//! ([`steady_engine::catalog::Materialized`]: the query's text, whether it holds its rows, what
+//! it reads); see [`super::materialized`].
+//!
 //! Refused: `CREATE TEMPORARY TABLE` (SteadyDB has no session-private tables yet; making it a
 //! permanent one would silently change what was asked).
 
@@ -26,6 +30,8 @@ pub struct CreateAs<'a> {
     pub query: &'a ast::Query,
     pub if_not_exists: bool,
     pub with_data: bool,
+    /// A materialized view, not a table.
+    pub materialized: bool,
 }
 
 impl<'a> CreateAs<'a> {
@@ -42,6 +48,7 @@ impl<'a> CreateAs<'a> {
             query,
             if_not_exists: create.if_not_exists,
             with_data: create.with_data.as_ref().is_none_or(|w| w.data),
+            materialized: false,
         })
     }
 
@@ -61,6 +68,24 @@ impl<'a> CreateAs<'a> {
             query,
             if_not_exists: false,
             with_data: true,
+            materialized: false,
+        })
+    }
+
+    /// `CREATE MATERIALIZED VIEW name [(columns)] AS query [WITH [NO] DATA]`.
+    pub fn from_materialized(create: &'a ast::CreateView, with_data: bool) -> Result<Self> {
+        refuse_temporary(create.temporary)?;
+        Ok(CreateAs {
+            name: public_object_name(&create.name)?,
+            column_names: create
+                .columns
+                .iter()
+                .map(|c| normalize_ident(&c.name))
+                .collect(),
+            query: &create.query,
+            if_not_exists: create.if_not_exists,
+            with_data,
+            materialized: true,
         })
     }
 }
@@ -79,17 +104,23 @@ impl Session {
         let db = Arc::clone(&self.db);
         self.in_transaction(|session, txn| {
             let ddl = Ddl::new(&db, session, txn);
-            if let Some(skipped) =
-                ddl.existing_relation(&create.name, create.if_not_exists, "CREATE TABLE AS")?
-            {
+            let tag = match create.materialized {
+                true => "CREATE MATERIALIZED VIEW",
+                false => "CREATE TABLE AS",
+            };
+            if let Some(skipped) = ddl.existing_relation(&create.name, create.if_not_exists, tag)? {
                 return Ok(skipped);
             }
             let mut binder = Binder::new(db.engine(), db.stats(), Vec::new());
             let bound = binder.bind_query(create.query)?;
             let columns = table_columns(&create.column_names, &bound)?;
-            let table = ddl.txn().create_table(&create.name, columns, Vec::new())?;
+            let mut table = ddl.txn().create_table(&create.name, columns, Vec::new())?;
+            if create.materialized {
+                let materialized = super::materialized::definition(&create, &mut binder)?;
+                table = ddl.set_materialized(&table, Some(materialized))?;
+            }
             if !create.with_data {
-                return Ok(QueryResult::command("SELECT 0"));
+                return Ok(QueryResult::command(tag));
             }
             let insert = binder.bind_insert_rows(table, bound.plan)?;
             let mut txn = ddl.txn();

@@ -27,6 +27,7 @@ mod check;
 pub(crate) mod create_as;
 mod enum_type;
 pub(crate) mod identity;
+pub(crate) mod materialized;
 mod rename;
 pub(crate) mod sequence;
 mod view;
@@ -106,6 +107,9 @@ pub fn execute(
             ast::ObjectType::Table => ddl.drop_tables(names, *if_exists, *cascade),
             ast::ObjectType::Index => ddl.drop_indexes(names, *if_exists),
             ast::ObjectType::View => ddl.drop_views(names, *if_exists, *cascade),
+            ast::ObjectType::MaterializedView => {
+                ddl.drop_materialized_views(names, *if_exists, *cascade)
+            }
             ast::ObjectType::Sequence => ddl.drop_sequences(names, *if_exists),
             ast::ObjectType::Type => ddl.drop_types(names, *if_exists, *cascade),
             other => Err(SqlError::unsupported(format!("DROP {other}"))),
@@ -829,9 +833,13 @@ impl Ddl<'_> {
             .filter(|n| self.engine().table(n).is_some())
             .cloned()
             .collect();
-        self.release_dependents(&existing, "table", cascade)?;
+        result = self.release_dependents(&existing, "table", cascade, result)?;
         for name in &names {
-            let Some(table) = self.engine().table(name) else {
+            let table = self.engine().table(name);
+            if let Some(table) = &table {
+                materialized::refuse_as_table(table, Some(materialized::DROP_HINT))?;
+            }
+            let Some(table) = table else {
                 if self.engine().view(name)?.is_some() {
                     return Err(SqlError::new("42809", format!("\"{name}\" is not a table"))
                         .with_hint("Use DROP VIEW to remove a view."));
@@ -948,9 +956,11 @@ impl Ddl<'_> {
             }
         }
         for name in &names {
-            self.engine()
+            let table = self
+                .engine()
                 .table(name)
                 .ok_or_else(|| SqlError::undefined_table(name))?;
+            materialized::refuse_as_table(&table, None)?;
             let blocking = referencing(self.engine(), name)
                 .into_iter()
                 .find(|(child, _)| !names.contains(&child.name));
@@ -1241,6 +1251,7 @@ fn probe_table(name: &str, columns: &[ColumnDef]) -> TableDef {
         primary_key: vec![],
         indexes: vec![],
         constraints: vec![],
+        materialized: None,
     }
 }
 

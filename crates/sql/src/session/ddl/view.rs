@@ -109,9 +109,14 @@ impl Ddl<'_> {
         let (names, mut result) =
             super::drop_names(names, if_exists, "view", QueryResult::command("DROP VIEW"))?;
         for name in &names {
-            if self.engine().table(name).is_some() {
-                return Err(SqlError::new("42809", format!("\"{name}\" is not a view"))
-                    .with_hint("Use DROP TABLE to remove a table."));
+            if let Some(table) = self.engine().table(name) {
+                let hint = match table.materialized {
+                    Some(_) => "Use DROP MATERIALIZED VIEW to remove a materialized view.",
+                    None => "Use DROP TABLE to remove a table.",
+                };
+                return Err(
+                    SqlError::new("42809", format!("\"{name}\" is not a view")).with_hint(hint)
+                );
             }
             if self.engine().view(name)?.is_none() && !if_exists {
                 return Err(SqlError::new(
@@ -120,7 +125,7 @@ impl Ddl<'_> {
                 ));
             }
         }
-        self.release_dependents(&names, "view", cascade)?;
+        result = self.release_dependents(&names, "view", cascade, result)?;
         for name in &names {
             if !self.txn().drop_view(name)? {
                 result = result.with_notice(
@@ -133,52 +138,110 @@ impl Ddl<'_> {
         Ok(result)
     }
 
-    /// Before `names` (of `kind`) are dropped: fails with 2BP01 if other views read them, or with
-    /// `cascade` drops those views (and the views that read them).
+    /// The views and materialized views whose queries read a relation `reads` accepts: name,
+    /// whether materialized, and what it reads.
+    fn readers(&self, reads: impl Fn(&str) -> bool) -> Result<Vec<Reader>> {
+        let views = self.engine().views()?.into_iter().map(|v| Reader {
+            name: v.name,
+            materialized: false,
+            depends_on: v.depends_on,
+        });
+        let materialized = self.engine().tables().into_iter().filter_map(|t| {
+            t.materialized.as_ref().map(|m| Reader {
+                name: t.name.clone(),
+                materialized: true,
+                depends_on: m.depends_on.clone(),
+            })
+        });
+        Ok(views
+            .chain(materialized)
+            .filter(|r| r.depends_on.iter().any(|d| reads(d)))
+            .collect())
+    }
+
+    /// Before `names` (of `kind`) are dropped: fails with 2BP01 if views or materialized views
+    /// read them, or with `cascade` drops those (and what reads them in turn) and says so on
+    /// `result` as PostgreSQL does.
     pub(super) fn release_dependents(
         &self,
         names: &[String],
         kind: &str,
         cascade: bool,
+        result: QueryResult,
+    ) -> Result<QueryResult> {
+        let mut dropped = Vec::new();
+        self.drop_readers(names, kind, cascade, &mut dropped)?;
+        Ok(match dropped.as_slice() {
+            [] => result,
+            [one] => result.with_notice("NOTICE", "00000", format!("drop cascades to {one}")),
+            many => result.with_notice(
+                "NOTICE",
+                "00000",
+                format!("drop cascades to {} other objects", many.len()),
+            ),
+        })
+    }
+
+    /// The views and materialized views reading `names`, dropped (with `cascade`, described on
+    /// `dropped`) or refused (2BP01).
+    fn drop_readers(
+        &self,
+        names: &[String],
+        kind: &str,
+        cascade: bool,
+        dropped: &mut Vec<String>,
     ) -> Result<()> {
-        let views = self.engine().views()?;
-        let dependents: Vec<&ViewDef> = views
-            .iter()
-            .filter(|v| !names.contains(&v.name))
-            .filter(|v| v.depends_on.iter().any(|d| names.contains(d)))
+        let dependents: Vec<Reader> = self
+            .readers(|d| names.iter().any(|n| n == d))?
+            .into_iter()
+            .filter(|r| !names.contains(&r.name))
             .collect();
-        let Some(first) = dependents.first() else {
+        if dependents.is_empty() {
             return Ok(());
-        };
+        }
         if !cascade {
-            let depended = first
-                .depends_on
+            let lines: Vec<String> = dependents
                 .iter()
-                .find(|d| names.contains(d))
-                .cloned()
-                .unwrap_or_default();
+                .map(|r| {
+                    let depended = r.depends_on.iter().find(|d| names.contains(d));
+                    format!(
+                        "{} {} depends on {kind} {}",
+                        r.kind(),
+                        r.name,
+                        depended.map_or("", |d| d)
+                    )
+                })
+                .collect();
+            let depended = dependents[0].depends_on.iter().find(|d| names.contains(d));
             return Err(SqlError::new(
                 "2BP01",
-                format!("cannot drop {kind} {depended} because other objects depend on it"),
+                format!(
+                    "cannot drop {kind} {} because other objects depend on it",
+                    depended.map_or("", |d| d)
+                ),
             )
-            .with_detail(format!("view {} depends on {kind} {depended}", first.name))
+            .with_detail(lines.join("\n"))
             .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
         }
-        let dependent_names: Vec<String> = dependents.iter().map(|v| v.name.clone()).collect();
-        self.release_dependents(&dependent_names, "view", true)?;
-        for name in &dependent_names {
-            self.txn().drop_view(name)?;
+        let dependent_names: Vec<String> = dependents.iter().map(|r| r.name.clone()).collect();
+        for reader in &dependents {
+            dropped.push(format!("{} {}", reader.kind(), reader.name));
+        }
+        self.drop_readers(&dependent_names, "view", true, dropped)?;
+        for reader in &dependents {
+            match reader.materialized {
+                true => drop(self.txn().drop_table(&reader.name)?),
+                false => drop(self.txn().drop_view(&reader.name)?),
+            }
         }
         Ok(())
     }
 
-    /// Fails with 2BP01 if a view reads `table` (whose columns are about to change).
+    /// Fails with 2BP01 if a view or materialized view reads `table` (whose columns are about to
+    /// change).
     pub(super) fn refuse_if_viewed(&self, table: &str, column: &str) -> Result<()> {
-        let views = self.engine().views()?;
-        let Some(view) = views
-            .iter()
-            .find(|v| v.depends_on.iter().any(|d| d == table))
-        else {
+        let readers = self.readers(|d| d == table)?;
+        let Some(reader) = readers.first() else {
             return Ok(());
         };
         Err(SqlError::new(
@@ -187,8 +250,29 @@ impl Ddl<'_> {
                 "cannot drop column {column} of table {table} because other objects depend on it"
             ),
         )
-        .with_detail(format!("view {} depends on table {table}", view.name))
+        .with_detail(format!(
+            "{} {} depends on table {table}",
+            reader.kind(),
+            reader.name
+        ))
         .with_hint("Drop the view first."))
+    }
+}
+
+/// A view or materialized view, as what it reads.
+struct Reader {
+    name: String,
+    materialized: bool,
+    depends_on: Vec<String>,
+}
+
+impl Reader {
+    fn kind(&self) -> &'static str {
+        if self.materialized {
+            "materialized view"
+        } else {
+            "view"
+        }
     }
 }
 
