@@ -60,10 +60,11 @@ pub fn fatal(code: &str, message: impl Into<String>) -> PgWireError {
 }
 
 pub fn notice_response(notice: &Notice) -> NoticeResponse {
-    ErrorInfo::new(
+    let mut info = ErrorInfo::new(
         notice.severity.to_owned(),
         notice.code.to_owned(),
         notice.message.clone(),
-    )
-    .into()
+    );
+    info.detail = notice.detail.clone();
+    info.into()
 }

@@ -194,6 +194,7 @@ pub struct Notice {
     pub severity: &'static str,
     pub code: &'static str,
     pub message: String,
+    pub detail: Option<String>,
 }
 
 /// The outcome of one statement.
@@ -237,6 +238,24 @@ impl QueryResult {
             severity,
             code,
             message: message.into(),
+            detail: None,
+        });
+        self
+    }
+
+    /// [`QueryResult::with_notice`] with a DETAIL line.
+    pub fn with_notice_detail(
+        mut self,
+        severity: &'static str,
+        code: &'static str,
+        message: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        self.notices.push(Notice {
+            severity,
+            code,
+            message: message.into(),
+            detail: Some(detail.into()),
         });
         self
     }

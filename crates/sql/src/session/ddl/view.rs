@@ -174,11 +174,18 @@ impl Ddl<'_> {
         Ok(match dropped.as_slice() {
             [] => result,
             [one] => result.with_notice("NOTICE", "00000", format!("drop cascades to {one}")),
-            many => result.with_notice(
-                "NOTICE",
-                "00000",
-                format!("drop cascades to {} other objects", many.len()),
-            ),
+            many => {
+                let each: Vec<String> = many
+                    .iter()
+                    .map(|d| format!("drop cascades to {d}"))
+                    .collect();
+                result.with_notice_detail(
+                    "NOTICE",
+                    "00000",
+                    format!("drop cascades to {} other objects", many.len()),
+                    each.join("\n"),
+                )
+            }
         })
     }
 
