@@ -550,7 +550,9 @@ fn to_timestamp(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
 }
 
 /// `format(template, args...)`: `%s` (text, NULL as empty), `%I` (an identifier, quoted when
-/// needed), `%L` (a literal, NULL as NULL), `%%`, with optional `n$` positions.
+/// needed), `%L` (a literal, NULL as NULL), `%%`, each as `%[n$][-][width]type` — an argument
+/// position, left-justified, padded with spaces to `width` characters (`*` or `*n$`: the width
+/// is an argument; a negative one left-justifies), as PostgreSQL's.
 fn format(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let Some(template) = args.first().filter(|t| !t.is_null()) else {
         return Ok(Value::Null);
@@ -564,35 +566,21 @@ fn format(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
             out.push(c);
             continue;
         }
-        let mut spec = String::new();
-        while let Some(&d) = chars.peek() {
-            if d.is_ascii_digit() || d == '$' {
-                spec.push(d);
-                chars.next();
-            } else {
-                break;
-            }
-        }
-        let kind = chars
-            .next()
-            .ok_or_else(|| SqlError::new("22023", "unterminated format() type specifier"))?;
-        if kind == '%' {
+        if chars.peek() == Some(&'%') {
+            chars.next();
             out.push('%');
             continue;
         }
-        let at = match spec.strip_suffix('$') {
-            Some(n) => n
-                .parse::<usize>()
-                .map_err(|_| SqlError::new("22023", "invalid format() position"))?,
-            None if spec.is_empty() => next_arg,
-            None => return Err(SqlError::unsupported("format() widths")),
-        };
-        next_arg = at + 1;
+        let spec = FormatSpec::read(&mut chars, args, &mut next_arg)?;
+        let kind = chars
+            .next()
+            .ok_or_else(|| SqlError::new("22023", "unterminated format() type specifier"))?;
         let value = args
-            .get(at)
+            .get(spec.at)
             .ok_or_else(|| SqlError::new("22023", "too few arguments for format()"))?;
-        match kind {
-            's' => out.push_str(&value.to_pg_text().unwrap_or_default()),
+        next_arg = spec.at + 1;
+        let text = match kind {
+            's' => value.to_pg_text().unwrap_or_default(),
             'I' => {
                 let text = value.to_pg_text().ok_or_else(|| {
                     SqlError::new(
@@ -600,22 +588,126 @@ fn format(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
                         "null values cannot be formatted as an SQL identifier",
                     )
                 })?;
-                out.push_str(&crate::types::quote_ident(&text));
+                crate::types::quote_ident(&text)
             }
-            'L' => out.push_str(
-                &value
-                    .to_pg_text()
-                    .map_or("NULL".to_owned(), |t| quote_literal(&t)),
-            ),
+            'L' => value
+                .to_pg_text()
+                .map_or("NULL".to_owned(), |t| quote_literal(&t)),
             other => {
                 return Err(SqlError::new(
                     "22023",
                     format!("unrecognized format() type specifier \"{other}\""),
                 ))
             }
-        }
+        };
+        spec.pad(&text, &mut out);
     }
     Ok(Value::Text(out))
+}
+
+/// One `%[n$][-][width]` of a format() template, read.
+struct FormatSpec {
+    /// The argument it formats.
+    at: usize,
+    left: bool,
+    width: usize,
+}
+
+impl FormatSpec {
+    fn read(
+        chars: &mut std::iter::Peekable<std::str::Chars>,
+        args: &[Value],
+        next_arg: &mut usize,
+    ) -> Result<FormatSpec> {
+        let digits = |chars: &mut std::iter::Peekable<std::str::Chars>| {
+            let mut text = String::new();
+            while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+                text.push(*d);
+                chars.next();
+            }
+            text
+        };
+        let number = |text: &str| {
+            text.parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| {
+                    SqlError::new(
+                        "22023",
+                        "format specifies argument 0, but arguments are numbered from 1",
+                    )
+                })
+        };
+        let mut leading = digits(chars);
+        let mut position = None;
+        if !leading.is_empty() && chars.peek() == Some(&'$') {
+            chars.next();
+            position = Some(number(&leading)?);
+            leading.clear();
+        }
+        let mut left = false;
+        while leading.is_empty() && chars.peek() == Some(&'-') {
+            chars.next();
+            left = true;
+        }
+        let mut width: i64 = 0;
+        if leading.is_empty() && chars.peek() == Some(&'*') {
+            chars.next();
+            let from = digits(chars);
+            let width_at = if from.is_empty() {
+                let at = *next_arg;
+                *next_arg += 1;
+                at
+            } else {
+                if chars.next() != Some('$') {
+                    return Err(SqlError::new(
+                        "22023",
+                        "unterminated format() type specifier",
+                    ));
+                }
+                // As PostgreSQL's: the value is then the argument after the width's.
+                let at = number(&from)?;
+                *next_arg = at + 1;
+                at
+            };
+            let value = args
+                .get(width_at)
+                .ok_or_else(|| SqlError::new("22023", "too few arguments for format()"))?;
+            width = if value.is_null() {
+                0
+            } else {
+                crate::types::ops::as_i64(value)
+            };
+        } else {
+            let text = if leading.is_empty() {
+                digits(chars)
+            } else {
+                leading
+            };
+            if !text.is_empty() {
+                width = text
+                    .parse()
+                    .map_err(|_| SqlError::new("22023", "number is out of range"))?;
+            }
+        }
+        Ok(FormatSpec {
+            at: position.unwrap_or(*next_arg),
+            left: left || width < 0,
+            width: width.unsigned_abs() as usize,
+        })
+    }
+
+    /// `text` padded with spaces to the width, on the side the spec says.
+    fn pad(&self, text: &str, out: &mut String) {
+        let fill = " ".repeat(self.width.saturating_sub(text.chars().count()));
+        if self.left {
+            out.push_str(text);
+            out.push_str(&fill);
+        } else {
+            out.push_str(&fill);
+            out.push_str(text);
+        }
+    }
 }
 
 /// A string as a SQL literal (`E'...'` when it holds a backslash).

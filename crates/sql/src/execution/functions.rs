@@ -255,6 +255,7 @@ static FUNCTIONS: &[Function] = &[
     strict("bit_length", (1, 1), integer, bit_length),
     strict("regexp_like", (2, 3), boolean, regexp_like),
     strict("regexp_count", (2, 4), integer, super::regex::regexp_count),
+    strict("regexp_substr", (2, 6), text, super::regex::regexp_substr),
     strict(
         "similar_to_escape",
         (1, 2),
@@ -656,11 +657,37 @@ fn string(value: &Value) -> String {
 }
 
 fn lower(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    Ok(Value::Text(string(&args[0]).to_lowercase()))
+    Ok(Value::Text(
+        string(&args[0]).chars().map(lower_char).collect(),
+    ))
 }
 
 fn upper(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
-    Ok(Value::Text(string(&args[0]).to_uppercase()))
+    Ok(Value::Text(
+        string(&args[0]).chars().map(upper_char).collect(),
+    ))
+}
+
+/// A character's upper case as PostgreSQL maps it, one character for one (`ß` stays `ß`; a
+/// mapping to several characters, as Unicode's full `ß` → `SS`, is not taken).
+fn upper_char(c: char) -> char {
+    single(c.to_uppercase()).unwrap_or(c)
+}
+
+/// A character's lower case, one character for one (see [`upper_char`]); `İ`, whose full
+/// lower case is `i` and a combining dot, is `i`, as the C library maps it.
+fn lower_char(c: char) -> char {
+    match c {
+        '\u{130}' => 'i',
+        c => single(c.to_lowercase()).unwrap_or(c),
+    }
+}
+
+fn single(mut mapped: impl Iterator<Item = char>) -> Option<char> {
+    match (mapped.next(), mapped.next()) {
+        (Some(c), None) => Some(c),
+        _ => None,
+    }
 }
 
 fn initcap(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
@@ -668,11 +695,7 @@ fn initcap(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     let mut start = true;
     for c in string(&args[0]).chars() {
         if c.is_alphanumeric() {
-            if start {
-                out.extend(c.to_uppercase());
-            } else {
-                out.extend(c.to_lowercase());
-            }
+            out.push(if start { upper_char(c) } else { lower_char(c) });
             start = false;
         } else {
             out.push(c);

@@ -203,3 +203,40 @@ pub fn regexp_count(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
         Value::Integer(regex.find_iter(&subject).count() as i32)
     })
 }
+
+/// `regexp_substr(string, pattern [, start [, n [, flags [, subexpr]]]])`: the `n`-th match
+/// (1-based) from character `start` on, or its `subexpr`-th parenthesised group; NULL when there
+/// is none.
+pub fn regexp_substr(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let number = |at: usize, name: &str, least: i64| -> Result<i64> {
+        let value = args.get(at).map_or(least.max(1), crate::types::ops::as_i64);
+        if value < least {
+            return Err(SqlError::new(
+                "22023",
+                format!("invalid value for parameter \"{name}\": {value}"),
+            ));
+        }
+        Ok(value)
+    };
+    let start = number(2, "start", 1)?;
+    let nth = number(3, "n", 1)?;
+    let (global, case_insensitive) = regex_flags(args.get(4))?;
+    if global {
+        return Err(SqlError::new(
+            "22023",
+            "regexp_substr() does not support the \"global\" option",
+        ));
+    }
+    let group = match args.get(5) {
+        Some(value) => number(5, "subexpr", 0)?.max(crate::types::ops::as_i64(value)),
+        None => 0,
+    };
+    let subject: String = text_of(&args[0]).chars().skip(start as usize - 1).collect();
+    with_regex(text_of(&args[1]), case_insensitive, |regex| {
+        regex
+            .captures_iter(&subject)
+            .nth(nth as usize - 1)
+            .and_then(|found| found.get(group as usize))
+            .map_or(Value::Null, |m| Value::Text(m.as_str().to_owned()))
+    })
+}

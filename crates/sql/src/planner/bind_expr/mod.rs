@@ -655,6 +655,9 @@ impl Binder<'_> {
                 return self.bind_like(left, right, None, negated, case_insensitive, scope);
             }
             BinaryOperator::PGExp => return self.bind_call("power", &[left, right], scope),
+            BinaryOperator::PGStartsWith => {
+                return self.bind_call("starts_with", &[left, right], scope)
+            }
             other if crate::execution::bitwise::operator(other).is_some() => {
                 return self.bind_bitwise(left, other, right, scope)
             }
