@@ -333,6 +333,7 @@ pub fn bind_array_subquery(binder: &mut Binder<'_>, query: &ast::Query) -> Resul
     if bound.columns.len() != 1 {
         return Err(SqlError::syntax("subquery must return only one column"));
     }
+    let column_type = bound.columns[0].ty;
     let joined = AggCall {
         func: AggFunc::StringAgg,
         args: vec![
@@ -359,7 +360,18 @@ pub fn bind_array_subquery(binder: &mut Binder<'_>, query: &ast::Query) -> Resul
         kind: SubqueryKind::Scalar,
         correlated,
     };
-    Ok((Expr::Subquery(Box::new(subquery)), Some(DataType::Text)))
+    // An array of the column's type (text[] for a type without an array type here).
+    let ty = element_array_type(column_type);
+    Ok((Expr::Subquery(Box::new(subquery)), Some(ty)))
+}
+
+/// The array type whose elements are of type `element`: `text[]` when SteadyDB has no array of
+/// that type (its elements are then their text).
+fn element_array_type(element: Option<DataType>) -> DataType {
+    element
+        .as_ref()
+        .and_then(DataType::array_type)
+        .unwrap_or(DataType::TextArray)
 }
 
 /// `pg_typeof(x)`: the name of `x`'s type (`unknown` for untyped literals and NULL).
