@@ -393,33 +393,24 @@ fn range_edge(
         Err(err) if err.code == "22008" || err.code == "22003" => None,
         Err(err) => return Err(err),
     };
-    // Before the target in the sort order: smaller on an ascending key, larger on a descending.
-    let before = |p: usize| -> bool {
+    // Where a row lies against the target in the sort order (a descending key reverses the
+    // values' order); an overflowed target lies beyond every row on its side.
+    let placed = |p: usize| -> std::cmp::Ordering {
         match &target {
-            None => !subtract,
+            None if subtract => std::cmp::Ordering::Greater,
+            None => std::cmp::Ordering::Less,
             Some(target) => {
                 let ordering = compare_across(value_at(p), target);
                 if key.descending {
-                    ordering.is_gt()
+                    ordering.reverse()
                 } else {
-                    ordering.is_lt()
+                    ordering
                 }
             }
         }
     };
-    let not_after = |p: usize| -> bool {
-        match &target {
-            None => !subtract,
-            Some(target) => {
-                let ordering = compare_across(value_at(p), target);
-                if key.descending {
-                    ordering.is_ge()
-                } else {
-                    ordering.is_le()
-                }
-            }
-        }
-    };
+    let before = |p: usize| placed(p).is_lt();
+    let not_after = |p: usize| placed(p).is_le();
     Ok(if is_start {
         partition_point(run, before) as isize
     } else {
