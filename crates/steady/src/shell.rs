@@ -230,6 +230,9 @@ impl Shell {
     fn print_result(&self, result: &QueryResult) -> std::io::Result<()> {
         for notice in &result.notices {
             self.message(notice.severity, &notice.message);
+            if let Some(detail) = &notice.detail {
+                eprintln!("DETAIL:  {detail}");
+            }
         }
         if result.has_rows() {
             write_out(&result_table(result).render_with_count())

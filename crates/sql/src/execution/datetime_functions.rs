@@ -149,6 +149,38 @@ pub(crate) fn date_bin(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     })
 }
 
+/// The parameters of `make_interval`, in order; each defaults to 0 and may be named
+/// (`make_interval(days => 3)`).
+pub const MAKE_INTERVAL_PARAMETERS: [&str; 7] =
+    ["years", "months", "weeks", "days", "hours", "mins", "secs"];
+
+/// `make_interval([years [, months [, weeks [, days [, hours [, mins [, secs]]]]]]])`: 22008
+/// when a field overflows.
+pub(crate) fn make_interval(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let field = |at: usize| args.get(at).map_or(0, as_i64);
+    let overflow = || SqlError::new("22008", "interval out of range");
+    let months = field(0)
+        .checked_mul(12)
+        .and_then(|m| m.checked_add(field(1)))
+        .and_then(|m| i32::try_from(m).ok())
+        .ok_or_else(overflow)?;
+    let days = field(2)
+        .checked_mul(7)
+        .and_then(|d| d.checked_add(field(3)))
+        .and_then(|d| i32::try_from(d).ok())
+        .ok_or_else(overflow)?;
+    let seconds = args.get(6).map_or(0.0, as_f64);
+    let micros = (field(4) as f64 * 3600.0 + field(5) as f64 * 60.0 + seconds) * 1e6;
+    if !micros.is_finite() || micros.abs() >= 9.2e18 {
+        return Err(overflow());
+    }
+    Ok(Value::Interval(Interval {
+        months,
+        days,
+        micros: micros.round() as i64,
+    }))
+}
+
 /// `make_timestamp(year, month, day, hour, min, sec)`.
 pub(crate) fn make_timestamp(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Timestamp(local_from_fields(args)?))

@@ -309,6 +309,7 @@ static FUNCTIONS: &[Function] = &[
         timestamptz,
         datetime::make_timestamptz,
     ),
+    strict("make_interval", (0, 7), interval, datetime::make_interval),
     contextual("age", (1, 2), interval, datetime::age),
     strict("justify_hours", (1, 1), interval, datetime::justify_hours),
     strict("justify_days", (1, 1), interval, datetime::justify_days),

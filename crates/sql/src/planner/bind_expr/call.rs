@@ -48,6 +48,10 @@ impl Binder<'_> {
                 "function {name} with WITHIN GROUP does not exist"
             )));
         }
+        if let Some(positional) = named_arguments(&name, list)? {
+            let args: Vec<&AstExpr> = positional.iter().collect();
+            return self.bind_call(&name, &args, scope);
+        }
         let args: Vec<&AstExpr> = list
             .map(|l| l.args.iter().map(plain_arg).collect::<Result<Vec<_>>>())
             .transpose()?
@@ -520,6 +524,83 @@ fn not_ordered_set(name: &str) -> SqlError {
         "42809",
         format!("{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP"),
     )
+}
+
+/// A call of a function with named parameters (`make_interval(days => 3)`) that names any: its
+/// arguments in positional order, each missing one its default (0). None for other calls.
+fn named_arguments(
+    name: &str,
+    list: Option<&ast::FunctionArgumentList>,
+) -> Result<Option<Vec<AstExpr>>> {
+    let Some(list) = list else {
+        return Ok(None);
+    };
+    // `name => value`: sqlparser gives the name as an identifier or as an expression.
+    let named = |arg: &ast::FunctionArg| -> Option<(ast::Ident, AstExpr)> {
+        match arg {
+            ast::FunctionArg::Named {
+                name,
+                arg: ast::FunctionArgExpr::Expr(expr),
+                ..
+            }
+            | ast::FunctionArg::ExprNamed {
+                name: AstExpr::Identifier(name),
+                arg: ast::FunctionArgExpr::Expr(expr),
+                ..
+            } => Some((name.clone(), expr.clone())),
+            _ => None,
+        }
+    };
+    if !list.args.iter().any(|arg| named(arg).is_some()) {
+        return Ok(None);
+    }
+    let parameters: &[&str] = match name {
+        "make_interval" => &crate::execution::datetime_functions::MAKE_INTERVAL_PARAMETERS,
+        _ => return Err(SqlError::unsupported(format!("named arguments of {name}"))),
+    };
+    let zero = || AstExpr::value(ast::Value::Number("0".to_owned(), false));
+    let mut positional: Vec<Option<AstExpr>> = vec![None; parameters.len()];
+    let mut seen_named = false;
+    for (at, arg) in list.args.iter().enumerate() {
+        let (slot, expr) = match (named(arg), arg) {
+            (Some((parameter, expr)), _) => {
+                seen_named = true;
+                let parameter = crate::types::normalize_ident(&parameter);
+                let slot = parameters
+                    .iter()
+                    .position(|p| *p == parameter)
+                    .ok_or_else(|| {
+                        SqlError::undefined_function(format!(
+                            "function {name}({parameter} => ...) does not exist"
+                        ))
+                    })?;
+                (slot, expr)
+            }
+            (None, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr))) if !seen_named => {
+                (at, expr.clone())
+            }
+            _ => {
+                return Err(SqlError::syntax(
+                    "positional argument cannot follow named argument",
+                ))
+            }
+        };
+        match positional.get_mut(slot) {
+            Some(place @ None) => *place = Some(expr),
+            _ => {
+                return Err(SqlError::syntax(format!(
+                    "argument name \"{}\" used more than once",
+                    parameters.get(slot).copied().unwrap_or("?")
+                )))
+            }
+        }
+    }
+    Ok(Some(
+        positional
+            .into_iter()
+            .map(|e| e.unwrap_or_else(zero))
+            .collect(),
+    ))
 }
 
 pub(crate) fn plain_arg(arg: &ast::FunctionArg) -> Result<&AstExpr> {
