@@ -152,6 +152,8 @@ pub struct Binder<'a> {
     /// An INSERT's values for identity columns are replaced by their sequences'
     /// (`OVERRIDING USER VALUE`).
     pub overriding_user_value: bool,
+    /// A materialized view's REFRESH is binding its writes (the only writes it takes).
+    pub refreshing: bool,
     /// How many views deep the binding is.
     view_depth: usize,
     next_subquery: usize,
@@ -193,6 +195,7 @@ impl<'a> Binder<'a> {
             required: Vec::new(),
             overriding_system_value: false,
             overriding_user_value: false,
+            refreshing: false,
             view_depth: 0,
             next_subquery: 0,
             ctes: Vec::new(),
