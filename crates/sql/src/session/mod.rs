@@ -930,8 +930,8 @@ impl Session {
     ) -> Result<QueryResult> {
         let engine = Arc::clone(self.db.engine());
         if self.block.is_none() {
+            // The foreign-key state is empty here: every transaction end clears it.
             let mut txn = engine.begin(self.info.settings.default_isolation())?;
-            self.info.foreign_key_checks.lock().clear();
             let result = self.run_statement(&engine, &mut txn, f).and_then(|result| {
                 self.run_deferred_checks(&engine, &mut txn)?;
                 Ok(result)
