@@ -176,15 +176,26 @@ impl RowEncoder {
             }
             match (format, ty) {
                 (FieldFormat::Binary, Some(ty)) => binary::encode(value, ty, &mut data)?,
-                _ => write!(data, "{value}").map_err(|_| {
-                    SqlError::new("XX000", format!("could not format a {ty:?} value"))
-                })?,
+                _ => write_text(&mut data, value, ty.as_ref())?,
             }
             let length = (data.len() - start - 4) as i32;
             data[start..start + 4].copy_from_slice(&length.to_be_bytes());
         }
         Ok(DataRow::new(data, row.len() as i16))
     }
+}
+
+/// A value's text field: PostgreSQL's output of it as a value of `ty` (an array keeps its text,
+/// which a `timestamptz[]` shows in the session's zone).
+fn write_text(data: &mut BytesMut, value: &Value, ty: Option<&DataType>) -> Result<(), SqlError> {
+    if let (Value::Text(text), Some(element)) = (value, ty.and_then(DataType::element_type)) {
+        if let Some(shown) = steady_sql::values::array::array_output(text, &element) {
+            data.extend_from_slice(shown.as_bytes());
+            return Ok(());
+        }
+    }
+    write!(data, "{value}")
+        .map_err(|_| SqlError::new("XX000", format!("could not format a {ty:?} value")))
 }
 
 /// About how many bytes `value` takes as a field (its length word and its text or bytes).

@@ -27,10 +27,10 @@ fn column_type(ty: Option<DataType>) -> DefaultColumnType {
     }
 }
 
-fn cell(value: &Value) -> String {
+fn cell(value: &Value, ty: Option<&DataType>) -> String {
     match value {
         Value::Text(s) if s.is_empty() => "(empty)".to_owned(),
-        other => other.to_string(),
+        other => steady_types::array::shown_text(other, ty),
     }
 }
 
@@ -60,7 +60,12 @@ impl DB for SteadyDb {
             rows: result
                 .rows
                 .iter()
-                .map(|row| row.iter().map(cell).collect())
+                .map(|row| {
+                    row.iter()
+                        .zip(&result.columns)
+                        .map(|(value, column)| cell(value, column.ty.as_ref()))
+                        .collect()
+                })
                 .collect(),
         })
     }

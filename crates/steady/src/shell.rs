@@ -28,6 +28,7 @@ use rustyline::DefaultEditor;
 use steady_engine::catalog::TableDef;
 use steady_engine::engine::{Engine, EngineConfig};
 use steady_sql::execution::constraints::{foreign_keys, is_hidden};
+use steady_sql::execution::plan::Column;
 use steady_sql::system::{column_list, index_predicate};
 use steady_sql::values::{DataType, Value};
 use steady_sql::{Database, QueryResult, Session, SqlError, TransactionStatus};
@@ -429,9 +430,9 @@ fn section(heading: &str, lines: &[String]) -> String {
 }
 
 fn result_table(result: &QueryResult) -> Table {
-    let cell = |value: &Value| match value {
+    let cell = |(value, column): (&Value, &Column)| match value {
         Value::Null => String::new(),
-        value => value.to_string(),
+        value => steady_sql::values::array::shown_text(value, column.ty.as_ref()),
     };
     Table {
         title: None,
@@ -444,7 +445,7 @@ fn result_table(result: &QueryResult) -> Table {
         rows: result
             .rows
             .iter()
-            .map(|row| row.iter().map(cell).collect())
+            .map(|row| row.iter().zip(&result.columns).map(cell).collect())
             .collect(),
     }
 }

@@ -65,10 +65,42 @@ pub fn array_values(text: &str, element: &DataType) -> Result<Vec<Value>, TypeEr
         .collect()
 }
 
-/// The text of the one-dimensional array of `values`, each quoted as it needs (`{a,"b c",NULL}`).
+/// The text of the one-dimensional array of `values`, each quoted as it needs (`{a,"b c",NULL}`):
+/// the form an array value keeps. A `timestamptz` element is kept in UTC, so that the text does
+/// not depend on the writer's TimeZone; [`array_output`] shows it in the reader's.
 pub fn array_text<'v>(values: impl IntoIterator<Item = &'v Value>) -> String {
-    let elements: Vec<String> = values.into_iter().map(quote_element).collect();
+    let elements: Vec<String> = values
+        .into_iter()
+        .map(|value| match value {
+            Value::TimestampTz(t) => quote_text(crate::zone::InUtc(*t).to_string()),
+            value => quote_element(value),
+        })
+        .collect();
     format!("{{{}}}", elements.join(","))
+}
+
+/// An array value of `element`s as PostgreSQL prints it: its kept text, except that the
+/// elements of a `timestamptz[]` show in the session's TimeZone. `None` when the kept text is
+/// what is printed.
+pub fn array_output(text: &str, element: &DataType) -> Option<String> {
+    if *element != DataType::TimestampTz {
+        return None;
+    }
+    let values = array_values(text, element).ok()?;
+    let elements: Vec<String> = values.iter().map(quote_element).collect();
+    Some(format!("{{{}}}", elements.join(",")))
+}
+
+/// A value's text as PostgreSQL prints a value of type `ty` (NULL as `NULL`): its `Display`, but
+/// an array's elements as [`array_output`] shows them.
+pub fn shown_text(value: &Value, ty: Option<&DataType>) -> String {
+    let element = ty.and_then(DataType::element_type);
+    match (value, element) {
+        (Value::Text(text), Some(element)) => {
+            array_output(text, &element).unwrap_or_else(|| text.clone())
+        }
+        (value, _) => value.to_string(),
+    }
 }
 
 /// The elements between the braces: quoted (`"a,b"`, with `\` escapes) or bare (`NULL` is null).
@@ -114,7 +146,11 @@ pub fn quote_element(value: &Value) -> String {
     if value.is_null() {
         return "NULL".to_owned();
     }
-    let text = value.to_string();
+    quote_text(value.to_string())
+}
+
+/// An element's text, quoted when it would not read back as itself.
+fn quote_text(text: String) -> String {
     let special = |c: char| c.is_whitespace() || "{},\"\\".contains(c);
     if text.is_empty() || text.eq_ignore_ascii_case("null") || text.chars().any(special) {
         format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))

@@ -288,12 +288,31 @@ pub(crate) fn numeric_offset(text: &str) -> Option<i64> {
 
 /// Writes a `timestamptz` in the session zone.
 pub(crate) fn write_timestamptz(f: &mut fmt::Formatter<'_>, utc: i64) -> fmt::Result {
+    write_timestamptz_at(f, utc, |utc| session_zone().offset_at(utc))
+}
+
+/// A `timestamptz` written in UTC (`+00`) whatever the session zone: the form arrays keep their
+/// elements in (see [`crate::array`]).
+pub struct InUtc(pub i64);
+
+impl fmt::Display for InUtc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_timestamptz_at(f, self.0, |_| 0)
+    }
+}
+
+/// Writes a `timestamptz` at the offset `offset_at` gives for it.
+fn write_timestamptz_at(
+    f: &mut fmt::Formatter<'_>,
+    utc: i64,
+    offset_at: impl Fn(i64) -> i64,
+) -> fmt::Result {
     match utc {
         i64::MAX => return f.write_str("infinity"),
         i64::MIN => return f.write_str("-infinity"),
         _ => {}
     }
-    let offset = session_zone().offset_at(utc);
+    let offset = offset_at(utc);
     let local = utc + offset;
     let bc = write_calendar_day(f, local.div_euclid(USECS_PER_DAY))?;
     write_time_of_day(f, local.rem_euclid(USECS_PER_DAY))?;

@@ -1810,3 +1810,13 @@ pub fn array_element_type(name: &str) -> DataType {
         other => crate::types::builtin_type(other).unwrap_or(DataType::Text),
     }
 }
+
+/// A row value `(a, b, ...)` as a key: its fields' index-key encoding — equal for rows whose
+/// fields are equal, NULL fields equal to each other as DISTINCT compares rows — and never NULL
+/// itself (a row is not NULL even when its fields are). Bound for an aggregate's row argument,
+/// so that `count(DISTINCT (a, b))` counts the distinct rows.
+pub static ROW_KEY: Function = lenient("row_key", (1, usize::MAX), bytea, row_key);
+
+fn row_key(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    Ok(Value::Bytea(steady_engine::codec::encode_key(args)))
+}

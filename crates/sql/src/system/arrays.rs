@@ -260,6 +260,34 @@ fn array_order_key(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
     Ok(Value::Bytea(key))
 }
 
+/// An array as text: the text PostgreSQL prints for it (a `timestamptz[]`'s elements in the
+/// session's zone, see [`steady_types::array::array_output`]). Bound by [`shown_array`].
+pub static ARRAY_SHOWN: Function =
+    crate::execution::functions::strict("array_shown", (2, 2), text, array_shown);
+
+fn text(_: &[Option<DataType>]) -> Option<DataType> {
+    Some(DataType::Text)
+}
+
+/// `expr` of type `ty` as the text it prints as, for a cast to a string type: an array whose
+/// kept text is not what it prints goes through [`ARRAY_SHOWN`], anything else as it is.
+pub fn shown_array(expr: Expr, ty: Option<DataType>) -> Expr {
+    match ty.as_ref().and_then(DataType::element_type) {
+        Some(DataType::TimestampTz) => {
+            crate::execution::functions::call_on_array(&ARRAY_SHOWN, expr, ty)
+        }
+        _ => expr,
+    }
+}
+
+fn array_shown(args: &[Value], _: &mut ExecCtx) -> Result<Value> {
+    let element = crate::execution::functions::array_element_type(&text_of(&args[1]));
+    let text = text_of(&args[0]);
+    Ok(Value::Text(
+        steady_types::array::array_output(&text, &element).unwrap_or(text),
+    ))
+}
+
 /// `x op ANY (arr)` / `x op ALL (arr)`, bound by the binder as this call with arguments
 /// `[x, arr, op, all, element type]`: each element read as the element type (the array's, or
 /// `x`'s for an array of unknown type such as a catalog vector), compared with `x` by `op`, and

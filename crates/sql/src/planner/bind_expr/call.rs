@@ -244,6 +244,8 @@ impl Binder<'_> {
                 expr
             } else if JSON_BUILDERS.contains(&name) {
                 array_as_json(expr, ty)
+            } else if name == "array_to_string" {
+                crate::system::arrays::shown_array(expr, ty)
             } else {
                 char_as_text(expr, ty)
             };
@@ -324,6 +326,22 @@ impl Binder<'_> {
         Ok((Expr::AggRef(index), ty))
     }
 
+    /// A row `(a, b, ...)` counted by `count`: its [`functions::ROW_KEY`], so that rows count
+    /// once each (with DISTINCT, equal rows once).
+    fn bind_row_key(&mut self, fields: Vec<&AstExpr>, scope: &Scope) -> Result<Typed> {
+        let fields = fields
+            .iter()
+            .map(|field| {
+                let (expr, ty) = self.bind_expr(field, scope)?;
+                Ok(crate::system::arrays::ordered_array(expr, ty))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((
+            Expr::Call(&functions::ROW_KEY, fields),
+            Some(DataType::Bytea),
+        ))
+    }
+
     pub(crate) fn bind_aggregate_call(
         &mut self,
         func: AggFunc,
@@ -371,6 +389,10 @@ impl Binder<'_> {
                     let (expr, ty) = self.bind_expr(e, scope)?;
                     (array_as_json(expr, ty), ty)
                 }
+                AggFunc::Count => match row_fields(e) {
+                    Some(fields) => self.bind_row_key(fields, scope)?,
+                    None => self.bind_expr(e, scope)?,
+                },
                 _ => self.bind_expr(e, scope)?,
             };
             if i == 0 {
@@ -650,4 +672,23 @@ fn no_such_function(name: &str, types: &[Option<DataType>]) -> SqlError {
         "function {name}({}) does not exist",
         names.join(", ")
     ))
+}
+
+/// The fields of a row constructor, `(a, b, ...)` or `ROW(a, ...)`; None for another expression.
+fn row_fields(expr: &AstExpr) -> Option<Vec<&AstExpr>> {
+    match expr {
+        AstExpr::Tuple(fields) => Some(fields.iter().collect()),
+        AstExpr::Function(call) if object_name(&call.name).1 == "row" => match &call.args {
+            ast::FunctionArguments::List(list) => list
+                .args
+                .iter()
+                .map(|arg| match arg {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        },
+        _ => None,
+    }
 }

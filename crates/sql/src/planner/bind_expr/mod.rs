@@ -992,6 +992,7 @@ impl Binder<'_> {
             (Expr::Literal(Value::Text(s)), None) => Expr::Literal(Value::Text(s).cast_to(&ty)?),
             (expr @ Expr::Param { ty: None, .. }, None) => self.settle(expr, None, ty)?,
             (expr, from) if ops::category(&ty) == Category::String => {
+                let expr = crate::system::arrays::shown_array(expr, from);
                 fold(Expr::Cast(Box::new(char_as_text(expr, from)), ty))?
             }
             (expr, _) => fold(Expr::Cast(Box::new(expr), ty))?,
