@@ -34,6 +34,19 @@ pub struct ViewDef {
     pub columns: Vec<(String, DataType)>,
     /// The tables and views its query reads.
     pub depends_on: Vec<String>,
+    /// `WITH [CASCADED | LOCAL] CHECK OPTION`: rows written through the view must be rows it
+    /// shows (the SQL layer's `planner::view_write` keeps it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_option: Option<CheckOption>,
+}
+
+/// Which views' conditions a row written through a view with a check option must satisfy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CheckOption {
+    /// The view's own (and those of views under it that have a check option themselves).
+    Local,
+    /// The view's and those of every view under it.
+    Cascaded,
 }
 
 fn view_key(name: &str) -> Vec<u8> {

@@ -101,6 +101,8 @@ pub struct Check {
 pub struct CheckExpr {
     pub name: String,
     pub expr: crate::execution::expr::Expr,
+    /// Set for a view's check option (the view's name): its error is 44000.
+    pub view: Option<String>,
 }
 
 pub fn checks(table: &TableDef) -> Vec<Check> {
@@ -121,12 +123,17 @@ pub fn check_constraints(
 ) -> Result<()> {
     for check in checks {
         if check.expr.eval(values, ctx)? == Value::Boolean(false) {
-            return Err(
-                check_violation(&table.name, &check.name).with_detail(format!(
-                    "Failing row contains ({}).",
-                    row_text(table, values)
-                )),
-            );
+            let violation = match &check.view {
+                Some(view) => SqlError::new(
+                    "44000",
+                    format!("new row violates check option for view \"{view}\""),
+                ),
+                None => check_violation(&table.name, &check.name),
+            };
+            return Err(violation.with_detail(format!(
+                "Failing row contains ({}).",
+                row_text(table, values)
+            )));
         }
     }
     Ok(())

@@ -157,6 +157,11 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
                 with_data: with_data.unwrap_or(true),
             });
         }
+        Some(Token::Word(w)) if w.keyword == Keyword::CREATE => {
+            if let (tokens, Some(check)) = without_check_option(tokens.clone()) {
+                return with_check_option(parse_general(dialect, tokens)?, check);
+            }
+        }
         Some(Token::Word(w)) if w.keyword == Keyword::ANALYZE => {
             return Ok(Statement::Analyze {
                 tables: table_list(&words[1..], &["verbose"])?,
@@ -610,12 +615,7 @@ fn parse_alter_type_owner(rest: &[&Token]) -> Result<Statement> {
 
 /// The tokens without a trailing `WITH [NO] DATA`, and whether it was WITH DATA (None: absent).
 fn without_with_data(mut tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Option<bool>) {
-    let words: Vec<(usize, Option<String>)> = tokens
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !is_blank(&t.token))
-        .map(|(at, t)| (at, word(&t.token)))
-        .collect();
+    let words = positioned_words(&tokens);
     let tail: Vec<Option<&str>> = words
         .iter()
         .rev()
@@ -629,6 +629,60 @@ fn without_with_data(mut tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Opt
     };
     tokens.truncate(words[words.len() - cut].0);
     (tokens, Some(with_data))
+}
+
+/// The tokens that are not blank, each with its position and its word (lower-cased), if any.
+fn positioned_words(tokens: &[TokenWithSpan]) -> Vec<(usize, Option<String>)> {
+    tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !is_blank(&t.token))
+        .map(|(at, t)| (at, word(&t.token)))
+        .collect()
+}
+
+/// The tokens of a `CREATE VIEW` without its trailing `WITH [CASCADED | LOCAL] CHECK OPTION`
+/// (sqlparser reads none), and which it was ("cascaded", the default, or "local").
+fn without_check_option(mut tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Option<String>) {
+    let words = positioned_words(&tokens);
+    if !words.iter().any(|(_, w)| w.as_deref() == Some("view")) {
+        return (tokens, None);
+    }
+    let tail: Vec<Option<&str>> = words
+        .iter()
+        .rev()
+        .take(4)
+        .map(|(_, w)| w.as_deref())
+        .collect();
+    let (cut, check) = match tail.as_slice() {
+        [Some("option"), Some("check"), Some(level @ ("local" | "cascaded")), Some("with")] => {
+            (4, *level)
+        }
+        [Some("option"), Some("check"), Some("with"), ..] => (3, "cascaded"),
+        _ => return (tokens, None),
+    };
+    tokens.truncate(words[words.len() - cut].0);
+    (tokens, Some(check.to_owned()))
+}
+
+/// A parsed `CREATE VIEW` given the check option `check` as the option `check_option`, the
+/// form PostgreSQL also reads (`WITH (check_option = cascaded)`).
+fn with_check_option(statement: Statement, check: String) -> Result<Statement> {
+    let Statement::Sql(mut statement) = statement else {
+        return Err(SqlError::syntax("syntax error at or near \"CHECK\""));
+    };
+    let ast::Statement::CreateView(create) = statement.as_mut() else {
+        return Err(SqlError::syntax("syntax error at or near \"CHECK\""));
+    };
+    let option = ast::SqlOption::KeyValue {
+        key: ast::Ident::new("check_option"),
+        value: ast::Expr::value(ast::Value::SingleQuotedString(check)),
+    };
+    match &mut create.options {
+        ast::CreateTableOptions::With(options) => options.push(option),
+        options => *options = ast::CreateTableOptions::With(vec![option]),
+    }
+    Ok(Statement::Sql(statement))
 }
 
 /// `[CONCURRENTLY] name [WITH [NO] DATA]`, after `REFRESH`'s `MATERIALIZED VIEW`.

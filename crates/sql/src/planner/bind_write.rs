@@ -26,6 +26,9 @@ impl Binder<'_> {
     /// Binds a query or a write into a plan and the columns it returns (a write's RETURNING
     /// columns; none without RETURNING). Other statements are not planned here.
     pub fn bind_statement(&mut self, statement: &ast::Statement) -> Result<Option<BoundQuery>> {
+        if let Some(rewritten) = self.rewrite_view_write(statement)? {
+            return self.bind_statement(&rewritten);
+        }
         let (plan, returning) = match statement {
             ast::Statement::Query(query) => {
                 self.top_level_with = query.with.is_some();
@@ -193,6 +196,25 @@ pub fn bind_checks(binder: &mut Binder, table: &TableDef) -> Result<Vec<CheckExp
             Ok(CheckExpr {
                 name: check.name,
                 expr,
+                view: None,
+            })
+        })
+        .collect()
+}
+
+/// The check options of the views a write goes through, bound over the table's row; taken
+/// from the binder, so that each write binds only its own.
+fn bind_view_checks(binder: &mut Binder, table: &TableDef) -> Result<Vec<CheckExpr>> {
+    binder.cascaded_check = false;
+    let scope = table_scope(table, None);
+    std::mem::take(&mut binder.view_checks)
+        .into_iter()
+        .map(|check| {
+            let (expr, _) = binder.bind_expr_with_level(&check.condition, &scope)?;
+            Ok(CheckExpr {
+                name: String::new(),
+                expr,
+                view: Some(check.view),
             })
         })
         .collect()
@@ -251,7 +273,8 @@ fn bind_insert(binder: &mut Binder, insert: &ast::Insert) -> Result<InsertPlan> 
     {
         require_write(binder, &table, Privilege::Update, true);
     }
-    let checks = bind_checks(binder, &table)?;
+    let mut checks = bind_checks(binder, &table)?;
+    checks.extend(bind_view_checks(binder, &table)?);
     let generated = bind_generated(binder, &table)?;
     Ok(InsertPlan {
         checks,
@@ -606,7 +629,8 @@ fn bind_update(binder: &mut Binder, update: &ast::Update) -> Result<UpdatePlan> 
     let returning = bind_returning(binder, update.returning.as_ref(), &scope)?;
     let reads_rows = update.selection.is_some() || !from.is_empty() || returning.is_some();
     require_write(binder, &target.table, Privilege::Update, reads_rows);
-    let checks = bind_checks(binder, &target.table)?;
+    let mut checks = bind_checks(binder, &target.table)?;
+    checks.extend(bind_view_checks(binder, &target.table)?);
     let generated = bind_generated(binder, &target.table)?;
     Ok(UpdatePlan {
         checks,
@@ -651,6 +675,9 @@ fn refuse_unhonoured(
 }
 
 fn bind_delete(binder: &mut Binder, delete: &ast::Delete) -> Result<DeletePlan> {
+    // A delete writes no row a view's check option could refuse.
+    binder.view_checks.clear();
+    binder.cascaded_check = false;
     let from = match &delete.from {
         ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from) => from,
     };

@@ -12,3 +12,4 @@ pub mod binding;
 pub mod join;
 pub mod json;
 pub mod stats;
+pub mod view_write;

@@ -31,7 +31,7 @@ mod statements;
 mod statio;
 mod steady;
 mod table_stats;
-mod views;
+pub mod views;
 
 use sqlparser::ast::BinaryOperator;
 

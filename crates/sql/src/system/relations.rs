@@ -309,11 +309,27 @@ fn class_row(relation: &Relation, triggers: &HashSet<String>, pages: u32) -> Vec
         flag(false),
         oid(0),
         Value::Null,
-        Value::Null,
+        reloptions(relation),
         Value::Null,
         Value::BigInt(0),
         Value::BigInt(0),
     ]
+}
+
+/// `pg_class.reloptions`: a view's check option (what pg_dump reads it from), else NULL.
+fn reloptions(relation: &Relation) -> Value {
+    match relation {
+        Relation::UserView(view) => match view.check_option {
+            Some(steady_engine::view::CheckOption::Local) => {
+                Value::Text("{check_option=local}".to_owned())
+            }
+            Some(steady_engine::view::CheckOption::Cascaded) => {
+                Value::Text("{check_option=cascaded}".to_owned())
+            }
+            None => Value::Null,
+        },
+        _ => Value::Null,
+    }
 }
 
 /// The dependencies clients order and group objects by (pg_dump creates what an object needs

@@ -6,6 +6,8 @@
 //! A view's definition is its stored query text (sqlparser's rendering of what was written), not
 //! PostgreSQL's deparsed form.
 
+use sqlparser::ast;
+use steady_engine::view::CheckOption;
 use steady_types::{DataType, Value};
 
 use super::functions::oid_arg;
@@ -107,14 +109,21 @@ fn information_schema_views(ctx: &mut ExecCtx) -> Result<Rows> {
         .views()?
         .iter()
         .map(|v| {
+            let updatable = if is_updatable(v) { "YES" } else { "NO" };
             let mut row = vec![
                 name(&database),
                 name("public"),
                 name(&v.name),
                 Value::Text(definition(&v.query)),
-                name("NONE"),
+                name(match v.check_option {
+                    None => "NONE",
+                    Some(CheckOption::Local) => "LOCAL",
+                    Some(CheckOption::Cascaded) => "CASCADED",
+                }),
+                name(updatable),
+                name(updatable),
             ];
-            row.extend((0..5).map(|_| name("NO")));
+            row.extend((0..3).map(|_| name("NO")));
             row
         })
         .collect())
@@ -135,4 +144,85 @@ pub fn get_viewdef(args: &[Value], ctx: &mut ExecCtx) -> Result<Value> {
 /// A definition as PostgreSQL shows one: ending with a semicolon.
 fn definition(query: &str) -> String {
     format!(" {query};")
+}
+
+/// Whether `view` is automatically updatable: its query has the shape [`updatable_select`] asks.
+fn is_updatable(view: &steady_engine::view::ViewDef) -> bool {
+    let Ok(statements) = crate::parser::parse(&view.query) else {
+        return false;
+    };
+    match statements.as_slice() {
+        [crate::parser::Statement::Sql(statement)] => match statement.as_ref() {
+            ast::Statement::Query(query) => updatable_select(query).is_ok(),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+/// A view query writes can go through (PostgreSQL's automatically updatable views): one SELECT
+/// from one table or view, without WITH, LIMIT, OFFSET, DISTINCT, GROUP BY, HAVING, aggregate or
+/// window calls. Gives the SELECT, the relation and its alias in the query; or why not, in
+/// PostgreSQL's words (its DETAIL).
+pub fn updatable_select(
+    query: &ast::Query,
+) -> std::result::Result<(&ast::Select, &ast::ObjectName, Option<&ast::Ident>), &'static str> {
+    let ast::SetExpr::Select(select) = query.body.as_ref() else {
+        return Err(
+            "Views containing UNION, INTERSECT, or EXCEPT are not automatically updatable.",
+        );
+    };
+    if query.with.is_some() {
+        return Err("Views containing WITH are not automatically updatable.");
+    }
+    if query.limit_clause.is_some() || query.fetch.is_some() {
+        return Err("Views containing LIMIT or OFFSET are not automatically updatable.");
+    }
+    if select.distinct.is_some() {
+        return Err("Views containing DISTINCT are not automatically updatable.");
+    }
+    let grouped = !matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty());
+    if grouped || select.having.is_some() {
+        return Err("Views containing GROUP BY are not automatically updatable.");
+    }
+    let single = match select.from.as_slice() {
+        [only] if only.joins.is_empty() => match &only.relation {
+            ast::TableFactor::Table {
+                name, alias, args, ..
+            } if args.is_none() => Some((name, alias.as_ref().map(|a| &a.name))),
+            _ => None,
+        },
+        _ => None,
+    };
+    let Some((table, alias)) = single else {
+        return Err(
+            "Views that do not select from a single table or view are not automatically updatable.",
+        );
+    };
+    if has_aggregate_or_window(&select.projection) {
+        return Err("Views that return aggregate functions are not automatically updatable.");
+    }
+    Ok((select, table, alias))
+}
+
+/// Whether a select list has an aggregate or window call.
+fn has_aggregate_or_window(projection: &[ast::SelectItem]) -> bool {
+    projection.iter().any(|item| {
+        let (ast::SelectItem::UnnamedExpr(expr) | ast::SelectItem::ExprWithAlias { expr, .. }) =
+            item
+        else {
+            return false;
+        };
+        let mut found = false;
+        let mut expr = expr.clone();
+        let _ = ast::visit_expressions_mut(&mut expr, |e| {
+            if let ast::Expr::Function(call) = e {
+                let name = crate::types::object_name(&call.name).1;
+                found |= call.over.is_some()
+                    || crate::execution::aggregate::AggFunc::by_name(&name).is_some();
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        found
+    })
 }

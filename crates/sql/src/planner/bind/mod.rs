@@ -154,6 +154,10 @@ pub struct Binder<'a> {
     pub overriding_user_value: bool,
     /// A materialized view's REFRESH is binding its writes (the only writes it takes).
     pub refreshing: bool,
+    /// The conditions of the views a write goes through that its new rows must satisfy (see
+    /// `planner::view_write`), and whether a view above has a CASCADED check option.
+    pub(crate) view_checks: Vec<crate::planner::view_write::ViewCheck>,
+    pub(crate) cascaded_check: bool,
     /// How many views deep the binding is.
     view_depth: usize,
     next_subquery: usize,
@@ -196,6 +200,8 @@ impl<'a> Binder<'a> {
             overriding_system_value: false,
             overriding_user_value: false,
             refreshing: false,
+            view_checks: Vec::new(),
+            cascaded_check: false,
             view_depth: 0,
             next_subquery: 0,
             ctes: Vec::new(),

@@ -5,9 +5,10 @@
 //! A view is stored as its query's text, its columns (names and types) and the relations its
 //! query named (see `steady_engine::view`). `OR REPLACE` keeps the old columns, in order, with
 //! their names and types, and may add columns after them (PostgreSQL's rule). Refused with 0A000:
-//! MATERIALIZED and TEMPORARY views, and writes through a view.
+//! TEMPORARY views. Writes through a view: `planner::view_write`; `WITH [CASCADED | LOCAL] CHECK
+//! OPTION` (or `WITH (check_option = ...)`) is kept in the view and needs an updatable view.
 
-use steady_engine::view::ViewDef;
+use steady_engine::view::{CheckOption, ViewDef};
 use steady_types::DataType;
 
 use super::Ddl;
@@ -66,9 +67,50 @@ impl Ddl<'_> {
             query: create.query.to_string(),
             columns,
             depends_on,
+            check_option: Self::check_option(&create.options)?,
         };
+        if view.check_option.is_some() {
+            crate::planner::view_write::require_updatable(&view)?;
+        }
         self.txn().create_view(view, create.or_replace)?;
         Ok(QueryResult::command("CREATE VIEW"))
+    }
+
+    /// The view's `check_option` (`WITH [CASCADED | LOCAL] CHECK OPTION`, or `WITH (check_option =
+    /// ...)`); 22023 for another value, 0A000 for another option (none is kept).
+    fn check_option(options: &ast::CreateTableOptions) -> Result<Option<CheckOption>> {
+        let ast::CreateTableOptions::With(options) = options else {
+            return Ok(None);
+        };
+        let mut check = None;
+        for option in options {
+            let ast::SqlOption::KeyValue { key, value } = option else {
+                return Err(SqlError::unsupported(format!("view option {option}")));
+            };
+            if normalize_ident(key) != "check_option" {
+                return Err(SqlError::unsupported(format!("view option {key}")));
+            }
+            let text = match value {
+                ast::Expr::Value(v) => match &v.value {
+                    ast::Value::SingleQuotedString(s) => s.to_lowercase(),
+                    other => other.to_string().to_lowercase(),
+                },
+                ast::Expr::Identifier(ident) => normalize_ident(ident),
+                other => other.to_string(),
+            };
+            check = Some(match text.as_str() {
+                "local" => CheckOption::Local,
+                "cascaded" => CheckOption::Cascaded,
+                _ => {
+                    return Err(SqlError::new(
+                        "22023",
+                        "invalid value for enum option \"check_option\": ".to_owned() + &text,
+                    )
+                    .with_detail("Valid values are \"local\" and \"cascaded\"."))
+                }
+            });
+        }
+        Ok(check)
     }
 
     /// A relation of that name: an error (a table; a view without OR REPLACE or IF NOT EXISTS),
