@@ -14,6 +14,8 @@
 //!   table's `a` sets `a`), and reads it wherever the statement names the view column;
 //! - adds the view's condition to an UPDATE's or DELETE's WHERE: rows the view does not show are
 //!   not touched;
+//! - leaves unqualified names inside subqueries alone (they may be the subquery's own columns;
+//!   a view column named there unqualified then fails to resolve instead of reading another);
 //! - `WITH [CASCADED | LOCAL] CHECK OPTION`: rows an INSERT or UPDATE writes must satisfy the
 //!   view's condition (CASCADED: and the conditions of the views under it), else 44000.
 //!
@@ -21,7 +23,11 @@
 //! view with a column that cannot be written (PostgreSQL accepts it when the VALUES stop before
 //! that column).
 
-use sqlparser::ast::{self, Expr as AstExpr, Ident, ObjectName, ObjectNamePart};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    self, Expr as AstExpr, Ident, ObjectName, ObjectNamePart, VisitMut, VisitorMut,
+};
 use steady_engine::view::{CheckOption, ViewDef};
 
 use crate::error::{Result, SqlError};
@@ -240,7 +246,7 @@ fn column_of(expr: &AstExpr) -> Option<String> {
 /// Rewrites column references qualified by one of `qualifiers` to be qualified by `to` (or
 /// unqualified when `to` is None).
 fn requalify(expr: &mut AstExpr, qualifiers: &[Option<String>], to: Option<&str>) {
-    let _ = ast::visit_expressions_mut(expr, |e| {
+    visit_outside_subqueries(expr, |e| {
         if let AstExpr::CompoundIdentifier(parts) = e {
             if parts.len() == 2 && qualifiers.contains(&Some(normalize_ident(&parts[0]))) {
                 let column = parts[1].clone();
@@ -250,7 +256,7 @@ fn requalify(expr: &mut AstExpr, qualifiers: &[Option<String>], to: Option<&str>
                 };
             }
         }
-        std::ops::ControlFlow::<()>::Continue(())
+        ControlFlow::Continue(())
     });
 }
 
@@ -281,18 +287,18 @@ impl Updatable {
     /// Makes the references to view columns in `expr` (unqualified, or qualified by one of
     /// `qualifiers`) read what they are over the table's row, qualified as they were.
     fn read_table_columns(&self, expr: &mut AstExpr, qualifiers: &[&str]) {
-        let _ = ast::visit_expressions_mut(expr, |e| {
+        visit_with_depth(expr, |e, depth| {
             let (qualifier, name) = match e {
-                AstExpr::Identifier(ident) => (None, normalize_ident(ident)),
+                AstExpr::Identifier(ident) if depth == 0 => (None, normalize_ident(ident)),
                 AstExpr::CompoundIdentifier(parts)
                     if parts.len() == 2 && qualifiers.contains(&&*normalize_ident(&parts[0])) =>
                 {
                     (Some(parts[0].clone()), normalize_ident(&parts[1]))
                 }
-                _ => return std::ops::ControlFlow::<()>::Continue(()),
+                _ => return ControlFlow::Continue(()),
             };
             let Some(column) = self.columns.iter().find(|column| column.name == name) else {
-                return std::ops::ControlFlow::Continue(());
+                return ControlFlow::Continue(());
             };
             if column.source.as_deref() != Some(name.as_str()) {
                 let mut replacement = column.expr.clone();
@@ -301,7 +307,7 @@ impl Updatable {
                 }
                 *e = AstExpr::Nested(Box::new(replacement));
             }
-            std::ops::ControlFlow::Continue(())
+            ControlFlow::Continue(())
         });
     }
 
@@ -491,11 +497,11 @@ impl Updatable {
 /// Qualifies the unqualified column references of a view's condition by `alias`, so that it
 /// reads the written table even beside the other tables of an UPDATE ... FROM.
 fn requalify_unqualified(expr: &mut AstExpr, alias: &str) {
-    let _ = ast::visit_expressions_mut(expr, |e| {
+    visit_outside_subqueries(expr, |e| {
         if let AstExpr::Identifier(ident) = e {
             *e = AstExpr::CompoundIdentifier(vec![Ident::with_quote('"', alias), ident.clone()]);
         }
-        std::ops::ControlFlow::<()>::Continue(())
+        ControlFlow::Continue(())
     });
 }
 
@@ -515,4 +521,43 @@ fn rename_relation(relation: &mut ast::TableFactor, table: &ObjectName, alias: &
             at: None,
         });
     }
+}
+
+/// Calls `f` on every expression of `expr` that is not inside a subquery: an unqualified name
+/// inside a subquery may be the subquery's own table's column, so the rewrite leaves it alone (a
+/// view column named there then fails to resolve rather than read another column).
+fn visit_outside_subqueries(
+    expr: &mut AstExpr,
+    mut f: impl FnMut(&mut AstExpr) -> ControlFlow<()>,
+) {
+    visit_with_depth(expr, |e, depth| {
+        if depth == 0 {
+            f(e)
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+}
+
+/// Calls `f` on every expression of `expr` with how many subqueries deep it is.
+fn visit_with_depth(expr: &mut AstExpr, f: impl FnMut(&mut AstExpr, usize) -> ControlFlow<()>) {
+    struct Outside<F> {
+        depth: usize,
+        f: F,
+    }
+    impl<F: FnMut(&mut AstExpr, usize) -> ControlFlow<()>> VisitorMut for Outside<F> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, expr: &mut AstExpr) -> ControlFlow<()> {
+            (self.f)(expr, self.depth)
+        }
+    }
+    let _ = expr.visit(&mut Outside { depth: 0, f });
 }
