@@ -187,6 +187,7 @@ fn parse_general(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Res
         .iter()
         .any(|t| unquoted_keyword(t) == Keyword::IDENTITY);
     let tokens = fetch_in_parser_form(without_only(builtin_operators_unwrapped(tokens)));
+    let tokens = between_symmetric_marked(tokens);
     let tokens = match identity_sequence {
         Some(expected) => without_sequence_name(tokens, &expected)?,
         None => tokens,
@@ -299,6 +300,65 @@ fn unquoted_keyword(token: &Token) -> Keyword {
         Token::Word(w) if w.quote_style.is_none() => w.keyword,
         _ => Keyword::NoKeyword,
     }
+}
+
+/// The function name [`between_symmetric_marked`] wraps a symmetric BETWEEN's lower bound in (a
+/// quoted name no function has).
+pub const SYMMETRIC_BOUND: &str = "BETWEEN SYMMETRIC";
+
+/// The tokens with `BETWEEN SYMMETRIC a AND b` written `BETWEEN "BETWEEN SYMMETRIC"(a) AND b`,
+/// which sqlparser reads (it reads no SYMMETRIC) and the binder turns back into the symmetric
+/// test, and `BETWEEN ASYMMETRIC` (the default) as plain `BETWEEN`. The lower bound ends at the
+/// first AND outside parentheses and CASE ... END, as PostgreSQL's grammar has it.
+fn between_symmetric_marked(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let is_word = |t: &TokenWithSpan, keyword: Keyword| unquoted_keyword(&t.token) == keyword;
+    if !tokens
+        .iter()
+        .any(|t| is_word(t, Keyword::SYMMETRIC) || is_word(t, Keyword::ASYMMETRIC))
+    {
+        return tokens;
+    }
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len() + 3);
+    let mut open_bounds: Vec<(usize, usize)> = Vec::new();
+    let (mut parens, mut cases) = (0usize, 0usize);
+    let mut after_between = false;
+    for token in tokens {
+        let blank = is_blank(&token.token);
+        match &token.token {
+            Token::LParen => parens += 1,
+            Token::RParen => parens = parens.saturating_sub(1),
+            _ if is_word(&token, Keyword::CASE) => cases += 1,
+            _ if is_word(&token, Keyword::END) => cases = cases.saturating_sub(1),
+            _ => {}
+        }
+        if after_between && is_word(&token, Keyword::ASYMMETRIC) {
+            after_between = false;
+            continue;
+        }
+        if after_between && is_word(&token, Keyword::SYMMETRIC) {
+            after_between = false;
+            out.push(TokenWithSpan::wrap(Token::Word(
+                sqlparser::tokenizer::Word {
+                    value: SYMMETRIC_BOUND.to_owned(),
+                    quote_style: Some('"'),
+                    keyword: Keyword::NoKeyword,
+                },
+            )));
+            out.push(TokenWithSpan::wrap(Token::LParen));
+            open_bounds.push((parens, cases));
+            continue;
+        }
+        if !blank {
+            after_between = is_word(&token, Keyword::BETWEEN);
+        }
+        if is_word(&token, Keyword::AND) && open_bounds.last() == Some(&(parens, cases)) {
+            open_bounds.pop();
+            out.push(TokenWithSpan::wrap(Token::RParen));
+            out.push(TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)));
+        }
+        out.push(token);
+    }
+    out
 }
 
 /// The tokens with each `OPERATOR(pg_catalog.op)` made the plain `op` it names (a built-in

@@ -103,12 +103,14 @@ impl Binder<'_> {
                 low,
                 high,
             } => {
-                let (e1, l) = self.bind_comparable(expr, low, scope, ">=")?;
-                let (e2, h) = self.bind_comparable(expr, high, scope, "<=")?;
-                let between = Expr::And(
-                    Box::new(Expr::Compare(CmpOp::GtEq, Box::new(e1), Box::new(l))),
-                    Box::new(Expr::Compare(CmpOp::LtEq, Box::new(e2), Box::new(h))),
-                );
+                let between = match symmetric_bound(low)? {
+                    // PostgreSQL's reading: (x >= a AND x <= b) OR (x >= b AND x <= a).
+                    Some(low) => Expr::Or(
+                        Box::new(self.bind_between(expr, low, high, scope)?),
+                        Box::new(self.bind_between(expr, high, low, scope)?),
+                    ),
+                    None => self.bind_between(expr, low, high, scope)?,
+                };
                 Ok((negate_if(between, *negated), Some(DataType::Boolean)))
             }
             AstExpr::BinaryOp { left, op, right } => self.bind_binary(left, op, right, scope),
@@ -600,6 +602,22 @@ impl Binder<'_> {
             kind,
             correlated,
         }))
+    }
+
+    /// `x >= low AND x <= high`.
+    fn bind_between(
+        &mut self,
+        expr: &AstExpr,
+        low: &AstExpr,
+        high: &AstExpr,
+        scope: &Scope,
+    ) -> Result<Expr> {
+        let (e1, l) = self.bind_comparable(expr, low, scope, ">=")?;
+        let (e2, h) = self.bind_comparable(expr, high, scope, "<=")?;
+        Ok(Expr::And(
+            Box::new(Expr::Compare(CmpOp::GtEq, Box::new(e1), Box::new(l))),
+            Box::new(Expr::Compare(CmpOp::LtEq, Box::new(e2), Box::new(h))),
+        ))
     }
 
     fn bind_binary(
@@ -1350,5 +1368,24 @@ fn number_literal(e: &AstExpr) -> Option<String> {
             _ => None,
         },
         _ => None,
+    }
+}
+
+/// The lower bound of a `BETWEEN SYMMETRIC`, which the parser marks by wrapping it in a call
+/// of [`crate::parser::SYMMETRIC_BOUND`]; None for an ordinary BETWEEN's; 42601 for none.
+fn symmetric_bound(low: &AstExpr) -> Result<Option<&AstExpr>> {
+    let AstExpr::Function(call) = low else {
+        return Ok(None);
+    };
+    let marked = matches!(call.name.0.as_slice(),
+        [ast::ObjectNamePart::Identifier(name)]
+            if name.quote_style.is_some() && name.value == crate::parser::SYMMETRIC_BOUND);
+    let ast::FunctionArguments::List(list) = &call.args else {
+        return Ok(None);
+    };
+    match list.args.as_slice() {
+        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(bound))] if marked => Ok(Some(bound)),
+        _ if marked => Err(SqlError::syntax("syntax error at or near \"AND\"")),
+        _ => Ok(None),
     }
 }
