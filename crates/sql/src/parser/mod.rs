@@ -187,7 +187,7 @@ fn parse_general(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Res
         .iter()
         .any(|t| unquoted_keyword(t) == Keyword::IDENTITY);
     let tokens = fetch_in_parser_form(without_only(builtin_operators_unwrapped(tokens)));
-    let tokens = between_symmetric_marked(tokens);
+    let tokens = on_conflict_where_marked(between_symmetric_marked(tokens));
     let tokens = match identity_sequence {
         Some(expected) => without_sequence_name(tokens, &expected)?,
         None => tokens,
@@ -300,6 +300,82 @@ fn unquoted_keyword(token: &Token) -> Keyword {
         Token::Word(w) if w.quote_style.is_none() => w.keyword,
         _ => Keyword::NoKeyword,
     }
+}
+
+/// What [`on_conflict_where_marked`] begins the name of the column it adds with; the rest of
+/// the name is the predicate's text.
+pub const CONFLICT_PREDICATE: &str = "ON CONFLICT WHERE ";
+
+/// The tokens with `ON CONFLICT (columns) WHERE predicate DO ...` (the predicate that lets a
+/// partial unique index be inferred, which sqlparser does not read) written `ON CONFLICT
+/// (columns, "ON CONFLICT WHERE predicate") DO ...`: a quoted name no column has, which the
+/// binder takes apart.
+fn on_conflict_where_marked(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let significant: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !is_blank(&tokens[i].token))
+        .collect();
+    let at = |k: usize| significant.get(k).map(|&i| &tokens[i].token);
+    let Some(conflict) =
+        (0..significant.len()).find(|&k| at(k).map(unquoted_keyword) == Some(Keyword::CONFLICT))
+    else {
+        return tokens;
+    };
+    if at(conflict + 1) != Some(&Token::LParen) {
+        return tokens;
+    }
+    let mut depth = 0usize;
+    let mut close = None;
+    for k in conflict + 1..significant.len() {
+        match at(k) {
+            Some(Token::LParen) => depth += 1,
+            Some(Token::RParen) => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(k);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let Some(close) = close else { return tokens };
+    if at(close + 1).map(unquoted_keyword) != Some(Keyword::WHERE) {
+        return tokens;
+    }
+    let mut depth = 0usize;
+    let Some(action) = (close + 2..significant.len()).find(|&k| {
+        match at(k) {
+            Some(Token::LParen) => depth += 1,
+            Some(Token::RParen) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        depth == 0 && at(k).map(unquoted_keyword) == Some(Keyword::DO)
+    }) else {
+        return tokens;
+    };
+    let (close, where_at, action) = (
+        significant[close],
+        significant[close + 1],
+        significant[action],
+    );
+    let predicate: String = tokens[where_at + 1..action]
+        .iter()
+        .map(|t| t.token.to_string())
+        .collect();
+    let mut out = Vec::with_capacity(tokens.len());
+    out.extend_from_slice(&tokens[..close]);
+    out.push(TokenWithSpan::wrap(Token::Comma));
+    out.push(TokenWithSpan::wrap(Token::Word(
+        sqlparser::tokenizer::Word {
+            value: format!("{CONFLICT_PREDICATE}{}", predicate.trim()),
+            quote_style: Some('"'),
+            keyword: Keyword::NoKeyword,
+        },
+    )));
+    out.push(tokens[close].clone());
+    out.push(TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)));
+    out.extend_from_slice(&tokens[action..]);
+    out
 }
 
 /// The function name [`between_symmetric_marked`] wraps a symmetric BETWEEN's lower bound in (a

@@ -449,6 +449,13 @@ fn bind_on_conflict(
 }
 
 fn conflict_index(table: &TableDef, columns: &[ast::Ident]) -> Result<u64> {
+    let (marked, columns): (Vec<&ast::Ident>, Vec<&ast::Ident>) = columns.iter().partition(|c| {
+        c.quote_style.is_some() && c.value.starts_with(crate::parser::CONFLICT_PREDICATE)
+    });
+    let predicate = marked
+        .first()
+        .map(|c| crate::parser::parse_expr(&c.value[crate::parser::CONFLICT_PREDICATE.len()..]))
+        .transpose()?;
     let mut positions: Vec<usize> = columns
         .iter()
         .map(|c| {
@@ -467,10 +474,30 @@ fn conflict_index(table: &TableDef, columns: &[ast::Ident]) -> Result<u64> {
     if !table.primary_key.is_empty() && same(&table.primary_key) {
         return Ok(table.id);
     }
+    let names: Vec<String> = columns.iter().map(|c| normalize_ident(c)).collect();
+    let partial_fits = |index: &steady_engine::catalog::IndexDef| {
+        let Some(predicate) = &predicate else {
+            return false;
+        };
+        let parts: Option<Vec<(&str, &str)>> = index
+            .columns
+            .iter()
+            .map(|&c| crate::execution::constraints::column_partial(&table.columns[c].name))
+            .collect();
+        let Some(parts) = parts else { return false };
+        let mut elements: Vec<String> = parts.iter().map(|(e, _)| e.to_string()).collect();
+        let mut wanted = names.clone();
+        elements.sort();
+        wanted.sort();
+        elements == wanted
+            && parts
+                .first()
+                .is_some_and(|(_, p)| crate::planner::bind_expr::implies(predicate, p))
+    };
     table
         .indexes
         .iter()
-        .find(|i| i.unique && same(&i.columns))
+        .find(|i| i.unique && (same(&i.columns) || partial_fits(i)))
         .map(|i| i.id)
         .ok_or_else(|| {
             SqlError::new(

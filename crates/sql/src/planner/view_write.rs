@@ -406,7 +406,12 @@ impl Updatable {
         alias: &str,
     ) -> Result<()> {
         if let Some(ast::ConflictTarget::Columns(columns)) = &mut conflict.conflict_target {
-            for column in columns {
+            // The predicate the parser carries as a marked name (see
+            // `parser::on_conflict_where_marked`) is left as it is.
+            let named = columns
+                .iter_mut()
+                .filter(|column| !column.value.starts_with(crate::parser::CONFLICT_PREDICATE));
+            for column in named {
                 *column = self.table_column(&normalize_ident(column), view, "insert into")?;
             }
         }

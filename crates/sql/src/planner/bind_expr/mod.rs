@@ -1265,9 +1265,7 @@ fn partial_index_keys<'e>(selection: &'e AstExpr, scope: &Scope) -> Vec<(usize, 
         let Ok(predicate) = crate::parser::parse_expr(predicate) else {
             continue;
         };
-        let mut required = Vec::new();
-        ast_conjuncts(&predicate, &mut required);
-        if !required.iter().all(|r| texts.contains(&r.to_string())) {
+        if !implies_conjuncts(&texts, &predicate) {
             continue;
         }
         let equal_to = conjuncts.iter().find_map(|c| match c {
@@ -1286,6 +1284,26 @@ fn partial_index_keys<'e>(selection: &'e AstExpr, scope: &Scope) -> Vec<(usize, 
         keys.extend(equal_to.map(|x| (column, x)));
     }
     keys
+}
+
+/// Whether a clause whose conjuncts are written `texts` implies `predicate`: each of the
+/// predicate's conjuncts is one of them (PostgreSQL's proof is wider; this one is what a partial
+/// index's users write — its predicate, maybe with more).
+fn implies_conjuncts(texts: &[String], predicate: &AstExpr) -> bool {
+    let mut required = Vec::new();
+    ast_conjuncts(predicate, &mut required);
+    required.iter().all(|r| texts.contains(&r.to_string()))
+}
+
+/// Whether `clause` implies the predicate written `predicate` (see [`implies_conjuncts`]).
+pub(crate) fn implies(clause: &AstExpr, predicate: &str) -> bool {
+    let Ok(predicate) = crate::parser::parse_expr(predicate) else {
+        return false;
+    };
+    let mut conjuncts = Vec::new();
+    ast_conjuncts(clause, &mut conjuncts);
+    let texts: Vec<String> = conjuncts.iter().map(|c| c.to_string()).collect();
+    implies_conjuncts(&texts, &predicate)
 }
 
 /// The top-level AND conjuncts of a clause, parentheses around them removed.
