@@ -168,6 +168,25 @@ def test_date_time_and_uuid_arrays(server):
         assert days == [date(2024, 1, 1)] * 2
 
 
+def test_json_arrays(server):
+    """Lists of Json/Jsonb values go into json[] and jsonb[] columns and come back as lists of
+    the decoded values, in text and in binary."""
+    from psycopg.types.json import Json, Jsonb
+
+    with connect(server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS tagged")
+        conn.execute("CREATE TABLE tagged (id integer PRIMARY KEY, j json[], b jsonb[])")
+        values = [{"a": 1, "s": "x,\"y\"}"}, [1, 2], None]
+        for binary in (False, True):
+            with conn.cursor(binary=binary) as cur:
+                cur.execute(
+                    "INSERT INTO tagged VALUES (%s, %s, %s)",
+                    (int(binary), [Json(v) for v in values], [Jsonb(v) for v in values]),
+                )
+                cur.execute("SELECT j, b, b[1] ->> 's' FROM tagged WHERE id = %s", (int(binary),))
+                assert cur.fetchone() == (values, values, 'x,"y"}')
+
+
 def test_parameters_and_prepared_statements(server):
     with connect(server, autocommit=True) as conn:
         conn.execute("DROP TABLE IF EXISTS p")

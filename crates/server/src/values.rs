@@ -89,6 +89,8 @@ pub fn declared_type(ty: Option<&Type>) -> Option<DataType> {
         Type::TIME_ARRAY => DataType::Array(ArrayElement::Time),
         Type::UUID_ARRAY => DataType::Array(ArrayElement::Uuid),
         Type::INTERVAL_ARRAY => DataType::Array(ArrayElement::Interval),
+        Type::JSON_ARRAY => DataType::Array(ArrayElement::Json),
+        Type::JSONB_ARRAY => DataType::Array(ArrayElement::Jsonb),
         _ => return None,
     })
 }

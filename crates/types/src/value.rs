@@ -37,7 +37,7 @@ pub enum DataType {
     Jsonb,
     /// `text[]`, one dimension, held as its text form (`{a,"b c",NULL}`) in a `Value::Text`.
     TextArray,
-    /// An array of numbers, booleans, dates and times or uuids (`integer[]`, `date[]`, ...), one
+    /// An array of numbers, booleans, dates and times, uuids or json (`integer[]`, `date[]`, ...), one
     /// dimension, held as its canonical text form (`{1,2,NULL}`, each element as its type writes
     /// it) in a `Value::Text`.
     Array(ArrayElement),
@@ -57,12 +57,13 @@ pub enum ArrayElement {
     Numeric,
     Date,
     Timestamp,
-    /// Elements are written with the offset of the session's TimeZone when the array was made
-    /// (the text is the value): the instants are exact, the offsets those of the writer.
+    /// Elements are kept in UTC and shown in the reader's TimeZone (see [`crate::array`]).
     TimestampTz,
     Time,
     Uuid,
     Interval,
+    Json,
+    Jsonb,
 }
 
 impl ArrayElement {
@@ -85,6 +86,8 @@ impl ArrayElement {
             DataType::Time => ArrayElement::Time,
             DataType::Uuid => ArrayElement::Uuid,
             DataType::Interval => ArrayElement::Interval,
+            DataType::Json => ArrayElement::Json,
+            DataType::Jsonb => ArrayElement::Jsonb,
             _ => return None,
         })
     }
@@ -107,6 +110,8 @@ impl ArrayElement {
             ArrayElement::Time => DataType::Time,
             ArrayElement::Uuid => DataType::Uuid,
             ArrayElement::Interval => DataType::Interval,
+            ArrayElement::Json => DataType::Json,
+            ArrayElement::Jsonb => DataType::Jsonb,
         }
     }
 }
