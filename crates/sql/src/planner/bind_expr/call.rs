@@ -576,11 +576,22 @@ fn named_arguments(
     if !list.args.iter().any(|arg| named(arg).is_some()) {
         return Ok(None);
     }
-    let parameters: &[&str] = match name {
-        "make_interval" => &crate::execution::datetime_functions::MAKE_INTERVAL_PARAMETERS,
+    // Each function's parameter names, and how many of them a call must give (make_interval's
+    // all default to 0; make_timestamptz's time zone defaults to the session's).
+    let (parameters, required): (&[&str], usize) = match name {
+        "make_interval" => (
+            &crate::execution::datetime_functions::MAKE_INTERVAL_PARAMETERS,
+            0,
+        ),
+        "make_date" => (&["year", "month", "day"], 3),
+        "make_time" => (&["hour", "min", "sec"], 3),
+        "make_timestamp" => (&["year", "month", "mday", "hour", "min", "sec"], 6),
+        "make_timestamptz" => (
+            &["year", "month", "mday", "hour", "min", "sec", "timezone"],
+            6,
+        ),
         _ => return Err(SqlError::unsupported(format!("named arguments of {name}"))),
     };
-    let zero = || AstExpr::value(ast::Value::Number("0".to_owned(), false));
     let mut positional: Vec<Option<AstExpr>> = vec![None; parameters.len()];
     let mut seen_named = false;
     for (at, arg) in list.args.iter().enumerate() {
@@ -617,12 +628,27 @@ fn named_arguments(
             }
         }
     }
-    Ok(Some(
-        positional
-            .into_iter()
-            .map(|e| e.unwrap_or_else(zero))
-            .collect(),
-    ))
+    if required == 0 {
+        let zero = || AstExpr::value(ast::Value::Number("0".to_owned(), false));
+        return Ok(Some(
+            positional
+                .into_iter()
+                .map(|e| e.unwrap_or_else(zero))
+                .collect(),
+        ));
+    }
+    let given = positional
+        .iter()
+        .rposition(Option::is_some)
+        .map_or(0, |at| at + 1);
+    positional.truncate(given.max(required));
+    positional.into_iter().collect::<Option<Vec<_>>>().map(Some).ok_or_else(|| {
+        SqlError::undefined_function(format!(
+            "function {name}({}) does not exist",
+            parameters[..required].join(", ")
+        ))
+        .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+    })
 }
 
 pub(crate) fn plain_arg(arg: &ast::FunctionArg) -> Result<&AstExpr> {
