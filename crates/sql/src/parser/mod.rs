@@ -157,7 +157,10 @@ fn parse_one(dialect: &PostgreSqlDialect, tokens: Vec<TokenWithSpan>) -> Result<
                 with_data: with_data.unwrap_or(true),
             });
         }
-        Some(Token::Word(w)) if w.keyword == Keyword::CREATE => {
+        Some(Token::Word(w))
+            if w.keyword == Keyword::CREATE
+                && words.last().and_then(|t| word(t)).as_deref() == Some("option") =>
+        {
             if let (tokens, Some(check)) = without_check_option(tokens.clone()) {
                 return with_check_option(parse_general(dialect, tokens)?, check);
             }
@@ -752,12 +755,7 @@ fn parse_alter_type_owner(rest: &[&Token]) -> Result<Statement> {
 /// The tokens without a trailing `WITH [NO] DATA`, and whether it was WITH DATA (None: absent).
 fn without_with_data(mut tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Option<bool>) {
     let words = positioned_words(&tokens);
-    let tail: Vec<Option<&str>> = words
-        .iter()
-        .rev()
-        .take(3)
-        .map(|(_, w)| w.as_deref())
-        .collect();
+    let tail = last_words(&words, 3);
     let (cut, with_data) = match tail.as_slice() {
         [Some("data"), Some("no"), Some("with"), ..] => (3, false),
         [Some("data"), Some("with"), ..] => (2, true),
@@ -777,6 +775,16 @@ fn positioned_words(tokens: &[TokenWithSpan]) -> Vec<(usize, Option<String>)> {
         .collect()
 }
 
+/// The last `n` of [`positioned_words`]' words, last first.
+fn last_words(words: &[(usize, Option<String>)], n: usize) -> Vec<Option<&str>> {
+    words
+        .iter()
+        .rev()
+        .take(n)
+        .map(|(_, w)| w.as_deref())
+        .collect()
+}
+
 /// The tokens of a `CREATE VIEW` without its trailing `WITH [CASCADED | LOCAL] CHECK OPTION`
 /// (sqlparser reads none), and which it was ("cascaded", the default, or "local").
 fn without_check_option(mut tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, Option<String>) {
@@ -784,12 +792,7 @@ fn without_check_option(mut tokens: Vec<TokenWithSpan>) -> (Vec<TokenWithSpan>, 
     if !words.iter().any(|(_, w)| w.as_deref() == Some("view")) {
         return (tokens, None);
     }
-    let tail: Vec<Option<&str>> = words
-        .iter()
-        .rev()
-        .take(4)
-        .map(|(_, w)| w.as_deref())
-        .collect();
+    let tail = last_words(&words, 4);
     let (cut, check) = match tail.as_slice() {
         [Some("option"), Some("check"), Some(level @ ("local" | "cascaded")), Some("with")] => {
             (4, *level)

@@ -108,10 +108,7 @@ impl Binder<'_> {
         for check in &mut self.view_checks {
             updatable.read_table_columns(&mut check.condition, &[]);
         }
-        let checked = match view.check_option {
-            Some(_) => true,
-            None => self.cascaded_check,
-        };
+        let checked = view.check_option.is_some() || self.cascaded_check;
         if view.check_option == Some(CheckOption::Cascaded) {
             self.cascaded_check = true;
         }
@@ -186,7 +183,7 @@ fn updatable(view: &ViewDef, verb: &str) -> Result<Updatable> {
     let qualifiers = [Some(object_name(table).1), table_alias.map(normalize_ident)];
     let mut condition = select.selection.clone();
     if let Some(condition) = &mut condition {
-        requalify(condition, &qualifiers, None);
+        unqualify(condition, &qualifiers);
     }
     Ok(Updatable {
         columns: view_columns(view, &select.projection, &qualifiers),
@@ -207,7 +204,7 @@ fn view_columns(
         match item {
             ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
                 let mut e = e.clone();
-                requalify(&mut e, qualifiers, None);
+                unqualify(&mut e, qualifiers);
                 exprs.push(e);
             }
             ast::SelectItem::ExprWithAliases { expr, .. } => exprs.push(expr.clone()),
@@ -243,17 +240,12 @@ fn column_of(expr: &AstExpr) -> Option<String> {
     }
 }
 
-/// Rewrites column references qualified by one of `qualifiers` to be qualified by `to` (or
-/// unqualified when `to` is None).
-fn requalify(expr: &mut AstExpr, qualifiers: &[Option<String>], to: Option<&str>) {
+/// Makes column references qualified by one of `qualifiers` unqualified.
+fn unqualify(expr: &mut AstExpr, qualifiers: &[Option<String>]) {
     visit_outside_subqueries(expr, |e| {
         if let AstExpr::CompoundIdentifier(parts) = e {
             if parts.len() == 2 && qualifiers.contains(&Some(normalize_ident(&parts[0]))) {
-                let column = parts[1].clone();
-                *e = match to {
-                    Some(to) => AstExpr::CompoundIdentifier(vec![Ident::new(to), column]),
-                    None => AstExpr::Identifier(column),
-                };
+                *e = AstExpr::Identifier(parts[1].clone());
             }
         }
         ControlFlow::Continue(())
